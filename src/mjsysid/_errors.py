@@ -1,0 +1,32 @@
+"""Small helpers that build uniform error messages.
+
+Every message follows ``"{what} must be {expected}, got {received!r}"`` so that a user can
+see at a glance which argument is wrong, what was expected and what arrived.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """A bounded ``repr`` of ``value`` (arrays show shape and a few entries)."""
+    if isinstance(value, np.ndarray):
+        body = np.array2string(value, threshold=6, edgeitems=2, precision=6)
+        text = f"array(shape={value.shape}, {body})"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def must_be(what: str, expected: str, received: Any, hint: str = "") -> str:
+    """Formats ``"{what} must be {expected}, got {received}"`` plus an optional hint."""
+    msg = f"{what} must be {expected}, got {short_repr(received)}"
+    return f"{msg}. {hint}" if hint else msg
+
+
+def first_bad_index(mask: np.ndarray) -> int:
+    """Flat index of the first ``True`` entry of ``mask`` (which must have one)."""
+    return int(np.flatnonzero(np.asarray(mask).ravel())[0])

@@ -1,0 +1,112 @@
+"""Safe file helpers: atomic writes, YAML without code execution, npz without pickle.
+
+A crash (or SIGKILL) in the middle of a write never leaves a half-written file under the final
+name: data go to a temporary file in the same folder, are flushed to disk, then renamed over
+the target in one step (``os.replace`` is atomic on POSIX and Windows).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from mjsysid._errors import must_be
+
+
+def _prepare_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OSError(f"cannot create folder {str(path.parent)!r} for {path.name!r}: {e}") from e
+
+
+def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
+    """Writes ``payload`` to ``path`` atomically, creating parent folders.
+
+    Raises:
+      OSError: The folder cannot be created or written, with the path in the message.
+    """
+    path = Path(path)
+    _prepare_parent(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise OSError(f"cannot write {str(path)!r}: {e}") from e
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """UTF-8 text version of :func:`atomic_write_bytes`."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_savez(path: str | Path, arrays: Mapping[str, np.ndarray]) -> Path:
+    """Saves numeric arrays to a compressed ``.npz`` atomically (object arrays are refused)."""
+    for key, arr in arrays.items():
+        if np.asarray(arr).dtype == object:
+            raise TypeError(must_be(f"npz entry {key!r}", "a numeric or string array", arr))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def load_npz(path: str | Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Loads an ``.npz`` without pickle and checks that ``required`` keys are present.
+
+    Raises:
+      FileNotFoundError: No such file.
+      ValueError: Not a readable npz (truncated, foreign format) or missing keys.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {str(path)!r}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            out = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError) as e:
+        raise ValueError(f"{str(path)!r} is not a readable .npz file ({e})") from e
+    missing = [k for k in required if k not in out]
+    if missing:
+        raise ValueError(
+            f"{str(path)!r} must contain arrays {list(required)}, missing {missing}; "
+            f"found {sorted(out)}"
+        )
+    return out
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Parses a YAML file with ``yaml.safe_load`` (python object tags are rejected).
+
+    Raises:
+      FileNotFoundError: No such file.
+      ValueError: Invalid YAML or a tag that would construct Python objects.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {str(path)!r}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        return yaml.safe_load(text)
+    except yaml.constructor.ConstructorError as e:
+        raise ValueError(
+            f"{str(path)!r}: unsupported YAML tag ({e.problem}); mjsysid only reads plain data "
+            "and never constructs Python objects from files"
+        ) from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"{str(path)!r} is not valid YAML: {e}") from None

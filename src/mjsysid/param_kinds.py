@@ -1,0 +1,286 @@
+"""Ready-made parameter kinds: the common physical quantities, with modifiers and bounds.
+
+``make_parameter("joint_damping", model, "hinge1")`` returns a :class:`Parameter` whose
+nominal value is read once from the compiled model, with physically sensible default bounds,
+a spec modifier (for :func:`apply_param_modifiers`) and an exact compiled-model fast path.
+Its ``meta`` records ``{"kind": ..., "target": ...}``, so a saved parameter file re-creates the
+modifiers on load (:meth:`ParameterDict.load_from_disk`).
+
+Kinds (``target`` is the element name):
+
+=====================  ===========  ===============================================
+kind                   element      quantity (spec field -> model field)
+=====================  ===========  ===============================================
+joint_damping          joint        ``damping[0]`` -> ``dof_damping`` (every dof)
+joint_armature         joint        ``armature`` -> ``dof_armature``
+joint_frictionloss     joint        ``frictionloss`` -> ``dof_frictionloss``
+joint_stiffness        joint        ``stiffness[0]`` -> ``jnt_stiffness``
+actuator_kp            actuator     position gain (``gainprm[0]``, ``biasprm[1] = -kp``)
+actuator_kv            actuator     velocity gain of a position actuator (``biasprm[2] = -kv``)
+actuator_gear          actuator     ``gear[0]`` (motor constant / transmission ratio)
+geom_friction          geom         sliding friction ``friction[0]``
+pair_friction          pair         sliding friction ``friction[0:2]`` (both tangent axes)
+body_mass / ...        body         see :mod:`mjsysid.inertia`
+sensor_delay           sensor glob  no model change; used by :class:`SignalTransform`
+sensor_gain            sensor glob  no model change; used by :class:`SignalTransform`
+sensor_bias            sensor glob  no model change; used by :class:`SignalTransform`
+=====================  ===========  ===============================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid._errors import must_be
+from mjsysid.parameter import Parameter, ParameterDict
+
+_OBJ = {
+    "joint": mujoco.mjtObj.mjOBJ_JOINT,
+    "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR,
+    "geom": mujoco.mjtObj.mjOBJ_GEOM,
+    "pair": mujoco.mjtObj.mjOBJ_PAIR,
+    "body": mujoco.mjtObj.mjOBJ_BODY,
+}
+
+
+def element_id(model: mujoco.MjModel, element: str, name: str) -> int:
+    """Id of the named element, or a ``KeyError`` listing the known names."""
+    i = mujoco.mj_name2id(model, _OBJ[element], name)
+    if i < 0:
+        count = {"joint": model.njnt, "actuator": model.nu, "geom": model.ngeom,
+                 "pair": model.npair, "body": model.nbody}[element]
+        known = [mujoco.mj_id2name(model, _OBJ[element], k) for k in range(count)]
+        raise KeyError(f"the model has no {element} named {name!r}; known: {[k for k in known if k]}")
+    return i
+
+
+def spec_element(spec: mujoco.MjSpec, element: str, name: str) -> Any:
+    """The named element of ``spec`` (``spec.joint(name)`` etc.) or a clear ``KeyError``."""
+    obj = getattr(spec, element)(name)
+    if obj is None:
+        raise KeyError(f"the spec has no {element} named {name!r}")
+    return obj
+
+
+def _dofs(model: mujoco.MjModel, joint: int) -> slice:
+    adr = model.jnt_dofadr[joint]
+    n = {0: 6, 1: 3}.get(int(model.jnt_type[joint]), 1)
+    return slice(adr, adr + n)
+
+
+def _require_position_actuator(model: mujoco.MjModel, i: int, name: str) -> None:
+    if (model.actuator_gaintype[i] != mujoco.mjtGain.mjGAIN_FIXED
+            or model.actuator_biastype[i] != mujoco.mjtBias.mjBIAS_AFFINE):
+        raise ValueError(
+            f"actuator {name!r} must be a position-type actuator (fixed gain, affine bias) to "
+            "have kp/kv gains, got a different gain/bias type; use actuator_gear or a custom "
+            "modifier for motors"
+        )
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How one kind of quantity is read, written and bounded.
+
+    Attributes:
+      element: Element type the target names (``"joint"``, ``"actuator"``, ...) or ``None``.
+      read: ``read(model, id) -> nominal`` (1-D array).
+      set_spec: ``set_spec(spec_element, value)``.
+      set_model: ``set_model(model, id, value)``; exact equivalent of set_spec + compile.
+      bounds: ``bounds(nominal) -> (lo, hi)`` defaults.
+      unit: SI unit, for reports.
+    """
+
+    element: str | None
+    read: Callable[[mujoco.MjModel, int], np.ndarray] | None
+    set_spec: Callable[[Any, np.ndarray], None] | None
+    set_model: Callable[[mujoco.MjModel, int, np.ndarray], None] | None
+    bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+    unit: str
+
+
+def _nonneg(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    hi = np.maximum(10.0 * np.abs(nominal), 1.0)
+    return np.zeros_like(nominal), hi
+
+
+def _positive(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mag = np.maximum(np.abs(nominal), 1e-6)
+    return 0.1 * mag, 10.0 * mag
+
+
+def _set0(attr: str) -> Callable[[Any, np.ndarray], None]:
+    def setter(obj: Any, value: np.ndarray) -> None:
+        field = getattr(obj, attr)
+        if isinstance(field, np.ndarray):
+            field[0] = value[0]
+        else:
+            setattr(obj, attr, float(value[0]))
+
+    return setter
+
+
+def _set_kp_spec(act: Any, v: np.ndarray) -> None:
+    act.gainprm[0] = v[0]
+    act.biasprm[1] = -v[0]
+
+
+def _set_kp_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+    m.actuator_gainprm[i, 0] = v[0]
+    m.actuator_biasprm[i, 1] = -v[0]
+
+
+def _set_kv_spec(act: Any, v: np.ndarray) -> None:
+    act.biasprm[2] = -v[0]
+
+
+def _set_kv_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+    m.actuator_biasprm[i, 2] = -v[0]
+
+
+def _set_pair_friction_spec(pair: Any, v: np.ndarray) -> None:
+    pair.friction[0] = v[0]
+    pair.friction[1] = v[0]
+
+
+def _set_pair_friction_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+    m.pair_friction[i, 0:2] = v[0]
+
+
+KINDS: dict[str, Kind] = {
+    "joint_damping": Kind(
+        "joint", lambda m, i: m.dof_damping[_dofs(m, i)][:1].copy(), _set0("damping"),
+        lambda m, i, v: m.dof_damping.__setitem__(_dofs(m, i), v[0]), _nonneg, "N·m·s/rad"),
+    "joint_armature": Kind(
+        "joint", lambda m, i: m.dof_armature[_dofs(m, i)][:1].copy(), _set0("armature"),
+        lambda m, i, v: m.dof_armature.__setitem__(_dofs(m, i), v[0]), _nonneg, "kg·m²"),
+    "joint_frictionloss": Kind(
+        "joint", lambda m, i: m.dof_frictionloss[_dofs(m, i)][:1].copy(), _set0("frictionloss"),
+        lambda m, i, v: m.dof_frictionloss.__setitem__(_dofs(m, i), v[0]), _nonneg, "N·m"),
+    "joint_stiffness": Kind(
+        "joint", lambda m, i: m.jnt_stiffness[i : i + 1].copy(), _set0("stiffness"),
+        lambda m, i, v: m.jnt_stiffness.__setitem__(i, v[0]), _nonneg, "N·m/rad"),
+    "actuator_kp": Kind(
+        "actuator", lambda m, i: m.actuator_gainprm[i, :1].copy(), _set_kp_spec, _set_kp_model,
+        _positive, "N·m/rad"),
+    "actuator_kv": Kind(
+        "actuator", lambda m, i: -m.actuator_biasprm[i, 2:3], _set_kv_spec, _set_kv_model,
+        _nonneg, "N·m·s/rad"),
+    "actuator_gear": Kind(
+        "actuator", lambda m, i: m.actuator_gear[i, :1].copy(), _set0("gear"),
+        lambda m, i, v: m.actuator_gear.__setitem__((i, 0), v[0]), _positive, "N·m/ctrl"),
+    "geom_friction": Kind(
+        "geom", lambda m, i: m.geom_friction[i, :1].copy(), _set0("friction"),
+        lambda m, i, v: m.geom_friction.__setitem__((i, 0), v[0]), _nonneg, "1"),
+    "pair_friction": Kind(
+        "pair", lambda m, i: m.pair_friction[i, :1].copy(), _set_pair_friction_spec,
+        _set_pair_friction_model, _nonneg, "1"),
+    "sensor_delay": Kind(None, None, None, None,
+                         lambda n: (np.full_like(n, -0.05), np.full_like(n, 0.1)), "s"),
+    "sensor_gain": Kind(None, None, None, None,
+                        lambda n: (np.full_like(n, 0.5), np.full_like(n, 2.0)), "1"),
+    "sensor_bias": Kind(None, None, None, None,
+                        lambda n: (np.full_like(n, -1.0), np.full_like(n, 1.0)), "sensor unit"),
+}
+_SIGNAL_NOMINAL = {"sensor_delay": 0.0, "sensor_gain": 1.0, "sensor_bias": 0.0}
+
+# Kinds defined elsewhere (inertia) register a rebinder: meta -> (modifier, model_modifier).
+_REBINDERS: dict[str, Callable[[Parameter], None]] = {}
+
+
+def register_rebinder(kind: str, rebind: Callable[[Parameter], None]) -> None:
+    """Lets another module re-create modifiers of its own kind from ``Parameter.meta``."""
+    _REBINDERS[kind] = rebind
+
+
+def _bind(param: Parameter, kind_name: str, target: str) -> None:
+    kind = KINDS[kind_name]
+    if kind.set_spec is None or kind.set_model is None:
+        return
+    set_spec, set_model, element = kind.set_spec, kind.set_model, kind.element
+    assert element is not None
+
+    def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
+        set_spec(spec_element(spec, element, target), p.value)
+
+    def model_modifier(model: mujoco.MjModel, p: Parameter) -> None:
+        set_model(model, element_id(model, element, target), p.value)
+
+    param.modifier = modifier
+    param.model_modifier = model_modifier
+
+
+def make_parameter(
+    kind: str,
+    model: mujoco.MjModel | None,
+    target: str,
+    *,
+    name: str | None = None,
+    nominal: npt.ArrayLike | None = None,
+    min_value: npt.ArrayLike | None = None,
+    max_value: npt.ArrayLike | None = None,
+    frozen: bool = False,
+) -> Parameter:
+    """Creates a parameter of a known kind.
+
+    Args:
+      kind: One of :data:`KINDS` (see the module docstring).
+      model: Compiled model to read the nominal value from (may be ``None`` for sensor kinds
+        or when ``nominal`` is given).
+      target: Element name (joint, actuator, geom, pair) or sensor glob for sensor kinds.
+      name: Parameter name; default ``f"{target}_{quantity}"`` (e.g. ``hinge1_damping``).
+      nominal: Override the value read from the model.
+      min_value, max_value: Override the kind's default bounds.
+      frozen: Create the parameter frozen.
+
+    Raises:
+      ValueError: Unknown kind, or kind not applicable to the element (e.g. kp of a motor).
+      KeyError: ``target`` is not an element of the model.
+    """
+    if kind not in KINDS:
+        if kind in _REBINDERS or kind.startswith("body_"):
+            raise ValueError(f"kind {kind!r} is created with mjsysid.body_inertia_param")
+        raise ValueError(must_be("kind", f"one of {sorted(KINDS)}", kind))
+    spec_kind = KINDS[kind]
+    if spec_kind.element is not None:
+        if model is None:
+            raise ValueError(must_be("model", f"a compiled MjModel to read {kind} from", model))
+        if not isinstance(model, mujoco.MjModel):
+            raise TypeError(must_be("model", "a compiled mujoco.MjModel", type(model).__name__,
+                                    "did you pass an MjSpec? call spec.compile() first"))
+        i = element_id(model, spec_kind.element, target)
+        if kind in ("actuator_kp", "actuator_kv"):
+            _require_position_actuator(model, i, target)
+        assert spec_kind.read is not None
+        read = spec_kind.read(model, i)
+    else:
+        read = np.array([_SIGNAL_NOMINAL[kind]])
+    nom = read if nominal is None else np.asarray(nominal, dtype=np.float64).reshape(-1)
+    lo, hi = spec_kind.bounds(np.asarray(nom, dtype=np.float64))
+    lo = lo if min_value is None else min_value
+    hi = hi if max_value is None else max_value
+    quantity = kind.split("_", 1)[1]
+    param = Parameter(
+        name or f"{target}_{quantity}", nom, lo, hi, frozen=frozen,
+        meta={"kind": kind, "target": target},
+    )
+    _bind(param, kind, target)
+    return param
+
+
+def rebind_modifiers(params: ParameterDict) -> None:
+    """Re-creates modifiers of loaded parameters whose ``meta.kind`` is known."""
+    from mjsysid import inertia  # noqa: F401  (importing it registers the body_* rebinders)
+
+    for p in params.values():
+        kind = p.meta.get("kind")
+        if kind in KINDS and isinstance(p.meta.get("target"), str):
+            _bind(p, kind, p.meta["target"])
+        elif kind in _REBINDERS:
+            _REBINDERS[kind](p)
