@@ -1,6 +1,78 @@
-"""mjsysid: system identification for MuJoCo models."""
+"""mjsysid: system identification for MuJoCo models.
 
+The public API; implementation lives in the submodules.
+"""
+
+from mjsysid import signal_modifier
+from mjsysid.model_modifier import (
+    ModifierError,
+    apply_dgain,
+    apply_param_modifiers,
+    apply_param_modifiers_spec,
+    apply_pdgain,
+    apply_pgain,
+    remove_visuals,
+)
+from mjsysid.model_sequences import ModelSequences
+from mjsysid.optimize import (
+    OptimizeResult,
+    calculate_intervals,
+    fd_jacobian,
+    optimize,
+    sweep_parameter,
+)
+from mjsysid.param_kinds import make_parameter
 from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.residual import ResidualFunction, SequencePrediction, build_residual_fn
+from mjsysid.signal_transform import SignalTransform
+from mjsysid.timeseries import SignalType, TimeSeries
+from mjsysid.trajectory import (
+    RolloutDivergedError,
+    SystemTrajectory,
+    create_initial_state,
+    sysid_rollout,
+)
+from mjsysid.types import (
+    BuildModelFn,
+    CustomRolloutFn,
+    ModelModifierFn,
+    ModifierFn,
+    ModifyResidualFn,
+)
 
-__all__ = ["Parameter", "ParameterDict"]
 __version__ = "0.1.0"
+
+__all__ = [
+    "BuildModelFn",
+    "CustomRolloutFn",
+    "ModelModifierFn",
+    "ModelSequences",
+    "ModifierError",
+    "ModifierFn",
+    "ModifyResidualFn",
+    "OptimizeResult",
+    "Parameter",
+    "ParameterDict",
+    "ResidualFunction",
+    "RolloutDivergedError",
+    "SequencePrediction",
+    "SignalTransform",
+    "SignalType",
+    "SystemTrajectory",
+    "TimeSeries",
+    "apply_dgain",
+    "apply_param_modifiers",
+    "apply_param_modifiers_spec",
+    "apply_pdgain",
+    "apply_pgain",
+    "build_residual_fn",
+    "calculate_intervals",
+    "create_initial_state",
+    "fd_jacobian",
+    "make_parameter",
+    "optimize",
+    "remove_visuals",
+    "signal_modifier",
+    "sweep_parameter",
+    "sysid_rollout",
+]

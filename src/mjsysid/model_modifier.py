@@ -1,0 +1,171 @@
+"""Applying parameters to models, and small spec edits (gains, visuals).
+
+:func:`apply_param_modifiers` is the default ``build_model``: it runs every non-frozen
+parameter's modifier on a *copy* of the spec and compiles it, so the caller's spec is never
+left modified. A modifier that raises, or values that make the spec fail to compile, raise a
+:class:`ModifierError` naming the parameter and its value.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from mjsysid._errors import must_be, short_repr
+from mjsysid.parameter import Parameter, ParameterDict
+
+
+class ModifierError(ValueError):
+    """A parameter's modifier raised, or its value made the spec fail to compile."""
+
+
+def _check_spec(spec: object, where: str) -> mujoco.MjSpec:
+    if isinstance(spec, mujoco.MjModel):
+        raise TypeError(must_be(where, "an mujoco.MjSpec", "MjModel",
+                                "did you pass a compiled MjModel instead of an MjSpec? "
+                                "use mujoco.MjSpec.from_file / from_string"))
+    if not isinstance(spec, mujoco.MjSpec):
+        raise TypeError(must_be(where, "an mujoco.MjSpec", type(spec).__name__))
+    return spec
+
+
+def _run_modifier(p: Parameter, spec: mujoco.MjSpec) -> None:
+    assert p.modifier is not None
+    try:
+        p.modifier(spec, p)
+    except Exception as e:  # re-raised with the parameter's name and value
+        raise ModifierError(
+            f"the modifier of parameter {p.name!r} failed for value {short_repr(p.value)}: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+
+
+def run_modifiers(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjSpec:
+    """Runs the modifiers of all non-frozen parameters on ``spec`` itself (no copy)."""
+    for p in params.non_frozen():
+        if p.modifier is not None:
+            _run_modifier(p, spec)
+    return spec
+
+
+def compile_spec(spec: mujoco.MjSpec, params: ParameterDict | None = None) -> mujoco.MjModel:
+    """Compiles ``spec``; on failure, the error lists the applied parameter values."""
+    try:
+        return spec.compile()
+    except ValueError as e:
+        active = [p for p in (params.non_frozen() if params else []) if p.modifier is not None]
+        values = ", ".join(f"{p.name}={short_repr(p.value)}" for p in active)
+        raise ModifierError(
+            f"the spec failed to compile after applying parameters ({values or 'none'}): {e}"
+        ) from e
+
+
+def apply_param_modifiers_spec(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjSpec:
+    """Returns a copy of ``spec`` with every non-frozen parameter's modifier applied.
+
+    Args:
+      params: The parameters; frozen ones are skipped (the spec keeps its own value).
+      spec: The model spec; it is not modified.
+
+    Raises:
+      ModifierError: A modifier raised (message names the parameter and value).
+    """
+    _check_spec(spec, "spec")
+    return run_modifiers(params, spec.copy())
+
+
+def apply_param_modifiers(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjModel:
+    """Applies every non-frozen modifier to a copy of ``spec`` and compiles it.
+
+    This is the default ``build_model`` of :func:`mjsysid.build_residual_fn`.
+
+    Raises:
+      ModifierError: A modifier raised or the modified spec does not compile.
+    """
+    return compile_spec(apply_param_modifiers_spec(params, spec), params)
+
+
+# -- actuator gains ---------------------------------------------------------------------------
+def _position_actuator(spec: mujoco.MjSpec, name: str) -> mujoco.MjsActuator:
+    _check_spec(spec, "spec")
+    act = spec.actuator(name)
+    if act is None:
+        known = [a.name for a in spec.actuators]
+        raise KeyError(f"the spec has no actuator named {name!r}; known: {known}")
+    if act.gaintype != mujoco.mjtGain.mjGAIN_FIXED or act.biastype != mujoco.mjtBias.mjBIAS_AFFINE:
+        raise ValueError(
+            f"actuator {name!r} must be a position actuator (fixed gain, affine bias) to set "
+            f"P/D gains, got gaintype={act.gaintype.name}, biastype={act.biastype.name}"
+        )
+    return act
+
+
+def _scalar(value: object, what: str) -> float:
+    arr = np.asarray(value, dtype=np.float64).reshape(-1)
+    if arr.size != 1 or not np.isfinite(arr[0]):
+        raise ValueError(must_be(what, "one finite number", value))
+    return float(arr[0])
+
+
+def apply_pgain(spec: mujoco.MjSpec, name: str, value: float) -> None:
+    """Sets the proportional gain ``kp`` of position actuator ``name`` (N/m or N·m/rad).
+
+    MuJoCo's position actuator computes ``force = kp·ctrl - kp·q - kv·qdot``, so ``kp`` lives
+    in ``gainprm[0]`` and ``-kp`` in ``biasprm[1]``.
+    """
+    act = _position_actuator(spec, name)
+    kp = _scalar(value, f"apply_pgain({name!r}): value")
+    act.gainprm[0] = kp
+    act.biasprm[1] = -kp
+
+
+def apply_dgain(spec: mujoco.MjSpec, name: str, value: float) -> None:
+    """Sets the derivative gain ``kv`` of position actuator ``name`` (``biasprm[2] = -kv``)."""
+    act = _position_actuator(spec, name)
+    act.biasprm[2] = -_scalar(value, f"apply_dgain({name!r}): value")
+
+
+def apply_pdgain(spec: mujoco.MjSpec, name: str, value: object) -> None:
+    """Sets both gains of position actuator ``name`` from ``value = (kp, kv)``."""
+    arr = np.asarray(value, dtype=np.float64).reshape(-1)
+    if arr.size != 2:
+        raise ValueError(must_be(f"apply_pdgain({name!r}): value", "two numbers (kp, kv)", value))
+    apply_pgain(spec, name, arr[0])
+    apply_dgain(spec, name, arr[1])
+
+
+# -- visuals ----------------------------------------------------------------------------------
+def remove_visuals(spec: mujoco.MjSpec) -> mujoco.MjSpec:
+    """Strips what only matters for rendering, in place: textures, materials, visual geoms.
+
+    A geom is removed only when it cannot affect the physics: it collides with nothing
+    (``contype == conaffinity == 0``, in no contact pair) and adds no mass (its body has an
+    explicit inertial, or the geom has zero mass/density). Meshes left unused are removed too.
+    Returns ``spec`` for chaining.
+    """
+    _check_spec(spec, "spec")
+    paired = {p.geomname1 for p in spec.pairs} | {p.geomname2 for p in spec.pairs}
+    from_geoms = spec.compiler.inertiafromgeom
+    for geom in list(spec.geoms):
+        body = geom.parent
+        massless = geom.mass == 0 or geom.density == 0
+        inertia_explicit = (
+            body.explicitinertial
+            and from_geoms != mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE
+        ) or from_geoms == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
+        if (geom.contype == 0 and geom.conaffinity == 0 and geom.name not in paired
+                and (massless or inertia_explicit) and not geom.name.startswith("_")):
+            spec.delete(geom)
+    for geom in spec.geoms:
+        geom.material = ""
+    for site in spec.sites:
+        site.material = ""
+    for mat in list(spec.materials):
+        spec.delete(mat)
+    for tex in list(spec.textures):
+        spec.delete(tex)
+    used = {g.meshname for g in spec.geoms}
+    for mesh in list(spec.meshes):
+        if mesh.name not in used:
+            spec.delete(mesh)
+    return spec

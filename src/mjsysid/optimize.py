@@ -1,0 +1,541 @@
+"""Box-constrained nonlinear least squares on the batched residual.
+
+Minimise ``½‖r(θ)‖²`` subject to ``θ_min ≤ θ ≤ θ_max``. All backends use the Gauss-Newton
+model ``H ≈ JᵀJ``, ``g = Jᵀr``; the Jacobian ``J = ∂r/∂θ`` is computed by forward finite
+differences with step ``h_i = ε·max(1, |θ_i|)`` (pointing inwards at an upper bound), all
+``p`` perturbed candidates in **one** batched residual call (:func:`fd_jacobian`).
+
+Backends:
+
+* ``"mujoco"``: ``mujoco.minimize.least_squares`` (Levenberg-Marquardt with projected steps
+  and column scaling), one batched Jacobian per iteration.
+* ``"scipy"``: ``scipy.optimize.least_squares`` (trust-region reflective) with its own
+  sequential 2-point differences, one residual evaluation per column.
+* ``"scipy_parallel_fd"``: the same TRF outer loop, Jacobians from :func:`fd_jacobian`; the
+  residual at the current point is cached, so no evaluation is wasted.
+
+Confidence intervals (:func:`calculate_intervals`): with ``n`` residuals and ``p`` parameters,
+the noise variance is ``σ² = ‖r‖²/(n − p)`` (or given), ``H = JᵀJ = V Λ Vᵀ`` and the covariance
+is ``Σ = σ² V_r Λ_r⁻¹ V_rᵀ`` over the identifiable eigen-directions (``λ > rtol·λ_max``). A
+parameter with a component in the remaining (null-space) directions cannot be determined
+from the data and gets an infinite interval; all others keep their finite ones. The
+half-width is ``t_{1−α/2, n−p}·√Σ_ii``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+import mujoco.minimize
+import numpy as np
+import numpy.typing as npt
+import scipy.optimize
+import scipy.stats
+
+from mjsysid._errors import must_be
+from mjsysid.io import atomic_savez, load_npz
+from mjsysid.parameter import ParameterDict
+
+logger = logging.getLogger(__name__)
+
+OPTIMIZERS = ("mujoco", "scipy", "scipy_parallel_fd")
+
+
+class ResidualFn(Protocol):
+    """``residual_fn(x, params)``: ``(p,) -> (n,)`` and ``(p, k) -> (n, k)``."""
+
+    def __call__(self, x: np.ndarray, params: ParameterDict, /) -> np.ndarray: ...
+
+
+class IterationCallback(Protocol):
+    """Called after every accepted iteration with ``(iteration, x, cost)``."""
+
+    def __call__(self, iteration: int, x: np.ndarray, cost: float, /) -> None: ...
+
+
+@dataclass
+class OptimizeResult:
+    """What :func:`optimize` found.
+
+    Attributes:
+      x: ``(p,)`` solution vector (non-frozen parameters, vector order).
+      cost: ``½‖r(x)‖²`` at the solution. initial_cost: the same at the start.
+      fun: ``(n,)`` residual at the solution.
+      jac: ``(n, p)`` Jacobian at the solution (used for confidence intervals).
+      grad: ``(p,)`` gradient ``Jᵀr`` at the solution.
+      status: ``"xtol"``, ``"gtol"``, ``"ftol"``, ``"max_iters"``, ``"no_improvement"``,
+        ``"factorization_failed"`` or ``"interrupted"``.
+      success: Whether a convergence test was met.
+      message: What happened and what to do next, in words.
+      nfev: Candidate evaluations (columns of residual calls, Jacobian columns included).
+      njev: Jacobian evaluations. nit: iterations.
+      wall_time: Seconds spent in :func:`optimize`.
+      parameter_names: Label of every entry of ``x``.
+      optimizer: Backend name.
+      extras: ``{"objective": [...], "candidate": [...]}`` per iteration (scalars and
+        ``(p,)`` vectors only; memory does not grow with the residual size).
+    """
+
+    x: np.ndarray
+    cost: float
+    fun: np.ndarray
+    jac: np.ndarray
+    grad: np.ndarray
+    status: str
+    success: bool
+    message: str
+    nfev: int
+    njev: int
+    nit: int
+    initial_cost: float
+    wall_time: float
+    parameter_names: list[str]
+    optimizer: str
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class _Counted:
+    """Wraps the residual: counts candidates, caches the last single evaluation."""
+
+    def __init__(self, residual_fn: ResidualFn, params: ParameterDict) -> None:
+        self.residual_fn, self.params = residual_fn, params
+        self.nfev = 0
+        self._key: bytes | None = None
+        self._r: np.ndarray | None = None
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        flat = X.ndim == 1
+        X2 = X[:, None] if flat else X
+        if X2.shape[1] == 1 and self._key == X2.tobytes():
+            assert self._r is not None
+            r = self._r
+        else:
+            r = np.asarray(self.residual_fn(X2, self.params), dtype=np.float64)
+            if r.ndim == 1:
+                r = r[:, None]
+            self.nfev += X2.shape[1]
+            if X2.shape[1] == 1:
+                self._key, self._r = X2.tobytes(), r
+        return r[:, 0] if flat else r
+
+
+def fd_jacobian(
+    residual: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    r: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    eps: float = 1.5e-8,
+) -> np.ndarray:
+    """Forward-difference Jacobian, all columns in one batched call.
+
+    ``J[:, i] = (r(x + h_i e_i) − r(x)) / h_i`` with ``h_i = ±ε·max(1, |x_i|)``, negative when
+    the forward step would leave the upper bound. A column whose perturbed simulation is not
+    finite is retried with the opposite step.
+
+    Args:
+      residual: Vectorised residual, ``(p, k) -> (n, k)``.
+      x: ``(p,)`` point. r: ``(n,)`` residual at ``x``.
+      bounds: ``(lower, upper)``, each ``(p,)``.
+      eps: Relative step.
+
+    Returns:
+      ``(n, p)`` Jacobian (non-finite columns after the retry are set to 0 and logged).
+    """
+    lo, hi = bounds
+    h = eps * np.maximum(1.0, np.abs(x))
+    h = np.where(x + h > hi, -h, h)
+    X = x[:, None] + np.diag(h)
+    R = residual(X)
+    J = (R - r[:, None]) / h[None, :]
+    bad = np.flatnonzero(~np.all(np.isfinite(J), axis=0))
+    if bad.size:
+        h2 = -h[bad]
+        X2 = np.repeat(x[:, None], bad.size, axis=1)
+        X2[bad, np.arange(bad.size)] += h2
+        X2 = np.clip(X2, lo[:, None], hi[:, None])
+        J[:, bad] = (residual(X2) - r[:, None]) / h2[None, :]
+        still = bad[~np.all(np.isfinite(J[:, bad]), axis=0)]
+        if still.size:
+            logger.warning("Jacobian columns %s are not finite (simulation diverged on both sides); "
+                           "using 0", still.tolist())
+            J[:, still] = 0.0
+    return J
+
+
+def _describe_nonfinite(residual_fn: Any, r: np.ndarray) -> str:
+    i = int(np.flatnonzero(~np.isfinite(r))[0])
+    where = residual_fn.describe_index(i) if hasattr(residual_fn, "describe_index") else f"entry {i}"
+    extra = getattr(residual_fn, "last_divergence", [])
+    return f"{where}" + (f" ({'; '.join(extra[:3])})" if extra else "")
+
+
+def _check_start(params: ParameterDict, optimizer: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not isinstance(params, ParameterDict):
+        raise TypeError(must_be("initial_params", "a ParameterDict", type(params).__name__))
+    if len(params) == 0:
+        raise ValueError(must_be("initial_params", "a non-empty ParameterDict", "an empty one"))
+    if params.size == 0:
+        raise ValueError(must_be("initial_params", "at least one non-frozen parameter",
+                                 f"all {len(params)} frozen: {params.keys()}"))
+    x0 = params.as_vector()
+    lo, hi = params.get_bounds()
+    names = params.get_non_frozen_parameter_names()
+    out = np.flatnonzero((x0 < lo) | (x0 > hi))
+    if out.size:
+        i = out[0]
+        raise ValueError(
+            f"initial_params: {names[i]} must start within its bounds [{lo[i]!r}, {hi[i]!r}], got "
+            f"{x0[i]!r}; mjsysid does not clip silently, fix the value or the bounds"
+        )
+    if optimizer == "mujoco":
+        inf = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
+        if inf.size:
+            raise ValueError(
+                f"optimizer 'mujoco' needs finite bounds, got infinite bounds for "
+                f"{[names[i] for i in inf]}; give them finite bounds or use optimizer='scipy'"
+            )
+    return x0, lo, hi
+
+
+_MJ_STATUS = (
+    ("factorization failed", "factorization_failed"),
+    ("insufficient reduction", "no_improvement"),
+    ("maximum iterations", "max_iters"),
+    ("norm(dx) < tol", "xtol"),
+    ("norm(gradient) < tol", "gtol"),
+)
+
+_MESSAGES = {
+    "xtol": "Converged: the parameter step fell below xtol.",
+    "gtol": "Converged: the projected gradient fell below gtol.",
+    "ftol": "Converged: the cost reduction fell below ftol.",
+    "max_iters": ("Stopped after max_iters={n} iterations before converging; raise max_iters or "
+                  "restart from this result (optimize accepts the returned parameters)."),
+    "no_improvement": ("Stopped: no step reduced the cost further. This is a local minimum or a "
+                       "non-smooth residual (contacts, friction); check the fit, try another start "
+                       "or a larger finite-difference step (eps)."),
+    "factorization_failed": ("Stopped: the Gauss-Newton system could not be factorised; some "
+                             "parameters are probably unidentifiable (see the confidence "
+                             "intervals) or badly scaled."),
+    "interrupted": "Interrupted by the user; the best parameters found so far are returned.",
+}
+
+
+def _checkpoint_write(path: Path, x: np.ndarray, cost: float, it: int, names: list[str]) -> None:
+    atomic_savez(path, {"x": x, "cost": np.array(cost), "iteration": np.array(it),
+                        "parameter_names": np.array(names), "schema_version": np.array(1)})
+
+
+def load_checkpoint(path: str | Path, params: ParameterDict) -> tuple[np.ndarray, int]:
+    """Reads ``(x, iteration)`` from a checkpoint written by :func:`optimize`.
+
+    Raises:
+      ValueError: The checkpoint belongs to other parameters.
+    """
+    z = load_npz(path, required=("x", "iteration", "parameter_names"))
+    names = [str(n) for n in z["parameter_names"]]
+    if names != params.get_non_frozen_parameter_names():
+        raise ValueError(
+            f"checkpoint {str(path)!r} must hold the same parameters as initial_params, got "
+            f"{names} vs {params.get_non_frozen_parameter_names()}"
+        )
+    return np.asarray(z["x"], dtype=np.float64), int(z["iteration"])
+
+
+def optimize(
+    initial_params: ParameterDict,
+    residual_fn: ResidualFn,
+    optimizer: str = "mujoco",
+    max_iters: int = 200,
+    verbose: bool = False,
+    *,
+    xtol: float = 1e-8,
+    gtol: float = 1e-8,
+    eps: float = 1.5e-8,
+    x_scale: str | float | npt.ArrayLike = "jac",
+    allow_no_effect: bool = False,
+    checkpoint: str | Path | None = None,
+    resume: bool = False,
+    callback: IterationCallback | None = None,
+    output: TextIO | None = None,
+) -> tuple[ParameterDict, OptimizeResult]:
+    """Fits the non-frozen parameters to the data.
+
+    Args:
+      initial_params: Start point and bounds; never modified.
+      residual_fn: From :func:`build_residual_fn` (or any ``(x, params)`` residual).
+      optimizer: ``"mujoco"`` (default), ``"scipy"`` or ``"scipy_parallel_fd"``.
+      max_iters: Iteration limit (for the scipy backends: residual evaluations).
+      verbose: Print one line per iteration to ``output`` (default stdout); silent otherwise.
+      xtol, gtol: Termination tolerances on the relative step and the gradient.
+      eps: Relative finite-difference step.
+      x_scale: ``"jac"`` (scale by Jacobian column norms, default), a scalar or ``(p,)`` array.
+      allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
+        residual at the start; by default that is an error naming the parameter.
+      checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far).
+      resume: Start from ``checkpoint`` if it exists.
+      callback: ``callback(iteration, x, cost)`` after each iteration.
+      output: Stream for ``verbose``.
+
+    Returns:
+      ``(opt_params, result)``: a copy of ``initial_params`` holding the solution, and an
+      :class:`OptimizeResult`.
+
+    Raises:
+      ValueError: Bad options, a start outside the bounds, a non-finite residual at the start
+        (naming the sequence and signal), or a parameter without effect.
+    """
+    t_start = time.perf_counter()
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(must_be("optimizer", f"one of {list(OPTIMIZERS)}", optimizer))
+    if not isinstance(max_iters, int | np.integer) or isinstance(max_iters, bool) or max_iters < 0:
+        raise ValueError(must_be("max_iters", "a non-negative integer", max_iters))
+    if not callable(residual_fn):
+        raise TypeError(must_be("residual_fn", "callable residual_fn(x, params)", residual_fn))
+    params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
+    x0, lo, hi = _check_start(params, optimizer)
+    names = params.get_non_frozen_parameter_names()
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    start_iter = 0
+    if resume:
+        if ckpt is None:
+            raise ValueError(must_be("checkpoint", "a path when resume=True", None))
+        if ckpt.exists():
+            x0, start_iter = load_checkpoint(ckpt, params)
+            logger.info("resuming from %s at iteration %d", ckpt, start_iter)
+    out_stream = output if output is not None else sys.stdout
+
+    fn = _Counted(residual_fn, params)
+    r0 = fn(x0)
+    if not np.all(np.isfinite(r0)):
+        raise ValueError(
+            f"the residual must be finite at the start point, got a non-finite value at "
+            f"{_describe_nonfinite(residual_fn, r0)}; check the data and the initial parameters"
+        )
+    cost0 = 0.5 * float(r0 @ r0)
+    J0 = fd_jacobian(fn, x0, r0, (lo, hi), eps)
+    njev = 1
+    dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
+    if dead.size:
+        msg = (f"parameters {[names[i] for i in dead]} have no effect on the residual at the start "
+               "point (zero Jacobian column): check their modifiers and that the data excite them, "
+               "or freeze them")
+        if not allow_no_effect:
+            raise ValueError(msg)
+        logger.warning(msg)
+
+    history_obj: list[float] = [cost0]
+    history_x: list[np.ndarray] = [x0.copy()]
+    best = {"x": x0.copy(), "cost": cost0}
+
+    def on_iter(it: int, x: np.ndarray, cost: float) -> None:
+        history_obj.append(cost)
+        history_x.append(x.copy())
+        if cost <= best["cost"]:
+            best["x"], best["cost"] = x.copy(), cost
+        if ckpt is not None:
+            _checkpoint_write(ckpt, best["x"], best["cost"], start_iter + it, names)
+        if verbose:
+            print(f"iter {start_iter + it:4d}  cost {cost:.6e}", file=out_stream)
+        if callback is not None:
+            callback(start_iter + it, x, cost)
+
+    jac_cache: dict[bytes, np.ndarray] = {x0.tobytes(): J0}
+
+    def jacobian(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+        nonlocal njev
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        key = x.tobytes()
+        if key not in jac_cache:
+            jac_cache.clear()
+            jac_cache[key] = fd_jacobian(fn, x, np.asarray(r).reshape(-1), (lo, hi), eps)
+            njev += 1
+        return jac_cache[key]
+
+    status, nit = "max_iters", 0
+    remaining = max(max_iters - start_iter, 0)
+    x_hat = x0
+    try:
+        if remaining == 0:
+            status = "max_iters"
+        elif optimizer == "mujoco":
+            capture = io.StringIO()
+
+            def mj_callback(trace: list[Any]) -> None:
+                if len(trace) > 1:  # trace[0] is the start point, already recorded
+                    log = trace[-1]
+                    on_iter(len(trace) - 1, np.asarray(log.candidate).reshape(-1),
+                            float(log.objective))
+
+            x_hat, trace = mujoco.minimize.least_squares(
+                x0, fn, bounds=(lo, hi), jacobian=jacobian, xtol=xtol, gtol=gtol,
+                max_iter=remaining, verbose=mujoco.minimize.Verbosity.FINAL, output=capture,
+                iter_callback=mj_callback, x_scale=x_scale,
+            )
+            x_hat = np.asarray(x_hat, dtype=np.float64).reshape(-1)
+            text = capture.getvalue()
+            status = next((s for frag, s in _MJ_STATUS if frag in text),
+                          "gtol" if "Zero gradient" in text else "max_iters")
+            nit = max(len(trace) - 1, 0)
+        else:
+            it_counter = {"n": 0}
+
+            def fun(x: np.ndarray) -> np.ndarray:
+                r = fn(x)
+                cost = 0.5 * float(r @ r)
+                if optimizer == "scipy" and np.isfinite(cost) and cost < best["cost"]:
+                    it_counter["n"] += 1
+                    on_iter(it_counter["n"], x, cost)
+                return r
+
+            def jac_scipy(x: np.ndarray) -> np.ndarray:
+                r = fn(x)
+                J = jacobian(x, r)
+                it_counter["n"] += 1
+                on_iter(it_counter["n"], x, 0.5 * float(r @ r))
+                return J
+
+            xs = "jac" if isinstance(x_scale, str) else x_scale
+            res = scipy.optimize.least_squares(
+                fun, x0, jac="2-point" if optimizer == "scipy" else jac_scipy,
+                bounds=(lo, hi), method="trf", xtol=xtol, gtol=gtol, ftol=1e-10,
+                x_scale=xs, max_nfev=max(remaining, 1), verbose=0,
+            )
+            x_hat = np.asarray(res.x, dtype=np.float64)
+            status = {0: "max_iters", 1: "gtol", 2: "ftol", 3: "xtol", 4: "xtol"}.get(res.status,
+                                                                                      "max_iters")
+            nit = int(res.nfev) if optimizer == "scipy" else it_counter["n"]
+            if optimizer == "scipy":
+                njev += int(res.njev or 0)
+    except KeyboardInterrupt:
+        status = "interrupted"
+        x_hat = best["x"]
+        logger.warning("optimisation interrupted; returning the best parameters found so far")
+    r_hat = fn(x_hat)
+    if not np.all(np.isfinite(r_hat)):  # cannot happen for accepted steps; be explicit anyway
+        x_hat, r_hat = best["x"], fn(best["x"])
+    cost = 0.5 * float(r_hat @ r_hat)
+    J = jacobian(x_hat, r_hat)
+    if ckpt is not None:
+        _checkpoint_write(ckpt, x_hat, cost, start_iter + nit, names)
+    opt_params = params.copy()
+    opt_params.update_from_vector(x_hat)
+    message = _MESSAGES[status].format(n=max_iters)
+    if verbose:
+        print(f"{message} cost {cost0:.6e} -> {cost:.6e} in {nit} iterations", file=out_stream)
+    result = OptimizeResult(
+        x=x_hat, cost=cost, fun=r_hat, jac=J, grad=J.T @ r_hat, status=status,
+        success=status in ("xtol", "gtol", "ftol"), message=message, nfev=fn.nfev, njev=njev,
+        nit=nit, initial_cost=cost0, wall_time=time.perf_counter() - t_start,
+        parameter_names=names, optimizer=optimizer,
+        extras={"objective": history_obj, "candidate": history_x},
+    )
+    return opt_params, result
+
+
+def calculate_intervals(
+    residuals: npt.ArrayLike,
+    J: npt.ArrayLike,
+    alpha: float = 0.05,
+    *,
+    noise_variance: float | npt.ArrayLike | None = None,
+    groups: npt.ArrayLike | None = None,
+    rtol: float = 1e-10,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Covariance and ``(1 − alpha)`` confidence half-widths at a least-squares solution.
+
+    Args:
+      residuals: ``(n,)`` residual at the solution.
+      J: ``(n, p)`` Jacobian there.
+      alpha: Significance level (0.05 gives 95 % intervals).
+      noise_variance: Known residual variance: a scalar or ``(n,)`` per entry. Default: pooled
+        estimate ``‖r‖²/(n − p)``, or per group with ``groups``.
+      groups: ``(n,)`` labels (e.g. one per sensor): a separate variance is estimated for each
+        group, ``σ_g² = ‖r_g‖² / (n_g − p·n_g/n)``.
+      rtol: Eigenvalues of ``JᵀJ`` below ``rtol·λ_max`` count as unidentifiable directions.
+
+    Returns:
+      ``(covariance (p, p), half_widths (p,))``. Parameters touching an unidentifiable direction
+      have an infinite variance and half-width, and NaN covariances with the others; the
+      others keep finite values. ``half_widths = t·sqrt(diag(covariance))``.
+    """
+    r = np.asarray(residuals, dtype=np.float64).reshape(-1)
+    Jm = np.asarray(J, dtype=np.float64)
+    if Jm.ndim != 2 or Jm.shape[0] != r.size:
+        raise ValueError(must_be("J", f"shape ({r.size}, p) matching residuals", Jm,
+                                 hint=f"got shape {Jm.shape}"))
+    if not 0 < alpha < 1:
+        raise ValueError(must_be("alpha", "in (0, 1)", alpha))
+    n, p = Jm.shape
+    if n <= p:
+        raise ValueError(must_be("residuals", f"more entries than parameters ({p})", n))
+    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(Jm))):
+        raise ValueError("residuals and J must be finite")
+    if noise_variance is not None:
+        var = np.broadcast_to(np.asarray(noise_variance, dtype=np.float64), (n,))
+    elif groups is not None:
+        g = np.asarray(groups).reshape(-1)
+        if g.size != n:
+            raise ValueError(must_be("groups", f"{n} labels", g.size))
+        var = np.empty(n)
+        for label in np.unique(g):
+            sel = g == label
+            ng = int(sel.sum())
+            var[sel] = float(r[sel] @ r[sel]) / max(ng - p * ng / n, 1.0)
+    else:
+        var = np.full(n, float(r @ r) / (n - p))
+    if np.any(var <= 0):
+        var = np.maximum(var, np.finfo(float).tiny)
+    Jw = Jm / np.sqrt(var)[:, None]
+    H = Jw.T @ Jw
+    lam, V = np.linalg.eigh(H)
+    lam_max = max(float(lam.max()), 0.0)
+    keep = lam > rtol * lam_max if lam_max > 0 else np.zeros(p, dtype=bool)
+    cov = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    null = V[:, ~keep]
+    unident = np.linalg.norm(null, axis=1) > 1e-6 if null.size else np.zeros(p, dtype=bool)
+    cov[unident, :] = np.nan
+    cov[:, unident] = np.nan
+    cov[unident, unident] = np.inf
+    tval = float(scipy.stats.t.ppf(1.0 - alpha / 2.0, n - p))
+    with np.errstate(invalid="ignore"):
+        half = tval * np.sqrt(np.diag(cov))
+    return cov, half
+
+
+def sweep_parameter(
+    params: ParameterDict,
+    name: str,
+    values: npt.ArrayLike,
+    residual_fn: ResidualFn,
+) -> np.ndarray:
+    """Cost ``½‖r‖²`` as one parameter entry varies, all values in one batched call.
+
+    Args:
+      params: Current values of every parameter (not modified).
+      name: A scalar parameter's name, or ``"name[i]"`` for entry ``i`` of an array parameter.
+      values: ``(m,)`` values to try (need not respect the bounds).
+      residual_fn: The residual function.
+
+    Returns:
+      ``(m,)`` costs.
+    """
+    labels = params.get_non_frozen_parameter_names()
+    if name not in labels:
+        raise KeyError(f"sweep_parameter: {name!r} must be one of the free parameter entries "
+                       f"{labels}")
+    vals = np.asarray(values, dtype=np.float64).reshape(-1)
+    if vals.size == 0 or not np.all(np.isfinite(vals)):
+        raise ValueError(must_be("sweep_parameter: values", "a non-empty finite array", vals))
+    X = np.repeat(params.as_vector()[:, None], vals.size, axis=1)
+    X[labels.index(name)] = vals
+    R = np.asarray(residual_fn(X, params), dtype=np.float64)
+    return 0.5 * np.sum(R**2, axis=0)

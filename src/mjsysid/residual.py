@@ -1,0 +1,563 @@
+"""The batched residual function.
+
+For a parameter vector θ (one column of ``x``) and every recorded sequence, the residual is
+
+    r(θ) = W · (y − ȳ(θ))        (stacked over ModelSequences, sequences, samples, columns)
+
+where ``y`` is the measured data, ``ȳ(θ)`` the simulated prediction linearly interpolated at
+the measured times, and ``W`` a diagonal weight: ``sensor_weights[signal] / rms(y column)``
+(the RMS normalisation makes signals of different units comparable; ``normalize=False`` turns
+it off). The cost minimised by :func:`mjsysid.optimize` is ``½‖r‖²``; its value does not
+depend on the sign convention.
+
+Evaluation of ``k`` candidates (``x`` of shape ``(p, k)``) is batched:
+
+1. Candidates that differ only in parameters without a model modifier (sensor delay, gain,
+   bias, ...) share one simulation: only distinct *physics* sub-vectors are simulated.
+2. Each distinct candidate model is built once per ModelSequences: by writing values into a
+   copy of the compiled model (``Parameter.model_modifier`` + ``mj_setConst``) when every
+   active parameter offers that exact fast path, else by running the spec modifiers on a
+   private working spec and compiling it once.
+3. All candidates × sequences of one ModelSequences (of equal length) run in one call of a
+   persistent multithreaded rollout with reused ``MjData``.
+4. Predictions are gathered and interpolated with precomputed index maps (no per-call
+   interpolator objects), vectorised over candidates.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid._errors import must_be
+from mjsysid.model_modifier import apply_param_modifiers, compile_spec, run_modifiers
+from mjsysid.model_sequences import ModelSequences
+from mjsysid.parameter import ParameterDict
+from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
+from mjsysid.trajectory import BatchRollout, state_slices
+from mjsysid.types import BuildModelFn, CustomRolloutFn, ModifyResidualFn
+
+_STATE_TYPES = {SignalType.MjStateQPos: "qpos", SignalType.MjStateQVel: "qvel",
+                SignalType.MjStateAct: "act"}
+
+
+def grid_length(t0: float, t1: float, dt: float) -> int:
+    """Number of simulation steps whose instants ``t0 + k·dt`` cover ``[t0, t1]``."""
+    return int(np.ceil((t1 - t0) / dt - 1e-9)) + 1
+
+
+def zoh_indices(sample_times: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Index of the last sample at or before each query time (zero-order hold).
+
+    A tolerance of 1e-9 of the sample spacing absorbs floating-point noise on exact hits.
+    """
+    tol = 1e-9 * (np.median(np.diff(sample_times)) if sample_times.size > 1 else 1.0)
+    idx = np.searchsorted(sample_times, query + tol, side="right") - 1
+    return np.clip(idx, 0, sample_times.size - 1)
+
+
+def linear_weights(t0: float, dt: float, nstep: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index ``i`` and weight ``w`` so that ``f(q) ≈ (1-w)·f[i] + w·f[i+1]`` on a uniform grid."""
+    u = (query - t0) / dt
+    i = np.clip(np.floor(u + 1e-9).astype(np.int64), 0, max(nstep - 2, 0))
+    w = u - i
+    if nstep == 1:
+        w = np.zeros_like(w)
+    return i, w
+
+
+@dataclass
+class _Sequence:
+    """Everything precomputed for one recorded sequence."""
+
+    ms_index: int
+    seq_index: int
+    label: str
+    meas: TimeSeries
+    x0: np.ndarray            # (nstate,) with time = t0
+    control: np.ndarray       # (nstep, nu) on the simulation grid
+    grid: np.ndarray          # (nstep,) simulation instants
+    sens_cols: np.ndarray     # measured columns fed by sensordata
+    sens_src: np.ndarray      # their sensordata indices
+    state_cols: np.ndarray    # measured columns fed by the state
+    state_src: np.ndarray     # their state indices
+    interp_i: np.ndarray      # (N,) grid index per measured time
+    interp_w: np.ndarray      # (N,) interpolation weight
+    scale: np.ndarray         # (D,) weight / rms per measured column
+    column_labels: list[str] = field(default_factory=list)
+
+    @property
+    def nstep(self) -> int:
+        return self.grid.size
+
+
+@dataclass
+class ResidualStats:
+    """Counters for benchmarks and diagnostics (cumulative since creation)."""
+
+    calls: int = 0
+    candidates: int = 0
+    simulated_candidates: int = 0
+    rollouts: int = 0
+    compiles: int = 0
+    model_edits: int = 0
+    time_build: float = 0.0
+    time_rollout: float = 0.0
+    time_total: float = 0.0
+
+
+@dataclass(frozen=True)
+class SequencePrediction:
+    """Prediction of one sequence for one parameter vector (for plots and reports).
+
+    Attributes:
+      model_name, sequence_name: Where it comes from.
+      predicted: Prediction on the simulation grid (measured signals only).
+      measured: The recording (after enabled_observations).
+      predicted_at_measured: The prediction as the residual compares it (for a custom
+        residual, what it returned).
+      measured_used: The measured series the residual compared against.
+      residual: The residual block of this sequence.
+      state: Full-physics states on the simulation grid, ``(nstep, nstate)``.
+      control: Controls on the simulation grid, ``(nstep, nu)``.
+    """
+
+    model_name: str
+    sequence_name: str
+    predicted: TimeSeries
+    measured: TimeSeries
+    predicted_at_measured: TimeSeries
+    measured_used: TimeSeries
+    residual: np.ndarray
+    state: np.ndarray
+    control: np.ndarray
+
+
+class ResidualFunction:
+    """Callable ``residual_fn(x, params)``; see :func:`build_residual_fn`.
+
+    Attributes:
+      models_sequences: The ModelSequences it was built from.
+      stats: :class:`ResidualStats` counters.
+      last_divergence: Messages about candidates whose simulation diverged in the last call
+        (their residual columns are NaN).
+    """
+
+    def __init__(
+        self,
+        models_sequences: Sequence[ModelSequences],
+        *,
+        modify_residual: ModifyResidualFn | None,
+        custom_rollout: CustomRolloutFn | None,
+        build_model: BuildModelFn | None,
+        sensor_weights: Mapping[str, npt.ArrayLike] | None,
+        enabled_observations: Sequence[str] | None,
+        normalize: bool,
+        control_interpolation: str,
+        nthread: int | None,
+        fast_model_edits: bool,
+    ) -> None:
+        self.models_sequences = list(models_sequences)
+        self.modify_residual = modify_residual
+        self.custom_rollout = custom_rollout
+        self.build_model = build_model
+        self.sensor_weights = dict(sensor_weights or {})
+        self.enabled_observations = None if enabled_observations is None else list(enabled_observations)
+        self.normalize = normalize
+        self.control_interpolation = control_interpolation
+        self.fast_model_edits = fast_model_edits
+        self.stats = ResidualStats()
+        self.last_divergence: list[str] = []
+        self._runner = BatchRollout(nthread)
+        self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
+        self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
+        self._sequences = [self._prepare(mi, si) for mi, ms in enumerate(self.models_sequences)
+                           for si in range(len(ms))]
+        self._check_names()
+        validate = getattr(modify_residual, "__self__", None)
+        if hasattr(validate, "validate_signals"):
+            names = list(dict.fromkeys(n for s in self._sequences for n in s.meas.names))
+            validate.validate_signals(names)
+        self._offsets = np.cumsum([0] + [self._block_size(s) for s in self._sequences])
+
+    # -- construction -----------------------------------------------------------------------
+    def _check_names(self) -> None:
+        available = {n for s in self._sequences for n in s.meas.names}
+        unknown = sorted(set(self.sensor_weights) - available)
+        if unknown:
+            raise KeyError(
+                f"sensor_weights names {unknown} match no measured signal; measured signals: "
+                f"{sorted(available)}"
+            )
+        for name, w in self.sensor_weights.items():
+            arr = np.asarray(w, dtype=np.float64)
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                raise ValueError(must_be(f"sensor_weights[{name!r}]", "finite and >= 0", w))
+
+    def _prepare(self, mi: int, si: int) -> _Sequence:
+        ms = self.models_sequences[mi]
+        model = ms.model
+        name, x0, ctrl_ts, meas = ms.sequences()[si]
+        label = f"{ms.name}/{name}"
+        if meas.signal_mapping is None:
+            meas = TimeSeries.from_names(meas.times, meas.data, model)
+        if self.enabled_observations is not None:
+            known = {n for m in self.models_sequences for s in m.sensordata for n in
+                     (s.names if s.signal_mapping else [model.sensor(k).name for k in range(model.nsensor)])}
+            unknown = sorted(set(self.enabled_observations) - known)
+            if unknown:
+                raise KeyError(
+                    f"enabled_observations names {unknown} match no measured signal; measured "
+                    f"signals: {sorted(known)}"
+                )
+            keep = [n for n in self.enabled_observations if n in meas.names]
+            if not keep:
+                raise ValueError(f"{label}: enabled_observations {self.enabled_observations} "
+                                 f"leave no measured signal; it has {meas.names}")
+            meas = meas.slice_by_name(keep)
+        if meas.times.size < 2:
+            raise ValueError(must_be(f"{label}: sensordata", "at least 2 samples", meas.times.size))
+        dt = float(model.opt.timestep)
+        t0 = float(meas.times[0])
+        nstep = grid_length(t0, float(meas.times[-1]), dt)
+        grid = t0 + dt * np.arange(nstep)
+        if model.nu:
+            assert ctrl_ts is not None
+            cols = ms.control_columns(si)
+            if self.control_interpolation == "zoh":
+                control = ctrl_ts.data[zoh_indices(ctrl_ts.times, grid)][:, cols]
+            else:
+                control = np.stack([np.interp(grid, ctrl_ts.times, ctrl_ts.data[:, c]) for c in cols],
+                                   axis=1)
+        else:
+            control = np.zeros((nstep, 0))
+        x0 = x0.copy()
+        x0[0] = t0
+        slices = state_slices(model)
+        sens_cols, sens_src, state_cols, state_src = [], [], [], []
+        col_labels = [""] * meas.data.shape[1]
+        custom = []
+        assert meas.signal_mapping is not None
+        for sig, (stype, cols_) in meas.signal_mapping.items():
+            for j, c in enumerate(cols_):
+                col_labels[c] = sig if len(cols_) == 1 else f"{sig}[{j}]"
+            if stype == SignalType.CustomObs:
+                custom.append(sig)
+                continue
+            src = signal_source_indices(model, sig, stype)
+            if stype == SignalType.MjSensor:
+                sens_cols.extend(cols_)
+                sens_src.extend(src)
+            else:
+                state_cols.extend(cols_)
+                state_src.extend(slices[_STATE_TYPES[stype]].start + np.asarray(src))
+        if custom and self.modify_residual is None:
+            raise ValueError(
+                f"{label}: sensordata signals {custom} are SignalType.CustomObs, which the default "
+                "residual cannot predict; pass modify_residual= to compute them"
+            )
+        interp_i, interp_w = linear_weights(t0, dt, nstep, meas.times)
+        scale = np.ones(meas.data.shape[1])
+        for sig, w in self.sensor_weights.items():
+            if sig in meas.names:
+                scale[meas.columns(sig)] *= np.asarray(w, dtype=np.float64)
+        if self.normalize:
+            rms = np.sqrt(np.mean(meas.data**2, axis=0))
+            zero = np.flatnonzero(rms == 0)
+            if zero.size:
+                raise ValueError(
+                    f"{label}: measured column {col_labels[zero[0]]!r} is all zeros, so it cannot be "
+                    "RMS-normalised; drop it with enabled_observations, give it sensor weight 0 and "
+                    "normalize=False, or check the recording"
+                )
+            scale = scale / rms
+        return _Sequence(
+            mi, si, label, meas, x0, np.ascontiguousarray(control, dtype=np.float64), grid,
+            np.asarray(sens_cols, dtype=np.int64), np.asarray(sens_src, dtype=np.int64),
+            np.asarray(state_cols, dtype=np.int64), np.asarray(state_src, dtype=np.int64),
+            interp_i, interp_w, scale, col_labels,
+        )
+
+    def _block_size(self, seq: _Sequence) -> int:
+        if self.modify_residual is None:
+            return int(seq.meas.data.size)
+        return -1  # known after the first evaluation
+
+    # -- evaluation -------------------------------------------------------------------------
+    def _physics_mask(self, params: ParameterDict) -> np.ndarray:
+        """Entries of ``x`` that can change the simulation."""
+        if self.build_model is not None or self.custom_rollout is not None:
+            return np.ones(params.size, dtype=bool)
+        mask = [np.full(p.size, p.modifier is not None) for p in params.non_frozen()]
+        return np.concatenate(mask) if mask else np.zeros(0, dtype=bool)
+
+    def _build_models(self, params: ParameterDict, mi: int) -> mujoco.MjModel:
+        ms = self.models_sequences[mi]
+        if self.build_model is not None:
+            self.stats.compiles += 1
+            return self.build_model(params, self._work_specs[mi])
+        active = [p for p in params.non_frozen() if p.modifier is not None]
+        if self.fast_model_edits and all(p.model_modifier is not None for p in active):
+            model = ms.model.__copy__()
+            for p in active:
+                assert p.model_modifier is not None
+                p.model_modifier(model, p)
+            if active:
+                mujoco.mj_setConst(model, self._set_const_data[mi])
+            self.stats.model_edits += 1
+            return model
+        self.stats.compiles += 1
+        return compile_spec(run_modifiers(params, self._work_specs[mi]), params)
+
+    def _check_x(self, x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
+        if not isinstance(params, ParameterDict):
+            raise TypeError(must_be("residual_fn: params", "a ParameterDict", type(params).__name__))
+        arr = np.asarray(x, dtype=np.float64)
+        p = params.size
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim != 2 or arr.shape[0] != p:
+            raise ValueError(must_be("residual_fn: x", f"shape ({p},) or ({p}, k) for the {p} free "
+                                     f"parameter values", np.asarray(x),
+                                     hint=f"got shape {np.shape(x)}"))
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("residual_fn: x must be finite, got non-finite entries")
+        return arr
+
+    def __call__(self, x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
+        """Residuals for ``x`` of shape ``(p,)`` -> ``(n,)``, or ``(p, k)`` -> ``(n, k)``.
+
+        The caller's ``params`` are not modified (a private copy receives each candidate).
+        Candidates whose simulation diverges get NaN columns (see :attr:`last_divergence`).
+        """
+        flat = np.ndim(x) == 1
+        cols = self._evaluate(self._check_x(x, params), params, details=False)[0]
+        out = np.stack(cols, axis=1)
+        return out[:, 0] if flat else out
+
+    def predict(self, params: ParameterDict, x: npt.ArrayLike | None = None) -> list[SequencePrediction]:
+        """Detailed prediction of every sequence at ``x`` (default: the current values)."""
+        xv = params.as_vector() if x is None else x
+        return self._evaluate(self._check_x(xv, params)[:, :1], params, details=True)[1]
+
+    def _evaluate(self, X: np.ndarray, params: ParameterDict, details: bool
+                  ) -> tuple[list[np.ndarray], list[SequencePrediction]]:
+        t_start = _time.perf_counter()
+        k = X.shape[1]
+        work = params.copy()
+        mask = self._physics_mask(work)
+        _, unique_index, inverse = np.unique(X[mask].T, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        n_unique = unique_index.size
+        self.stats.calls += 1
+        self.stats.candidates += k
+        self.stats.simulated_candidates += n_unique
+        self.last_divergence = []
+        # 1. Models, one per distinct candidate and ModelSequences.
+        t0 = _time.perf_counter()
+        models: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
+        cand_params: list[ParameterDict] = []
+        for u in unique_index:
+            work.update_from_vector(X[:, u])
+            cand_params.append(work.copy())
+            for mi in range(len(self.models_sequences)):
+                models[mi].append(self._build_models(work, mi))
+        self.stats.time_build += _time.perf_counter() - t0
+        # 2. Rollouts, grouped by (ModelSequences, nstep).
+        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        t0 = _time.perf_counter()
+        for mi in range(len(self.models_sequences)):
+            seqs = [i for i, s in enumerate(self._sequences) if s.ms_index == mi]
+            for nstep in sorted({self._sequences[i].nstep for i in seqs}):
+                group = [i for i in seqs if self._sequences[i].nstep == nstep]
+                self._rollout_group(mi, group, models[mi], cand_params, preds)
+        self.stats.time_rollout += _time.perf_counter() - t0
+        # 3. Residuals per candidate column.
+        columns: list[list[np.ndarray]] = [[] for _ in range(k)]
+        details_out: list[SequencePrediction] = []
+        for si, seq in enumerate(self._sequences):
+            state, sensordata, ok = preds[si]
+            P = np.empty((n_unique, seq.nstep, seq.meas.data.shape[1]))
+            P[:, :, seq.sens_cols] = sensordata[:, :, seq.sens_src]
+            P[:, :, seq.state_cols] = state[:, :, seq.state_src]
+            if self.modify_residual is None:
+                at_meas = (P[:, seq.interp_i] * (1.0 - seq.interp_w)[None, :, None]
+                           + P[:, np.minimum(seq.interp_i + 1, seq.nstep - 1)]
+                           * seq.interp_w[None, :, None])
+                blocks = ((seq.meas.data[None] - at_meas) * seq.scale).reshape(n_unique, -1)
+                blocks[~ok] = np.nan
+                for j in range(k):
+                    columns[j].append(blocks[inverse[j]])
+                if details:
+                    details_out.append(self._details(seq, P[0], at_meas[0], seq.meas, blocks[0],
+                                                     state[0]))
+                continue
+            for j in range(k):
+                u = inverse[j]
+                work.update_from_vector(X[:, j])
+                pred_ts = TimeSeries._unchecked(seq.grid, P[u], seq.meas.signal_mapping)
+                res, pred_used, meas_used = self.modify_residual(
+                    work, pred_ts, seq.meas, models[seq.ms_index][u], details,
+                    state=TimeSeries._unchecked(seq.grid, state[u], None),
+                    sensor_weights=self.sensor_weights,
+                )
+                r = np.asarray(res, dtype=np.float64).reshape(-1)
+                if not ok[u]:
+                    r = np.full_like(r, np.nan)
+                columns[j].append(r)
+                if details and j == 0:
+                    details_out.append(self._details(seq, P[u], None, meas_used, r, state[u],
+                                                     pred_used))
+        out = [np.concatenate(c) if c else np.zeros(0) for c in columns]
+        sizes = {c.size for c in out}
+        if len(sizes) > 1:
+            raise ValueError(must_be("modify_residual output", "the same length for every "
+                                     "candidate (it must not depend on parameter values)",
+                                     sorted(sizes)))
+        if self.modify_residual is not None:
+            self._offsets = np.cumsum([0] + [c.size for c in columns[0]])
+        self.stats.time_total += _time.perf_counter() - t_start
+        return out, details_out
+
+    def _rollout_group(self, mi: int, group: list[int], models: list[mujoco.MjModel],
+                       cand_params: list[ParameterDict],
+                       preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        n_unique = len(models)
+        batch_models = [models[u] for _ in group for u in range(n_unique)]
+        x0 = np.stack([self._sequences[i].x0 for i in group for _ in range(n_unique)])
+        ctrl = np.stack([self._sequences[i].control for i in group for _ in range(n_unique)])
+        self.stats.rollouts += len(batch_models)
+        if self.custom_rollout is not None:
+            datas = self._runner.datas_for(batch_models[0])
+            trajs = self.custom_rollout(batch_models, datas, ctrl, x0,
+                                        [cand_params[u] for _ in group for u in range(n_unique)])
+            state = np.stack([t.state for t in trajs])
+            sensordata = np.stack([t.sensordata for t in trajs])
+            ok = np.all(np.isfinite(state), axis=(1, 2)) & np.all(np.isfinite(sensordata), axis=(1, 2))
+        else:
+            state, sensordata, ok = self._runner.run(batch_models, x0, ctrl)
+        for g, i in enumerate(group):
+            sl = slice(g * n_unique, (g + 1) * n_unique)
+            preds[i] = (state[sl], sensordata[sl], ok[sl])
+            for u in np.flatnonzero(~ok[sl]):
+                self.last_divergence.append(
+                    f"{self._sequences[i].label}: simulation diverged for candidate {u}")
+
+    def _details(self, seq: _Sequence, P: np.ndarray, at_meas: np.ndarray | None,
+                 meas_used: TimeSeries, r: np.ndarray, state: np.ndarray,
+                 pred_used: TimeSeries | None = None) -> SequencePrediction:
+        ms = self.models_sequences[seq.ms_index]
+        predicted = TimeSeries._unchecked(seq.grid, P, seq.meas.signal_mapping)
+        if pred_used is None:
+            assert at_meas is not None
+            pred_used = TimeSeries._unchecked(seq.meas.times, at_meas, seq.meas.signal_mapping)
+        return SequencePrediction(ms.name, ms.sequence_name[seq.seq_index], predicted, seq.meas,
+                                  pred_used, meas_used, r, state, seq.control)
+
+    # -- diagnostics ------------------------------------------------------------------------
+    def describe_index(self, i: int) -> str:
+        """Which model, sequence, signal and time residual entry ``i`` belongs to."""
+        b = int(np.searchsorted(self._offsets, i, side="right") - 1)
+        if b < 0 or b >= len(self._sequences):
+            return f"residual entry {i}"
+        seq = self._sequences[b]
+        local = i - int(self._offsets[b])
+        ncol = seq.meas.data.shape[1]
+        if self.modify_residual is None or self._offsets[b + 1] - self._offsets[b] == seq.meas.data.size:
+            row, col = divmod(local, ncol)
+            if row < seq.meas.times.size:
+                return (f"{seq.label}, signal {seq.column_labels[col]!r} at t="
+                        f"{seq.meas.times[row]:.6g} s")
+        return f"{seq.label}, residual entry {local}"
+
+    @property
+    def sequence_labels(self) -> list[str]:
+        """``"model/sequence"`` for every sequence, in residual order."""
+        return [s.label for s in self._sequences]
+
+    @property
+    def block_offsets(self) -> np.ndarray:
+        """Start of each sequence's block in the residual vector (length nseq + 1)."""
+        return self._offsets.copy()
+
+    def close(self) -> None:
+        """Stops the rollout threads."""
+        self._runner.close()
+
+    def __repr__(self) -> str:
+        return (f"ResidualFunction({len(self.models_sequences)} ModelSequences, "
+                f"{len(self._sequences)} sequences)")
+
+
+def build_residual_fn(
+    models_sequences: Sequence[ModelSequences] | ModelSequences,
+    modify_residual: ModifyResidualFn | None = None,
+    custom_rollout: CustomRolloutFn | None = None,
+    build_model: BuildModelFn = apply_param_modifiers,
+    sensor_weights: Mapping[str, npt.ArrayLike] | None = None,
+    enabled_observations: Sequence[str] | None = None,
+    *,
+    normalize: bool = True,
+    control_interpolation: str = "zoh",
+    nthread: int | None = None,
+    fast_model_edits: bool = True,
+) -> ResidualFunction:
+    """Builds the batched residual function ``residual_fn(x, params)``.
+
+    Args:
+      models_sequences: One or more :class:`ModelSequences`; their residuals are stacked.
+      modify_residual: Custom residual per sequence and candidate (e.g.
+        ``SignalTransform.apply``); see :class:`mjsysid.types.ModifyResidualFn`.
+      custom_rollout: Replaces the built-in batched rollout (see
+        :class:`mjsysid.types.CustomRolloutFn`); must return time-aligned trajectories.
+      build_model: ``build_model(params, spec) -> MjModel``. The default,
+        :func:`apply_param_modifiers`, is run on a private working copy of each spec (no copy
+        per call) and uses the compiled-model fast path where every active parameter has one.
+        A custom function receives the private working spec.
+      sensor_weights: ``{signal_name: weight}`` (scalar, or one per column of the signal).
+      enabled_observations: Signal names to use; the others are ignored.
+      normalize: Divide each measured column by its RMS (default); an all-zero column is then
+        an error.
+      control_interpolation: ``"zoh"`` (zero-order hold, default: what hardware does between
+        commands) or ``"linear"``.
+      nthread: Rollout threads (default: all available CPUs).
+      fast_model_edits: Allow the compiled-model fast path.
+
+    Returns:
+      A :class:`ResidualFunction`. Unknown names in ``sensor_weights`` or
+      ``enabled_observations`` fail here, not at the first evaluation.
+    """
+    if isinstance(models_sequences, ModelSequences):
+        models_sequences = [models_sequences]
+    ms_list = list(models_sequences)
+    if not ms_list or not all(isinstance(m, ModelSequences) for m in ms_list):
+        raise TypeError(must_be("models_sequences", "a non-empty list of ModelSequences",
+                                models_sequences))
+    names = [m.name for m in ms_list]
+    if len(set(names)) != len(names):
+        raise ValueError(must_be("models_sequences", "ModelSequences with unique names", names))
+    if control_interpolation not in ("zoh", "linear"):
+        raise ValueError(must_be("control_interpolation", "'zoh' or 'linear'", control_interpolation))
+    for what, fn in (("modify_residual", modify_residual), ("custom_rollout", custom_rollout),
+                     ("build_model", build_model)):
+        if fn is not None and not callable(fn):
+            raise TypeError(must_be(what, "callable or None", fn))
+    return ResidualFunction(
+        ms_list, modify_residual=modify_residual, custom_rollout=custom_rollout,
+        build_model=None if build_model is apply_param_modifiers else build_model,
+        sensor_weights=sensor_weights, enabled_observations=enabled_observations,
+        normalize=normalize, control_interpolation=control_interpolation, nthread=nthread,
+        fast_model_edits=fast_model_edits,
+    )
+
+
+def residual_cost(r: np.ndarray) -> float:
+    """``½‖r‖²``."""
+    return 0.5 * float(np.dot(r, r))
+
+
+__all__ = ["ResidualFunction", "SequencePrediction", "build_residual_fn"]

@@ -1,0 +1,337 @@
+"""Initial states and batched, multithreaded rollouts.
+
+Time convention. A rollout from the full-physics state ``s_0`` at time ``t_0`` with controls
+``u_0 .. u_{N-1}`` produces, for every step ``k = 0 .. N-1``, the sensor readings and the state
+*at* ``t_k = t_0 + k·dt`` (before step ``k`` is integrated). MuJoCo's rollout returns the
+state *after* each step, so :func:`batched_rollout` shifts it by one step and prepends ``s_0``:
+row ``k`` of both arrays then describes the same instant.
+
+Divergence. When MuJoCo meets an unstable state it resets the data (and its clock) and warns;
+inside a batched rollout that is only visible in the outputs. :func:`batched_rollout` checks
+that every trajectory's clock advanced by exactly ``dt`` per step and that everything is
+finite, and reports the first rollout and step that did not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import mujoco
+import mujoco.rollout
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid._errors import must_be, short_repr
+
+STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+
+def state_size(model: mujoco.MjModel) -> int:
+    """Length of the full-physics state vector (time, qpos, qvel, act, ...)."""
+    return int(mujoco.mj_stateSize(model, STATE_SPEC.value))
+
+
+def state_slices(model: mujoco.MjModel) -> dict[str, slice]:
+    """Where ``time``, ``qpos``, ``qvel`` and ``act`` sit inside the full-physics state."""
+    out, start = {}, 0
+    for key, bit in (("time", mujoco.mjtState.mjSTATE_TIME), ("qpos", mujoco.mjtState.mjSTATE_QPOS),
+                     ("qvel", mujoco.mjtState.mjSTATE_QVEL), ("act", mujoco.mjtState.mjSTATE_ACT)):
+        n = int(mujoco.mj_stateSize(model, bit.value))
+        out[key] = slice(start, start + n)
+        start += n
+    return out
+
+
+def _joint_values(model: mujoco.MjModel, field: str, values: npt.ArrayLike | Mapping[str, npt.ArrayLike],
+                  base: np.ndarray) -> np.ndarray:
+    """Fills ``base`` (qpos or qvel) from a full vector or a ``{joint_name: value}`` mapping."""
+    out = base.copy()
+    if isinstance(values, Mapping):
+        for jname, v in values.items():
+            j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, jname)
+            if j < 0:
+                known = [model.joint(k).name for k in range(model.njnt)]
+                raise KeyError(f"{field}: the model has no joint named {jname!r}; known: {known}")
+            jtype = int(model.jnt_type[j])
+            if field == "qpos":
+                adr, width = int(model.jnt_qposadr[j]), {0: 7, 1: 4}.get(jtype, 1)
+            else:
+                adr, width = int(model.jnt_dofadr[j]), {0: 6, 1: 3}.get(jtype, 1)
+            arr = np.asarray(v, dtype=np.float64).reshape(-1)
+            if arr.size != width:
+                raise ValueError(must_be(f"{field}[{jname!r}]", f"{width} values", arr))
+            out[adr : adr + width] = arr
+    else:
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+        if arr.size != base.size:
+            raise ValueError(must_be(field, f"an array of length {base.size}", arr))
+        out[:] = arr
+    if not np.all(np.isfinite(out)):
+        i = int(np.flatnonzero(~np.isfinite(out))[0])
+        raise ValueError(f"{field} must be finite, got {field}[{i}]={out[i]!r}")
+    return out
+
+
+def create_initial_state(
+    model: mujoco.MjModel,
+    qpos: npt.ArrayLike | Mapping[str, npt.ArrayLike] | None = None,
+    qvel: npt.ArrayLike | Mapping[str, npt.ArrayLike] | None = None,
+    act: npt.ArrayLike | None = None,
+    *,
+    time: float = 0.0,
+) -> np.ndarray:
+    """Packs a full-physics state vector (``mjSTATE_FULLPHYSICS``) for a rollout.
+
+    Args:
+      model: The compiled model.
+      qpos: ``(nq,)`` positions, or ``{joint_name: values}`` for a subset (others keep
+        ``model.qpos0``). Default ``qpos0``.
+      qvel: ``(nv,)`` velocities (rad/s, m/s) or ``{joint_name: values}``. Default zeros.
+      act: ``(na,)`` actuator activations. Default zeros.
+      time: Simulation time of the state (s).
+
+    Returns:
+      ``(nstate,)`` state vector.
+    """
+    if not isinstance(model, mujoco.MjModel):
+        raise TypeError(must_be("model", "a compiled mujoco.MjModel", type(model).__name__,
+                                "did you pass an MjSpec? call spec.compile() first"))
+    data = mujoco.MjData(model)
+    data.qpos[:] = _joint_values(model, "qpos", model.qpos0 if qpos is None else qpos, model.qpos0)
+    if qvel is not None:
+        data.qvel[:] = _joint_values(model, "qvel", qvel, np.zeros(model.nv))
+    if act is not None:
+        data.act[:] = _joint_values(model, "act", act, np.zeros(model.na))
+    if not np.isfinite(time):
+        raise ValueError(must_be("time", "finite", time))
+    data.time = float(time)
+    state = np.empty(state_size(model))
+    mujoco.mj_getState(model, data, state, STATE_SPEC.value)
+    return state
+
+
+@dataclass(frozen=True, eq=False)
+class SystemTrajectory:
+    """One simulated trajectory; row ``k`` of every array is the instant ``times[k]``.
+
+    Attributes:
+      model: The model that produced it.
+      times: ``(nstep,)`` simulation times (s).
+      control: ``(nstep, nu)`` controls applied from ``times[k]`` to ``times[k+1]``.
+      sensordata: ``(nstep, nsensordata)`` sensor readings.
+      state: ``(nstep, nstate)`` full-physics states.
+    """
+
+    model: mujoco.MjModel
+    times: np.ndarray
+    control: np.ndarray
+    sensordata: np.ndarray
+    state: np.ndarray
+
+    def qpos(self) -> np.ndarray:
+        """``(nstep, nq)`` joint positions."""
+        return self.state[:, state_slices(self.model)["qpos"]]
+
+    def qvel(self) -> np.ndarray:
+        """``(nstep, nv)`` joint velocities."""
+        return self.state[:, state_slices(self.model)["qvel"]]
+
+
+class RolloutDivergedError(RuntimeError):
+    """A simulation became unstable (MuJoCo reset it) or produced non-finite values."""
+
+    def __init__(self, index: int, step: int, time: float, reason: str) -> None:
+        super().__init__(
+            f"rollout {index} diverged at step {step} (t={time:.6g} s): {reason}. The "
+            "simulation is unstable for these parameter values; check bounds (e.g. masses "
+            "near zero, huge gains) or reduce the model timestep"
+        )
+        self.index, self.step, self.time = index, step, time
+
+
+def default_nthread() -> int:
+    """Threads for rollouts: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def check_clock(states: np.ndarray, t0: np.ndarray, dt: np.ndarray) -> np.ndarray:
+    """Indices of rollouts whose clock did not advance by ``dt`` per step, or that are not finite.
+
+    Args:
+      states: ``(nbatch, nstep, nstate)`` rollout output (state after each step).
+      t0: ``(nbatch,)`` start times. dt: ``(nbatch,)`` timesteps.
+
+    Returns:
+      ``(nbad,)`` indices of bad rollouts.
+    """
+    nstep = states.shape[1]
+    expected = t0[:, None] + dt[:, None] * np.arange(1, nstep + 1)[None, :]
+    ok_clock = np.abs(states[:, :, 0] - expected) <= 1e-9 * np.maximum(1.0, np.abs(expected)) + 1e-6 * dt[:, None]
+    ok = ok_clock.all(axis=1) & np.isfinite(states).all(axis=(1, 2))
+    return np.flatnonzero(~ok)
+
+
+def divergence_error(states: np.ndarray, index: int, t0: float, dt: float) -> RolloutDivergedError:
+    """Builds the error for rollout ``index`` (first bad step and reason)."""
+    s = states[index]
+    nstep = s.shape[0]
+    expected = t0 + dt * np.arange(1, nstep + 1)
+    bad_clock = np.abs(s[:, 0] - expected) > 1e-9 * np.maximum(1.0, np.abs(expected)) + 1e-6 * dt
+    bad_val = ~np.isfinite(s).all(axis=1)
+    step = int(np.flatnonzero(bad_clock | bad_val)[0])
+    reason = "non-finite state" if bad_val[step] else "MuJoCo reset the simulation (instability)"
+    return RolloutDivergedError(index, step, float(expected[step] - dt), reason)
+
+
+class BatchRollout:
+    """A persistent thread pool plus per-thread ``MjData`` scratch, reused across calls.
+
+    Args:
+      nthread: Worker threads (default: all CPUs available to the process).
+    """
+
+    def __init__(self, nthread: int | None = None) -> None:
+        self.nthread = default_nthread() if nthread is None else int(nthread)
+        if self.nthread < 1:
+            raise ValueError(must_be("nthread", "a positive integer", nthread))
+        self._runner = mujoco.rollout.Rollout(nthread=self.nthread) if self.nthread > 1 else None
+        self._datas: dict[int, list[mujoco.MjData]] = {}
+        self.last_raw_state = np.zeros((0, 0, 0))
+
+    def datas_for(self, model: mujoco.MjModel) -> list[mujoco.MjData]:
+        """Per-thread ``MjData`` compatible with ``model`` (cached by model signature)."""
+        key = int(model.signature)
+        if key not in self._datas:
+            self._datas[key] = [mujoco.MjData(model) for _ in range(self.nthread)]
+        return self._datas[key]
+
+    def run(
+        self,
+        models: Sequence[mujoco.MjModel],
+        initial_states: np.ndarray,
+        control: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rolls out ``nbatch`` models in one multithreaded call.
+
+        Args:
+          models: ``nbatch`` models with the same sizes.
+          initial_states: ``(nbatch, nstate)`` full-physics states at ``t_0``.
+          control: ``(nbatch, nstep, nu)`` controls.
+
+        Returns:
+          ``(state, sensordata, ok)``: ``(nbatch, nstep, nstate)`` and
+          ``(nbatch, nstep, nsensordata)`` arrays aligned so row ``k`` is time ``t_k``, and a
+          ``(nbatch,)`` mask that is ``False`` for rollouts that diverged (see
+          :func:`divergence_error` for the reason).
+        """
+        nbatch, nstep = control.shape[0], control.shape[1]
+        datas = self.datas_for(models[0])
+        m0 = models[0]
+        raw_state = np.empty((nbatch, nstep, state_size(m0)))
+        sensordata = np.empty((nbatch, nstep, m0.nsensordata))
+        x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
+        ctrl = np.ascontiguousarray(control, dtype=np.float64)
+        if self._runner is None:
+            mujoco.rollout.rollout(list(models), datas[0], x0, ctrl, skip_checks=True,
+                                   nstep=nstep, state=raw_state, sensordata=sensordata)
+        else:
+            self._runner.rollout(list(models), datas, x0, ctrl, skip_checks=True, nstep=nstep,
+                                 state=raw_state, sensordata=sensordata)
+        dt = np.array([m.opt.timestep for m in models])
+        ok = np.ones(len(models), dtype=bool)
+        ok[check_clock(raw_state, initial_states[:, 0], dt)] = False
+        ok &= np.isfinite(sensordata).all(axis=(1, 2))
+        self.last_raw_state = raw_state
+        state = np.empty_like(raw_state)
+        state[:, 0] = initial_states
+        state[:, 1:] = raw_state[:, :-1]
+        return state, sensordata, ok
+
+    def close(self) -> None:
+        """Stops the worker threads (also done when the object is garbage collected)."""
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+
+    def __enter__(self) -> BatchRollout:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def sysid_rollout(
+    models: Sequence[mujoco.MjModel] | mujoco.MjModel,
+    datas: Sequence[mujoco.MjData] | mujoco.MjData | None,
+    control: npt.ArrayLike,
+    initial_states: npt.ArrayLike,
+    *,
+    nthread: int | None = None,
+) -> list[SystemTrajectory]:
+    """Rolls out many models in one batched, multithreaded ``mujoco.rollout`` call.
+
+    Args:
+      models: ``nbatch`` compiled models of the same sizes (or one model, broadcast).
+      datas: One ``MjData`` per thread (or ``None`` to create them); the thread count is
+        ``len(datas)`` when given.
+      control: ``(nbatch, nstep, nu)`` or ``(nstep, nu)`` (broadcast) controls.
+      initial_states: ``(nbatch, nstate)`` or ``(nstate,)`` (broadcast) full-physics states.
+      nthread: Thread count when ``datas`` is ``None``.
+
+    Returns:
+      One :class:`SystemTrajectory` per rollout, rows aligned in time.
+
+    Raises:
+      ValueError: Shapes that do not match the models.
+      RolloutDivergedError: A simulation became unstable.
+    """
+    model_list = [models] if isinstance(models, mujoco.MjModel) else list(models)
+    if not model_list:
+        raise ValueError(must_be("models", "a non-empty sequence of MjModel", models))
+    m0 = model_list[0]
+    ctrl = np.asarray(control, dtype=np.float64)
+    if ctrl.ndim == 2:
+        ctrl = ctrl[None]
+    x0 = np.asarray(initial_states, dtype=np.float64)
+    if x0.ndim == 1:
+        x0 = x0[None]
+    nbatch = max(len(model_list), ctrl.shape[0], x0.shape[0])
+    if len(model_list) == 1:
+        model_list = model_list * nbatch
+    for what, n in (("models", len(model_list)), ("control", ctrl.shape[0]),
+                    ("initial_states", x0.shape[0])):
+        if n not in (1, nbatch):
+            raise ValueError(must_be(f"{what} batch size", f"1 or {nbatch}", n))
+    ctrl = np.broadcast_to(ctrl, (nbatch, *ctrl.shape[1:])).copy()
+    x0 = np.broadcast_to(x0, (nbatch, x0.shape[1])).copy()
+    if ctrl.ndim != 3 or ctrl.shape[2] != m0.nu:
+        raise ValueError(must_be("control", f"shape (nbatch, nstep, {m0.nu})", ctrl,
+                                 hint=f"got shape {ctrl.shape}"))
+    if x0.shape[1] != state_size(m0):
+        raise ValueError(must_be("initial_states", f"rows of length {state_size(m0)} "
+                                 "(full-physics state; see create_initial_state)", x0))
+    for name, arr in (("control", ctrl), ("initial_states", x0)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite, got {short_repr(arr[~np.isfinite(arr)])}")
+    if datas is not None:
+        data_list = [datas] if isinstance(datas, mujoco.MjData) else list(datas)
+        runner = BatchRollout(nthread=len(data_list))
+        runner._datas[int(m0.signature)] = data_list
+    else:
+        runner = BatchRollout(nthread=nthread)
+    with runner:
+        state, sensordata, ok = runner.run(model_list, x0, ctrl)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            raise divergence_error(runner.last_raw_state, i, float(x0[i, 0]),
+                                   float(model_list[i].opt.timestep))
+    out = []
+    for i, m in enumerate(model_list):
+        times = x0[i, 0] + m.opt.timestep * np.arange(ctrl.shape[1])
+        out.append(SystemTrajectory(m, times, ctrl[i], sensordata[i], state[i]))
+    return out
