@@ -23,9 +23,16 @@ from mjsysid.optimize import (
 )
 from mjsysid.param_kinds import make_parameter
 from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.results import Confidence, Results, load_results, save_results
 from mjsysid.residual import ResidualFunction, SequencePrediction, build_residual_fn
 from mjsysid.signal_transform import SignalTransform
-from mjsysid.timeseries import SignalType, TimeSeries
+from mjsysid.timeseries import (
+    DtStatistics,
+    SignalType,
+    TimeSeries,
+    resolve_signal_name,
+    signal_source_indices,
+)
 from mjsysid.trajectory import (
     RolloutDivergedError,
     SystemTrajectory,
@@ -44,6 +51,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BuildModelFn",
+    "Confidence",
+    "DtStatistics",
+    "resolve_signal_name",
+    "signal_source_indices",
+    "Results",
+    "load_results",
+    "save_results",
     "CustomRolloutFn",
     "ModelModifierFn",
     "ModelSequences",

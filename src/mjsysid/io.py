@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -77,9 +79,9 @@ def load_npz(path: str | Path, required: tuple[str, ...] = ()) -> dict[str, np.n
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
             out = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError) as e:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         raise ValueError(f"{str(path)!r} is not a readable .npz file ({e})") from e
     missing = [k for k in required if k not in out]
     if missing:

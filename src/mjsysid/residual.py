@@ -474,6 +474,23 @@ class ResidualFunction:
                         f"{seq.meas.times[row]:.6g} s")
         return f"{seq.label}, residual entry {local}"
 
+    def signal_groups(self) -> np.ndarray | None:
+        """``(n,)`` id of the measured signal behind each residual entry (default residual only).
+
+        Used to estimate one noise variance per signal for confidence intervals.
+        """
+        if self.modify_residual is not None:
+            return None
+        ids: dict[str, int] = {}
+        parts = []
+        for seq in self._sequences:
+            col_ids = np.empty(seq.meas.data.shape[1], dtype=np.int64)
+            assert seq.meas.signal_mapping is not None
+            for sig, (_, cols) in seq.meas.signal_mapping.items():
+                col_ids[cols] = ids.setdefault(sig, len(ids))
+            parts.append(np.tile(col_ids, seq.meas.times.size))
+        return np.concatenate(parts)
+
     @property
     def sequence_labels(self) -> list[str]:
         """``"model/sequence"`` for every sequence, in residual order."""

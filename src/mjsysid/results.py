@@ -1,0 +1,227 @@
+"""Saving and loading identification results (YAML + npz, never pickle).
+
+A results folder holds::
+
+    params_x_0.yaml      initial parameters (schema, bounds, values, metadata)
+    params_x_hat.yaml    identified parameters
+    result.npz           x, residual, Jacobian, gradient, per-iteration objective/candidates
+    confidence.npz       covariance and confidence half-widths
+    confidence.yaml      the same per parameter, human readable
+    <model>.xml          the identified model of every ModelSequences
+    result.yaml          summary (status, message, costs, versions) and the file list
+
+Every file is written atomically and ``result.yaml`` is written last, so a folder without it
+(or with a file missing from its list) is an incomplete save and :func:`load_results` says so.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import yaml
+
+from mjsysid._errors import must_be
+from mjsysid.io import atomic_savez, atomic_write_text, load_npz, read_yaml
+from mjsysid.model_modifier import apply_param_modifiers_spec
+from mjsysid.model_sequences import ModelSequences
+from mjsysid.optimize import OptimizeResult, calculate_intervals
+from mjsysid.parameter import ParameterDict
+
+RESULTS_SCHEMA_VERSION = 1
+
+
+@dataclass
+class Confidence:
+    """Per-parameter confidence information.
+
+    Attributes:
+      names: Label of each free entry. values: identified values.
+      half_widths: ``(p,)`` half-widths of the ``1 − alpha`` intervals (inf if unidentifiable).
+      covariance: ``(p, p)`` covariance (see :func:`calculate_intervals`).
+      alpha: Significance level.
+    """
+
+    names: list[str]
+    values: np.ndarray
+    half_widths: np.ndarray
+    covariance: np.ndarray
+    alpha: float
+
+    @property
+    def identifiable(self) -> np.ndarray:
+        """``(p,)`` bool: finite interval."""
+        return np.isfinite(self.half_widths)
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = []
+        for n, v, h in zip(self.names, self.values, self.half_widths, strict=True):
+            finite = bool(np.isfinite(h))
+            rows.append({"name": n, "value": float(v),
+                         "half_width": float(h) if finite else ".inf",
+                         "lower": float(v - h) if finite else "-.inf",
+                         "upper": float(v + h) if finite else ".inf",
+                         "identifiable": finite})
+        return {"alpha": self.alpha, "parameters": rows}
+
+
+@dataclass
+class Results:
+    """Everything :func:`load_results` reads back."""
+
+    folder: Path
+    initial_params: ParameterDict
+    opt_params: ParameterDict
+    result: OptimizeResult
+    confidence: Confidence
+    model_files: dict[str, Path]
+    summary: dict[str, Any]
+
+
+def compute_confidence(opt_result: OptimizeResult, residual_fn: Any = None,
+                       alpha: float = 0.05) -> Confidence:
+    """Intervals at the solution; noise variance estimated per measured signal when known."""
+    groups = residual_fn.signal_groups() if hasattr(residual_fn, "signal_groups") else None
+    if groups is not None and groups.size != opt_result.fun.size:
+        groups = None
+    cov, half = calculate_intervals(opt_result.fun, opt_result.jac, alpha, groups=groups)
+    return Confidence(list(opt_result.parameter_names), opt_result.x.copy(), half, cov, alpha)
+
+
+def _versions() -> dict[str, str]:
+    from mjsysid import __version__
+
+    return {"mjsysid": __version__, "mujoco": mujoco.__version__, "numpy": np.__version__,
+            "python": platform.python_version()}
+
+
+def save_results(
+    experiment_results_folder: str | Path,
+    models_sequences: Sequence[ModelSequences] | ModelSequences,
+    initial_params: ParameterDict,
+    opt_params: ParameterDict,
+    opt_result: OptimizeResult,
+    residual_fn: Any = None,
+    *,
+    alpha: float = 0.05,
+) -> Path:
+    """Writes parameters, result, confidence intervals and identified models to a folder.
+
+    Args:
+      experiment_results_folder: Created if missing (``str`` or ``Path``).
+      models_sequences: The data the fit used; one ``<name>.xml`` is written per entry.
+      initial_params, opt_params: Before and after the fit.
+      opt_result: From :func:`optimize`.
+      residual_fn: Used for per-signal noise estimates in the intervals (optional).
+      alpha: Significance level of the intervals.
+
+    Returns:
+      The folder path.
+
+    Raises:
+      OSError: The folder cannot be created or written (message names the path).
+    """
+    folder = Path(experiment_results_folder)
+    ms_list = [models_sequences] if isinstance(models_sequences, ModelSequences) else list(models_sequences)
+    if not isinstance(opt_result, OptimizeResult):
+        raise TypeError(must_be("opt_result", "an OptimizeResult", type(opt_result).__name__))
+    stale = folder / "result.yaml"
+    if stale.exists():
+        stale.unlink()  # the folder is incomplete until the new summary is written
+    initial_params.save_to_disk(folder / "params_x_0.yaml")
+    opt_params.save_to_disk(folder / "params_x_hat.yaml")
+    cand = opt_result.extras.get("candidate") or []
+    atomic_savez(folder / "result.npz", {
+        "x": opt_result.x, "fun": opt_result.fun, "jac": opt_result.jac, "grad": opt_result.grad,
+        "objective": np.asarray(opt_result.extras.get("objective", []), dtype=np.float64),
+        "candidate": (np.stack(cand) if len(cand) else np.zeros((0, opt_result.x.size))),
+        "schema_version": np.array(RESULTS_SCHEMA_VERSION),
+    })
+    conf = compute_confidence(opt_result, residual_fn, alpha)
+    atomic_savez(folder / "confidence.npz", {"covariance": conf.covariance,
+                                             "half_widths": conf.half_widths,
+                                             "alpha": np.array(alpha)})
+    atomic_write_text(folder / "confidence.yaml", yaml.safe_dump(conf.to_dict(), sort_keys=False))
+    models: dict[str, str] = {}
+    for ms in ms_list:
+        spec = apply_param_modifiers_spec(opt_params, ms.spec)
+        spec.compile()
+        atomic_write_text(folder / f"{ms.name}.xml", spec.to_xml())
+        models[ms.name] = f"{ms.name}.xml"
+    summary = {
+        "schema": "mjsysid.results",
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "optimizer": opt_result.optimizer,
+        "status": opt_result.status,
+        "success": opt_result.success,
+        "message": opt_result.message,
+        "initial_cost": float(opt_result.initial_cost),
+        "cost": float(opt_result.cost),
+        "nit": int(opt_result.nit),
+        "nfev": int(opt_result.nfev),
+        "njev": int(opt_result.njev),
+        "wall_time": float(opt_result.wall_time),
+        "parameter_names": list(opt_result.parameter_names),
+        "models": models,
+        "sequences": {ms.name: list(ms.sequence_name) for ms in ms_list},
+        "versions": _versions(),
+        "files": ["params_x_0.yaml", "params_x_hat.yaml", "result.npz", "confidence.npz",
+                  "confidence.yaml", *models.values()],
+    }
+    atomic_write_text(folder / "result.yaml", yaml.safe_dump(summary, sort_keys=False))
+    return folder
+
+
+def load_results(folder: str | Path) -> Results:
+    """Reads a folder written by :func:`save_results`.
+
+    Raises:
+      FileNotFoundError: No such folder, or no ``result.yaml`` (an incomplete save).
+      ValueError: A file listed in ``result.yaml`` is missing or malformed, or a newer schema.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no such results folder: {str(folder)!r}")
+    summary_path = folder / "result.yaml"
+    if not summary_path.is_file():
+        raise FileNotFoundError(
+            f"{str(folder)!r} has no result.yaml: it is not a results folder, or saving was "
+            "interrupted before it finished"
+        )
+    summary = read_yaml(summary_path)
+    if not isinstance(summary, dict) or summary.get("schema") != "mjsysid.results":
+        raise ValueError(must_be(f"{summary_path}", "an mjsysid results summary", summary))
+    version = summary.get("schema_version")
+    if not isinstance(version, int) or version > RESULTS_SCHEMA_VERSION:
+        raise ValueError(f"{summary_path}: schema_version must be <= {RESULTS_SCHEMA_VERSION}, got "
+                         f"{version!r}; upgrade mjsysid to read it")
+    missing = [f for f in summary.get("files", []) if not (folder / f).is_file()]
+    if missing:
+        raise ValueError(f"{str(folder)!r} is incomplete: missing {missing}")
+    z = load_npz(folder / "result.npz", required=("x", "fun", "jac", "grad"))
+    c = load_npz(folder / "confidence.npz", required=("covariance", "half_widths", "alpha"))
+    names = list(summary["parameter_names"])
+    cand = z.get("candidate", np.zeros((0, len(names))))
+    result = OptimizeResult(
+        x=z["x"], cost=float(summary["cost"]), fun=z["fun"], jac=z["jac"], grad=z["grad"],
+        status=str(summary["status"]), success=bool(summary["success"]),
+        message=str(summary["message"]), nfev=int(summary["nfev"]), njev=int(summary["njev"]),
+        nit=int(summary["nit"]), initial_cost=float(summary["initial_cost"]),
+        wall_time=float(summary["wall_time"]), parameter_names=names,
+        optimizer=str(summary["optimizer"]),
+        extras={"objective": list(z.get("objective", np.zeros(0))), "candidate": list(cand)},
+    )
+    conf = Confidence(names, z["x"], c["half_widths"], c["covariance"], float(c["alpha"]))
+    return Results(
+        folder=folder,
+        initial_params=ParameterDict.load_from_disk(folder / "params_x_0.yaml"),
+        opt_params=ParameterDict.load_from_disk(folder / "params_x_hat.yaml"),
+        result=result, confidence=conf,
+        model_files={k: folder / v for k, v in summary.get("models", {}).items()},
+        summary=summary,
+    )

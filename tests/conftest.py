@@ -1,0 +1,142 @@
+"""A bank of tiny MJCF models and a synthetic-data maker shared by the tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import pytest
+
+import mjsysid as ms
+
+ARM2 = """
+<mujoco model="arm2">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="link1" pos="0 0 1">
+      <joint name="j1" type="hinge" axis="0 1 0" damping="0.05" armature="0.01"/>
+      <geom name="g1" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1.0"/>
+      <site name="tip1" pos="0.3 0 0"/>
+      <body name="link2" pos="0.3 0 0">
+        <joint name="j2" type="hinge" axis="0 1 0" damping="0.05" armature="0.01"/>
+        <geom name="g2" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.7"/>
+        <site name="tip2" pos="0.3 0 0"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="m1" joint="j1" gear="1"/>
+    <motor name="m2" joint="j2" gear="1"/>
+  </actuator>
+  <sensor>
+    <jointpos name="j1_pos" joint="j1"/>
+    <jointpos name="j2_pos" joint="j2"/>
+    <jointvel name="j1_vel" joint="j1"/>
+    <jointvel name="j2_vel" joint="j2"/>
+    <framepos name="tip_pos" objtype="site" objname="tip2"/>
+    <gyro name="tip_gyro" site="tip2"/>
+  </sensor>
+</mujoco>
+"""
+
+SERVO = """
+<mujoco model="servo">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="arm" pos="0 0 0">
+      <joint name="hinge" type="hinge" axis="0 0 1" damping="0.02" frictionloss="0.01"/>
+      <geom type="box" size="0.2 0.02 0.02" pos="0.2 0 0" mass="0.5"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="servo" joint="hinge" kp="2.0" kv="0.1"/>
+  </actuator>
+  <sensor>
+    <jointpos name="angle" joint="hinge"/>
+    <jointvel name="rate" joint="hinge"/>
+  </sensor>
+</mujoco>
+"""
+
+BOX = """
+<mujoco model="box">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="box" pos="0 0 0.05">
+      <freejoint name="free"/>
+      <geom name="box_geom" type="box" size="0.05 0.05 0.05" mass="1.0"/>
+    </body>
+  </worldbody>
+  <contact>
+    <pair name="box_floor" geom1="box_geom" geom2="floor" friction="0.5 0.5 0.005 0.0001 0.0001"/>
+  </contact>
+  <sensor>
+    <framepos name="box_pos" objtype="body" objname="box"/>
+    <framelinvel name="box_vel" objtype="body" objname="box"/>
+  </sensor>
+</mujoco>
+"""
+
+
+@dataclass
+class Problem:
+    """A spec, its nominal model and synthetic data from a known truth."""
+
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    sequences: ms.ModelSequences
+
+
+def simulate(spec: mujoco.MjSpec, truth: ms.ParameterDict | None, ctrl: np.ndarray,
+             x0: np.ndarray, names: list | None = None, noise: float = 0.0,
+             seed: int = 0) -> tuple[ms.TimeSeries, ms.TimeSeries]:
+    """Synthetic (sensordata, control) series from ``spec`` with ``truth`` applied."""
+    model = spec.compile()
+    true_model = ms.apply_param_modifiers(truth, spec) if truth is not None else model
+    traj = ms.sysid_rollout(true_model, None, ctrl, x0)[0]
+    full = ms.TimeSeries.from_names(traj.times, traj.sensordata, model)
+    data = full.data if names is None else full.slice_by_name(names).data
+    if noise:
+        data = data + noise * np.random.default_rng(seed).standard_normal(data.shape)
+    sens = ms.TimeSeries.from_names(traj.times, data, model, names=names)
+    control = ms.TimeSeries.from_control_names(traj.times, ctrl, model) if model.nu else None
+    return sens, control
+
+
+def excitation(n: int, nu: int, hold: int = 50, scale: float = 1.0, seed: int = 0) -> np.ndarray:
+    """Piecewise-constant random controls, shape (n, nu)."""
+    rng = np.random.default_rng(seed)
+    steps = -(-n // hold)
+    return scale * np.repeat(rng.standard_normal((steps, nu)), hold, axis=0)[:n]
+
+
+@pytest.fixture
+def arm_spec() -> mujoco.MjSpec:
+    return mujoco.MjSpec.from_string(ARM2)
+
+
+@pytest.fixture
+def make_problem() -> Callable[..., Problem]:
+    """``make_problem(xml, truth_fn, nseq=1, n=500, names=None, qpos=None)``."""
+
+    def make(xml: str, truth_fn: Callable[[mujoco.MjSpec, mujoco.MjModel], ms.ParameterDict] | None = None,
+             *, nseq: int = 1, n: int = 500, names: list | None = None, qpos: list | None = None,
+             qvel: list | None = None, scale: float = 1.0, noise: float = 0.0) -> Problem:
+        spec = mujoco.MjSpec.from_string(xml)
+        model = spec.compile()
+        truth = truth_fn(spec, model) if truth_fn else None
+        seqs = []
+        for k in range(nseq):
+            ctrl = excitation(n, model.nu, scale=scale, seed=k)
+            x0 = ms.create_initial_state(model, qpos=qpos, qvel=qvel)
+            sens, control = simulate(spec, truth, ctrl, x0, names, noise=noise, seed=100 + k)
+            seqs.append((f"seq{k}", x0, control, sens))
+        name, x0s, ctrls, senss = zip(*seqs, strict=True)
+        return Problem(spec, model, ms.ModelSequences(model.names.split(b"\x00")[0].decode() or "model",
+                                                      spec, list(name), list(x0s), list(ctrls),
+                                                      list(senss)))
+
+    return make
