@@ -4,6 +4,12 @@ The public API; implementation lives in the submodules.
 """
 
 from mjsysid import signal_modifier
+from mjsysid.inertia import (
+    InertiaType,
+    apply_body_inertia,
+    body_inertia_param,
+    full_inertia_from_model,
+)
 from mjsysid.model_modifier import (
     ModifierError,
     apply_dgain,
@@ -39,7 +45,7 @@ from mjsysid.trajectory import (
     create_initial_state,
     sysid_rollout,
 )
-from mjsysid.types import (
+from mjsysid.protocols import (
     BuildModelFn,
     CustomRolloutFn,
     ModelModifierFn,
@@ -60,6 +66,7 @@ __all__ = [
     "save_results",
     "CustomRolloutFn",
     "ModelModifierFn",
+    "InertiaType",
     "ModelSequences",
     "ModifierError",
     "ModifierFn",
@@ -74,7 +81,10 @@ __all__ = [
     "SignalType",
     "SystemTrajectory",
     "TimeSeries",
+    "apply_body_inertia",
     "apply_dgain",
+    "body_inertia_param",
+    "full_inertia_from_model",
     "apply_param_modifiers",
     "apply_param_modifiers_spec",
     "apply_pdgain",

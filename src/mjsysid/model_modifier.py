@@ -85,6 +85,55 @@ def apply_param_modifiers(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.
     return compile_spec(apply_param_modifiers_spec(params, spec), params)
 
 
+def supports_model_edits(params: ParameterDict) -> bool:
+    """Whether every active modifier has an exact compiled-model fast path."""
+    return all(p.model_modifier is not None for p in params.non_frozen() if p.modifier is not None)
+
+
+def apply_param_model_modifiers(params: ParameterDict, base: mujoco.MjModel,
+                                data: mujoco.MjData | None = None) -> mujoco.MjModel:
+    """Fast path: writes parameter values into a copy of a compiled model.
+
+    Runs every active ``model_modifier`` on ``copy(base)``, then recomputes the derived
+    constants with ``mj_setConst`` and the statistics MuJoCo 4.0's ``mj_setConst`` leaves
+    stale (``stat.meaninertia = tr M(qpos0) / nv`` and ``stat.meanmass``, which scale the
+    constraint solver's tolerances), so the result equals a recompile of the modified spec.
+
+    Args:
+      params: Parameters; every non-frozen one with a ``modifier`` must have a
+        ``model_modifier`` (see :func:`supports_model_edits`).
+      base: The compiled nominal model (not modified).
+      data: Scratch ``MjData`` for ``base`` (created when omitted).
+    """
+    model = base.__copy__()
+    active = [p for p in params.non_frozen() if p.modifier is not None]
+    if not active:
+        return model
+    for p in active:
+        if p.model_modifier is None:
+            raise ValueError(f"parameter {p.name!r} has no model_modifier; use apply_param_modifiers")
+        try:
+            p.model_modifier(model, p)
+        except Exception as e:  # re-raised with the parameter's name and value
+            raise ModifierError(
+                f"the model_modifier of parameter {p.name!r} failed for value "
+                f"{short_repr(p.value)}: {type(e).__name__}: {e}"
+            ) from e
+    data = mujoco.MjData(model) if data is None else data
+    mujoco.mj_setConst(model, data)
+    data.qpos[:] = model.qpos0
+    mujoco.mj_kinematics(model, data)
+    mujoco.mj_comPos(model, data)
+    mujoco.mj_crb(model, data)
+    if model.nv:
+        full = np.zeros((model.nv, model.nv))
+        mujoco.mj_fullM(model, data, full)
+        model.stat.meaninertia = float(np.trace(full) / model.nv)
+    if model.nbody > 1:
+        model.stat.meanmass = float(model.body_mass[1:].mean())
+    return model
+
+
 # -- actuator gains ---------------------------------------------------------------------------
 def _position_actuator(spec: mujoco.MjSpec, name: str) -> mujoco.MjsActuator:
     _check_spec(spec, "spec")

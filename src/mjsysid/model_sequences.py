@@ -107,7 +107,7 @@ class ModelSequences:
                 "build it with mjsysid.create_initial_state(model, qpos, qvel)"))
         if not np.all(np.isfinite(x0)):
             k = int(np.flatnonzero(~np.isfinite(x0))[0])
-            raise ValueError(f"{where}: initial_state must be finite, got initial_state[{k}]={x0[k]!r}")
+            raise ValueError(f"{where}: initial_state must be finite, got initial_state[{k}]={float(x0[k])!r}")
 
         meas = self.sensordata[i]
         if not isinstance(meas, TimeSeries):

@@ -192,8 +192,8 @@ def _check_start(params: ParameterDict, optimizer: str) -> tuple[np.ndarray, np.
     if out.size:
         i = out[0]
         raise ValueError(
-            f"initial_params: {names[i]} must start within its bounds [{lo[i]!r}, {hi[i]!r}], got "
-            f"{x0[i]!r}; mjsysid does not clip silently, fix the value or the bounds"
+            f"initial_params: {names[i]} must start within its bounds [{float(lo[i])!r}, {float(hi[i])!r}], got "
+            f"{float(x0[i])!r}; mjsysid does not clip silently, fix the value or the bounds"
         )
     if optimizer == "mujoco":
         inf = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))

@@ -23,7 +23,7 @@ import yaml
 
 from mjsysid._errors import must_be, short_repr
 from mjsysid.io import atomic_write_text, read_yaml
-from mjsysid.types import ModelModifierFn, ModifierFn
+from mjsysid.protocols import ModelModifierFn, ModifierFn
 
 PARAMS_SCHEMA = "mjsysid.parameters"
 PARAMS_SCHEMA_VERSION = 1
@@ -51,7 +51,7 @@ class Parameter:
       max_value: Upper bound, same shape as ``nominal`` (``+inf`` allowed, not NaN).
       frozen: Exclude from optimization; the modifier is then never called.
       modifier: ``modifier(spec, param)`` writes ``param.value`` into an ``MjSpec``
-        (see :class:`mjsysid.types.ModifierFn`). ``None`` for parameters that act only on
+        (see :class:`mjsysid.protocols.ModifierFn`). ``None`` for parameters that act only on
         signals (delay, gain, bias) or inside a custom residual.
       model_modifier: Optional fast path that writes the value into a compiled ``MjModel``
         with the same effect as ``modifier`` plus a recompile.
@@ -117,8 +117,8 @@ class Parameter:
         if bad.size:
             i = bad[0]
             raise ValueError(
-                f"{where}: min_value must be <= max_value, got min_value[{i}]={lo[i]!r} > "
-                f"max_value[{i}]={hi[i]!r}"
+                f"{where}: min_value must be <= max_value, got min_value[{i}]={float(lo[i])!r} > "
+                f"max_value[{i}]={float(hi[i])!r}"
             )
         if not self.frozen:
             eq = np.flatnonzero(lo == hi)
@@ -126,7 +126,7 @@ class Parameter:
                 i = eq[0]
                 raise ValueError(
                     f"{where}: min_value must be < max_value for a non-frozen parameter, got "
-                    f"both equal to {lo[i]!r} at index {i}. Freeze it (frozen=True) to keep it "
+                    f"both equal to {float(lo[i])!r} at index {i}. Freeze it (frozen=True) to keep it "
                     "fixed"
                 )
         out = np.flatnonzero((n < lo) | (n > hi))
@@ -134,7 +134,7 @@ class Parameter:
             i = out[0]
             raise ValueError(
                 f"{where}: nominal must lie within [min_value, max_value], got nominal[{i}]="
-                f"{n[i]!r} outside [{lo[i]!r}, {hi[i]!r}]"
+                f"{float(n[i])!r} outside [{float(lo[i])!r}, {float(hi[i])!r}]"
             )
 
     # -- value access -------------------------------------------------------------------------
@@ -315,7 +315,7 @@ class ParameterDict:
         if not np.all(np.isfinite(arr)):
             i = int(np.flatnonzero(~np.isfinite(arr))[0])
             raise ValueError(
-                f"update_from_vector: x must be finite, got x[{i}]={arr[i]!r} "
+                f"update_from_vector: x must be finite, got x[{i}]={float(arr[i])!r} "
                 f"({self.get_non_frozen_parameter_names()[i]})"
             )
         i = 0

@@ -34,12 +34,18 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid._errors import must_be
-from mjsysid.model_modifier import apply_param_modifiers, compile_spec, run_modifiers
+from mjsysid.model_modifier import (
+    apply_param_model_modifiers,
+    apply_param_modifiers,
+    compile_spec,
+    run_modifiers,
+    supports_model_edits,
+)
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import ParameterDict
 from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.trajectory import BatchRollout, state_slices
-from mjsysid.types import BuildModelFn, CustomRolloutFn, ModifyResidualFn
+from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 
 _STATE_TYPES = {SignalType.MjStateQPos: "qpos", SignalType.MjStateQVel: "qvel",
                 SignalType.MjStateAct: "act"}
@@ -300,16 +306,9 @@ class ResidualFunction:
         if self.build_model is not None:
             self.stats.compiles += 1
             return self.build_model(params, self._work_specs[mi])
-        active = [p for p in params.non_frozen() if p.modifier is not None]
-        if self.fast_model_edits and all(p.model_modifier is not None for p in active):
-            model = ms.model.__copy__()
-            for p in active:
-                assert p.model_modifier is not None
-                p.model_modifier(model, p)
-            if active:
-                mujoco.mj_setConst(model, self._set_const_data[mi])
+        if self.fast_model_edits and supports_model_edits(params):
             self.stats.model_edits += 1
-            return model
+            return apply_param_model_modifiers(params, ms.model, self._set_const_data[mi])
         self.stats.compiles += 1
         return compile_spec(run_modifiers(params, self._work_specs[mi]), params)
 
@@ -528,9 +527,9 @@ def build_residual_fn(
     Args:
       models_sequences: One or more :class:`ModelSequences`; their residuals are stacked.
       modify_residual: Custom residual per sequence and candidate (e.g.
-        ``SignalTransform.apply``); see :class:`mjsysid.types.ModifyResidualFn`.
+        ``SignalTransform.apply``); see :class:`mjsysid.protocols.ModifyResidualFn`.
       custom_rollout: Replaces the built-in batched rollout (see
-        :class:`mjsysid.types.CustomRolloutFn`); must return time-aligned trajectories.
+        :class:`mjsysid.protocols.CustomRolloutFn`); must return time-aligned trajectories.
       build_model: ``build_model(params, spec) -> MjModel``. The default,
         :func:`apply_param_modifiers`, is run on a private working copy of each spec (no copy
         per call) and uses the compiled-model fast path where every active parameter has one.

@@ -1,6 +1,6 @@
 """Declarative measurement model: sensor delays, gains and biases, weights, sensor selection.
 
-``SignalTransform.apply`` is a :class:`mjsysid.types.ModifyResidualFn`. For one sequence it
+``SignalTransform.apply`` is a :class:`mjsysid.protocols.ModifyResidualFn`. For one sequence it
 
 1. crops the measured series to the window in which every allowed delay reads the prediction
    inside its span (see :mod:`mjsysid.signal_modifier`),

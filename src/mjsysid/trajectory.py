@@ -70,7 +70,7 @@ def _joint_values(model: mujoco.MjModel, field: str, values: npt.ArrayLike | Map
         out[:] = arr
     if not np.all(np.isfinite(out)):
         i = int(np.flatnonzero(~np.isfinite(out))[0])
-        raise ValueError(f"{field} must be finite, got {field}[{i}]={out[i]!r}")
+        raise ValueError(f"{field} must be finite, got {field}[{i}]={float(out[i])!r}")
     return out
 
 

@@ -1,0 +1,295 @@
+"""Parameter, ParameterDict, YAML files and parameter kinds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mjsysid as ms
+from mjsysid.param_kinds import KINDS
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_scalar_becomes_length_one_vector():
+    p = ms.Parameter("m", 2.0, 1.0, 3.0)
+    assert p.value.shape == (1,) and p.shape == (1,) and p.size == 1
+    assert p.value[0] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"nominal": [1.0, 2.0], "min_value": 0.0, "max_value": [3.0, 3.0]},
+         r"parameter 'p': nominal, min_value and max_value must have the same shape, got \(2,\), \(1,\)"),
+        ({"nominal": np.nan, "min_value": 0.0, "max_value": 1.0}, r"'p': nominal must be finite"),
+        ({"nominal": 1.0, "min_value": np.nan, "max_value": 2.0}, r"'p': min_value must be a number"),
+        ({"nominal": 1.0, "min_value": 2.0, "max_value": 0.0},
+         r"'p': min_value must be <= max_value, got min_value\[0\]=2.0 > max_value\[0\]=0.0"),
+        ({"nominal": 1.0, "min_value": 1.0, "max_value": 1.0},
+         r"'p': min_value must be < max_value for a non-frozen parameter.*frozen=True"),
+        ({"nominal": 5.0, "min_value": 0.0, "max_value": 1.0},
+         r"'p': nominal must lie within \[min_value, max_value\], got nominal\[0\]=5.0 outside"),
+        ({"nominal": [[1.0]], "min_value": 0.0, "max_value": 2.0}, r"'p': nominal must be a scalar or a 1-D"),
+        ({"nominal": "abc", "min_value": 0.0, "max_value": 2.0}, r"'p': nominal must be a number"),
+    ],
+)
+def test_parameter_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ms.Parameter("p", **kwargs)
+
+
+def test_frozen_allows_equal_bounds():
+    p = ms.Parameter("p", 1.0, 1.0, 1.0, frozen=True)
+    assert p.frozen
+
+
+def test_value_setter_checks_shape_and_finiteness():
+    p = ms.Parameter("p", [1.0, 2.0], [0.0, 0.0], [3.0, 3.0])
+    with pytest.raises(ValueError, match=r"'p': value must be shape \(2,\)"):
+        p.value = [1.0]
+    with pytest.raises(ValueError, match="'p': value must be finite"):
+        p.value = [1.0, np.inf]
+
+
+def test_sample_within_bounds_and_infinite_bounds_rejected():
+    p = ms.Parameter("p", [1.0, 2.0], [0.0, 1.5], [3.0, 2.5])
+    v = p.sample(np.random.default_rng(0))
+    assert np.all(v >= p.min_value) and np.all(v <= p.max_value)
+    q = ms.Parameter("q", 0.0, -np.inf, np.inf)
+    with pytest.raises(ValueError, match="'q': sample needs finite bounds"):
+        q.sample()
+
+
+def _dict() -> ms.ParameterDict:
+    d = ms.ParameterDict()
+    d.add(ms.Parameter("a", 1.0, 0.0, 2.0))
+    d.add(ms.Parameter("b", [1.0, 2.0], [0.0, 0.0], [5.0, 5.0]))
+    d.add(ms.Parameter("c", 3.0, 3.0, 3.0, frozen=True, modifier=lambda s, p: 1 / 0))
+    return d
+
+
+def test_vector_view_skips_frozen():
+    d = _dict()
+    np.testing.assert_array_equal(d.as_vector(), [1.0, 1.0, 2.0])
+    lo, hi = d.get_bounds()
+    np.testing.assert_array_equal(lo, [0, 0, 0])
+    np.testing.assert_array_equal(hi, [2, 5, 5])
+    assert d.get_non_frozen_parameter_names() == ["a", "b[0]", "b[1]"]
+    d.update_from_vector([1.5, 3.0, 4.0])
+    np.testing.assert_array_equal(d["b"].value, [3.0, 4.0])
+    assert d["c"].value[0] == 3.0
+    d.randomize(np.random.default_rng(1))
+    assert d["c"].value[0] == 3.0
+    d.reset()
+    np.testing.assert_array_equal(d.as_vector(), [1.0, 1.0, 2.0])
+
+
+def test_update_from_vector_checks_length_and_finiteness():
+    d = _dict()
+    with pytest.raises(ValueError, match=r"update_from_vector: x must be a 1-D array of length 3"):
+        d.update_from_vector([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"x must be finite, got x\[2\]=nan \(b\[1\]\)"):
+        d.update_from_vector([1.0, 2.0, np.nan])
+
+
+def test_container_protocol():
+    d = _dict()
+    assert len(d) == 3 and "a" in d and "z" not in d and list(d) == ["a", "b", "c"]
+    with pytest.raises(KeyError, match=r"no parameter named 'z'; known parameters: \['a', 'b', 'c'\]"):
+        d["z"]
+    with pytest.raises(ValueError, match="already has a parameter named 'a'"):
+        d.add(ms.Parameter("a", 1.0, 0.0, 2.0))
+    e = ms.ParameterDict([ms.Parameter("x", 1.0, 0.0, 2.0)])
+    d.update(e)
+    assert "x" in d
+
+
+def test_frozen_modifier_not_called(arm_spec):
+    d = _dict()  # "c" raises if its modifier runs
+    ms.apply_param_modifiers(d, arm_spec)
+
+
+def test_copy_is_deep_and_keeps_modifiers():
+    calls = []
+    d = ms.ParameterDict([ms.Parameter("a", 1.0, 0.0, 2.0, modifier=lambda s, p: calls.append(1))])
+    c = d.copy()
+    c["a"].value[0] = 1.5
+    assert d["a"].value[0] == 1.0
+    assert c["a"].modifier is d["a"].modifier
+
+
+def test_yaml_round_trip_and_schema(tmp_path):
+    d = _dict()
+    d["a"].value = 1.25
+    path = tmp_path / "p.yaml"
+    d.save_to_disk(path)
+    text = path.read_text()
+    assert "schema_version: 1" in text
+    back = ms.ParameterDict.load_from_disk(path)
+    assert back.keys() == d.keys()
+    for name in d:
+        np.testing.assert_array_equal(back[name].value, d[name].value)
+        np.testing.assert_array_equal(back[name].min_value, d[name].min_value)
+        assert back[name].frozen == d[name].frozen
+
+
+def test_infinite_bounds_round_trip(tmp_path):
+    d = ms.ParameterDict([ms.Parameter("bias", 0.0, -np.inf, np.inf)])
+    d.save_to_disk(tmp_path / "p.yaml")
+    back = ms.ParameterDict.load_from_disk(tmp_path / "p.yaml")
+    assert back["bias"].min_value[0] == -np.inf and back["bias"].max_value[0] == np.inf
+
+
+def test_reads_peer_yaml():
+    d = ms.ParameterDict.load_from_disk(DATA / "peer_params.yaml")
+    assert d["m"].value[0] == 2.5 and d["m"].nominal[0] == 2.0
+    assert d["f"].frozen and d["f"].size == 2
+
+
+def test_load_values_rebinds_by_name(tmp_path):
+    calls = []
+    d = ms.ParameterDict([ms.Parameter("a", 1.0, 0.0, 2.0, modifier=lambda s, p: calls.append(p.value[0]))])
+    saved = d.copy()
+    saved["a"].value = 1.75
+    saved.save_to_disk(tmp_path / "p.yaml")
+    d.load_values(tmp_path / "p.yaml")
+    assert d["a"].value[0] == 1.75
+    d["a"].modifier(None, d["a"])
+    assert calls == [1.75]
+
+
+def test_load_values_errors(tmp_path):
+    ms.ParameterDict([ms.Parameter("a", 1.0, 0.0, 2.0)]).save_to_disk(tmp_path / "p.yaml")
+    other = ms.ParameterDict([ms.Parameter("b", 1.0, 0.0, 2.0)])
+    with pytest.raises(KeyError, match=r"missing \['b'\], unexpected \['a'\]"):
+        other.load_values(tmp_path / "p.yaml")
+    narrow = ms.ParameterDict([ms.Parameter("a", 0.1, 0.0, 0.5)])
+    ms.ParameterDict([ms.Parameter("a", 1.0, 0.0, 2.0)]).save_to_disk(tmp_path / "q.yaml")
+    with pytest.raises(ValueError, match=r"a.value must lie within"):
+        narrow.load_values(tmp_path / "q.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("schema_version: 2\nparameters: []\n", "schema_version must be an integer <= 1, got 2"),
+        ("schema_version: 1\nparameters: []\nextra: 1\n", r"unknown top-level keys \['extra'\]"),
+        ("schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0], max_value: [2], "
+         "colour: red}\n", r"parameters\[0\]: unknown keys \['colour'\]"),
+        ("schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0]}\n",
+         r"parameters\[0\]: missing required key 'max_value'"),
+        ("schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0], max_value: [2], "
+         "frozen: maybe}\n", r"parameters\[0\].frozen must be true or false"),
+        ("!!python/object/apply:os.system ['echo hacked']\n", "unsupported YAML tag"),
+        ("a: [1, 2\n", "is not valid YAML"),
+    ],
+)
+def test_bad_yaml_files(tmp_path, text, match):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        ms.ParameterDict.load_from_disk(path)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=5),
+    frozen=st.lists(st.booleans(), min_size=5, max_size=5),
+)
+def test_vector_and_yaml_round_trip_property(tmp_path_factory, values, frozen):
+    d = ms.ParameterDict()
+    for i, v in enumerate(values):
+        d.add(ms.Parameter(f"p{i}", v, v - 1.0, v + 1.0, frozen=frozen[i]))
+    x = d.as_vector()
+    d.update_from_vector(x)
+    np.testing.assert_array_equal(d.as_vector(), x)
+    path = tmp_path_factory.mktemp("rt") / "p.yaml"
+    d.save_to_disk(path)
+    back = ms.ParameterDict.load_from_disk(path)
+    np.testing.assert_array_equal(back.as_vector(), x)
+    assert [p.frozen for p in back.values()] == [p.frozen for p in d.values()]
+
+
+# -- parameter kinds ----------------------------------------------------------------------------
+KIND_XML = """
+<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="b" pos="0 0 0.5">
+      <joint name="j" type="hinge" axis="0 1 0" damping="0.1" armature="0.02" frictionloss="0.03"
+             stiffness="0.5"/>
+      <geom name="g" type="capsule" fromto="0 0 0 0.3 0 -0.3" size="0.05" mass="1"/>
+      <body name="c" pos="0.3 0 -0.3">
+        <joint name="k" type="ball" damping="0.2"/>
+        <geom name="g2" type="sphere" size="0.05" mass="0.5"/>
+      </body>
+    </body>
+  </worldbody>
+  <contact><pair name="p" geom1="g2" geom2="floor"/></contact>
+  <actuator>
+    <position name="servo" joint="j" kp="3" kv="0.2"/>
+    <motor name="mot" joint="j" gear="2"/>
+  </actuator>
+</mujoco>
+"""
+
+KIND_TARGETS = {
+    "joint_damping": ("k", 0.35), "joint_armature": ("j", 0.05),
+    "joint_frictionloss": ("j", 0.07), "joint_stiffness": ("j", 1.2),
+    "actuator_kp": ("servo", 5.0), "actuator_kv": ("servo", 0.6),
+    "actuator_gear": ("mot", 3.0), "geom_friction": ("g", 0.4), "pair_friction": ("p", 0.3),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_TARGETS))
+def test_kind_fast_path_matches_recompile(kind):
+    spec = mujoco.MjSpec.from_string(KIND_XML)
+    model = spec.compile()
+    target, value = KIND_TARGETS[kind]
+    p = ms.make_parameter(kind, model, target)
+    assert p.meta == {"kind": kind, "target": target}
+    assert np.all(p.min_value <= p.nominal) and np.all(p.nominal <= p.max_value)
+    p.value = [value]
+    d = ms.ParameterDict([p])
+    slow = ms.apply_param_modifiers(d, spec)
+    fast = model.__copy__()
+    p.model_modifier(fast, p)
+    mujoco.mj_setConst(fast, mujoco.MjData(fast))
+    for field in ("dof_damping", "dof_armature", "dof_frictionloss", "jnt_stiffness",
+                  "actuator_gainprm", "actuator_biasprm", "actuator_gear", "geom_friction",
+                  "pair_friction", "dof_invweight0", "actuator_acc0"):
+        np.testing.assert_allclose(getattr(fast, field), getattr(slow, field), rtol=1e-12,
+                                   atol=1e-14, err_msg=field)
+    # the spec was not modified
+    assert spec.compile().dof_damping.tolist() == model.dof_damping.tolist()
+
+
+def test_kind_errors():
+    model = mujoco.MjSpec.from_string(KIND_XML).compile()
+    with pytest.raises(ValueError, match=r"kind must be one of"):
+        ms.make_parameter("joint_colour", model, "j")
+    with pytest.raises(KeyError, match=r"no joint named 'nope'; known: \['j', 'k'\]"):
+        ms.make_parameter("joint_damping", model, "nope")
+    with pytest.raises(ValueError, match="'mot' must be a position-type actuator"):
+        ms.make_parameter("actuator_kp", model, "mot")
+    with pytest.raises(TypeError, match="did you pass an MjSpec"):
+        ms.make_parameter("joint_damping", mujoco.MjSpec.from_string(KIND_XML), "j")
+    assert set(KIND_TARGETS) | {"sensor_delay", "sensor_gain", "sensor_bias"} == set(KINDS)
+
+
+def test_kind_modifiers_rebound_after_load(tmp_path):
+    spec = mujoco.MjSpec.from_string(KIND_XML)
+    model = spec.compile()
+    d = ms.ParameterDict([ms.make_parameter("joint_damping", model, "j"),
+                          ms.make_parameter("sensor_delay", None, "*_pos")])
+    d["j_damping"].value = [0.9]
+    d.save_to_disk(tmp_path / "p.yaml")
+    back = ms.ParameterDict.load_from_disk(tmp_path / "p.yaml")
+    assert back["j_damping"].modifier is not None and back["pos_delay" if False else "*_pos_delay"].modifier is None
+    assert ms.apply_param_modifiers(back, spec).dof_damping[0] == pytest.approx(0.9)
