@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
+from mjsysid.trajectory import state_slices
 
 ARM2 = """
 <mujoco model="arm2">
@@ -66,7 +67,9 @@ BOX = """
   <worldbody>
     <geom name="floor" type="plane" size="5 5 0.1"/>
     <body name="box" pos="0 0 0.05">
-      <freejoint name="free"/>
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <joint name="y" type="slide" axis="0 1 0"/>
+      <joint name="z" type="slide" axis="0 0 1"/>
       <geom name="box_geom" type="box" size="0.05 0.05 0.05" mass="1.0"/>
     </body>
   </worldbody>
@@ -97,8 +100,21 @@ def simulate(spec: mujoco.MjSpec, truth: ms.ParameterDict | None, ctrl: np.ndarr
     model = spec.compile()
     true_model = ms.apply_param_modifiers(truth, spec) if truth is not None else model
     traj = ms.sysid_rollout(true_model, None, ctrl, x0)[0]
-    full = ms.TimeSeries.from_names(traj.times, traj.sensordata, model)
-    data = full.data if names is None else full.slice_by_name(names).data
+    if names is None:
+        data = traj.sensordata
+    else:
+        slices = state_slices(model)
+        cols = []
+        for name in names:
+            canonical, stype = ms.resolve_signal_name(model, name)
+            src = ms.signal_source_indices(model, canonical, stype)
+            if stype == ms.SignalType.MjSensor:
+                cols.append(traj.sensordata[:, src])
+            else:
+                key = {ms.SignalType.MjStateQPos: "qpos", ms.SignalType.MjStateQVel: "qvel",
+                       ms.SignalType.MjStateAct: "act"}[stype]
+                cols.append(traj.state[:, slices[key].start + src])
+        data = np.concatenate(cols, axis=1)
     if noise:
         data = data + noise * np.random.default_rng(seed).standard_normal(data.shape)
     sens = ms.TimeSeries.from_names(traj.times, data, model, names=names)

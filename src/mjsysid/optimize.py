@@ -183,8 +183,8 @@ def _check_start(params: ParameterDict, optimizer: str) -> tuple[np.ndarray, np.
     if len(params) == 0:
         raise ValueError(must_be("initial_params", "a non-empty ParameterDict", "an empty one"))
     if params.size == 0:
-        raise ValueError(must_be("initial_params", "at least one non-frozen parameter",
-                                 f"all {len(params)} frozen: {params.keys()}"))
+        raise ValueError(f"initial_params must have at least one non-frozen parameter, got "
+                         f"{len(params)} parameters, all frozen: {params.keys()}")
     x0 = params.as_vector()
     lo, hi = params.get_bounds()
     names = params.get_non_frozen_parameter_names()

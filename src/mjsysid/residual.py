@@ -6,8 +6,8 @@ For a parameter vector θ (one column of ``x``) and every recorded sequence, the
 
 where ``y`` is the measured data, ``ȳ(θ)`` the simulated prediction linearly interpolated at
 the measured times, and ``W`` a diagonal weight: ``sensor_weights[signal] / rms(y column)``
-(the RMS normalisation makes signals of different units comparable; ``normalize=False`` turns
-it off). The cost minimised by :func:`mjsysid.optimize` is ``½‖r‖²``; its value does not
+(the RMS of each measured signal over all its columns makes signals of different units
+comparable; ``normalize=False`` turns it off). The cost minimised by :func:`mjsysid.optimize` is ``½‖r‖²``; its value does not
 depend on the sign convention.
 
 Evaluation of ``k`` candidates (``x`` of shape ``(p, k)``) is batched:
@@ -43,6 +43,7 @@ from mjsysid.model_modifier import (
 )
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import ParameterDict
+from mjsysid.signal_modifier import signal_rms
 from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.trajectory import BatchRollout, state_slices
 from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
@@ -272,15 +273,7 @@ class ResidualFunction:
             if sig in meas.names:
                 scale[meas.columns(sig)] *= np.asarray(w, dtype=np.float64)
         if self.normalize:
-            rms = np.sqrt(np.mean(meas.data**2, axis=0))
-            zero = np.flatnonzero(rms == 0)
-            if zero.size:
-                raise ValueError(
-                    f"{label}: measured column {col_labels[zero[0]]!r} is all zeros, so it cannot be "
-                    "RMS-normalised; drop it with enabled_observations, give it sensor weight 0 and "
-                    "normalize=False, or check the recording"
-                )
-            scale = scale / rms
+            scale = scale / signal_rms(meas, label)
         return _Sequence(
             mi, si, label, meas, x0, np.ascontiguousarray(control, dtype=np.float64), grid,
             np.asarray(sens_cols, dtype=np.int64), np.asarray(sens_src, dtype=np.int64),

@@ -204,6 +204,32 @@ def weighted_diff(
     return (m - p) * _column_weights(measured, model, weights, m.shape[-1] if m.ndim > 1 else 1)
 
 
+def signal_rms(measured: TimeSeries, label: str = "sensordata") -> np.ndarray:
+    """RMS of each measured *signal* (over all its columns), repeated per column, ``(D,)``.
+
+    Normalising a multi-dimensional sensor by one RMS keeps its axes in the same units and
+    lets a component that is legitimately always zero (``y`` of a planar arm's tip) be fitted.
+    Columns outside the mapping are normalised on their own.
+
+    Raises:
+      ValueError: A whole signal is zero (it carries no information to normalise by).
+    """
+    data = measured.data
+    rms = np.sqrt(np.mean(np.square(data), axis=0))
+    for name in measured.names:
+        cols = measured.columns(name)
+        rms[cols] = np.sqrt(np.mean(np.square(data[:, cols])))
+    zero = np.flatnonzero(rms == 0)
+    if zero.size:
+        col = int(zero[0])
+        owner = next((n for n in measured.names if col in measured.columns(n)), f"column {col}")
+        raise ValueError(
+            f"{label}: measured signal {owner!r} must not be all zeros to be RMS-normalised, got "
+            "only zeros; drop it (enabled_observations / enable_sensors), or pass normalize=False"
+        )
+    return rms
+
+
 def normalize_residual(residual: npt.ArrayLike, measured: TimeSeries | npt.ArrayLike) -> np.ndarray:
     """Divides each residual column by the RMS of that measured column.
 

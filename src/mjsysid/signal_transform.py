@@ -6,7 +6,8 @@
    inside its span (see :mod:`mjsysid.signal_modifier`),
 2. resamples the prediction at the measured times, each signal delayed by its parameter,
 3. applies gains (to the prediction or to the measurement) and biases,
-4. returns ``(y − ȳ)·w / rms(y)`` per column (RMS of the windowed measurement).
+4. returns ``(y − ȳ)·w / rms(y)`` (RMS of each windowed measured signal, as the default
+   residual does).
 
 Patterns use :mod:`fnmatch` syntax (``"*_pos"``) and are matched against the measured signal
 names; a pattern matching nothing is an error, raised when the residual function is built.
@@ -29,6 +30,7 @@ from mjsysid.signal_modifier import (
     apply_delayed_ts_window,
     apply_gain,
     apply_resample_and_delay,
+    signal_rms,
 )
 from mjsysid.timeseries import TimeSeries
 
@@ -172,13 +174,7 @@ class SignalTransform:
             names = keep
         lo, hi = self._delay_bounds(params)
         meas = apply_delayed_ts_window(meas, pred, lo, hi)
-        rms = np.sqrt(np.mean(np.square(meas.data), axis=0))  # of the raw measurement
-        zero = np.flatnonzero(rms == 0)
-        if zero.size:
-            raise ValueError(
-                f"SignalTransform: measured column {int(zero[0])} is all zeros inside the delay "
-                "window, so it cannot be RMS-normalised; drop it with enable_sensors"
-            )
+        rms = signal_rms(meas, "SignalTransform")  # of the raw, windowed measurement
         delays: dict[str, float] = {}
         for rule in self._delays:
             for n in self._match(rule.pattern, names):

@@ -1,0 +1,253 @@
+"""The batched residual function."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+
+import mjsysid as ms
+from conftest import ARM2, SERVO, excitation, simulate
+
+
+def arm_params(spec, model) -> ms.ParameterDict:
+    d = ms.ParameterDict()
+    for b in ("link1", "link2"):
+        d.add(ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass))
+    d.add(ms.make_parameter("joint_damping", model, "j1"))
+    return d
+
+
+def truth_arm(spec, model):
+    d = arm_params(spec, model)
+    d.update_from_vector([1.3, 0.5, 0.12])
+    return d
+
+
+@pytest.fixture
+def arm(make_problem):
+    return make_problem(ARM2, truth_arm, nseq=2, n=400, qpos=[0.2, -0.3])
+
+
+def test_zero_at_truth_and_shapes(arm):
+    params = arm_params(arm.spec, arm.model)
+    rf = ms.build_residual_fn([arm.sequences])
+    r0 = rf(params.as_vector(), params)
+    n = sum(s.data.size for s in arm.sequences.sensordata)
+    assert r0.shape == (n,)
+    assert 0.5 * r0 @ r0 > 1.0
+    assert np.max(np.abs(rf(np.array([1.3, 0.5, 0.12]), params))) < 1e-9
+
+
+def test_batched_equals_one_by_one(arm):
+    params = arm_params(arm.spec, arm.model)
+    rf = ms.build_residual_fn([arm.sequences])
+    rng = np.random.default_rng(3)
+    lo, hi = params.get_bounds()
+    X = rng.uniform(np.maximum(lo, 0.3), np.minimum(hi, 2.0), size=(4, params.size)).T
+    R = rf(X, params)
+    for j in range(X.shape[1]):
+        np.testing.assert_allclose(R[:, j], rf(X[:, j], params), rtol=0, atol=1e-12)
+
+
+def test_fast_path_equals_recompile(arm):
+    params = arm_params(arm.spec, arm.model)
+    fast = ms.build_residual_fn([arm.sequences])
+    slow = ms.build_residual_fn([arm.sequences], fast_model_edits=False)
+    x = np.array([1.1, 0.6, 0.2])
+    np.testing.assert_allclose(fast(x, params), slow(x, params), rtol=0, atol=1e-10)
+    assert fast.stats.compiles == 0 and fast.stats.model_edits == 1
+    assert slow.stats.compiles == 1 and slow.stats.model_edits == 0
+
+
+def test_one_model_per_candidate_and_one_batch(arm):
+    params = arm_params(arm.spec, arm.model)
+    rf = ms.build_residual_fn([arm.sequences], fast_model_edits=False)
+    X = np.repeat(params.as_vector()[:, None], 4, axis=1) + np.diag([0.1, 0.1, 0.01, 0])[:3]
+    rf(X, params)
+    # 4 candidates -> 4 compiles (not 4 x 2 sequences), 8 rollouts
+    assert rf.stats.compiles == 4 and rf.stats.rollouts == 8
+
+
+def test_caller_params_untouched(arm):
+    params = arm_params(arm.spec, arm.model)
+    before = params.as_vector()
+    rf = ms.build_residual_fn([arm.sequences])
+    rf(np.array([1.5, 0.9, 0.3]), params)
+    np.testing.assert_array_equal(params.as_vector(), before)
+
+
+def test_signal_only_parameters_cost_no_rollout(arm):
+    params = arm_params(arm.spec, arm.model)
+    params.add(ms.make_parameter("sensor_delay", None, "j*_pos", name="delay",
+                                 min_value=-0.01, max_value=0.02))
+    transform = ms.SignalTransform().delay("j*_pos", params["delay"])
+    rf = ms.build_residual_fn([arm.sequences], modify_residual=transform.apply)
+    x = params.as_vector()
+    X = np.repeat(x[:, None], 3, axis=1)
+    X[3, 1] = 0.004
+    X[3, 2] = 0.008  # three candidates differing only in the delay
+    R = rf(X, params)
+    assert rf.stats.simulated_candidates == 1 and rf.stats.rollouts == 2
+    assert not np.allclose(R[:, 0], R[:, 1])
+
+
+def test_joint_states_and_multidim_sensors_as_observations(make_problem):
+    names = ["j1_qpos", "j2_qvel", "tip_pos", "tip_gyro"]
+    p = make_problem(ARM2, truth_arm, n=300, names=names, qpos=[0.2, -0.3])
+    params = arm_params(p.spec, p.model)
+    rf = ms.build_residual_fn([p.sequences])
+    assert rf(params.as_vector(), params).shape == (300 * (1 + 1 + 3 + 3),)
+    assert np.max(np.abs(rf(np.array([1.3, 0.5, 0.12]), params))) < 1e-9
+    pred = rf.predict(params)[0]
+    assert pred.predicted.names == names
+    np.testing.assert_allclose(pred.measured.signal("tip_pos"), p.sequences.sensordata[0].signal("tip_pos"))
+
+
+def test_irregular_measurement_times_interpolated(arm_spec):
+    model = arm_spec.compile()
+    ctrl = excitation(1000, 2)
+    x0 = ms.create_initial_state(model, qpos=[0.1, 0.2])
+    sens, control = simulate(arm_spec, None, ctrl, x0, ["j1_pos"])
+    # keep every 7th sample: measured times off the simulation grid are interpolated exactly at
+    # grid points and linearly in between
+    sub = ms.TimeSeries.from_names(sens.times[::7], sens.data[::7], model, names=["j1_pos"])
+    seq = ms.ModelSequences("arm", arm_spec, "s", x0, control, sub)
+    rf = ms.build_residual_fn([seq], normalize=False)
+    params = ms.ParameterDict([ms.make_parameter("joint_damping", model, "j1")])
+    assert np.max(np.abs(rf(params.as_vector(), params))) < 1e-12
+
+
+def test_weights_and_enabled_observations(arm):
+    params = arm_params(arm.spec, arm.model)
+    x = np.array([1.2, 0.6, 0.1])
+    base = ms.build_residual_fn([arm.sequences])
+    weighted = ms.build_residual_fn([arm.sequences], sensor_weights={"j1_pos": 3.0})
+    r, rw = base(x, params), weighted(x, params)
+    assert 0.5 * rw @ rw > 0.5 * r @ r
+    only = ms.build_residual_fn([arm.sequences], enabled_observations=["j1_pos", "tip_pos"])
+    assert only(x, params).size == 2 * 400 * 4
+
+
+def test_unknown_names_fail_at_build(arm):
+    with pytest.raises(KeyError, match=r"sensor_weights names \['j9_pos'\] match no measured signal"):
+        ms.build_residual_fn([arm.sequences], sensor_weights={"j9_pos": 1.0})
+    with pytest.raises(KeyError, match=r"enabled_observations names \['nope'\] match no measured"):
+        ms.build_residual_fn([arm.sequences], enabled_observations=["nope"])
+    with pytest.raises(ValueError, match=r"sensor_weights\['j1_pos'\] must be finite and >= 0"):
+        ms.build_residual_fn([arm.sequences], sensor_weights={"j1_pos": -1.0})
+    with pytest.raises(ValueError, match="control_interpolation must be 'zoh' or 'linear'"):
+        ms.build_residual_fn([arm.sequences], control_interpolation="cubic")
+
+
+def test_zero_measured_column_is_an_error(arm_spec):
+    model = arm_spec.compile()
+    x0 = ms.create_initial_state(model)
+    times = np.arange(100) * model.opt.timestep
+    sens = ms.TimeSeries.from_names(times, np.zeros((100, 1)), model, names=["j1_pos"])
+    ctrl = ms.TimeSeries.from_control_names(times, np.zeros((100, 2)), model)
+    seq = ms.ModelSequences("arm", arm_spec, "rest", x0, ctrl, sens)
+    with pytest.raises(ValueError, match=r"arm/rest: measured signal 'j1_pos' must not be all zeros"):
+        ms.build_residual_fn([seq])
+    ms.build_residual_fn([seq], normalize=False)  # explicit choice: allowed
+
+
+def test_bad_x(arm):
+    params = arm_params(arm.spec, arm.model)
+    rf = ms.build_residual_fn([arm.sequences])
+    with pytest.raises(ValueError, match=r"residual_fn: x must be shape \(3,\) or \(3, k\)"):
+        rf(np.zeros(4), params)
+    with pytest.raises(ValueError, match="x must be finite"):
+        rf(np.array([1.0, np.nan, 0.1]), params)
+
+
+def test_diverging_candidate_gives_nan_column(make_problem):
+    p = make_problem(SERVO, None, n=300)
+    params = ms.ParameterDict([ms.make_parameter("actuator_kp", p.model, "servo",
+                                                 min_value=0.1, max_value=1e14)])
+    rf = ms.build_residual_fn([p.sequences])
+    R = rf(np.array([[2.0, 1e14]]), params)
+    assert np.all(np.isfinite(R[:, 0])) and np.all(np.isnan(R[:, 1]))
+    assert rf.last_divergence and "servo" in rf.last_divergence[0].split("/")[0]
+
+
+def test_multiple_model_sequences_stack(make_problem):
+    a = make_problem(ARM2, truth_arm, n=200, qpos=[0.1, 0.1])
+    payload_xml = ARM2.replace('<site name="tip2" pos="0.3 0 0"/>',
+                               '<site name="tip2" pos="0.3 0 0"/><body name="payload" pos="0.3 0 0">'
+                               '<geom type="sphere" size="0.04" mass="0.3"/></body>')
+    b = make_problem(payload_xml, truth_arm, n=200, qpos=[0.1, 0.1])
+    b.sequences.name = "arm_payload"
+    params = arm_params(a.spec, a.model)
+    rf = ms.build_residual_fn([a.sequences, b.sequences])
+    r = rf(np.array([1.3, 0.5, 0.12]), params)
+    assert r.size == 2 * 200 * 10 and np.max(np.abs(r)) < 1e-9
+    assert rf.sequence_labels == ["arm2/seq0", "arm_payload/seq0"]
+
+
+def test_custom_rollout_and_build_model(arm):
+    params = arm_params(arm.spec, arm.model)
+    seen = {}
+
+    def build(p, spec):
+        seen["spec_is_copy"] = spec is not arm.spec
+        return ms.apply_param_modifiers(p, spec)
+
+    def rollout(models, datas, control, initial_states, param_dicts):
+        seen["n"] = len(models)
+        return ms.sysid_rollout(models, datas, control, initial_states)
+
+    rf = ms.build_residual_fn([arm.sequences], custom_rollout=rollout, build_model=build)
+    ref = ms.build_residual_fn([arm.sequences])
+    x = np.array([1.1, 0.6, 0.2])
+    np.testing.assert_allclose(rf(x, params), ref(x, params), atol=1e-10)
+    assert seen == {"spec_is_copy": True, "n": 2}
+
+
+def test_modify_residual_tier(arm):
+    params = arm_params(arm.spec, arm.model)
+
+    def only_position(params, predicted, measured, model, return_pred_all, state=None,
+                      sensor_weights=None):
+        assert isinstance(state, ms.TimeSeries) and state.data.shape[0] == predicted.data.shape[0]
+        pred = ms.signal_modifier.apply_resample_and_delay(predicted, measured.times)
+        pos = measured.columns("j1_pos")
+        return measured.data[:, pos] - pred.data[:, pos], pred, measured
+
+    rf = ms.build_residual_fn([arm.sequences], modify_residual=only_position)
+    r = rf(np.array([1.3, 0.5, 0.12]), params)
+    assert r.size == 2 * 400 and np.max(np.abs(r)) < 1e-9
+
+
+def test_control_zoh_versus_linear(arm_spec):
+    model = arm_spec.compile()
+    x0 = ms.create_initial_state(model)
+    t_ctrl = np.array([0.0, 0.1, 0.2])
+    ctrl = ms.TimeSeries.from_control_names(t_ctrl, np.array([[0.0, 0], [1.0, 0], [2.0, 0]]), model)
+    times = np.arange(101) * model.opt.timestep
+    sens = ms.TimeSeries.from_names(times, np.ones((101, 1)), model, names=["j1_pos"])
+    seq = ms.ModelSequences("arm", arm_spec, "s", x0, ctrl, sens)
+    zoh = ms.build_residual_fn([seq], normalize=False)
+    lin = ms.build_residual_fn([seq], normalize=False, control_interpolation="linear")
+    params = ms.ParameterDict([ms.make_parameter("joint_damping", model, "j1")])
+    pz, pl = zoh.predict(params)[0], lin.predict(params)[0]
+    assert pz.control[49, 0] == 0.0 and pz.control[50, 0] == 1.0
+    assert pl.control[25, 0] == pytest.approx(0.5)
+
+
+def test_persistent_pool_reused(arm):
+    params = arm_params(arm.spec, arm.model)
+    rf = ms.build_residual_fn([arm.sequences], nthread=2)
+    runner = rf._runner
+    rf(params.as_vector(), params)
+    datas = runner.datas_for(arm.model)
+    rf(params.as_vector() * 1.01, params)
+    assert runner.datas_for(arm.model) is datas and rf._runner is runner
+    rf.close()
+
+
+def test_describe_index(arm):
+    rf = ms.build_residual_fn([arm.sequences])
+    assert rf.describe_index(0) == "arm2/seq0, signal 'j1_pos' at t=0 s"
+    assert rf.describe_index(10 + 10 * 400) .startswith("arm2/seq1, signal")
+    assert mujoco is not None
