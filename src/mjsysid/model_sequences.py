@@ -146,8 +146,8 @@ class ModelSequences:
         c0, c1 = ctrl.times[0], ctrl.times[-1]
         if c0 > t0 + _TIME_TOL or c1 < t1 - _TIME_TOL:
             raise ValueError(
-                f"{where}: control must cover the sensordata time span [{t0!r}, {t1!r}] s, got "
-                f"control times [{c0!r}, {c1!r}] s; trim sensordata "
+                f"{where}: control must cover the sensordata time span [{float(t0)!r}, {float(t1)!r}] s, got "
+                f"control times [{float(c0)!r}, {float(c1)!r}] s; trim sensordata "
                 "(TimeSeries.remove_from_beginning / resample) or record longer"
             )
 

@@ -16,7 +16,9 @@ Backends:
 
 Confidence intervals (:func:`calculate_intervals`): with ``n`` residuals and ``p`` parameters,
 the noise variance is ``σ² = ‖r‖²/(n − p)`` (or given), ``H = JᵀJ = V Λ Vᵀ`` and the covariance
-is ``Σ = σ² V_r Λ_r⁻¹ V_rᵀ`` over the identifiable eigen-directions (``λ > rtol·λ_max``). A
+is ``Σ = H⁺ (Jᵀ diag(σ²) J) H⁺`` with ``H⁺ = V_r Λ_r⁻¹ V_rᵀ`` over the identifiable
+eigen-directions (``λ > rtol·λ_max``); for one pooled variance that is ``σ² H⁺``, and with a
+variance per signal it is the sandwich estimate that stays valid for the unweighted fit. A
 parameter with a component in the remaining (null-space) directions cannot be determined
 from the data and gets an infinite interval; all others keep their finite ones. The
 half-width is ``t_{1−α/2, n−p}·√Σ_ii``.
@@ -494,12 +496,14 @@ def calculate_intervals(
         var = np.full(n, float(r @ r) / (n - p))
     if np.any(var <= 0):
         var = np.maximum(var, np.finfo(float).tiny)
-    Jw = Jm / np.sqrt(var)[:, None]
-    H = Jw.T @ Jw
+    H = Jm.T @ Jm
     lam, V = np.linalg.eigh(H)
     lam_max = max(float(lam.max()), 0.0)
     keep = lam > rtol * lam_max if lam_max > 0 else np.zeros(p, dtype=bool)
-    cov = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    H_pinv = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    # Sandwich covariance of the least-squares estimate: H⁺ (Jᵀ diag(σ²) J) H⁺; equals σ² H⁺
+    # for a constant variance, and stays right when the variance differs between signals.
+    cov = H_pinv @ (Jm.T @ (var[:, None] * Jm)) @ H_pinv
     null = V[:, ~keep]
     unident = np.linalg.norm(null, axis=1) > 1e-6 if null.size else np.zeros(p, dtype=bool)
     cov[unident, :] = np.nan

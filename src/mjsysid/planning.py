@@ -679,7 +679,9 @@ def evaluate_planner(
             episode = run_episode(
                 real_model, planner, start, duration, success=success, seed=(options.seed, i)
             )
-            logger.info("episode %d: success=%s (%.2f s wall)", i, episode.success, episode.wall_time)
+            logger.info(
+                "episode %d: success=%s (%.2f s wall)", i, episode.success, episode.wall_time
+            )
             episodes.append(episode)
     return Evaluation(sum(bool(e.success) for e in episodes), tuple(episodes))
 
