@@ -29,6 +29,13 @@ def _prepare_parent(path: Path) -> None:
         raise OSError(f"cannot create folder {str(path.parent)!r} for {path.name!r}: {e}") from e
 
 
+def _file_mode() -> int:
+    """``0o666`` less the process umask (what ``open()`` would give a new file)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
     """Writes ``payload`` to ``path`` atomically, creating parent folders.
 
@@ -46,6 +53,7 @@ def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
             f.write(payload)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,276 @@
+"""The ``mjsysid`` command: a thin layer over the library.
+
+Subcommands: ``fit`` an experiment file, ``report`` a results folder, ``simulate`` a synthetic
+recording, ``examples`` to list the bundled examples, ``demo`` for the cart-pole planning demo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+import yaml
+
+from mjsysid.io import atomic_write_text, read_yaml
+
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def _report_available() -> bool:
+    try:
+        import mjsysid.report  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _write_report(exp_or_seqs, params, opt_params, result, rf, out: Path, err: TextIO) -> None:
+    if not _report_available():
+        print("report skipped: install the report extra (pip install 'mjsysid[report]')", file=err)
+        return
+    from mjsysid.report import default_report
+
+    try:
+        path = default_report([exp_or_seqs], params, opt_params, result, rf, out)
+    except ImportError as e:
+        print(f"report skipped: {e}", file=err)
+        return
+    print(f"report: {path}", file=err)
+
+
+def _table(result, conf, params) -> str:
+    x0 = params.as_vector()
+    lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {'± 95 %':>12}"]
+    for name, a, b, h in zip(result.parameter_names, x0, result.x, conf.half_widths, strict=True):
+        hw = f"{h:12.4g}" if np.isfinite(h) else f"{'unidentif.':>12}"
+        lines.append(f"{name:<28} {a:12.6g} {b:12.6g} {hw}")
+    return "\n".join(lines)
+
+
+def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
+    from mjsysid.experiment import load_experiment
+    from mjsysid.optimize import optimize
+    from mjsysid.results import compute_confidence, save_results
+
+    exp = load_experiment(args.experiment)
+    out = Path(args.out) if args.out else Path("results") / exp.name
+    optimizer = args.optimizer or exp.optimizer
+    max_iters = exp.max_iters if args.max_iters is None else args.max_iters
+    rf = exp.build_residual_fn()
+    print(f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
+          f"{len(exp.sequences)} sequences of {exp.name!r} with {optimizer} ...", file=err)
+
+    def progress(it: int, x: np.ndarray, cost: float) -> None:
+        if not args.quiet:
+            print(f"  iter {it:4d}  cost {cost:.6e}", file=err, flush=True)
+
+    checkpoint = out / "checkpoint.npz"
+    try:
+        opt_params, result = optimize(exp.params, rf, optimizer=optimizer, max_iters=max_iters,
+                                      checkpoint=checkpoint, resume=args.resume, callback=progress,
+                                      **exp.optimizer_options)
+    except KeyboardInterrupt:
+        print(f"interrupted before the first iteration finished; nothing to save "
+              f"(checkpoint: {checkpoint})", file=err)
+        return EXIT_INTERRUPTED
+    save_results(out, [exp.sequences], exp.params, opt_params, result, rf)
+    atomic_write_text(out / "run.yaml", yaml.safe_dump(
+        {"experiment": str(Path(exp.path).resolve()), "optimizer": optimizer,
+         "max_iters": max_iters}, sort_keys=False))
+    conf = compute_confidence(result, rf)
+    print(result.message, file=err)
+    print(f"cost {result.initial_cost:.6e} -> {result.cost:.6e} in {result.nit} iterations, "
+          f"{result.wall_time:.2f} s", file=err)
+    print(_table(result, conf, exp.params), file=out_stream)
+    print(f"results: {out}", file=err)
+    if not args.no_report:
+        _write_report(exp.sequences, exp.params, opt_params, result, rf, out, err)
+    rf.close()
+    return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
+    from mjsysid.experiment import load_experiment
+    from mjsysid.results import load_results
+
+    folder = Path(args.results)
+    results = load_results(folder)
+    run_file = folder / "run.yaml"
+    if not run_file.is_file():
+        print(f"error: {str(run_file)!r} is missing; 'mjsysid report' needs a folder written by "
+              "'mjsysid fit'", file=err)
+        return EXIT_ERROR
+    run = read_yaml(run_file)
+    exp = load_experiment(run["experiment"])
+    rf = exp.build_residual_fn()
+    params = exp.params
+    params.load_values(folder / "params_x_0.yaml", strict=False)
+    opt_params = params.copy()
+    opt_params.load_values(folder / "params_x_hat.yaml", strict=False)
+    if not _report_available():
+        print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
+        return EXIT_ERROR
+    _write_report(exp.sequences, params, opt_params, results.result, rf, folder, err)
+    return EXIT_OK
+
+
+def _parse_set(items: Sequence[str]) -> list[tuple[str, str, float]]:
+    out = []
+    for item in items:
+        try:
+            left, value = item.split("=", 1)
+            kind, target = left.split(":", 1)
+            out.append((kind, target, float(value)))
+        except ValueError:
+            raise ValueError(f"--set must look like KIND:TARGET=VALUE (e.g. body_mass:pole=0.8), "
+                             f"got {item!r}") from None
+    return out
+
+
+def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
+    import mujoco
+
+    from mjsysid.excitation import make_excitation
+    from mjsysid.inertia import body_inertia_param
+    from mjsysid.experiment import INERTIA_KINDS
+    from mjsysid.model_modifier import apply_param_modifiers
+    from mjsysid.param_kinds import make_parameter
+    from mjsysid.parameter import ParameterDict
+    from mjsysid.recording import write_recording
+    from mjsysid.trajectory import create_initial_state, sysid_rollout
+
+    spec = mujoco.MjSpec.from_file(str(args.model))
+    model = spec.compile()
+    truth = ParameterDict()
+    for kind, target, value in _parse_set(args.set or []):
+        if kind in INERTIA_KINDS:
+            p = body_inertia_param(spec, model, target, INERTIA_KINDS[kind])
+            p.min_value[:] = -np.inf
+            p.max_value[:] = np.inf
+        else:
+            p = make_parameter(kind, model, target, min_value=-np.inf, max_value=np.inf)
+        p.value = np.full(p.size, value) if p.size == 1 else p.value
+        truth.add(p)
+    true_model = apply_param_modifiers(truth, spec) if len(truth) else model
+    dt = model.opt.timestep
+    n = int(round(args.duration / dt))
+    amp = np.ones(model.nu) * (args.amplitude if args.amplitude is not None else 1.0)
+    if args.amplitude is None:
+        limited = model.actuator_ctrllimited.astype(bool)
+        half = 0.5 * (model.actuator_ctrlrange[:, 1] - model.actuator_ctrlrange[:, 0])
+        amp[limited] = 0.8 * half[limited]
+    ctrl = make_excitation(args.signal, n, model.nu, dt, amplitude=1.0, seed=args.seed) * amp
+    qpos = np.array(args.qpos, dtype=float) if args.qpos else None
+    x0 = create_initial_state(model, qpos)
+    traj = sysid_rollout(true_model, None, ctrl, x0)[0]
+    sens = traj.sensordata
+    if args.noise:
+        sens = sens + args.noise * np.random.default_rng(args.seed + 1).standard_normal(sens.shape)
+    path = write_recording(args.out, model, traj.times, ctrl, sens,
+                           initial_qpos=traj.qpos()[0], initial_qvel=traj.qvel()[0])
+    print(f"wrote {n} samples ({args.duration:g} s, {args.signal}) of {model.nsensor} sensors and "
+          f"{model.nu} controls to {path}", file=err)
+    return EXIT_OK
+
+
+def cmd_examples(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
+    from mjsysid.experiment import bundled_examples
+
+    for name, path in bundled_examples().items():
+        first = path.read_text(encoding="utf-8").splitlines()[0].lstrip("# ").strip()
+        print(f"{name:<14} {first}   (mjsysid fit example:{name})", file=out_stream)
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
+    from mjsysid.demo import run_demo
+
+    run_demo(quick=args.quick, out=Path(args.out), stream=out_stream, report=not args.no_report)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from mjsysid import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="mjsysid", description="System identification for MuJoCo models.")
+    parser.add_argument("--version", action="version", version=f"mjsysid {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    fit = sub.add_parser("fit", help="identify parameters from an experiment file",
+                         description="Fit the parameters of an experiment file (or example:NAME) "
+                                     "and write the results folder and report.")
+    fit.add_argument("experiment", help="experiment YAML file, or example:NAME for a bundled one")
+    fit.add_argument("--out", help="results folder (default: results/<experiment name>)")
+    fit.add_argument("--optimizer", choices=["mujoco", "scipy", "scipy_parallel_fd"],
+                     help="override the experiment's optimizer")
+    fit.add_argument("--max-iters", type=int, help="override the iteration limit")
+    fit.add_argument("--resume", action="store_true",
+                     help="continue from <out>/checkpoint.npz after an interruption")
+    fit.add_argument("--no-report", action="store_true", help="do not write report.html")
+    fit.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+    fit.set_defaults(func=cmd_fit)
+
+    rep = sub.add_parser("report", help="(re)write the HTML report of a results folder")
+    rep.add_argument("results", help="folder written by 'mjsysid fit'")
+    rep.set_defaults(func=cmd_report)
+
+    sim = sub.add_parser("simulate", help="make a synthetic recording from a model",
+                         description="Simulate MODEL under an excitation signal and write a "
+                                     "recording (.npz or .csv) that 'mjsysid fit' can read.")
+    sim.add_argument("model", help="MJCF or URDF file")
+    sim.add_argument("--out", required=True, help="output recording (.npz or .csv)")
+    sim.add_argument("--duration", type=float, default=5.0, help="seconds (default 5)")
+    sim.add_argument("--signal", default="prbs", choices=["prbs", "chirp", "multisine", "steps"],
+                     help="excitation signal (default prbs)")
+    sim.add_argument("--amplitude", type=float,
+                     help="peak control (default: 80 %% of each actuator's ctrlrange, else 1)")
+    sim.add_argument("--noise", type=float, default=0.0, help="std of Gaussian sensor noise")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--qpos", type=float, nargs="+", help="initial joint positions")
+    sim.add_argument("--set", action="append", metavar="KIND:TARGET=VALUE",
+                     help="simulate a different 'true' system, e.g. body_mass:pole=0.8 (repeatable)")
+    sim.set_defaults(func=cmd_simulate)
+
+    ex = sub.add_parser("examples", help="list the bundled examples")
+    ex.set_defaults(func=cmd_examples)
+
+    demo = sub.add_parser("demo", help="cart-pole: identification makes a planner succeed",
+                          description="A predictive-sampling planner with a wrong pole mass fails "
+                                      "to swing up the real cart-pole; mjsysid identifies the mass "
+                                      "from an excitation run and the planner succeeds again.")
+    demo.add_argument("--quick", action="store_true", help="fewer starts and shorter episodes")
+    demo.add_argument("--out", default="results/demo", help="results folder")
+    demo.add_argument("--no-report", action="store_true", help="do not write report.html")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Runs the command line; returns the exit status (0 ok, 1 error, 130 interrupted)."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=err)
+    try:
+        return int(args.func(args, out, err))
+    except KeyboardInterrupt:
+        print("interrupted", file=err)
+        return EXIT_INTERRUPTED
+    except (ValueError, KeyError, FileNotFoundError, OSError, TypeError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"error: {msg}", file=err)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

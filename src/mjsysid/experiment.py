@@ -1,0 +1,347 @@
+"""Experiment files: a whole identification problem in one YAML file.
+
+Example (paths are relative to the experiment file)::
+
+    schema_version: 1
+    name: arm
+    model: arm.xml                  # MJCF, or URDF (loaded through MjSpec)
+    sequences:
+      - name: run1
+        file: run1.npz              # .npz or .csv, see mjsysid.recording
+        # optional: time: t, control: {actuator: column}, sensors: {signal: column(s)},
+        #           initial_state: {qpos: [...] or {joint: value}, qvel: ...}
+    parameters:
+      - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
+      - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
+      - {kind: sensor_delay, target: "*_pos", max: 0.05}
+    optimizer: {method: mujoco, max_iters: 100}
+    residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
+
+Parameter kinds: those of :mod:`mjsysid.param_kinds` plus ``body_mass``, ``body_mass_ipos``
+and ``body_inertia`` (10-D pseudo-inertia). A mistake is a :class:`ExperimentError` naming the
+key path (``parameters[3].max``), what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from mjsysid._errors import short_repr
+from mjsysid.inertia import InertiaType, body_inertia_param
+from mjsysid.io import read_yaml
+from mjsysid.model_sequences import ModelSequences
+from mjsysid.optimize import OPTIMIZERS
+from mjsysid.param_kinds import KINDS, make_parameter
+from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.recording import initial_state_from_sensors, load_recording
+from mjsysid.residual import ResidualFunction, build_residual_fn
+from mjsysid.signal_transform import SignalTransform
+from mjsysid.trajectory import create_initial_state
+
+EXPERIMENT_SCHEMA_VERSION = 1
+INERTIA_KINDS = {"body_mass": InertiaType.Mass, "body_mass_ipos": InertiaType.MassIpos,
+                 "body_inertia": InertiaType.Pseudo}
+SIGNAL_KINDS = ("sensor_delay", "sensor_gain", "sensor_bias")
+ALL_KINDS = sorted(set(KINDS) | set(INERTIA_KINDS))
+
+
+class ExperimentError(ValueError):
+    """A mistake in an experiment file; the message starts with the key path."""
+
+
+def _where(path: str, key: str | int) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__ if value is not None else "nothing"
+
+
+class _Node:
+    """A mapping with its key path, for precise error messages."""
+
+    def __init__(self, data: Any, path: str, source: str) -> None:
+        if not isinstance(data, dict):
+            raise ExperimentError(f"{source}: {path or 'the file'} must be a mapping, got "
+                                  f"{_type_name(data)} {short_repr(data)}")
+        self.data, self.path, self.source = data, path, source
+        self.used: set[str] = set()
+
+    def err(self, key: str | int, expected: str, got: Any) -> ExperimentError:
+        return ExperimentError(f"{self.source}: {_where(self.path, key)} must be {expected}, got "
+                               f"{_type_name(got)} {short_repr(got)}")
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None, *,
+            required: bool = False, expected: str | None = None) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if required:
+                raise ExperimentError(f"{self.source}: {_where(self.path, key)} is required "
+                                      f"({expected or 'missing'})")
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = expected or " or ".join(k.__name__ for k in kinds)
+            raise self.err(key, names, value)
+        return value
+
+    def child(self, key: str, required: bool = False) -> _Node | None:
+        value = self.get(key, dict, None, required=required, expected="a mapping")
+        return None if value is None else _Node(value, _where(self.path, key), self.source)
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise ExperimentError(f"{self.source}: {self.path or 'top level'} has unknown keys "
+                                  f"{unknown}; allowed: {sorted(self.used)}")
+
+
+def _numbers(node: _Node, key: str, size: int | None = None) -> np.ndarray | None:
+    raw = node.get(key, (int, float, list), None, expected="a number or a list of numbers")
+    if raw is None:
+        return None
+    values = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            raise node.err(f"{key}[{i}]" if isinstance(raw, list) else key, "a number", v)
+        try:
+            f = float(v)
+        except ValueError:
+            raise node.err(key, "numbers", raw) from None
+        if math.isnan(f):
+            raise node.err(key, "numbers (not NaN)", raw)
+        out.append(f)
+    arr = np.array(out)
+    if size is not None and arr.size not in (1, size):
+        raise node.err(key, f"1 or {size} numbers", raw)
+    return arr
+
+
+@dataclass
+class Experiment:
+    """A loaded, validated experiment.
+
+    Attributes:
+      path: The experiment file. name: Experiment name.
+      spec: The model spec. model: Its compiled nominal model.
+      sequences: The data as a :class:`ModelSequences`.
+      params: The parameters to identify.
+      transform: Sensor delay/gain/bias transform (``None`` without such parameters).
+      residual_options: Keyword arguments for :func:`build_residual_fn`.
+      optimizer: Backend. max_iters: Iteration limit. optimizer_options: Extra options.
+    """
+
+    path: Path
+    name: str
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    sequences: ModelSequences
+    params: ParameterDict
+    transform: SignalTransform | None
+    residual_options: dict[str, Any] = field(default_factory=dict)
+    optimizer: str = "mujoco"
+    max_iters: int = 100
+    optimizer_options: dict[str, Any] = field(default_factory=dict)
+
+    def build_residual_fn(self) -> ResidualFunction:
+        """The residual function this experiment describes."""
+        return build_residual_fn(
+            [self.sequences], modify_residual=None if self.transform is None else self.transform.apply,
+            **self.residual_options)
+
+
+def bundled_examples() -> dict[str, Path]:
+    """Names and experiment files of the examples shipped with mjsysid."""
+    root = Path(str(resources.files("mjsysid") / "examples"))
+    return {p.parent.name: p for p in sorted(root.glob("*/experiment.yaml"))}
+
+
+def resolve_experiment_path(name: str | Path) -> Path:
+    """A file path, or ``example:<name>`` for a bundled example."""
+    text = str(name)
+    if text.startswith("example:"):
+        examples = bundled_examples()
+        key = text.split(":", 1)[1]
+        if key not in examples:
+            raise ExperimentError(f"example must be one of {sorted(examples)}, got {key!r}")
+        return examples[key]
+    return Path(name)
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Reads and validates an experiment file; loads the model and the recordings.
+
+    Raises:
+      ExperimentError: A mistake in the file (names the key path).
+      FileNotFoundError: The experiment, model or a recording file does not exist.
+    """
+    path = resolve_experiment_path(path)
+    source = str(path)
+    top = _Node(read_yaml(path), "", source)
+    version = top.get("schema_version", int, EXPERIMENT_SCHEMA_VERSION)
+    if version > EXPERIMENT_SCHEMA_VERSION:
+        raise ExperimentError(f"{source}: schema_version must be <= {EXPERIMENT_SCHEMA_VERSION}, "
+                              f"got {version}; upgrade mjsysid")
+    base = path.parent
+    name = top.get("name", str, path.stem)
+    model_file = base / top.get("model", str, required=True, expected="a path to an MJCF or URDF file")
+    if not model_file.is_file():
+        raise FileNotFoundError(f"{source}: model: no such file {str(model_file)!r}")
+    try:
+        spec = mujoco.MjSpec.from_file(str(model_file))
+        model = spec.compile()
+    except ValueError as e:
+        raise ExperimentError(f"{source}: model: {str(model_file)!r} does not load: {e}") from e
+
+    raw_seqs = top.get("sequences", list, required=True, expected="a list of recordings")
+    if not raw_seqs:
+        raise ExperimentError(f"{source}: sequences must be a non-empty list, got an empty list")
+    names, x0s, ctrls, senss = [], [], [], []
+    for i, raw in enumerate(raw_seqs):
+        node = _Node(raw, f"sequences[{i}]", source)
+        seq_name = node.get("name", str, f"seq{i}")
+        rec_file = base / node.get("file", str, required=True, expected="a .npz or .csv path")
+        cmap = node.get("control", dict, None)
+        smap = node.get("sensors", dict, None)
+        try:
+            rec = load_recording(rec_file, model, time=node.get("time", str, None), control=cmap,
+                                 sensors=smap)
+        except KeyError as e:
+            raise ExperimentError(f"{source}: {node.path}: {e.args[0]}") from None
+        except ValueError as e:
+            raise ExperimentError(f"{source}: {node.path}: {e}") from None
+        init = node.child("initial_state")
+        qpos, qvel = initial_state_from_sensors(model, rec.sensordata)
+        if rec.initial_qpos is not None:
+            qpos = rec.initial_qpos
+        if rec.initial_qvel is not None:
+            qvel = rec.initial_qvel
+        if init is not None:
+            for key in ("qpos", "qvel"):
+                v = init.get(key, (list, dict), None)
+                if v is not None:
+                    try:
+                        full = create_initial_state(model, **{key: v})
+                    except (KeyError, ValueError) as e:
+                        raise ExperimentError(f"{source}: {init.path}.{key}: {e}") from None
+                    sl = slice(1, 1 + model.nq) if key == "qpos" else slice(1 + model.nq, 1 + model.nq + model.nv)
+                    if key == "qpos":
+                        qpos = full[sl]
+                    else:
+                        qvel = full[sl]
+            init.finish()
+        node.finish()
+        names.append(seq_name)
+        x0s.append(create_initial_state(model, qpos, qvel, time=float(rec.times[0])))
+        ctrls.append(rec.control)
+        senss.append(rec.sensordata)
+    try:
+        sequences = ModelSequences(name, spec, names, x0s, ctrls, senss)
+    except (KeyError, ValueError) as e:
+        raise ExperimentError(f"{source}: sequences: {e}") from None
+
+    params, transform = _parameters(top, spec, model, source)
+    residual_options: dict[str, Any] = {}
+    res = top.child("residual")
+    if res is not None:
+        residual_options["normalize"] = res.get("normalize", bool, True)
+        weights = res.get("sensor_weights", dict, None)
+        if weights is not None:
+            for k, v in weights.items():
+                if isinstance(v, bool) or not isinstance(v, int | float | list):
+                    raise res.err(f"sensor_weights.{k}", "a number or list of numbers", v)
+            residual_options["sensor_weights"] = weights
+        enabled = res.get("enabled_observations", list, None)
+        if enabled is not None:
+            residual_options["enabled_observations"] = enabled
+        interp = res.get("control_interpolation", str, "zoh")
+        if interp not in ("zoh", "linear"):
+            raise res.err("control_interpolation", "'zoh' or 'linear'", interp)
+        residual_options["control_interpolation"] = interp
+        res.finish()
+    opt = top.child("optimizer")
+    method, max_iters, opt_options = "mujoco", 100, {}
+    if opt is not None:
+        method = opt.get("method", str, "mujoco")
+        if method not in OPTIMIZERS:
+            raise opt.err("method", f"one of {list(OPTIMIZERS)}", method)
+        max_iters = opt.get("max_iters", int, 100)
+        if max_iters < 0:
+            raise opt.err("max_iters", "a non-negative integer", max_iters)
+        for key in ("xtol", "gtol", "eps"):
+            v = opt.get(key, float, None)
+            if v is not None:
+                if not v > 0:
+                    raise opt.err(key, "a positive number", v)
+                opt_options[key] = v
+        opt.finish()
+    top.finish()
+    return Experiment(path, name, spec, model, sequences, params, transform, residual_options,
+                      method, max_iters, opt_options)
+
+
+def _parameters(top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel,
+                source: str) -> tuple[ParameterDict, SignalTransform | None]:
+    raw = top.get("parameters", list, required=True, expected="a list of parameters")
+    if not raw:
+        raise ExperimentError(f"{source}: parameters must be a non-empty list, got an empty list")
+    params = ParameterDict()
+    transform = SignalTransform()
+    used_transform = False
+    for i, entry in enumerate(raw):
+        node = _Node(entry, f"parameters[{i}]", source)
+        kind = node.get("kind", str, required=True, expected=f"one of {ALL_KINDS}")
+        if kind not in ALL_KINDS:
+            raise node.err("kind", f"one of {ALL_KINDS}", kind)
+        target = node.get("target", str, required=True, expected="the element name or sensor pattern")
+        pname = node.get("name", str, None)
+        frozen = node.get("frozen", bool, False)
+        try:
+            if kind in INERTIA_KINDS:
+                p = body_inertia_param(spec, model, target, INERTIA_KINDS[kind],
+                                       node.get("scale_rot_inertia", bool, True),
+                                       param_name=pname, frozen=frozen)
+                nominal = _numbers(node, "nominal", p.size)
+                lo, hi = _numbers(node, "min", p.size), _numbers(node, "max", p.size)
+                if nominal is not None or lo is not None or hi is not None:
+                    ones = np.ones(p.size)
+                    p = Parameter(p.name, p.nominal if nominal is None else nominal * ones,
+                                  p.min_value if lo is None else lo * ones,
+                                  p.max_value if hi is None else hi * ones, frozen=frozen,
+                                  modifier=p.modifier, model_modifier=p.model_modifier, meta=p.meta)
+            else:
+                p = make_parameter(kind, model, target, name=pname, nominal=_numbers(node, "nominal"),
+                                   min_value=_numbers(node, "min"), max_value=_numbers(node, "max"),
+                                   frozen=frozen)
+        except (KeyError, ValueError, TypeError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) else str(e)
+            raise ExperimentError(f"{source}: {node.path}: {msg}") from None
+        if kind in SIGNAL_KINDS:
+            apply_to = node.get("apply_to", str, "predicted")
+            if apply_to not in ("predicted", "measured"):
+                raise node.err("apply_to", "'predicted' or 'measured'", apply_to)
+            if kind == "sensor_delay":
+                transform.delay(target, p.name)
+            elif kind == "sensor_gain":
+                transform.gain(target, p.name, target=apply_to)
+            else:
+                transform.bias(target, p.name, target=apply_to)
+            used_transform = True
+        node.finish()
+        try:
+            params.add(p)
+        except ValueError as e:
+            raise ExperimentError(f"{source}: {node.path}.name: {e}") from None
+    return params, (transform if used_transform else None)
+
