@@ -324,6 +324,8 @@ def _parameters(top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel,
                 p = make_parameter(kind, model, target, name=pname, nominal=_numbers(node, "nominal"),
                                    min_value=_numbers(node, "min"), max_value=_numbers(node, "max"),
                                    frozen=frozen)
+        except ExperimentError:
+            raise
         except (KeyError, ValueError, TypeError) as e:
             msg = e.args[0] if isinstance(e, KeyError) else str(e)
             raise ExperimentError(f"{source}: {node.path}: {msg}") from None
