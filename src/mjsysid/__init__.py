@@ -31,6 +31,7 @@ from mjsysid.param_kinds import make_parameter
 from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.results import Confidence, Results, load_results, save_results
 from mjsysid.residual import ResidualFunction, SequencePrediction, build_residual_fn
+from mjsysid.shooting import initial_state_params, split_windows
 from mjsysid.signal_transform import SignalTransform
 from mjsysid.timeseries import (
     DtStatistics,
@@ -93,6 +94,8 @@ __all__ = [
     "calculate_intervals",
     "create_initial_state",
     "fd_jacobian",
+    "initial_state_params",
+    "split_windows",
     "make_parameter",
     "optimize",
     "remove_visuals",

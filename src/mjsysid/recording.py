@@ -189,12 +189,15 @@ def load_recording(
                      None if qvel0 is None else np.asarray(qvel0, dtype=np.float64).reshape(-1))
 
 
-def initial_state_from_sensors(model: mujoco.MjModel, sens: TimeSeries) -> tuple[np.ndarray, np.ndarray]:
+def initial_state_from_sensors(model: mujoco.MjModel, sens: TimeSeries, *,
+                               fill: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(qpos, qvel)`` at the first sample, from joint sensors and joint-state columns.
 
-    Joints without a measurement keep ``qpos0`` and zero velocity.
+    Entries without a measurement are ``fill`` when given, else ``qpos0`` and zero velocity.
     """
     qpos, qvel = model.qpos0.copy(), np.zeros(model.nv)
+    if fill is not None:
+        qpos[:], qvel[:] = fill, fill
     assert sens.signal_mapping is not None
     for name, (stype, cols) in sens.signal_mapping.items():
         first = sens.data[0, cols]

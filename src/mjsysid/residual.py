@@ -43,6 +43,7 @@ from mjsysid.model_modifier import (
 )
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import ParameterDict
+from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
 from mjsysid.signal_modifier import signal_rms
 from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.trajectory import BatchRollout, state_slices
@@ -287,12 +288,40 @@ class ResidualFunction:
         return -1  # known after the first evaluation
 
     # -- evaluation -------------------------------------------------------------------------
-    def _physics_mask(self, params: ParameterDict) -> np.ndarray:
-        """Entries of ``x`` that can change the simulation."""
+    def _masks(self, params: ParameterDict) -> tuple[np.ndarray, np.ndarray]:
+        """Entries of ``x`` that change the model, and those that change the simulation.
+
+        Parameters with a model modifier change both; initial-state parameters only change
+        the simulation; parameters without either (sensor delay, gain, bias) change neither.
+        With a custom build_model or rollout every entry is assumed to matter.
+        """
+        ps = params.non_frozen()
         if self.build_model is not None or self.custom_rollout is not None:
-            return np.ones(params.size, dtype=bool)
-        mask = [np.full(p.size, p.modifier is not None) for p in params.non_frozen()]
-        return np.concatenate(mask) if mask else np.zeros(0, dtype=bool)
+            everything = np.ones(params.size, dtype=bool)
+            return everything, everything
+        if not ps:
+            return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+        model = np.concatenate([np.full(p.size, p.modifier is not None) for p in ps])
+        init = np.concatenate([np.full(p.size, p.meta.get("kind") in INITIAL_KINDS) for p in ps])
+        return model, model | init
+
+    def _initial_states(self, params: ParameterDict, X: np.ndarray) -> list[np.ndarray]:
+        """``(k, nstate)`` initial states of every sequence for the columns of ``X``."""
+        out = []
+        labels = set()
+        for seq in self._sequences:
+            model = self.models_sequences[seq.ms_index].model
+            x0 = np.repeat(seq.x0[None], X.shape[1], axis=0)
+            for adr, row in initial_state_overrides(params, model, seq.label):
+                x0[:, adr] = X[row]
+            labels.add(seq.label)
+            out.append(x0)
+        unknown = [p.name for p in params.non_frozen()
+                   if p.meta.get("kind") in INITIAL_KINDS and p.meta.get("target") not in labels]
+        if unknown:
+            raise KeyError(f"initial-state parameters {unknown} name no recorded sequence; "
+                           f"sequences: {sorted(labels)}")
+        return out
 
     def _build_models(self, params: ParameterDict, mi: int) -> mujoco.MjModel:
         ms = self.models_sequences[mi]
@@ -341,23 +370,33 @@ class ResidualFunction:
         t_start = _time.perf_counter()
         k = X.shape[1]
         work = params.copy()
-        mask = self._physics_mask(work)
-        _, unique_index, inverse = np.unique(X[mask].T, axis=0, return_index=True, return_inverse=True)
+        model_mask, sim_mask = self._masks(work)
+        _, unique_index, inverse = np.unique(X[sim_mask].T, axis=0, return_index=True,
+                                             return_inverse=True)
         inverse = inverse.reshape(-1)
         n_unique = unique_index.size
         self.stats.calls += 1
         self.stats.candidates += k
         self.stats.simulated_candidates += n_unique
         self.last_divergence = []
-        # 1. Models, one per distinct candidate and ModelSequences.
+        X_sim = X[:, unique_index]
+        x0s = self._initial_states(work, X_sim)
+        # 1. Models, one per distinct model sub-vector and ModelSequences.
         t0 = _time.perf_counter()
-        models: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
-        cand_params: list[ParameterDict] = []
-        for u in unique_index:
-            work.update_from_vector(X[:, u])
-            cand_params.append(work.copy())
+        _, model_first, model_of = np.unique(X_sim[model_mask].T, axis=0, return_index=True,
+                                             return_inverse=True)
+        model_of = model_of.reshape(-1)
+        built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
+        for u in model_first:
+            work.update_from_vector(X_sim[:, u])
             for mi in range(len(self.models_sequences)):
-                models[mi].append(self._build_models(work, mi))
+                built[mi].append(self._build_models(work, mi))
+        models = [[built[mi][model_of[u]] for u in range(n_unique)]
+                  for mi in range(len(self.models_sequences))]
+        cand_params: list[ParameterDict] = []
+        for u in range(n_unique):
+            work.update_from_vector(X_sim[:, u])
+            cand_params.append(work.copy())
         self.stats.time_build += _time.perf_counter() - t0
         # 2. Rollouts, grouped by (ModelSequences, nstep).
         preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -366,7 +405,7 @@ class ResidualFunction:
             seqs = [i for i, s in enumerate(self._sequences) if s.ms_index == mi]
             for nstep in sorted({self._sequences[i].nstep for i in seqs}):
                 group = [i for i in seqs if self._sequences[i].nstep == nstep]
-                self._rollout_group(mi, group, models[mi], cand_params, preds)
+                self._rollout_group(mi, group, models[mi], cand_params, x0s, preds)
         self.stats.time_rollout += _time.perf_counter() - t0
         # 3. Residuals per candidate column.
         columns: list[list[np.ndarray]] = [[] for _ in range(k)]
@@ -416,11 +455,11 @@ class ResidualFunction:
         return out, details_out
 
     def _rollout_group(self, mi: int, group: list[int], models: list[mujoco.MjModel],
-                       cand_params: list[ParameterDict],
+                       cand_params: list[ParameterDict], x0s: list[np.ndarray],
                        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
         n_unique = len(models)
         batch_models = [models[u] for _ in group for u in range(n_unique)]
-        x0 = np.stack([self._sequences[i].x0 for i in group for _ in range(n_unique)])
+        x0 = np.concatenate([x0s[i] for i in group])
         ctrl = np.stack([self._sequences[i].control for i in group for _ in range(n_unique)])
         self.stats.rollouts += len(batch_models)
         if self.custom_rollout is not None:
