@@ -29,6 +29,8 @@ from mjsysid.optimize import (
 )
 from mjsysid.param_kinds import make_parameter
 from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.plotting import OffscreenRenderingError, plot_sensor_comparison, render_rollout
+from mjsysid.report import default_report
 from mjsysid.results import Confidence, Results, load_results, save_results
 from mjsysid.residual import ResidualFunction, SequencePrediction, build_residual_fn
 from mjsysid.shooting import initial_state_params, split_windows
@@ -69,6 +71,7 @@ __all__ = [
     "ModelModifierFn",
     "InertiaType",
     "ModelSequences",
+    "OffscreenRenderingError",
     "ModifierError",
     "ModifierFn",
     "ModifyResidualFn",
@@ -93,12 +96,15 @@ __all__ = [
     "build_residual_fn",
     "calculate_intervals",
     "create_initial_state",
+    "default_report",
     "fd_jacobian",
     "initial_state_params",
     "split_windows",
     "make_parameter",
     "optimize",
+    "plot_sensor_comparison",
     "remove_visuals",
+    "render_rollout",
     "signal_modifier",
     "sweep_parameter",
     "sysid_rollout",

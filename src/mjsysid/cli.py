@@ -22,11 +22,9 @@ EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def _report_available() -> bool:
-    try:
-        import mjsysid.report  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    from mjsysid.report import missing_dependencies
+
+    return not missing_dependencies()
 
 
 def _write_report(exp_or_seqs, params, opt_params, result, rf, out: Path, err: TextIO) -> None:

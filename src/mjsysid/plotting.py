@@ -179,6 +179,10 @@ def plot_sensor_comparison(
 
 
 # -- render_rollout -------------------------------------------------------------------------------
+class OffscreenRenderingError(RuntimeError):
+    """No offscreen OpenGL context could be created (see :data:`NO_GL_HELP`)."""
+
+
 class GLContext(Protocol):
     """What :func:`render_rollout` needs from an OpenGL context (MuJoCo's GLContext classes)."""
 
@@ -232,12 +236,12 @@ def create_gl_context(width: int, height: int) -> tuple[str, GLContext]:
       ``(backend name, context)``; the caller frees the context.
 
     Raises:
-      RuntimeError: No backend works; the message says how to enable one and why each
-        candidate failed.
+      OffscreenRenderingError: (a RuntimeError) No backend works; the message says how to
+        enable one and why each candidate failed.
     """
     candidates = gl_backend_candidates()
     if not candidates:
-        raise RuntimeError(
+        raise OffscreenRenderingError(
             f"{NO_GL_HELP}. Rendering is disabled by MUJOCO_GL="
             f"{os.environ.get('MUJOCO_GL')!r}"
         )
@@ -250,7 +254,7 @@ def create_gl_context(width: int, height: int) -> tuple[str, GLContext]:
             failures.append(f"{name}: {type(e).__name__}: {e}".strip())
             continue
         return name, ctx
-    raise RuntimeError(f"{NO_GL_HELP}. Tried: {'; '.join(failures)}")
+    raise OffscreenRenderingError(f"{NO_GL_HELP}. Tried: {'; '.join(failures)}")
 
 
 def _as_list(value: Any, kind: type | tuple[type, ...]) -> list[Any] | None:
@@ -324,6 +328,7 @@ def render_rollout(
     camera: int | str | mujoco.MjvCamera | None = None,
     ghost_colors: Sequence[Sequence[float]] | None = None,
     max_frames: int | None = None,
+    fast: bool = True,
 ) -> list[np.ndarray]:
     """Renders state trajectories offscreen, several models overlaid in one picture.
 
@@ -347,13 +352,15 @@ def render_rollout(
         ``MjvCamera``.
       ghost_colors: RGBA of the 2nd, 3rd, ... trajectories (default :data:`GHOST_COLORS`).
       max_frames: Stop after this many frames.
+      fast: Turn off shadows, reflections and multisampling: software OpenGL (Mesa
+        llvmpipe, OSMesa) is then about 10x faster.
 
     Returns:
       List of ``(height, width, 3)`` uint8 RGB frames.
 
     Raises:
-      RuntimeError: No offscreen OpenGL context can be created; the message says how to
-        enable one (``MUJOCO_GL=egl`` or ``MUJOCO_GL=osmesa``).
+      OffscreenRenderingError: (a ``RuntimeError``) No offscreen OpenGL context can be
+        created; the message says how to enable one (``MUJOCO_GL=egl`` or ``osmesa``).
       ValueError: Shapes that do not match the models, or bad options.
     """
     states = _as_states(state)
@@ -399,10 +406,13 @@ def render_rollout(
 
     base = models[0]
     buffer_model = base
-    if width > base.vis.global_.offwidth or height > base.vis.global_.offheight:
+    if (width > base.vis.global_.offwidth or height > base.vis.global_.offheight
+            or (fast and base.vis.quality.offsamples)):
         buffer_model = copy.copy(base)
         buffer_model.vis.global_.offwidth = max(width, base.vis.global_.offwidth)
         buffer_model.vis.global_.offheight = max(height, base.vis.global_.offheight)
+        if fast:
+            buffer_model.vis.quality.offsamples = 0
     cam = _camera(base, camera)
 
     _, ctx = create_gl_context(width, height)
@@ -411,6 +421,9 @@ def render_rollout(
         mjr = mujoco.MjrContext(buffer_model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, mjr)
         scene = mujoco.MjvScene(base, maxgeom=max(1000, sum(int(m.ngeom) + 50 for m in models)))
+        if fast:
+            for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION):
+                scene.flags[flag] = 0
         opt, pert = mujoco.MjvOption(), mujoco.MjvPerturb()
         rect = mujoco.MjrRect(0, 0, width, height)
         rgb = np.empty((height, width, 3), dtype=np.uint8)
@@ -439,4 +452,4 @@ def render_rollout(
         ctx.free()
 
 
-__all__ = ["plot_sensor_comparison", "render_rollout"]
+__all__ = ["OffscreenRenderingError", "plot_sensor_comparison", "render_rollout"]

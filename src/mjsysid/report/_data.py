@@ -161,7 +161,8 @@ def parameter_rows(
             ident = not (math.isinf(hw) or (confidence is not None and math.isnan(hw)
                                             and label in hw_by_name))
             val = float(p.value[i])
-            large = bool(math.isfinite(hw) and hw > 0 and (val == 0 or hw > large_interval * abs(val)))
+            large = bool(math.isfinite(hw) and hw > 0
+                         and (val == 0 or hw > large_interval * abs(val)))
             rows.append(ParameterRow(
                 group=name, name=label, kind=kind, nominal=float(p.nominal[i]),
                 initial=float(init[i]), identified=val, lower=float(p.min_value[i]),
@@ -258,8 +259,8 @@ def unidentifiable_directions(
     for k in np.flatnonzero(lam <= rtol * lam_max) if lam_max > 0 else range(p):
         v = V[:, k]
         v = v * (1.0 if v[np.argmax(np.abs(v))] >= 0 else -1.0)
-        order = np.argsort(-np.abs(v))[:max_terms]
-        order = [i for i in order if abs(v[i]) >= 0.05] or [int(order[0])]
+        ranked = np.argsort(-np.abs(v))[:max_terms]
+        order = [int(i) for i in ranked if abs(v[i]) >= 0.05] or [int(ranked[0])]
         out.append(Direction(float(max(lam[k], 0.0) / lam_max) if lam_max > 0 else 0.0,
                              [names[i] for i in order], [float(v[i]) for i in order]))
     return out
@@ -292,8 +293,8 @@ def nrmse(measured: npt.ArrayLike, predicted: npt.ArrayLike) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         err = np.sqrt(np.mean((y - yh) ** 2, axis=0))
     spread = np.sqrt(np.mean((y - y.mean(axis=0)) ** 2, axis=0))
-    scale = np.where(spread > 1e-12 * np.maximum(np.abs(y).max(axis=0), 1e-300),
-                     spread, np.sqrt(np.mean(y**2, axis=0)))
+    scale = np.asarray(np.where(spread > 1e-12 * np.maximum(np.abs(y).max(axis=0), 1e-300),
+                                spread, np.sqrt(np.mean(y**2, axis=0))))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(scale > 0, err / np.where(scale > 0, scale, 1.0),
                        np.where(err == 0, 0.0, np.inf))
@@ -343,13 +344,19 @@ class SignalError:
 
 def signal_errors(initial_predictions: Sequence[Any] | None,
                   identified_predictions: Sequence[Any]) -> list[SignalError]:
-    """NRMSE per sequence and measured column (``SequencePrediction`` lists, same order)."""
+    """NRMSE per sequence and measured column (``SequencePrediction`` lists, same order).
+
+    Sequences whose compared prediction does not match the measured series column by column
+    (a custom residual) are left out.
+    """
     out = []
     inits = list(initial_predictions) if initial_predictions is not None else \
         [None] * len(identified_predictions)
     for ini, fin in zip(inits, identified_predictions, strict=True):
         label = f"{fin.model_name}/{fin.sequence_name}"
         meas = fin.measured_used
+        if fin.predicted_at_measured.data.shape != meas.data.shape:
+            continue
         e1 = _safe_nrmse(meas.data, fin.predicted_at_measured.data)
         e0 = _safe_nrmse(ini.measured_used.data, ini.predicted_at_measured.data) \
             if ini is not None else np.full(e1.shape, np.nan)

@@ -22,10 +22,16 @@ IDENTIFIED = "#1f77b4"
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf", "#ff7f0e")
 
+#: Diverging scale for ρ in [−1, 1]: blue negative, near-white 0, red positive.
+CORRELATION_SCALE = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"],
+                     [1.0, "#b2182b"]]
+#: Cells whose correlation is undefined (a parameter is unidentifiable).
+UNDEFINED = "#404040"
+
 _BASE_LAYOUT: dict[str, Any] = {
-    "margin": {"l": 60, "r": 20, "t": 36, "b": 40},
+    "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
     "hovermode": "x unified",
-    "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+    "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
     "font": {"size": 12},
     "paper_bgcolor": "white",
     "plot_bgcolor": "white",
@@ -79,7 +85,7 @@ def signal_figure(
                       show=False))
     layout = {
         **_BASE_LAYOUT,
-        "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 13}},
+        "meta": {"title": title},
         "height": 360,
         "xaxis": _axis("time [s]", anchor="y2"),
         "yaxis": _axis("signal", domain=[0.36, 1.0]),
@@ -97,9 +103,8 @@ def controls_figure(times: np.ndarray, control: np.ndarray, names: Sequence[str]
          "line": {"color": PALETTE[j % len(PALETTE)], "shape": "hv", "width": 1.3}}
         for j in range(control.shape[1])
     ]
-    layout = {**_BASE_LAYOUT, "title": {"text": "controls", "x": 0, "xanchor": "left",
-                                         "font": {"size": 13}},
-              "height": 300, "xaxis": _axis("time [s]"), "yaxis": _axis("control")}
+    layout = {**_BASE_LAYOUT, "height": 300, "xaxis": _axis("time [s]"),
+              "yaxis": _axis("control")}
     return {"data": data, "layout": layout}
 
 
@@ -112,7 +117,7 @@ def correlation_figure(corr: np.ndarray, names: Sequence[str]) -> dict[str, Any]
     z = [numbers(row) for row in corr]
     data: list[dict[str, Any]] = [{
         "type": "heatmap", "z": z, "x": labels, "y": labels, "zmin": -1, "zmax": 1,
-        "colorscale": "RdBu", "reversescale": True, "xgap": 1 if p <= 40 else 0,
+        "colorscale": CORRELATION_SCALE, "xgap": 1 if p <= 40 else 0,
         "ygap": 1 if p <= 40 else 0,
         "colorbar": {"title": {"text": "ρ"}},
         "hovertemplate": "%{y}<br>%{x}<br>ρ = %{z:.3f}<extra></extra>",
@@ -121,22 +126,26 @@ def correlation_figure(corr: np.ndarray, names: Sequence[str]) -> dict[str, Any]
         data.append({
             "type": "heatmap", "z": [[1 if u else None for u in row] for row in undefined],
             "x": labels, "y": labels, "showscale": False,
-            "colorscale": [[0, "#9e9e9e"], [1, "#9e9e9e"]],
+            "colorscale": [[0, UNDEFINED], [1, UNDEFINED]],
             "xgap": 1 if p <= 40 else 0, "ygap": 1 if p <= 40 else 0,
             "hovertemplate": "%{y}<br>%{x}<br>undefined: a parameter is unidentifiable"
                              "<extra></extra>",
             "name": "undefined",
         })
-    side = int(min(1400, max(420, 200 + 14 * p)))
+    side = int(min(900, max(420, 200 + 14 * p)))
     ticks = p <= 60
     layout = {
-        **_BASE_LAYOUT, "hovermode": "closest", "height": side, "width": side + 160,
-        "title": {"text": "parameter correlation", "x": 0, "xanchor": "left"},
-        "xaxis": {"showticklabels": ticks, "tickangle": -45, "automargin": True,
+        **_BASE_LAYOUT, "hovermode": "closest", "height": side,
+        "margin": {"l": 60, "r": 20, "t": 10, "b": 40},
+        "xaxis": {"showticklabels": ticks, "ticks": "outside" if ticks else "",
+                  "tickangle": -45, "automargin": True,
                   "showgrid": False},
-        "yaxis": {"showticklabels": ticks, "autorange": "reversed", "automargin": True,
+        "yaxis": {"showticklabels": ticks, "ticks": "outside" if ticks else "",
+                  "autorange": "reversed", "automargin": True,
                   "showgrid": False, "scaleanchor": "x"},
     }
+    if side + 240 <= 1000:  # small matrices: keep the colour bar next to the cells
+        layout["width"] = side + 240
     return {"data": data, "layout": layout}
 
 
@@ -154,7 +163,6 @@ def trace_figures(trace: Trace, names: Sequence[str], lower: np.ndarray, upper: 
                   "y": numbers(trace.cost), "name": "cost", "line": {"color": IDENTIFIED},
                   "hovertemplate": "iteration %{x}<br>cost %{y:.6g}<extra></extra>"}],
         "layout": {**_BASE_LAYOUT, "hovermode": "closest", "height": 320,
-                   "title": {"text": "cost ½‖r‖² per iteration", "x": 0, "xanchor": "left"},
                    "xaxis": _axis("iteration"),
                    "yaxis": _axis("cost", type="log" if positive else "linear")},
     }
@@ -183,6 +191,5 @@ def trace_figures(trace: Trace, names: Sequence[str], lower: np.ndarray, upper: 
     paths = {"data": data,
              "layout": {**_BASE_LAYOUT, "hovermode": "closest", "height": 360,
                         "legend": {"font": {"size": 10}},
-                        "title": {"text": "parameter paths", "x": 0, "xanchor": "left"},
                         "xaxis": _axis("iteration"), "yaxis": _axis(ylabel)}}
     return cost, paths, note

@@ -1,0 +1,699 @@
+"""Tests for mjsysid.report: section data (pure helpers), the HTML report, and a headless browser.
+
+The browser test drives Debian's ``chromium`` through the Chrome DevTools protocol (with the
+``websockets`` package's synchronous client): it loads the report from disk, records console
+errors and every network request, waits for plotly to draw, and writes screenshots.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import pytest
+
+import mjsysid as ms
+from mjsysid import report as rep
+from mjsysid.optimize import OptimizeResult, calculate_intervals
+from mjsysid.report import (
+    Direction,
+    ParameterRow,
+    at_bound_flags,
+    collect_warnings,
+    condition_number,
+    correlation_from_covariance,
+    decimate_indices,
+    default_report,
+    nrmse,
+    optimisation_trace,
+    parameter_rows,
+    signal_errors,
+    strong_correlations,
+    unidentifiable_directions,
+)
+from mjsysid.results import Confidence, compute_confidence
+
+pytest.importorskip("jinja2", reason="the report needs the report extra (jinja2)")
+pytest.importorskip("plotly", reason="the report needs the report extra (plotly)")
+
+ARM = """
+<mujoco model="arm">
+  <option timestep="0.002"/>
+  <worldbody>
+    <light pos="0 0 3"/>
+    <geom type="plane" size="1 1 0.1" rgba=".8 .8 .8 1"/>
+    <body name="link1" pos="0 0 1">
+      <joint name="j1" type="hinge" axis="0 1 0" damping="0.05"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1.0"/>
+      <body name="link2" pos="0.3 0 0">
+        <joint name="j2" type="hinge" axis="0 1 0" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.7"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="m1" joint="j1"/>
+    <motor name="m2" joint="j2"/>
+  </actuator>
+  <sensor>
+    <jointpos name="j1_pos" joint="j1"/>
+    <jointpos name="j2_pos" joint="j2"/>
+    <jointvel name="j1_vel" joint="j1"/>
+    <jointvel name="j2_vel" joint="j2"/>
+  </sensor>
+</mujoco>
+"""
+
+
+class Fit:
+    """A small real identification: two joint dampings, the second one's bound too low."""
+
+    def __init__(self) -> None:
+        self.spec = mujoco.MjSpec.from_string(ARM)
+        model = self.spec.compile()
+        params = ms.ParameterDict()
+        params.add(ms.make_parameter("joint_damping", model, "j1", min_value=0.01, max_value=1.0))
+        params.add(ms.make_parameter("joint_damping", model, "j2", min_value=0.01, max_value=0.2))
+        truth = params.copy()
+        truth.update_from_vector(np.array([0.3, 0.4]))  # j2 truth above its upper bound
+        rng = np.random.default_rng(0)
+        ctrl = np.repeat(rng.normal(size=(16, 2)), 50, axis=0)
+        x0 = ms.create_initial_state(model, qpos=[0.1, -0.2])
+        traj = ms.sysid_rollout(ms.apply_param_modifiers(truth, self.spec), None, ctrl, x0)[0]
+        noisy = traj.sensordata + 0.002 * rng.normal(size=traj.sensordata.shape)
+        self.seq = ms.ModelSequences(
+            "arm", self.spec, "s1", x0,
+            ms.TimeSeries.from_control_names(traj.times, ctrl, model),
+            ms.TimeSeries.from_names(traj.times, noisy, model))
+        self.rf = ms.build_residual_fn([self.seq])
+        self.params = params
+        self.opt_params, self.result = ms.optimize(params, self.rf)
+
+
+@pytest.fixture(scope="module")
+def fit() -> Iterator[Fit]:
+    f = Fit()
+    yield f
+    f.rf.close()
+
+
+def _figures(html: str) -> dict[str, Any]:
+    m = re.search(r'<script type="application/json" id="mjsysid-figures">(.*?)</script>', html,
+                  re.S)
+    assert m is not None
+    return json.loads(m.group(1), parse_constant=lambda c: pytest.fail(f"non-JSON {c} in figures"))
+
+
+# -- pure helpers ------------------------------------------------------------------------------
+def test_at_bound_flags() -> None:
+    lo = np.array([0.0, 0.0, -np.inf, 1.0, 0.0])
+    hi = np.array([1.0, 1.0, np.inf, 2.0, np.inf])
+    x = np.array([0.0, 1.0 - 1e-9, 5.0, 1.5, 0.0])
+    at_lo, at_hi = at_bound_flags(x, lo, hi)
+    np.testing.assert_array_equal(at_lo, [True, False, False, False, True])
+    np.testing.assert_array_equal(at_hi, [False, True, False, False, False])
+    # The tolerance is relative to the bound range.
+    at_lo, _ = at_bound_flags([1e-3], [0.0], [1.0], rtol=1e-2)
+    assert at_lo[0]
+    at_lo, _ = at_bound_flags([1e-3], [0.0], [1.0], rtol=1e-4)
+    assert not at_lo[0]
+
+
+def test_correlation_from_covariance_finite() -> None:
+    cov = np.array([[4.0, 1.2, 0.0], [1.2, 1.0, -0.5], [0.0, -0.5, 0.25]])
+    corr = correlation_from_covariance(cov)
+    np.testing.assert_allclose(np.diag(corr), 1.0)
+    np.testing.assert_allclose(corr[0, 1], 1.2 / (2.0 * 1.0))
+    np.testing.assert_allclose(corr[1, 2], -0.5 / (1.0 * 0.5))
+    np.testing.assert_allclose(corr, corr.T)
+    assert np.all(np.abs(corr) <= 1.0)
+
+
+def test_correlation_from_covariance_unidentifiable_is_nan_not_a_crash() -> None:
+    # Two identical Jacobian columns: parameters 1 and 2 are unidentifiable, 0 is fine.
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(2, 200))
+    J = np.stack([a, b, b], axis=1)
+    cov, half = calculate_intervals(0.1 * rng.normal(size=200), J)
+    assert np.isfinite(half[0]) and np.isinf(half[1]) and np.isinf(half[2])
+    corr = correlation_from_covariance(cov)
+    assert corr[0, 0] == 1.0
+    assert np.isnan(corr[1]).all() and np.isnan(corr[:, 2]).all()
+    assert np.isfinite(corr[0, 0])
+    assert np.isnan(correlation_from_covariance(np.array([[0.0]]))).all()  # zero variance
+
+
+def test_condition_number() -> None:
+    assert condition_number(np.eye(3)) == pytest.approx(1.0)
+    c = 0.9
+    J = np.array([[1.0, c], [0.0, math.sqrt(1 - c * c)]])
+    assert condition_number(J) == pytest.approx((1 + c) / (1 - c))
+    # Units do not matter: scaling a column leaves κ unchanged.
+    assert condition_number(J * [1.0, 1e6]) == pytest.approx((1 + c) / (1 - c))
+    assert condition_number(np.array([[1.0, 2.0], [2.0, 4.0]])) == math.inf
+    assert condition_number(np.array([[1.0, 0.0], [2.0, 0.0]])) == math.inf
+    assert math.isnan(condition_number(np.zeros((0, 2))))
+
+
+def test_unidentifiable_directions_names_the_combination() -> None:
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(2, 100))
+    dirs = unidentifiable_directions(np.stack([a, b, 3.0 * b], axis=1), ["m1", "m2", "m3"])
+    assert len(dirs) == 1
+    assert sorted(dirs[0].names) == ["m2", "m3"]
+    np.testing.assert_allclose(np.abs(dirs[0].weights), [1 / math.sqrt(2)] * 2, atol=1e-6)
+    assert "m2" in dirs[0].describe() and "m3" in dirs[0].describe()
+    assert unidentifiable_directions(np.stack([a, b], axis=1), ["x", "y"]) == []
+
+
+def test_strong_correlations() -> None:
+    corr = np.array([[1.0, 0.99, np.nan], [0.99, 1.0, -0.97], [np.nan, -0.97, 1.0]])
+    assert strong_correlations(corr, ["a", "b", "c"], 0.95) == [("a", "b", 0.99),
+                                                                ("b", "c", -0.97)]
+
+
+def test_nrmse() -> None:
+    t = np.linspace(0, 1, 200)
+    y = np.stack([np.sin(6 * t), np.full_like(t, 2.0)], axis=1)
+    np.testing.assert_allclose(nrmse(y, y), [0.0, 0.0])
+    np.testing.assert_allclose(nrmse(y[:, :1], np.full((200, 1), y[:, 0].mean())), [1.0])
+    # A constant signal is scaled by its RMS.
+    np.testing.assert_allclose(nrmse(y[:, 1:], y[:, 1:] + 0.2), [0.1])
+    bad = y.copy()
+    bad[3, 0] = np.nan
+    assert np.isnan(nrmse(y, bad)[0])
+
+
+def test_decimate_indices_keeps_peaks_and_bounds_size() -> None:
+    n = 10_000
+    v = np.zeros(n)
+    v[4321] = 5.0
+    v[777] = -3.0
+    idx = decimate_indices(v, 200)
+    assert idx.size <= 200 and idx[0] == 0 and idx[-1] == n - 1
+    assert 4321 in idx and 777 in idx and np.all(np.diff(idx) > 0)
+    np.testing.assert_array_equal(decimate_indices(np.arange(50.0), 100), np.arange(50))
+    assert decimate_indices(np.zeros((n, 3)), 100).size <= 100
+
+
+def _pd(*params: ms.Parameter) -> ms.ParameterDict:
+    return ms.ParameterDict(params)
+
+
+def test_parameter_rows_flags() -> None:
+    init = _pd(ms.Parameter("a", 1.0, 0.0, 2.0), ms.Parameter("v", [1.0, 2.0], [0, 0], [5, 5]),
+               ms.Parameter("f", 3.0, 0.0, 5.0, frozen=True))
+    final = init.copy()
+    final.update_from_vector(np.array([2.0, 1.5, 0.0]))
+    conf = Confidence(["a", "v[0]", "v[1]"], np.array([2.0, 1.5, 0.0]),
+                      np.array([0.01, np.inf, 0.3]), np.eye(3), 0.05)
+    rows = parameter_rows(init, final, conf)
+    assert [r.name for r in rows] == ["a", "v[0]", "v[1]", "f"]
+    assert [r.group for r in rows] == ["a", "v", "v", "f"]
+    a, v0, v1, f = rows
+    assert a.at_upper and not a.at_lower and a.flags == ["at upper bound"]
+    assert a.rel_change == pytest.approx(1.0)
+    assert not v0.identifiable and "unidentifiable" in v0.flags
+    assert v1.at_lower and v1.large_interval and v1.flags == ["at lower bound", "large interval"]
+    assert v1.rel_change == pytest.approx(-1.0)
+    assert f.frozen and f.flags == ["frozen"] and math.isnan(f.half_width)
+    # Without intervals nothing is called unidentifiable.
+    assert all(r.identifiable for r in parameter_rows(init, final, None))
+
+
+def test_collect_warnings_in_words() -> None:
+    row = ParameterRow("a", "a", "", 1.0, 1.0, 2.0, 0.0, 2.0, math.inf, 1.0, False, True, False,
+                       False, False)
+    from mjsysid.report import SignalError
+
+    errs = [SignalError("arm/s1", "j1_pos", "j1_pos", 0.9, 0.5),
+            SignalError("arm/s1", "j2_pos", "j2_pos", 0.9, 0.01)]
+    ws = collect_warnings([row], opt_result=None, condition=1e9,
+                          directions=[Direction(0.0, ["a", "b"], [0.7, -0.7])],
+                          correlations=[("a", "b", 0.99)], errors=errs, notes=["note"])
+    cats = [w.category for w in ws]
+    assert cats == ["confidence", "bounds", "identifiability", "conditioning", "correlation",
+                    "signals"]
+    assert "ended at a bound" in ws[1].message and "a = 2 at its upper bound 2" in ws[1].details
+    assert "not identifiable" in ws[2].message and "0.70·a − 0.70·b" in ws[2].details[0]
+    assert "κ = 1e+09" in ws[3].message
+    assert "j1_pos" in ws[5].details[0] and not any("j2_pos" in d for d in ws[5].details)
+    assert collect_warnings([]) == []
+
+
+def test_section_data_from_a_real_fit(fit: Fit) -> None:
+    conf = compute_confidence(fit.result, fit.rf)
+    rows = parameter_rows(fit.params, fit.opt_params, conf)
+    assert [r.name for r in rows] == ["j1_damping", "j2_damping"]
+    assert rows[1].at_upper and not rows[0].at_upper and not rows[0].at_lower
+    errs = signal_errors(fit.rf.predict(fit.params), fit.rf.predict(fit.opt_params))
+    assert [e.column for e in errs] == ["j1_pos", "j2_pos", "j1_vel", "j2_vel"]
+    assert all(e.identified < e.initial for e in errs)
+    trace = optimisation_trace(fit.result)
+    assert trace is not None and trace.cost[0] == pytest.approx(fit.result.initial_cost)
+    assert trace.candidates.shape == (trace.cost.size, 2)
+    assert math.isfinite(condition_number(fit.result.jac))
+
+
+def test_points_per_trace_budget(fit: Fit) -> None:
+    preds = fit.rf.predict(fit.opt_params)  # 4 columns, 2 actuators: 22 lines
+    assert rep.points_per_trace(preds, 1000, 2_000_000) == 1000
+    assert rep.points_per_trace(preds, 1000, 22 * 300) == 300
+    assert rep.points_per_trace(preds, 1000, 1000) == 100  # never below 100 per line
+    assert rep.points_per_trace(preds * 100, 1000, 2_000_000) == 2_000_000 // 2_200
+
+
+def test_measured_qpos_from_joint_sensors(fit: Fit) -> None:
+    from mjsysid.report._video import measured_qpos, states_from_qpos
+
+    model = fit.seq.model
+    meas = fit.seq.sensordata[0]
+    qpos, missing = measured_qpos(model, meas)
+    assert missing == [] and qpos is not None
+    np.testing.assert_allclose(qpos, meas.data[:, :2])
+    states = states_from_qpos(model, fit.seq.initial_state[0], meas.times, qpos)
+    assert states.shape == (meas.times.size, fit.seq.initial_state[0].size)
+    np.testing.assert_allclose(states[:, 0], meas.times)
+    vel_only = meas.slice_by_name(["j1_vel", "j2_pos"])
+    qpos, missing = measured_qpos(model, vel_only)
+    assert qpos is None and missing == ["j1"]
+
+
+# -- the report --------------------------------------------------------------------------------
+def test_report_from_a_real_fit(fit: Fit, tmp_path: Path) -> None:
+    folder = tmp_path / "not" / "yet" / "there"
+    out = default_report([fit.seq], fit.params, fit.opt_params, fit.result, fit.rf, str(folder),
+                         title="Arm <damping> fit")
+    assert out == folder / "report.html" and out.is_file()
+    html = out.read_text(encoding="utf-8")
+    assert "<title>Arm &lt;damping&gt; fit</title>" in html  # escaped
+    for section in ("summary", "warnings", "parameters", "fit", "signals", "correlation",
+                    "trace", "videos"):
+        assert f'<section id="{section}">' in html
+    # Offline: no remote URL is referenced; plotly.js is the copy next to the report.
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    scripts = re.findall(r'<script src="([^"]+)"', html)
+    assert len(scripts) == 1 and (folder / scripts[0]).is_file()
+    assert "Plotly" in (folder / scripts[0]).read_text(encoding="utf-8")[:5000]
+    # Summary and warnings.
+    assert fit.result.status in html and "4000" in html
+    assert "j2_damping = 0.2 at its upper bound 0.2" in html
+    assert 'data-category="bounds"' in html
+    # Figures: controls + one per measured column, correlation, trace.
+    figs = _figures(html)
+    assert {"s0u", "s0c0", "s0c1", "s0c2", "s0c3", "corr", "trace_cost", "trace_paths"} <= set(figs)
+    names = [t["name"] for t in figs["s0c0"]["data"]]
+    assert names == ["measured", "initial", "identified", "initial", "identified"]
+    assert [t.get("yaxis") for t in figs["s0c0"]["data"]][-1] == "y2"  # residual panel
+    assert figs["corr"]["data"][0]["x"] == ["j1_damping", "j2_damping"]
+    # Videos: rendered when offscreen OpenGL works, else the section says why.
+    gifs = sorted((folder / "report_assets").glob("video-*.gif"))
+    if gifs:
+        assert gifs[0].read_bytes()[:6] == b"GIF89a"
+        assert 'src="report_assets/video-0.gif"' in html and "measured joint positions" in html
+    else:
+        assert "No videos:" in html and "MUJOCO_GL=egl" in html
+    assert not list(folder.glob(".report-*"))
+
+
+def test_report_accepts_path_and_overwrites(fit: Fit, tmp_path: Path) -> None:
+    for _ in range(2):
+        out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
+                             videos=False)
+    assert out == tmp_path / "report.html"
+    html = out.read_text(encoding="utf-8")
+    assert "Videos are turned off (videos=False)." in html
+    assert not list((tmp_path / "report_assets").glob("*.gif"))
+
+
+def test_report_with_a_signal_transform(fit: Fit, tmp_path: Path) -> None:
+    params = fit.params.copy()
+    params.add(ms.Parameter("pos_bias", 0.0, -1.0, 1.0))
+    transform = ms.SignalTransform().bias("*_pos", "pos_bias")
+    rf = ms.build_residual_fn([fit.seq], modify_residual=transform.apply)
+    try:
+        opt, res = ms.optimize(params, rf, max_iters=3)
+        out = default_report(fit.seq, params, opt, res, rf, tmp_path, videos=False)
+    finally:
+        rf.close()
+    html = out.read_text(encoding="utf-8")
+    assert "pos_bias" in html
+    figs = _figures(html)
+    assert {"s0c0", "s0c3"} <= set(figs)
+    assert html.count('data-fig="s0c') == 4
+
+
+def test_report_inline_plotly_is_one_file(fit: Fit, tmp_path: Path) -> None:
+    out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
+                         videos=False, inline_plotly=True)
+    html = out.read_text(encoding="utf-8")
+    assert "<script src=" not in html and len(html) > 1_000_000
+    assert not list((tmp_path / "report_assets").glob("*.js"))
+
+
+def test_report_without_gl_says_why(fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                    ) -> None:
+    from mjsysid import plotting
+
+    monkeypatch.setattr(plotting, "gl_backend_candidates", lambda: [])
+    out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
+                         videos=True)
+    html = out.read_text(encoding="utf-8")
+    assert "No videos:" in html and "MUJOCO_GL=egl" in html and "osmesa" in html
+
+
+def test_failure_mid_write_leaves_no_report(fit: Fit, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    real = rep._write_file
+    written: list[str] = []
+
+    def failing(path: Path, payload: bytes) -> None:
+        if path.name == "report.html":
+            raise OSError("No space left on device")
+        written.append(path.name)
+        real(path, payload)
+
+    monkeypatch.setattr(rep, "_write_file", failing)
+    with pytest.raises(OSError, match="No space left"):
+        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r",
+                       videos=False)
+    assert written  # the assets were being written when it failed
+    assert not (tmp_path / "r" / "report.html").exists()
+    assert not list((tmp_path / "r").glob(".report-*"))
+    # A previous complete report survives a failed rewrite untouched.
+    monkeypatch.setattr(rep, "_write_file", real)
+    out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r",
+                         videos=False)
+    before = out.read_bytes()
+    monkeypatch.setattr(rep, "_write_file", failing)
+    with pytest.raises(OSError):
+        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r",
+                       videos=False, title="new")
+    assert out.read_bytes() == before
+    assert not list((tmp_path / "r").glob(".report-*"))
+
+
+def test_missing_dependencies_message(fit: Fit, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    with pytest.raises(ImportError, match=r"pip install 'mjsysid\[report\]'"):
+        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path)
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_missing_dependencies_lists_nothing_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert rep.missing_dependencies() == []
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "plotly" else real(name, *a))
+    assert rep.missing_dependencies() == ["plotly"]
+
+
+def test_bad_arguments(fit: Fit, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="videos must be 'auto', True or False"):
+        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
+                       videos="yes")
+    with pytest.raises(TypeError, match=r"save_dir must be a str or os\.PathLike"):
+        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, 3)
+    with pytest.raises(TypeError, match="models_sequences must be a ModelSequences"):
+        default_report([], fit.params, fit.opt_params, fit.result, fit.rf, tmp_path)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
+                       colour="red")
+
+
+def test_report_modules_do_not_import_heavy_dependencies() -> None:
+    code = ("import sys, mjsysid, mjsysid.report, mjsysid.plotting; "
+            "print(sorted(m for m in ('plotly', 'jinja2', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=120)
+    assert out.stdout.strip() == "[]"
+
+
+def big_problem(fit: Fit, p_scalar: int = 40, p_arrays: int = 40) -> tuple[Any, ...]:
+    """200 free entries (40 scalars + 40 four-vectors), 3 frozen, 2 unidentifiable."""
+    params = ms.ParameterDict()
+    for i in range(p_scalar):
+        params.add(ms.Parameter(f"link{i:02d}_mass", 1.0 + 0.01 * i, 0.1, 10.0,
+                                meta={"kind": "body_mass", "target": f"link{i:02d}"}))
+    for i in range(p_arrays):
+        params.add(ms.Parameter(f"act{i:02d}_gains", np.ones(4), np.zeros(4), np.full(4, 5.0),
+                                meta={"kind": "actuator_gains"}))
+    for i in range(3):
+        params.add(ms.Parameter(f"frozen{i}", 1.0, 0.0, 2.0, frozen=True))
+    p = params.size
+    rng = np.random.default_rng(3)
+    n = 600
+    J = rng.normal(size=(n, p))
+    J[:, 5] = J[:, 4]  # two parameters with the same effect: unidentifiable
+    r = 0.05 * rng.normal(size=n)
+    x = params.as_vector() + 0.1 * rng.normal(size=p)
+    lo, hi = params.get_bounds()
+    x = np.clip(x, lo, hi)
+    x[0] = hi[0]  # at a bound
+    opt = params.copy()
+    opt.update_from_vector(x)
+    names = params.get_non_frozen_parameter_names()
+    result = OptimizeResult(
+        x=x, cost=0.5 * float(r @ r), fun=r, jac=J, grad=J.T @ r, status="max_iters",
+        success=False, message="Stopped after max_iters=5 iterations before converging.",
+        nfev=1200, njev=6, nit=5, initial_cost=50.0, wall_time=12.5, parameter_names=names,
+        optimizer="mujoco",
+        extras={"objective": [50.0, 10.0, 2.0, 1.0, 0.9, 0.5 * float(r @ r)],
+                "candidate": [params.as_vector() + k * (x - params.as_vector()) / 5
+                              for k in range(6)]})
+    cov, half = calculate_intervals(r, J)
+    conf = Confidence(names, x, half, cov, 0.05)
+    return params, opt, result, conf
+
+
+def test_report_with_200_parameters(fit: Fit, tmp_path: Path) -> None:
+    params, opt, result, conf = big_problem(fit)
+    out = default_report(fit.seq, params, opt, result, None, tmp_path, confidence=conf,
+                         videos=False)
+    html = out.read_text(encoding="utf-8")
+    assert html.count("data-order=") == 203  # one row per entry, frozen included
+    assert "act39_gains[3]" in html
+    assert "No signal plots: pass the ResidualFunction" in html
+    figs = _figures(html)
+    z = figs["corr"]["data"][0]["z"]
+    assert len(z) == 200 and z[4][4] is None and z[0][0] == 1.0  # NaN -> null, drawn grey
+    assert figs["corr"]["data"][1]["z"][4][0] == 1
+    assert figs["corr"]["layout"]["xaxis"]["showticklabels"] is False
+    assert len(figs["trace_paths"]["data"]) == 30
+    for cat in ("optimizer", "bounds", "identifiability", "conditioning"):
+        assert f'data-category="{cat}"' in html
+
+
+# -- headless browser --------------------------------------------------------------------------
+CHROMIUM = "/usr/bin/chromium"
+
+
+class DevTools:
+    """A minimal Chrome DevTools protocol client over one websocket (flattened sessions)."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    def call(self, method: str, params: dict[str, Any] | None = None,
+             session: str | None = None, timeout: float = 30.0) -> dict[str, Any]:
+        self.next_id += 1
+        msg: dict[str, Any] = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        self.ws.send(json.dumps(msg))
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = json.loads(self.ws.recv(timeout=max(deadline - time.monotonic(), 0.1)))
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            if "method" in reply:
+                self.events.append(reply)
+
+    def evaluate(self, session: str, expression: str, timeout: float = 30.0) -> Any:
+        res = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                             "awaitPromise": True}, session, timeout)
+        if "exceptionDetails" in res:
+            raise RuntimeError(f"{expression!r} failed: {res['exceptionDetails']}")
+        return res["result"].get("value")
+
+    def wait_for(self, session: str, expression: str, timeout: float = 30.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = self.evaluate(session, expression)
+            if value:
+                return value
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {expression}")
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[DevTools]:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) "
+                    "to open the report in a headless browser")
+    ws_client = pytest.importorskip(
+        "websockets.sync.client",
+        reason="the browser test talks to chromium with the websockets package")
+    profile = tmp_path / "chromium-profile"
+    profile.mkdir()
+    log = open(tmp_path / "chromium.log", "wb")  # closed in the finally block below
+    proc = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--disable-default-apps", "--disable-extensions", "--mute-audio",
+         f"--user-data-dir={profile}", "--remote-debugging-port=0",
+         "--remote-allow-origins=*", "about:blank"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.is_file() and len(port_file.read_text().splitlines()) >= 2):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("chromium did not start: "
+                            + (tmp_path / "chromium.log").read_text(errors="replace")[-2000:])
+            time.sleep(0.05)
+        port, path = port_file.read_text().splitlines()[:2]
+        with ws_client.connect(f"ws://127.0.0.1:{port}{path}", max_size=None,
+                               open_timeout=20) as ws:
+            yield DevTools(ws)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def _open(cdp: DevTools, url: str, width: int = 1280, height: int = 1400) -> str:
+    target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    for domain in ("Runtime", "Log", "Network", "Page"):
+        cdp.call(f"{domain}.enable", {}, session)
+    cdp.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                    "deviceScaleFactor": 1, "mobile": False},
+             session)
+    cdp.call("Page.navigate", {"url": url}, session)
+    cdp.wait_for(session, "document.readyState === 'complete' && "
+                          "document.documentElement.dataset.ready === '1'")
+    return session
+
+
+def _problems(cdp: DevTools, session: str) -> tuple[list[str], list[str], list[str]]:
+    """(console/JS errors, non-local network requests, all requests) seen by this page."""
+    cdp.evaluate(session, "1")  # flush pending events
+    errors, remote, urls = [], [], []
+    for ev in cdp.events:
+        if ev.get("sessionId") != session:
+            continue
+        m, p = ev["method"], ev.get("params", {})
+        if m == "Runtime.exceptionThrown":
+            errors.append(json.dumps(p["exceptionDetails"])[:500])
+        elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+            errors.append(" ".join(str(a.get("value", a.get("description", "")))
+                                   for a in p.get("args", [])))
+        elif m == "Log.entryAdded" and p["entry"]["level"] == "error":
+            errors.append(p["entry"].get("text", ""))
+        elif m == "Network.requestWillBeSent":
+            url = p["request"]["url"]
+            urls.append(url)
+            if not url.startswith(("file://", "data:", "blob:", "about:")):
+                remote.append(url)
+    return errors, remote, urls
+
+
+def _screenshot(cdp: DevTools, session: str, path: Path) -> Path:
+    data = cdp.call("Page.captureScreenshot", {"format": "png"}, session)["data"]
+    path.write_bytes(base64.b64decode(data))
+    print(f"screenshot: {path}")
+    return path
+
+
+def test_report_in_headless_chromium(fit: Fit, browser: DevTools, tmp_path: Path) -> None:
+    out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf,
+                         tmp_path / "report")
+    s = _open(browser, out.resolve().as_uri())
+    # Plots in view are drawn by plotly (SVG) as soon as the page is ready.
+    assert browser.wait_for(s, "document.querySelectorAll('#signals .main-svg').length") > 0
+    top = _screenshot(browser, s, tmp_path / "report-top.png")
+    assert top.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and top.stat().st_size > 20_000
+    # Scrolling through the page draws every figure (they are drawn lazily).
+    n_figs = browser.evaluate(s, "document.querySelectorAll('[data-fig]').length")
+    browser.evaluate(s, """(async () => {
+        for (const el of document.querySelectorAll('[data-fig]')) {
+            el.scrollIntoView(); await new Promise(r => setTimeout(r, 30)); }
+        return true; })()""")
+    drawn = browser.wait_for(
+        s, f"document.querySelectorAll('.js-plotly-plot').length === {n_figs} && {n_figs}")
+    assert drawn == n_figs >= 8
+    assert browser.evaluate(s, "document.querySelectorAll('#correlation .main-svg').length") > 0
+    assert browser.evaluate(s, "document.documentElement.scrollWidth <= window.innerWidth")
+    browser.evaluate(s, "document.getElementById('signals').scrollIntoView()")
+    _screenshot(browser, s, tmp_path / "report-signals.png")
+    # Sorting the table by the identified value (descending on the second click).
+    order = browser.evaluate(s, """(() => {
+        const th = [...document.querySelectorAll('#param-table th')]
+            .find(t => t.textContent.trim() === 'identified');
+        th.querySelector('button').click(); th.querySelector('button').click();
+        return [...document.querySelectorAll('#param-table tbody tr')]
+            .map(r => r.cells[1].textContent); })()""")
+    values = {r.name: r.value[0] for r in fit.opt_params.values()}
+    assert order == sorted(values, key=lambda k: -values[k])
+    if (tmp_path / "report" / "report_assets" / "video-0.gif").exists():
+        assert browser.evaluate(s, "document.querySelector('#videos img').naturalWidth") == 320
+    errors, remote, urls = _problems(browser, s)
+    assert errors == []
+    assert remote == []
+    assert any(u.startswith("file://") and u.endswith(".min.js") for u in urls)  # recorded
+
+
+def test_report_with_200_parameters_in_headless_chromium(fit: Fit, browser: DevTools,
+                                                         tmp_path: Path) -> None:
+    params, opt, result, conf = big_problem(fit)
+    out = default_report(fit.seq, params, opt, result, None, tmp_path / "big", confidence=conf,
+                         videos=False)
+    s = _open(browser, out.resolve().as_uri())
+    info = browser.evaluate(s, "document.querySelector('#param-pager .info').textContent")
+    assert info == "rows 1–50 of 203"
+    visible = "[...document.querySelectorAll('#param-table tbody tr')].filter(r => !r.hidden)"
+    assert browser.evaluate(s, f"{visible}.length") == 50
+    # The page never scrolls sideways: the table scrolls inside its own box.
+    assert browser.evaluate(s, "document.documentElement.scrollWidth <= window.innerWidth")
+    # Filtering and the flagged-only switch.
+    browser.evaluate(s, """(() => { const f = document.getElementById('param-filter');
+        f.value = 'act07'; f.dispatchEvent(new Event('input')); return true; })()""")
+    assert browser.evaluate(s, f"{visible}.map(r => r.cells[1].textContent)") == [
+        f"act07_gains[{i}]" for i in range(4)]
+    browser.evaluate(s, """(() => { const f = document.getElementById('param-filter');
+        f.value = ''; f.dispatchEvent(new Event('input'));
+        const c = document.getElementById('param-flagged'); c.checked = true;
+        c.dispatchEvent(new Event('change')); return true; })()""")
+    flagged = browser.evaluate(s, f"{visible}.map(r => r.cells[1].textContent)")
+    assert {"link00_mass", "link04_mass", "link05_mass", "frozen0"} <= set(flagged)
+    browser.evaluate(s, "document.getElementById('correlation').scrollIntoView()")
+    assert browser.wait_for(s, "document.querySelectorAll('#correlation .main-svg').length") > 0
+    assert browser.evaluate(s, "document.documentElement.scrollWidth <= window.innerWidth")
+    _screenshot(browser, s, tmp_path / "report-200-correlation.png")
+    browser.evaluate(s, "document.getElementById('parameters').scrollIntoView()")
+    _screenshot(browser, s, tmp_path / "report-200-parameters.png")
+    errors, remote, _ = _problems(browser, s)
+    assert errors == [] and remote == []
