@@ -302,10 +302,6 @@ def test_results_folder_crash_leaves_no_half_written_file(arm, tmp_path: Path, m
     np.testing.assert_array_equal(ms.load_results(folder).result.x, arm["final"][1].x)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: save_results deletes the old result.yaml first and then overwrites the files one by "
-    "one, so a crash while re-saving into a folder that held complete results loses them; "
-    "write into a temporary sibling folder and swap it in at the end"))
 def test_results_crash_while_overwriting_keeps_the_older_complete_results(arm, tmp_path: Path,
                                                                           monkeypatch):
     folder = tmp_path / "fit"

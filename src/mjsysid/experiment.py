@@ -243,7 +243,13 @@ def load_experiment(path: str | Path) -> Experiment:
             init.finish()
         node.finish()
         names.append(seq_name)
-        x0s.append(create_initial_state(model, qpos, qvel, time=float(rec.times[0])))
+        try:
+            x0s.append(create_initial_state(model, qpos, qvel, time=float(rec.times[0])))
+        except (KeyError, ValueError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) else str(e)
+            raise ExperimentError(f"{source}: {node.path}: initial state (initial_qpos / "
+                                  f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
+                                  f"{msg}") from None
         ctrls.append(rec.control)
         senss.append(rec.sensordata)
     try:

@@ -36,14 +36,8 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
-    """Writes ``payload`` to ``path`` atomically, creating parent folders.
-
-    Raises:
-      OSError: The folder cannot be created or written, with the path in the message.
-    """
-    path = Path(path)
-    _prepare_parent(path)
+def _write_temp(path: Path, payload: bytes) -> Path:
+    """Writes ``payload`` to a fresh temporary file next to ``path`` (flushed to disk)."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
@@ -54,11 +48,53 @@ def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, _file_mode())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
+
+
+def atomic_write_bytes(path: str | Path, payload: bytes) -> Path:
+    """Writes ``payload`` to ``path`` atomically, creating parent folders.
+
+    Raises:
+      OSError: The folder cannot be created or written, with the path in the message.
+    """
+    path = Path(path)
+    _prepare_parent(path)
+    tmp = _write_temp(path, payload)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
+
+
+def atomic_write_files(folder: str | Path, payloads: Mapping[str, bytes], commit: str) -> Path:
+    """Writes several files of ``folder`` so that a crash never loses the previous set.
+
+    Every payload is first written to a temporary file; the folder's files are untouched until
+    all of them are on disk. Then ``commit`` (the file whose presence marks the set complete)
+    is removed, the others are renamed into place, and ``commit`` is renamed last. Other files
+    in the folder are left alone.
+    """
+    folder = Path(folder)
+    _prepare_parent(folder / commit)
+    temps: dict[str, Path] = {}
+    try:
+        for name, payload in payloads.items():
+            temps[name] = _write_temp(folder / name, payload)
+        (folder / commit).unlink(missing_ok=True)
+        for name, tmp in temps.items():
+            if name != commit:
+                os.replace(tmp, folder / name)
+        os.replace(temps[commit], folder / commit)
+    except BaseException:
+        for tmp in temps.values():
+            tmp.unlink(missing_ok=True)
+        raise
+    return folder
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -66,14 +102,19 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_savez(path: str | Path, arrays: Mapping[str, np.ndarray]) -> Path:
-    """Saves numeric arrays to a compressed ``.npz`` atomically (object arrays are refused)."""
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """A compressed ``.npz`` of numeric arrays, in memory (object arrays are refused)."""
     for key, arr in arrays.items():
         if np.asarray(arr).dtype == object:
             raise TypeError(must_be(f"npz entry {key!r}", "a numeric or string array", arr))
     buf = io.BytesIO()
     np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    return atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def atomic_savez(path: str | Path, arrays: Mapping[str, np.ndarray]) -> Path:
+    """Saves numeric arrays to a compressed ``.npz`` atomically (object arrays are refused)."""
+    return atomic_write_bytes(path, npz_bytes(arrays))
 
 
 def load_npz(path: str | Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:

@@ -73,6 +73,11 @@ class ModelSequences:
         self.sequence_name = _as_list(self.sequence_name, str)
         self.initial_state = [np.array(s, dtype=np.float64) for s in
                               _as_list(self.initial_state, np.ndarray)]
+        for fname in ("control", "sensordata"):
+            if isinstance(getattr(self, fname), np.ndarray):
+                raise TypeError(must_be(
+                    f"{where}: {fname}", "a TimeSeries or a list of them", "ndarray",
+                    "wrap the array with TimeSeries.from_names / from_control_names"))
         self.control = _as_list(self.control, TimeSeries)
         self.sensordata = _as_list(self.sensordata, TimeSeries)
         counts = {"sequence_name": len(self.sequence_name),

@@ -302,9 +302,25 @@ def optimize(
         raise ValueError(must_be("max_iters", "a non-negative integer", max_iters))
     if not callable(residual_fn):
         raise TypeError(must_be("residual_fn", "callable residual_fn(x, params)", residual_fn))
+    if callback is not None and not callable(callback):
+        raise TypeError(must_be("callback", "callable callback(iteration, x, cost) or None",
+                                callback))
+    if not (isinstance(eps, (int, float, np.floating)) and np.isfinite(eps) and eps > 0):
+        raise ValueError(must_be("eps", "a finite number > 0", eps))
+    for tol_name, tol in (("xtol", xtol), ("gtol", gtol)):
+        if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
+            raise ValueError(must_be(tol_name, "a finite number >= 0", tol))
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
     x0, lo, hi = _check_start(params, optimizer)
     names = params.get_non_frozen_parameter_names()
+    if not (isinstance(x_scale, str) and x_scale == "jac"):
+        xs = np.asarray(x_scale, dtype=np.float64) if not isinstance(x_scale, str) else None
+        if xs is None or xs.shape not in ((), x0.shape) or not np.all(np.isfinite(xs) & (xs > 0)):
+            raise ValueError(must_be("x_scale", f"'jac', a positive number or an array of shape "
+                                     f"{x0.shape}", xs if xs is not None else x_scale))
+    check_params = getattr(residual_fn, "check_params", None)
+    if callable(check_params):
+        check_params(params)
     ckpt = Path(checkpoint) if checkpoint is not None else None
     start_iter = 0
     if resume:
@@ -312,7 +328,16 @@ def optimize(
             raise ValueError(must_be("checkpoint", "a path when resume=True", None))
         if ckpt.exists():
             x0, start_iter = load_checkpoint(ckpt, params)
+            out = np.flatnonzero((x0 < lo) | (x0 > hi))
+            if out.size:
+                i = int(out[0])
+                raise ValueError(
+                    f"checkpoint {str(ckpt)!r}: {names[i]} must lie within its bounds "
+                    f"[{float(lo[i])!r}, {float(hi[i])!r}], got {float(x0[i])!r}; the bounds "
+                    "changed since it was written: widen them or start afresh (resume=False)")
             logger.info("resuming from %s at iteration %d", ckpt, start_iter)
+    if ckpt is not None:  # fail now, not after the first iteration, if it cannot be written
+        _checkpoint_write(ckpt, x0, float("nan"), start_iter, names)
     out_stream = output if output is not None else sys.stdout
 
     fn = _Counted(residual_fn, params)

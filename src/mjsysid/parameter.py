@@ -95,6 +95,7 @@ class Parameter:
         self.modifier = modifier
         self.model_modifier = model_modifier
         self.meta: dict[str, Any] = dict(meta or {})
+        _check_plain(f"parameter {name!r}: meta", self.meta)
         self._validate()
         self._value = self.nominal.copy()
 
@@ -221,6 +222,22 @@ class Parameter:
             f"Parameter({self.name!r}, value={short_repr(self._value)}, "
             f"bounds=[{short_repr(self.min_value)}, {short_repr(self.max_value)}]{flag})"
         )
+
+
+def _check_plain(where: str, value: Any) -> None:
+    """Raises unless ``value`` is YAML/JSON plain data (what ``meta`` is saved as)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(must_be(f"{where} keys", "strings", k))
+            _check_plain(f"{where}[{k!r}]", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_plain(f"{where}[{i}]", v)
+    elif value is not None and type(value) not in (str, int, float, bool):
+        raise TypeError(must_be(where, "plain data (str, int, float, bool, None, list, dict)",
+                                type(value).__name__,
+                                "convert numpy values with float() / .tolist()"))
 
 
 def _yaml_float(v: float) -> float | str:
@@ -373,12 +390,20 @@ class ParameterDict:
         """
         entries = _parse_entries(data, source)
         out = cls()
-        for e in entries:
+        for k, e in enumerate(entries):
             p = Parameter(
                 e["name"], e["nominal"], e["min_value"], e["max_value"],
                 frozen=e["frozen"], meta=e.get("meta"),
             )
             p.value = e["value"]
+            bad = np.flatnonzero((p.value < p.min_value) | (p.value > p.max_value))
+            if bad.size:
+                i = int(bad[0])
+                at = f" at index {i}" if p.size > 1 else ""
+                raise ValueError(
+                    f"{source}: parameters[{k}].value must lie within [{float(p.min_value[i])!r}, "
+                    f"{float(p.max_value[i])!r}], got {float(p.value[i])!r}{at}"
+                )
             out.add(p)
         from mjsysid import param_kinds  # local import: param_kinds builds on this module
 
@@ -444,7 +469,10 @@ def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
         raise ValueError(must_be(f"{source}", "a YAML mapping", type(data).__name__))
     if "schema_version" in data:
         version = data["schema_version"]
-        if not isinstance(version, int) or version > PARAMS_SCHEMA_VERSION:
+        if data.get("schema", PARAMS_SCHEMA) != PARAMS_SCHEMA:
+            raise ValueError(must_be(f"{source}: schema", repr(PARAMS_SCHEMA), data["schema"]))
+        if (isinstance(version, bool) or not isinstance(version, int)
+                or version > PARAMS_SCHEMA_VERSION):
             raise ValueError(
                 f"{source}: schema_version must be an integer <= {PARAMS_SCHEMA_VERSION}, got "
                 f"{version!r}; the file was written by a newer mjsysid, upgrade to read it"
@@ -488,5 +516,14 @@ def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
         meta = e.get("meta")
         if meta is not None and not isinstance(meta, dict):
             raise ValueError(must_be(f"{where}.meta", "a mapping", meta))
+        if meta and "kind" in meta and not isinstance(meta.get("target"), str):
+            from mjsysid.param_kinds import KINDS  # local import: param_kinds builds on this module
+
+            kind = KINDS.get(meta["kind"])
+            element = (kind.element or "sensor pattern") if kind else (
+                "body" if str(meta["kind"]).startswith("body_") else None)
+            if element is not None:
+                raise ValueError(must_be(f"{where}.meta.target", f"a {element} name",
+                                         meta.get("target")))
         out.append(e)
     return out

@@ -174,6 +174,9 @@ class ResidualFunction:
         self.custom_rollout = custom_rollout
         self.build_model = build_model
         self.sensor_weights = dict(sensor_weights or {})
+        if isinstance(enabled_observations, str):
+            raise TypeError(must_be("enabled_observations", "a list of signal names",
+                                    enabled_observations, f"pass [{enabled_observations!r}]"))
         self.enabled_observations = None if enabled_observations is None else list(enabled_observations)
         self.normalize = normalize
         self.control_interpolation = control_interpolation
@@ -187,9 +190,10 @@ class ResidualFunction:
                            for si in range(len(ms))]
         self._check_names()
         validate = getattr(modify_residual, "__self__", None)
+        self._measured_names = list(dict.fromkeys(n for s in self._sequences for n in s.meas.names))
+        self._widths = {n: len(s.meas.columns(n)) for s in self._sequences for n in s.meas.names}
         if hasattr(validate, "validate_signals"):
-            names = list(dict.fromkeys(n for s in self._sequences for n in s.meas.names))
-            validate.validate_signals(names)
+            validate.validate_signals(self._measured_names, widths=self._widths)
         self._offsets = np.cumsum([0] + [self._block_size(s) for s in self._sequences])
 
     # -- construction -----------------------------------------------------------------------
@@ -205,6 +209,12 @@ class ResidualFunction:
             arr = np.asarray(w, dtype=np.float64)
             if not np.all(np.isfinite(arr)) or np.any(arr < 0):
                 raise ValueError(must_be(f"sensor_weights[{name!r}]", "finite and >= 0", w))
+
+    def check_params(self, params: ParameterDict) -> None:
+        """Checks, before any simulation, that the parameters a SignalTransform reads exist."""
+        owner = getattr(self.modify_residual, "__self__", None)
+        if hasattr(owner, "validate_signals"):
+            owner.validate_signals(self._measured_names, params, self._widths)
 
     def _prepare(self, mi: int, si: int) -> _Sequence:
         ms = self.models_sequences[mi]
@@ -272,7 +282,11 @@ class ResidualFunction:
         scale = np.ones(meas.data.shape[1])
         for sig, w in self.sensor_weights.items():
             if sig in meas.names:
-                scale[meas.columns(sig)] *= np.asarray(w, dtype=np.float64)
+                cols, arr = meas.columns(sig), np.asarray(w, dtype=np.float64)
+                if arr.size not in (1, cols.size):
+                    raise ValueError(must_be(f"sensor_weights[{sig!r}]", f"a scalar or {cols.size} "
+                                             "values (one per column)", w))
+                scale[cols] *= arr
         if self.normalize:
             scale = scale / signal_rms(meas, label)
         return _Sequence(

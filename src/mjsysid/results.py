@@ -27,13 +27,42 @@ import numpy as np
 import yaml
 
 from mjsysid._errors import must_be
-from mjsysid.io import atomic_savez, atomic_write_text, load_npz, read_yaml
+from mjsysid.io import atomic_write_files, load_npz, npz_bytes, read_yaml
 from mjsysid.model_modifier import apply_param_modifiers_spec
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.optimize import OptimizeResult, calculate_intervals
 from mjsysid.parameter import ParameterDict
 
 RESULTS_SCHEMA_VERSION = 1
+
+# Keys of result.yaml: (check, what it must be).
+_NUMBER = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+_INT = (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
+_STR = (lambda v: isinstance(v, str), "a string")
+_SUMMARY_KEYS = {
+    "schema": _STR, "schema_version": _INT, "optimizer": _STR, "status": _STR,
+    "success": (lambda v: isinstance(v, bool), "true or false"), "message": _STR,
+    "initial_cost": _NUMBER, "cost": _NUMBER, "nit": _INT, "nfev": _INT, "njev": _INT,
+    "wall_time": _NUMBER,
+    "parameter_names": (lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+                        "a list of names"),
+    "models": (lambda v: isinstance(v, dict), "a mapping"),
+    "sequences": (lambda v: isinstance(v, dict), "a mapping"),
+    "versions": (lambda v: isinstance(v, dict), "a mapping"),
+    "files": (lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+              "a list of file names"),
+}
+
+
+def _check_summary(summary: dict[str, Any], where: Path) -> None:
+    unknown = sorted(set(summary) - set(_SUMMARY_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; allowed: {sorted(_SUMMARY_KEYS)}")
+    for key, (ok, expected) in _SUMMARY_KEYS.items():
+        if key not in summary:
+            raise ValueError(f"{where}: missing required key {key!r}")
+        if not ok(summary[key]):
+            raise ValueError(must_be(f"{where}: {key}", expected, summary[key]))
 
 
 @dataclass
@@ -130,28 +159,28 @@ def save_results(
     ms_list = [models_sequences] if isinstance(models_sequences, ModelSequences) else list(models_sequences)
     if not isinstance(opt_result, OptimizeResult):
         raise TypeError(must_be("opt_result", "an OptimizeResult", type(opt_result).__name__))
-    stale = folder / "result.yaml"
-    if stale.exists():
-        stale.unlink()  # the folder is incomplete until the new summary is written
-    initial_params.save_to_disk(folder / "params_x_0.yaml")
-    opt_params.save_to_disk(folder / "params_x_hat.yaml")
+    def dump(data: Any) -> bytes:
+        return yaml.safe_dump(data, sort_keys=False).encode("utf-8")
+
+    files: dict[str, bytes] = {"params_x_0.yaml": dump(initial_params.to_dict()),
+                               "params_x_hat.yaml": dump(opt_params.to_dict())}
     cand = opt_result.extras.get("candidate") or []
-    atomic_savez(folder / "result.npz", {
+    files["result.npz"] = npz_bytes({
         "x": opt_result.x, "fun": opt_result.fun, "jac": opt_result.jac, "grad": opt_result.grad,
         "objective": np.asarray(opt_result.extras.get("objective", []), dtype=np.float64),
         "candidate": (np.stack(cand) if len(cand) else np.zeros((0, opt_result.x.size))),
         "schema_version": np.array(RESULTS_SCHEMA_VERSION),
     })
     conf = compute_confidence(opt_result, residual_fn, alpha)
-    atomic_savez(folder / "confidence.npz", {"covariance": conf.covariance,
-                                             "half_widths": conf.half_widths,
-                                             "alpha": np.array(alpha)})
-    atomic_write_text(folder / "confidence.yaml", yaml.safe_dump(conf.to_dict(), sort_keys=False))
+    files["confidence.npz"] = npz_bytes({"covariance": conf.covariance,
+                                         "half_widths": conf.half_widths,
+                                         "alpha": np.array(alpha)})
+    files["confidence.yaml"] = dump(conf.to_dict())
     models: dict[str, str] = {}
     for ms in ms_list:
         spec = apply_param_modifiers_spec(opt_params, ms.spec)
         spec.compile()
-        atomic_write_text(folder / f"{ms.name}.xml", spec.to_xml())
+        files[f"{ms.name}.xml"] = spec.to_xml().encode("utf-8")
         models[ms.name] = f"{ms.name}.xml"
     summary = {
         "schema": "mjsysid.results",
@@ -173,8 +202,9 @@ def save_results(
         "files": ["params_x_0.yaml", "params_x_hat.yaml", "result.npz", "confidence.npz",
                   "confidence.yaml", *models.values()],
     }
-    atomic_write_text(folder / "result.yaml", yaml.safe_dump(summary, sort_keys=False))
-    return folder
+    files["result.yaml"] = dump(summary)
+    # Nothing in the folder changes until every file is on disk; result.yaml goes in last.
+    return atomic_write_files(folder, files, commit="result.yaml")
 
 
 def load_results(folder: str | Path) -> Results:
@@ -200,12 +230,16 @@ def load_results(folder: str | Path) -> Results:
     if not isinstance(version, int) or version > RESULTS_SCHEMA_VERSION:
         raise ValueError(f"{summary_path}: schema_version must be <= {RESULTS_SCHEMA_VERSION}, got "
                          f"{version!r}; upgrade mjsysid to read it")
-    missing = [f for f in summary.get("files", []) if not (folder / f).is_file()]
+    _check_summary(summary, summary_path)
+    missing = [f for f in summary["files"] if not (folder / f).is_file()]
     if missing:
         raise ValueError(f"{str(folder)!r} is incomplete: missing {missing}")
     z = load_npz(folder / "result.npz", required=("x", "fun", "jac", "grad"))
     c = load_npz(folder / "confidence.npz", required=("covariance", "half_widths", "alpha"))
     names = list(summary["parameter_names"])
+    if z["x"].shape != (len(names),):
+        raise ValueError(f"{folder / 'result.npz'}: x must have {len(names)} entries (one per "
+                         f"parameter name), got {z['x'].size}")
     cand = z.get("candidate", np.zeros((0, len(names))))
     result = OptimizeResult(
         x=z["x"], cost=float(summary["cost"]), fun=z["fun"], jac=z["jac"], grad=z["grad"],

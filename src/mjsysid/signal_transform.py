@@ -86,6 +86,9 @@ class SignalTransform:
 
     def enable_sensors(self, names: Iterable[str]) -> SignalTransform:
         """Uses only these signals (names or patterns) in the residual."""
+        if isinstance(names, str):
+            raise TypeError(must_be("SignalTransform.enable_sensors: names",
+                                    "a list of names or patterns", names, f"pass [{names!r}]"))
         self._enabled = [self._pattern(n, "enable_sensors") for n in names]
         return self
 
@@ -121,7 +124,8 @@ class SignalTransform:
     def _match(pattern: str, names: Sequence[str]) -> list[str]:
         return [n for n in names if fnmatch.fnmatchcase(n, pattern)]
 
-    def validate_signals(self, names: Sequence[str], params: ParameterDict | None = None) -> None:
+    def validate_signals(self, names: Sequence[str], params: ParameterDict | None = None,
+                         widths: Mapping[str, int] | None = None) -> None:
         """Checks that every pattern matches a measured signal (and parameter names exist).
 
         Called by :func:`build_residual_fn` with the measured signal names, so mistakes
@@ -141,6 +145,13 @@ class SignalTransform:
             if not self._match(pat, names):
                 raise ValueError(f"SignalTransform: pattern {pat!r} must match at least one measured "
                                  f"signal, got none; measured signals: {list(names)}")
+        for pat, value in self._weights.items():
+            size = np.size(value)
+            for n in self._match(pat, names):
+                width = (widths or {}).get(n, size)
+                if size not in (1, width):
+                    raise ValueError(must_be(f"weights[{pat!r}]", f"a scalar or {width} values "
+                                             "(one per column)", value))
 
     # -- evaluation -------------------------------------------------------------------------
     def _delay_bounds(self, params: ParameterDict) -> tuple[float, float]:
