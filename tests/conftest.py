@@ -93,9 +93,15 @@ class Problem:
     sequences: ms.ModelSequences
 
 
-def simulate(spec: mujoco.MjSpec, truth: ms.ParameterDict | None, ctrl: np.ndarray,
-             x0: np.ndarray, names: list | None = None, noise: float = 0.0,
-             seed: int = 0) -> tuple[ms.TimeSeries, ms.TimeSeries]:
+def simulate(
+    spec: mujoco.MjSpec,
+    truth: ms.ParameterDict | None,
+    ctrl: np.ndarray,
+    x0: np.ndarray,
+    names: list | None = None,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> tuple[ms.TimeSeries, ms.TimeSeries]:
     """Synthetic (sensordata, control) series from ``spec`` with ``truth`` applied."""
     model = spec.compile()
     true_model = ms.apply_param_modifiers(truth, spec) if truth is not None else model
@@ -111,8 +117,11 @@ def simulate(spec: mujoco.MjSpec, truth: ms.ParameterDict | None, ctrl: np.ndarr
             if stype == ms.SignalType.MjSensor:
                 cols.append(traj.sensordata[:, src])
             else:
-                key = {ms.SignalType.MjStateQPos: "qpos", ms.SignalType.MjStateQVel: "qvel",
-                       ms.SignalType.MjStateAct: "act"}[stype]
+                key = {
+                    ms.SignalType.MjStateQPos: "qpos",
+                    ms.SignalType.MjStateQVel: "qvel",
+                    ms.SignalType.MjStateAct: "act",
+                }[stype]
                 cols.append(traj.state[:, slices[key].start + src])
         data = np.concatenate(cols, axis=1)
     if noise:
@@ -138,9 +147,18 @@ def arm_spec() -> mujoco.MjSpec:
 def make_problem() -> Callable[..., Problem]:
     """``make_problem(xml, truth_fn, nseq=1, n=500, names=None, qpos=None)``."""
 
-    def make(xml: str, truth_fn: Callable[[mujoco.MjSpec, mujoco.MjModel], ms.ParameterDict] | None = None,
-             *, nseq: int = 1, n: int = 500, names: list | None = None, qpos: list | None = None,
-             qvel: list | None = None, scale: float = 1.0, noise: float = 0.0) -> Problem:
+    def make(
+        xml: str,
+        truth_fn: Callable[[mujoco.MjSpec, mujoco.MjModel], ms.ParameterDict] | None = None,
+        *,
+        nseq: int = 1,
+        n: int = 500,
+        names: list | None = None,
+        qpos: list | None = None,
+        qvel: list | None = None,
+        scale: float = 1.0,
+        noise: float = 0.0,
+    ) -> Problem:
         spec = mujoco.MjSpec.from_string(xml)
         model = spec.compile()
         truth = truth_fn(spec, model) if truth_fn else None
@@ -151,8 +169,17 @@ def make_problem() -> Callable[..., Problem]:
             sens, control = simulate(spec, truth, ctrl, x0, names, noise=noise, seed=100 + k)
             seqs.append((f"seq{k}", x0, control, sens))
         name, x0s, ctrls, senss = zip(*seqs, strict=True)
-        return Problem(spec, model, ms.ModelSequences(model.names.split(b"\x00")[0].decode() or "model",
-                                                      spec, list(name), list(x0s), list(ctrls),
-                                                      list(senss)))
+        return Problem(
+            spec,
+            model,
+            ms.ModelSequences(
+                model.names.split(b"\x00")[0].decode() or "model",
+                spec,
+                list(name),
+                list(x0s),
+                list(ctrls),
+                list(senss),
+            ),
+        )
 
     return make

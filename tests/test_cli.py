@@ -36,13 +36,26 @@ def test_examples_listed():
     assert "example:arm" in out and "example:box" in out
 
 
-@pytest.mark.parametrize(("name", "truth"), [
-    ("arm", {"link1_mass": 1.5, "link2_mass": 0.65, "link3_mass": 0.45,
-             "shoulder_damping": 0.12, "elbow_damping": 0.08}),
-    ("box", {"box_floor_friction": 0.72}),
-])
+@pytest.mark.parametrize(
+    ("name", "truth"),
+    [
+        (
+            "arm",
+            {
+                "link1_mass": 1.5,
+                "link2_mass": 0.65,
+                "link3_mass": 0.45,
+                "shoulder_damping": 0.12,
+                "elbow_damping": 0.08,
+            },
+        ),
+        ("box", {"box_floor_friction": 0.72}),
+    ],
+)
 def test_fit_bundled_examples(tmp_path, name, truth):
-    code, out, err = run("fit", f"example:{name}", "--out", str(tmp_path / name), "--no-report", "-q")
+    code, out, err = run(
+        "fit", f"example:{name}", "--out", str(tmp_path / name), "--no-report", "-q"
+    )
     assert code == 0, err
     assert "Converged" in err
     res = ms.load_results(tmp_path / name)
@@ -57,30 +70,58 @@ def test_fit_bundled_examples(tmp_path, name, truth):
 def test_simulate_then_fit_own_experiment(tmp_path):
     model_xml = bundled_examples()["arm"].parent / "arm.xml"
     rec = tmp_path / "rec.csv"
-    code, _, err = run("simulate", str(model_xml), "--out", str(rec), "--duration", "1",
-                       "--signal", "chirp", "--amplitude", "0.5", "--qpos", "1.5", "0", "0",
-                       "--set", "joint_damping:elbow=0.2")
+    code, _, err = run(
+        "simulate",
+        str(model_xml),
+        "--out",
+        str(rec),
+        "--duration",
+        "1",
+        "--signal",
+        "chirp",
+        "--amplitude",
+        "0.5",
+        "--qpos",
+        "1.5",
+        "0",
+        "0",
+        "--set",
+        "joint_damping:elbow=0.2",
+    )
     assert code == 0, err
     cols = read_columns(rec)
     assert cols["time"].shape == (500,) and "ctrl.shoulder_motor" in cols
     (tmp_path / "arm.xml").write_text(model_xml.read_text())
     exp = {
-        "name": "mine", "model": "arm.xml",
-        "sequences": [{"name": "chirp", "file": "rec.csv",
-                       "initial_state": {"qpos": [1.5, 0.0, 0.0]}}],
+        "name": "mine",
+        "model": "arm.xml",
+        "sequences": [
+            {"name": "chirp", "file": "rec.csv", "initial_state": {"qpos": [1.5, 0.0, 0.0]}}
+        ],
         "parameters": [{"kind": "joint_damping", "target": "elbow", "max": 1.0}],
     }
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
-    code, _, err = run("fit", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "res"),
-                       "--no-report", "--optimizer", "scipy_parallel_fd")
+    code, _, err = run(
+        "fit",
+        str(tmp_path / "exp.yaml"),
+        "--out",
+        str(tmp_path / "res"),
+        "--no-report",
+        "--optimizer",
+        "scipy_parallel_fd",
+    )
     assert code == 0, err
-    assert ms.load_results(tmp_path / "res").opt_params["elbow_damping"].value[0] == pytest.approx(0.2, rel=1e-4)
+    assert ms.load_results(tmp_path / "res").opt_params["elbow_damping"].value[0] == pytest.approx(
+        0.2, rel=1e-4
+    )
     assert "iter" in err  # progress lines unless --quiet
 
 
 def test_fit_resume_from_checkpoint(tmp_path):
     out = tmp_path / "arm"
-    code, _, _ = run("fit", "example:arm", "--out", str(out), "--no-report", "-q", "--max-iters", "1")
+    code, _, _ = run(
+        "fit", "example:arm", "--out", str(out), "--no-report", "-q", "--max-iters", "1"
+    )
     assert code == 0 and (out / "checkpoint.npz").is_file()
     code, _, err = run("fit", "example:arm", "--out", str(out), "--no-report", "-q", "--resume")
     assert code == 0 and "Converged" in err
@@ -98,24 +139,38 @@ def _write_exp(tmp_path: Path, **overrides) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("overrides", "match"), [
-    ({"parameters": [{"kind": "body_mass", "target": "link1", "max": "high"}]},
-     r"parameters\[0\].max must be a number or a list of numbers, got str 'high'"),
-    ({"parameters": [{"kind": "body_colour", "target": "link1"}]},
-     r"parameters\[0\].kind must be one of \["),
-    ({"parameters": [{"kind": "body_mass"}]}, r"parameters\[0\].target is required"),
-    ({"parameters": [{"kind": "joint_damping", "target": "knee"}]},
-     r"parameters\[0\]: the model has no joint named 'knee'"),
-    ({"parameters": [{"kind": "body_mass", "target": "link1", "colour": 1}]},
-     r"parameters\[0\] has unknown keys \['colour'\]"),
-    ({"parameters": []}, r"parameters must be a non-empty list"),
-    ({"optimizer": {"method": "adam"}}, r"optimizer.method must be one of"),
-    ({"optimizer": {"max_iters": "many"}}, r"optimizer.max_iters must be int, got str 'many'"),
-    ({"sequences": [{"name": "x"}]}, r"sequences\[0\].file is required"),
-    ({"residual": {"control_interpolation": "cubic"}}, r"residual.control_interpolation must be"),
-    ({"schema_version": 9}, r"schema_version must be <= 1, got 9"),
-    ({"extra": 1}, r"top level has unknown keys \['extra'\]"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        (
+            {"parameters": [{"kind": "body_mass", "target": "link1", "max": "high"}]},
+            r"parameters\[0\].max must be a number or a list of numbers, got str 'high'",
+        ),
+        (
+            {"parameters": [{"kind": "body_colour", "target": "link1"}]},
+            r"parameters\[0\].kind must be one of \[",
+        ),
+        ({"parameters": [{"kind": "body_mass"}]}, r"parameters\[0\].target is required"),
+        (
+            {"parameters": [{"kind": "joint_damping", "target": "knee"}]},
+            r"parameters\[0\]: the model has no joint named 'knee'",
+        ),
+        (
+            {"parameters": [{"kind": "body_mass", "target": "link1", "colour": 1}]},
+            r"parameters\[0\] has unknown keys \['colour'\]",
+        ),
+        ({"parameters": []}, r"parameters must be a non-empty list"),
+        ({"optimizer": {"method": "adam"}}, r"optimizer.method must be one of"),
+        ({"optimizer": {"max_iters": "many"}}, r"optimizer.max_iters must be int, got str 'many'"),
+        ({"sequences": [{"name": "x"}]}, r"sequences\[0\].file is required"),
+        (
+            {"residual": {"control_interpolation": "cubic"}},
+            r"residual.control_interpolation must be",
+        ),
+        ({"schema_version": 9}, r"schema_version must be <= 1, got 9"),
+        ({"extra": 1}, r"top level has unknown keys \['extra'\]"),
+    ],
+)
 def test_bad_experiment_files(tmp_path, overrides, match):
     path = _write_exp(tmp_path, **overrides)
     with pytest.raises(ExperimentError, match=match):
@@ -126,8 +181,9 @@ def test_bad_experiment_files(tmp_path, overrides, match):
 
 def test_bad_recording_columns(tmp_path):
     base = bundled_examples()["arm"].parent
-    path = _write_exp(tmp_path, sequences=[{"file": str(base / "run1.npz"),
-                                            "sensors": {"shoulder_pos": "nope"}}])
+    path = _write_exp(
+        tmp_path, sequences=[{"file": str(base / "run1.npz"), "sensors": {"shoulder_pos": "nope"}}]
+    )
     with pytest.raises(ExperimentError, match=r"sequences\[0\]: .*no column 'nope'"):
         load_experiment(path)
     missing = _write_exp(tmp_path, model="missing.xml")
@@ -138,7 +194,9 @@ def test_bad_recording_columns(tmp_path):
 def test_recording_round_trip_npz_and_csv(tmp_path):
     import mujoco
 
-    model = mujoco.MjModel.from_xml_string((bundled_examples()["box"].parent / "box.xml").read_text())
+    model = mujoco.MjModel.from_xml_string(
+        (bundled_examples()["box"].parent / "box.xml").read_text()
+    )
     t = np.arange(5) * 0.01
     ctrl = np.arange(5.0)[:, None]
     sens = np.arange(30.0).reshape(5, 6)
@@ -154,7 +212,9 @@ def test_recording_round_trip_npz_and_csv(tmp_path):
 
 def test_simulate_bad_set(tmp_path):
     model_xml = bundled_examples()["box"].parent / "box.xml"
-    code, _, err = run("simulate", str(model_xml), "--out", str(tmp_path / "r.npz"), "--set", "oops")
+    code, _, err = run(
+        "simulate", str(model_xml), "--out", str(tmp_path / "r.npz"), "--set", "oops"
+    )
     assert code == 1 and "--set must look like KIND:TARGET=VALUE" in err
 
 

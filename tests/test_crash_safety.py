@@ -121,8 +121,7 @@ def arm():
     model = spec.compile()
 
     def masses() -> ms.ParameterDict:
-        return ms.ParameterDict([ms.body_inertia_param(spec, model, b)
-                                 for b in ("link1", "link2")])
+        return ms.ParameterDict([ms.body_inertia_param(spec, model, b) for b in ("link1", "link2")])
 
     truth = masses()
     truth.update_from_vector([1.3, 0.5])
@@ -134,8 +133,15 @@ def arm():
     early = ms.optimize(p0, rf, max_iters=1)
     final = ms.optimize(p0, rf, max_iters=50)
     assert not np.allclose(early[1].x, final[1].x)
-    yield {"seqs": seqs, "rf": rf, "p0": p0, "early": early, "final": final, "sens": sens,
-           "masses": masses}
+    yield {
+        "seqs": seqs,
+        "rf": rf,
+        "p0": p0,
+        "early": early,
+        "final": final,
+        "sens": sens,
+        "masses": masses,
+    }
     rf.close()
 
 
@@ -252,15 +258,21 @@ def test_timeseries_file_survives_a_crash(arm, tmp_path: Path, monkeypatch, mode
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_checkpoint_survives_a_crash_during_a_later_write(arm, tmp_path: Path, monkeypatch,
-                                                          mode: str):
+def test_checkpoint_survives_a_crash_during_a_later_write(
+    arm, tmp_path: Path, monkeypatch, mode: str
+):
     path = tmp_path / "fit.ckpt.npz"
     params = arm["masses"]()
     params.update_from_vector([0.6, 1.5])
     done: list[int] = []  # iterations whose checkpoint write completed (it precedes the callback)
     with crash_on_write(monkeypatch, mode, nth=3), pytest.raises(Crash):
-        ms.optimize(params, arm["rf"], max_iters=50, checkpoint=path,
-                    callback=lambda it, x, cost: done.append(it))
+        ms.optimize(
+            params,
+            arm["rf"],
+            max_iters=50,
+            checkpoint=path,
+            callback=lambda it, x, cost: done.append(it),
+        )
     x, iteration = load_checkpoint(path, params)
     assert done and iteration == done[-1]  # the last complete write, not the one that died
     assert np.all(np.isfinite(x))
@@ -273,10 +285,12 @@ def _save(arm, folder: Path, which: str) -> Path:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("nth", [1, 3, 4, 7], ids=["params_x_0", "result.npz", "confidence.npz",
-                                                  "result.yaml"])
-def test_results_folder_crash_leaves_no_half_written_file(arm, tmp_path: Path, monkeypatch,
-                                                          mode: str, nth: int):
+@pytest.mark.parametrize(
+    "nth", [1, 3, 4, 7], ids=["params_x_0", "result.npz", "confidence.npz", "result.yaml"]
+)
+def test_results_folder_crash_leaves_no_half_written_file(
+    arm, tmp_path: Path, monkeypatch, mode: str, nth: int
+):
     folder = tmp_path / "fit"
     new_folder = _save(arm, tmp_path / "reference", "final")  # what a complete new save holds
     new = _snapshot(new_folder)
@@ -302,8 +316,9 @@ def test_results_folder_crash_leaves_no_half_written_file(arm, tmp_path: Path, m
     np.testing.assert_array_equal(ms.load_results(folder).result.x, arm["final"][1].x)
 
 
-def test_results_crash_while_overwriting_keeps_the_older_complete_results(arm, tmp_path: Path,
-                                                                          monkeypatch):
+def test_results_crash_while_overwriting_keeps_the_older_complete_results(
+    arm, tmp_path: Path, monkeypatch
+):
     folder = tmp_path / "fit"
     _save(arm, folder, "early")
     with crash_on_write(monkeypatch, "mid-payload", nth=3), pytest.raises(Crash):
@@ -312,7 +327,7 @@ def test_results_crash_while_overwriting_keeps_the_older_complete_results(arm, t
 
 
 WRITER_SCRIPT = textwrap.dedent(
-    '''
+    """
     import sys
     import numpy as np
     import mjsysid as ms
@@ -326,7 +341,7 @@ WRITER_SCRIPT = textwrap.dedent(
     while True:
         versions[k % 2].save_to_disk(path)
         k += 1
-    '''
+    """
 )
 
 
@@ -334,8 +349,9 @@ def test_sigkill_while_writing_never_leaves_a_half_written_file(tmp_path: Path):
     script = tmp_path / "writer.py"
     script.write_text(WRITER_SCRIPT)
     path = tmp_path / "big.npz"
-    proc = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 60
         while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -352,28 +368,36 @@ def test_sigkill_while_writing_never_leaves_a_half_written_file(tmp_path: Path):
     assert ts.data.shape == (50_000, 8)
     assert round(float(ts.data.mean())) in (0, 1)
     # A temporary file may be left by the kill, but never under the final name.
-    assert all(p.name.startswith(".big.npz.") for p in tmp_path.iterdir()
-               if p.name not in ("writer.py", "big.npz"))
+    assert all(
+        p.name.startswith(".big.npz.")
+        for p in tmp_path.iterdir()
+        if p.name not in ("writer.py", "big.npz")
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # (b) Checkpoint + SIGKILL + resume
 
 
-def test_sigkill_mid_fit_then_resume_reaches_the_uninterrupted_answer(fit_script: Path,
-                                                                      fit_problem,
-                                                                      tmp_path: Path):
+def test_sigkill_mid_fit_then_resume_reaches_the_uninterrupted_answer(
+    fit_script: Path, fit_problem, tmp_path: Path
+):
     params, rf = fit_problem
     ckpt = tmp_path / "fit.ckpt.npz"
-    proc = subprocess.Popen([sys.executable, str(fit_script), str(ckpt), "0.25"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(fit_script), str(ckpt), "0.25"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     seen: list[int] = []
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                pytest.fail(f"the fit ended before it was killed: {proc.stdout.read()!r} "
-                            f"{proc.stderr.read()!r}")
+                pytest.fail(
+                    f"the fit ended before it was killed: {proc.stdout.read()!r} "
+                    f"{proc.stderr.read()!r}"
+                )
             if ckpt.exists():
                 _, iteration = load_checkpoint(ckpt, params)  # loadable at every moment
                 seen.append(iteration)
@@ -416,8 +440,20 @@ def test_nothing_written_is_pickled(arm, tmp_path: Path):
     arm["sens"].save_to_disk(tmp_path / "sens.npz")
     opt.save_to_disk(tmp_path / "params.yaml")
     err = io.StringIO()  # and what the command line writes (results, run.yaml, checkpoint)
-    code = cli.main(["fit", "example:arm", "--out", str(tmp_path / "cli"), "--no-report", "-q",
-                     "--max-iters", "2"], stdout=io.StringIO(), stderr=err)
+    code = cli.main(
+        [
+            "fit",
+            "example:arm",
+            "--out",
+            str(tmp_path / "cli"),
+            "--no-report",
+            "-q",
+            "--max-iters",
+            "2",
+        ],
+        stdout=io.StringIO(),
+        stderr=err,
+    )
     assert code == 0, err.getvalue()
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     suffixes = {p.suffix for p in files}
@@ -449,22 +485,32 @@ def _marker_payloads(marker: Path) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("loader", ["ParameterDict.load_from_disk", "ParameterDict.load_values",
-                                    "load_results:result.yaml", "load_results:params_x_0.yaml",
-                                    "load_results:params_x_hat.yaml", "load_experiment",
-                                    "mjsysid report:run.yaml"])
+@pytest.mark.parametrize(
+    "loader",
+    [
+        "ParameterDict.load_from_disk",
+        "ParameterDict.load_values",
+        "load_results:result.yaml",
+        "load_results:params_x_0.yaml",
+        "load_results:params_x_hat.yaml",
+        "load_experiment",
+        "mjsysid report:run.yaml",
+    ],
+)
 def test_python_object_tags_are_refused_by_every_loader(arm, tmp_path: Path, loader: str):
     marker = tmp_path / "executed"
     results = _save(arm, tmp_path / "results", "early")
     for i, text in enumerate(_marker_payloads(marker)):
-        with pytest.raises(ValueError, match=r"unsupported YAML tag .*python/.*never constructs "
-                                             r"Python objects from files"):
+        with pytest.raises(
+            ValueError,
+            match=r"unsupported YAML tag .*python/.*never constructs "
+            r"Python objects from files",
+        ):
             _load_with(loader, text, tmp_path / f"p{i}.yaml", results, arm["masses"]())
         assert not marker.exists(), text
 
 
-def _load_with(loader: str, text: str, path: Path, results: Path,
-               params: ms.ParameterDict) -> Any:
+def _load_with(loader: str, text: str, path: Path, results: Path, params: ms.ParameterDict) -> Any:
     if loader.startswith("load_results"):
         (results / loader.split(":")[1]).write_text(text)
         return ms.load_results(results)
@@ -499,14 +545,26 @@ def test_pickled_npz_payloads_are_refused_and_never_run(arm, tmp_path: Path):
     names = params.get_non_frozen_parameter_names()
 
     ts_path = tmp_path / "ts.npz"
-    np.savez(ts_path, times=np.arange(3.0), data=np.ones(3), signal_mapping_json=payload,
-             schema_version=np.array(1))
+    np.savez(
+        ts_path,
+        times=np.arange(3.0),
+        data=np.ones(3),
+        signal_mapping_json=payload,
+        schema_version=np.array(1),
+    )
     ckpt = tmp_path / "c.npz"
-    np.savez(ckpt, x=payload, cost=np.array(1.0), iteration=np.array(1),
-             parameter_names=np.array(names), schema_version=np.array(1))
+    np.savez(
+        ckpt,
+        x=payload,
+        cost=np.array(1.0),
+        iteration=np.array(1),
+        parameter_names=np.array(names),
+        schema_version=np.array(1),
+    )
     results = _save(arm, tmp_path / "results", "early")
-    np.savez(results / "result.npz", x=payload, fun=np.ones(3), jac=np.ones((3, 2)),
-             grad=np.ones(2))
+    np.savez(
+        results / "result.npz", x=payload, fun=np.ones(3), jac=np.ones((3, 2)), grad=np.ones(2)
+    )
 
     base = bundled_examples()["arm"].parent
     with np.load(base / "run1.npz", allow_pickle=False) as z:

@@ -301,10 +301,14 @@ def test_pseudo_inertia_definition_and_inverse():
     # J = U U^T with the documented upper-triangular U
     theta = theta_from_pseudo_inertia(j)
     a = math.exp(theta[0])
-    u = a * np.array([[math.exp(theta[1]), theta[4], theta[6], theta[7]],
-                      [0, math.exp(theta[2]), theta[5], theta[8]],
-                      [0, 0, math.exp(theta[3]), theta[9]],
-                      [0, 0, 0, 1]])
+    u = a * np.array(
+        [
+            [math.exp(theta[1]), theta[4], theta[6], theta[7]],
+            [0, math.exp(theta[2]), theta[5], theta[8]],
+            [0, 0, math.exp(theta[3]), theta[9]],
+            [0, 0, 0, 1],
+        ]
+    )
     np.testing.assert_allclose(u @ u.T, j, atol=1e-14)
     np.testing.assert_allclose(theta[7:], c, atol=1e-14)
     assert math.exp(2 * theta[0]) == pytest.approx(m)
@@ -360,7 +364,8 @@ def test_theta_round_trip(theta):
     com=arrays(np.float64, 3, elements=st.floats(-1.0, 1.0)),
     sigma=arrays(np.float64, 3, elements=st.floats(1e-3, 1.0)),
     quat=arrays(np.float64, 4, elements=st.floats(-1.0, 1.0)).filter(
-        lambda q: np.linalg.norm(q) > 0.1),
+        lambda q: np.linalg.norm(q) > 0.1
+    ),
 )
 def test_inertial_round_trip(mass, com, sigma, quat):
     rot = np.empty(9)
@@ -369,8 +374,10 @@ def test_inertial_round_trip(mass, com, sigma, quat):
     # principal moments I_i = m (σ_j + σ_k): any physically consistent body
     principal = mass * np.array([sigma[1] + sigma[2], sigma[0] + sigma[2], sigma[0] + sigma[1]])
     i_c = rot @ np.diag(principal) @ rot.T
-    for theta in (theta_from_inertial(mass, com, i_c),
-                  theta_from_pseudo_inertia(pseudo_inertia_from_inertial(mass, com, i_c))):
+    for theta in (
+        theta_from_inertial(mass, com, i_c),
+        theta_from_pseudo_inertia(pseudo_inertia_from_inertial(mass, com, i_c)),
+    ):
         m, c, inertia = inertial_from_theta(theta)
         assert m == pytest.approx(mass, rel=1e-12)
         np.testing.assert_allclose(c, com, atol=1e-12)
@@ -386,8 +393,11 @@ def test_unknown_body_names_it_and_lists_known(arm):
 
 def test_spec_where_model_expected(arm):
     spec, _ = arm
-    with pytest.raises(TypeError, match=r"model must be a compiled mujoco\.MjModel, got 'MjSpec'\. "
-                                        r"did you pass an MjSpec"):
+    with pytest.raises(
+        TypeError,
+        match=r"model must be a compiled mujoco\.MjModel, got 'MjSpec'\. "
+        r"did you pass an MjSpec",
+    ):
         body_inertia_param(spec, spec, "diag")
     with pytest.raises(TypeError, match=r"model must be a compiled mujoco\.MjModel"):
         full_inertia_from_model(spec, "diag")
@@ -395,15 +405,21 @@ def test_spec_where_model_expected(arm):
 
 def test_model_where_spec_expected(arm):
     _, model = arm
-    with pytest.raises(TypeError, match=r"spec must be a mujoco\.MjSpec, got 'MjModel'\. did you "
-                                        r"swap spec and model"):
+    with pytest.raises(
+        TypeError,
+        match=r"spec must be a mujoco\.MjSpec, got 'MjModel'\. did you "
+        r"swap spec and model",
+    ):
         body_inertia_param(model, model, "diag")
 
 
 def test_world_body_is_not_identifiable(arm):
     spec, model = arm
-    with pytest.raises(ValueError, match=r"body_name must be a moving body, got 'world'.*"
-                                         r"not identifiable.*'diag'"):
+    with pytest.raises(
+        ValueError,
+        match=r"body_name must be a moving body, got 'world'.*"
+        r"not identifiable.*'diag'",
+    ):
         body_inertia_param(spec, model, "world", InertiaType.Pseudo)
 
 
@@ -411,8 +427,11 @@ def test_wrong_size_parameter_for_apply(arm):
     spec, model = arm
     good = body_inertia_param(spec, model, "cap", InertiaType.MassIpos)
     bad = Parameter("cap_mass_ipos", [1.0, 0.0, 0.0], [0.0] * 3, [2.0] * 3, meta=good.meta)
-    with pytest.raises(ValueError, match="parameter 'cap_mass_ipos': value must have length 4 for "
-                                         "kind 'body_mass_ipos', got length 3"):
+    with pytest.raises(
+        ValueError,
+        match="parameter 'cap_mass_ipos': value must have length 4 for "
+        "kind 'body_mass_ipos', got length 3",
+    ):
         apply_body_inertia(spec.copy(), "cap", bad)
     plain = Parameter("x", 1.0, 0.0, 2.0)
     with pytest.raises(ValueError, match=r"meta\['kind'\] must be one of"):
@@ -440,12 +459,14 @@ def test_bad_options(arm):
 # -- files -----------------------------------------------------------------------------------------
 def test_yaml_round_trip_rebinds_modifiers(arm, tmp_path):
     spec, model = arm
-    params = ParameterDict([
-        body_inertia_param(spec, model, "diag", InertiaType.Mass, scale_rot_inertia=False),
-        body_inertia_param(spec, model, "box", InertiaType.MassIpos),
-        body_inertia_param(spec, model, "full", InertiaType.Pseudo),
-        body_inertia_param(spec, model, "ball", InertiaType.Pseudo),
-    ])
+    params = ParameterDict(
+        [
+            body_inertia_param(spec, model, "diag", InertiaType.Mass, scale_rot_inertia=False),
+            body_inertia_param(spec, model, "box", InertiaType.MassIpos),
+            body_inertia_param(spec, model, "full", InertiaType.Pseudo),
+            body_inertia_param(spec, model, "ball", InertiaType.Pseudo),
+        ]
+    )
     params.randomize(np.random.default_rng(3))
     path = tmp_path / "params.yaml"
     params.save_to_disk(path)

@@ -87,16 +87,23 @@ def test_interval_errors():
 
 def _fit(make_problem, noise=0.0):
     def masses(spec, model):
-        return ms.ParameterDict([ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass)
-                                 for b in ("link1", "link2")])
+        return ms.ParameterDict(
+            [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
+        )
 
     def truth(spec, model):
         d = masses(spec, model)
         d.update_from_vector([1.3, 0.5])
         return d
 
-    p = make_problem(ARM2, truth, n=300, qpos=[0.3, -0.2], noise=noise,
-                     names=["j1_pos", "j2_pos", "j1_vel", "j2_vel"])
+    p = make_problem(
+        ARM2,
+        truth,
+        n=300,
+        qpos=[0.3, -0.2],
+        noise=noise,
+        names=["j1_pos", "j2_pos", "j1_vel", "j2_vel"],
+    )
     params = masses(p.spec, p.model)
     rf = ms.build_residual_fn([p.sequences])
     opt, res = ms.optimize(params, rf)
@@ -104,7 +111,7 @@ def _fit(make_problem, noise=0.0):
 
 
 def test_noisy_fit_intervals_cover_truth(make_problem):
-    p, params, rf, opt, res = _fit(make_problem, noise=0.002)
+    _p, _params, rf, _opt, res = _fit(make_problem, noise=0.002)
     conf = ms.results.compute_confidence(res, rf)
     assert np.all(np.abs(res.x - [1.3, 0.5]) <= conf.half_widths)
     assert np.all(conf.half_widths < 0.05)
@@ -114,8 +121,15 @@ def test_save_and_load_results(make_problem, tmp_path):
     p, params, rf, opt, res = _fit(make_problem)
     folder = ms.save_results(str(tmp_path / "new" / "exp"), [p.sequences], params, opt, res, rf)
     names = {f.name for f in folder.iterdir()}
-    assert {"params_x_0.yaml", "params_x_hat.yaml", "result.yaml", "result.npz", "confidence.npz",
-            "confidence.yaml", "arm2.xml"} <= names
+    assert {
+        "params_x_0.yaml",
+        "params_x_hat.yaml",
+        "result.yaml",
+        "result.npz",
+        "confidence.npz",
+        "confidence.yaml",
+        "arm2.xml",
+    } <= names
     assert not any(n.endswith((".pkl", ".tmp")) for n in names)
     back = ms.load_results(folder)
     np.testing.assert_allclose(back.result.x, res.x)
@@ -164,9 +178,11 @@ def test_skeleton_case_study_runs_as_written(tmp_path, monkeypatch):
         save_results,
     )
 
-    xml = ARM2.replace('<geom name="g1" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1.0"/>',
-                       '<inertial pos="0.15 0 0" mass="2.0" diaginertia="0.02 0.02 0.001"/>'
-                       '<geom name="g1" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0"/>')
+    xml = ARM2.replace(
+        '<geom name="g1" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1.0"/>',
+        '<inertial pos="0.15 0 0" mass="2.0" diaginertia="0.02 0.02 0.001"/>'
+        '<geom name="g1" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0"/>',
+    )
     (tmp_path / "robot.xml").write_text(xml)
     monkeypatch.chdir(tmp_path)
 
@@ -176,10 +192,15 @@ def test_skeleton_case_study_runs_as_written(tmp_path, monkeypatch):
 
     # 2. Define parameters with modifier callbacks.
     params = ParameterDict()
-    params.add(Parameter(
-        "link1_mass", nominal=2.0, min_value=0.5, max_value=5.0,
-        modifier=lambda spec, p: setattr(spec.body("link1"), "mass", p.value[0]),
-    ))
+    params.add(
+        Parameter(
+            "link1_mass",
+            nominal=2.0,
+            min_value=0.5,
+            max_value=5.0,
+            modifier=lambda spec, p: setattr(spec.body("link1"), "mass", p.value[0]),
+        )
+    )
 
     # 3. Package recorded data (here: generated with a true mass of 2.6 kg).
     truth = params.copy()
@@ -187,21 +208,32 @@ def test_skeleton_case_study_runs_as_written(tmp_path, monkeypatch):
     times = np.arange(300) * model.opt.timestep
     ctrl_array = np.column_stack([np.sin(7 * times), np.cos(5 * times)])
     qpos_0, qvel_0 = np.array([0.3, -0.2]), np.zeros(2)
-    recorded = ms.sysid_rollout(ms.apply_param_modifiers(truth, spec), None, ctrl_array,
-                                create_initial_state(model, qpos_0, qvel_0))[0]
+    recorded = ms.sysid_rollout(
+        ms.apply_param_modifiers(truth, spec),
+        None,
+        ctrl_array,
+        create_initial_state(model, qpos_0, qvel_0),
+    )[0]
     sensor_array = recorded.sensordata
 
     control = TimeSeries.from_control_names(times, ctrl_array, model)
     sensordata = TimeSeries.from_names(times, sensor_array, model)
     initial_state = create_initial_state(model, qpos_0, qvel_0)
 
-    ms_ = ModelSequences(name="robot", spec=spec, sequence_name="traj_1",
-                         initial_state=initial_state, control=control, sensordata=sensordata)
+    ms_ = ModelSequences(
+        name="robot",
+        spec=spec,
+        sequence_name="traj_1",
+        initial_state=initial_state,
+        control=control,
+        sensordata=sensordata,
+    )
 
     # 4. Build the residual function and optimize.
     residual_fn = build_residual_fn(models_sequences=[ms_])
-    opt_params, opt_result = optimize(initial_params=params, residual_fn=residual_fn,
-                                      optimizer="mujoco")
+    opt_params, opt_result = optimize(
+        initial_params=params, residual_fn=residual_fn, optimizer="mujoco"
+    )
 
     # 5. Inspect results.
     assert "link1_mass" in repr(opt_params)

@@ -12,8 +12,17 @@ from conftest import ARM2, SERVO, excitation
 
 # -- apply_param_modifiers -------------------------------------------------------------------
 def test_apply_param_modifiers_works_on_a_copy(arm_spec):
-    d = ms.ParameterDict([ms.Parameter("d", 0.3, 0.0, 1.0,
-                                       modifier=lambda s, p: s.joint("j1").damping.__setitem__(0, p.value[0]))])
+    d = ms.ParameterDict(
+        [
+            ms.Parameter(
+                "d",
+                0.3,
+                0.0,
+                1.0,
+                modifier=lambda s, p: s.joint("j1").damping.__setitem__(0, p.value[0]),
+            )
+        ]
+    )
     model = ms.apply_param_modifiers(d, arm_spec)
     assert model.dof_damping[0] == pytest.approx(0.3)
     assert arm_spec.joint("j1").damping[0] == pytest.approx(0.05)
@@ -22,8 +31,12 @@ def test_apply_param_modifiers_works_on_a_copy(arm_spec):
 
 
 def test_modifier_error_names_parameter_and_value(arm_spec):
-    d = ms.ParameterDict([ms.Parameter("bad", 0.3, 0.0, 1.0, modifier=lambda s, p: s.joint("nope").damping)])
-    with pytest.raises(ms.ModifierError, match=r"modifier of parameter 'bad' failed for value .*0.3"):
+    d = ms.ParameterDict(
+        [ms.Parameter("bad", 0.3, 0.0, 1.0, modifier=lambda s, p: s.joint("nope").damping)]
+    )
+    with pytest.raises(
+        ms.ModifierError, match=r"modifier of parameter 'bad' failed for value .*0.3"
+    ):
         ms.apply_param_modifiers(d, arm_spec)
 
 
@@ -34,7 +47,9 @@ def test_compile_failure_names_values(arm_spec):
         spec.body("link1").inertia = [1e-3, 1e-3, 1e-3]
 
     d = ms.ParameterDict([ms.Parameter("m", 1.0, 0.0, 2.0, modifier=negative_mass)])
-    with pytest.raises(ms.ModifierError, match=r"failed to compile after applying parameters \(m=.*1\."):
+    with pytest.raises(
+        ms.ModifierError, match=r"failed to compile after applying parameters \(m=.*1\."
+    ):
         ms.apply_param_modifiers(d, arm_spec)
 
 
@@ -99,7 +114,9 @@ def test_create_initial_state_full_and_named():
     np.testing.assert_allclose(x[:5], [1.5, 0.1, 0.2, 0.3, 0.4])
     y = ms.create_initial_state(model, qpos={"j2": 0.7})
     np.testing.assert_allclose(y[1:3], [0.0, 0.7])
-    with pytest.raises(KeyError, match=r"qpos: the model has no joint named 'j3'; known: \['j1', 'j2'\]"):
+    with pytest.raises(
+        KeyError, match=r"qpos: the model has no joint named 'j3'; known: \['j1', 'j2'\]"
+    ):
         ms.create_initial_state(model, qpos={"j3": 0.1})
     with pytest.raises(ValueError, match=r"qpos must be an array of length 2"):
         ms.create_initial_state(model, qpos=[0.1])
@@ -167,8 +184,11 @@ def test_single_sequence_promoted(parts):
 
 def test_unequal_lists(parts):
     spec, _, _, x0, ctrl, sens = parts
-    with pytest.raises(ValueError, match=r"'arm': sequence_name, initial_state, control and sensordata must "
-                                         r"have the same number of sequences, got .*'control': 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"'arm': sequence_name, initial_state, control and sensordata must "
+        r"have the same number of sequences, got .*'control': 1",
+    ):
         ms.ModelSequences("arm", spec, ["a", "b"], [x0, x0], [ctrl], [sens, sens])
 
 
@@ -180,32 +200,46 @@ def test_duplicate_sequence_names(parts):
 
 def test_bad_initial_state(parts):
     spec, _, _, x0, ctrl, sens = parts
-    with pytest.raises(ValueError, match=r"sequence 's': initial_state must be a 1-D full-physics state "
-                                         r"of length 5.*create_initial_state"):
+    with pytest.raises(
+        ValueError,
+        match=r"sequence 's': initial_state must be a 1-D full-physics state "
+        r"of length 5.*create_initial_state",
+    ):
         ms.ModelSequences("arm", spec, "s", x0[:3], ctrl, sens)
     bad = x0.copy()
     bad[2] = np.inf
-    with pytest.raises(ValueError, match=r"initial_state must be finite, got initial_state\[2\]=inf"):
+    with pytest.raises(
+        ValueError, match=r"initial_state must be finite, got initial_state\[2\]=inf"
+    ):
         ms.ModelSequences("arm", spec, "s", bad, ctrl, sens)
 
 
 def test_control_must_cover_sensor_span(parts):
     spec, model, t, x0, _, sens = parts
     short = ms.TimeSeries.from_control_names(t[:50], np.zeros((50, 2)), model)
-    with pytest.raises(ValueError, match=r"sequence 's': control must cover the sensordata time span "
-                                         r"\[0.0, 0.198\] s, got control times \[0.0, 0.098\] s"):
+    with pytest.raises(
+        ValueError,
+        match=r"sequence 's': control must cover the sensordata time span "
+        r"\[0.0, 0.198\] s, got control times \[0.0, 0.098\] s",
+    ):
         ms.ModelSequences("arm", spec, "s", x0, short, sens)
 
 
 def test_control_width_and_names(parts):
     spec, model, t, x0, _, sens = parts
     narrow = ms.TimeSeries(t, np.zeros((100, 1)))
-    with pytest.raises(ValueError, match=r"control must be 2 columns \(one per actuator\), got '1 columns'"):
+    with pytest.raises(
+        ValueError, match=r"control must be 2 columns \(one per actuator\), got '1 columns'"
+    ):
         ms.ModelSequences("arm", spec, "s", x0, narrow, sens)
     partial = ms.TimeSeries.from_control_names(t, np.zeros((100, 1)), model, names=["m2"])
-    with pytest.raises(ValueError, match=r"control must be a column for every actuator, got \"none for \['m1'\]\""):
+    with pytest.raises(
+        ValueError, match=r"control must be a column for every actuator, got \"none for \['m1'\]\""
+    ):
         ms.ModelSequences("arm", spec, "s", x0, partial, sens)
-    with pytest.raises(ValueError, match=r"control must be a TimeSeries for the model's 2 actuators"):
+    with pytest.raises(
+        ValueError, match=r"control must be a TimeSeries for the model's 2 actuators"
+    ):
         ms.ModelSequences("arm", spec, "s", x0, None, sens)
 
 
@@ -224,6 +258,6 @@ def test_sensordata_unknown_name(parts):
 
 
 def test_model_instead_of_spec(parts):
-    spec, model, _, x0, ctrl, sens = parts
+    _spec, model, _, x0, ctrl, sens = parts
     with pytest.raises(TypeError, match="did you pass a compiled MjModel instead of an MjSpec"):
         ms.ModelSequences("arm", model, "s", x0, ctrl, sens)

@@ -56,12 +56,14 @@ def _with(make_params, x):
         d = make_params(spec, model)
         d.update_from_vector(x)
         return d
+
     return truth
 
 
 def arm_masses(spec, model):
-    return ms.ParameterDict([ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass)
-                             for b in ("link1", "link2")])
+    return ms.ParameterDict(
+        [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
+    )
 
 
 def arm_joints(spec, model):
@@ -122,8 +124,13 @@ def test_recover_mass_and_com(make_problem, optimizer):
     truth = nominal * np.array([1.4, 1.0, 1.0, 1.0]) + np.array([0, 0.03, 0.0, 0.02])
     p = make_problem(ARM2, _with(mass_ipos, truth), n=500, qpos=[0.3, -0.2], scale=2.0)
     # the y-offset of a planar arm's COM has no effect: freeze-free check on the others
-    opt, res = ms.optimize(mass_ipos(p.spec, p.model), ms.build_residual_fn([p.sequences]),
-                           optimizer=optimizer, allow_no_effect=True, max_iters=80)
+    _opt, res = ms.optimize(
+        mass_ipos(p.spec, p.model),
+        ms.build_residual_fn([p.sequences]),
+        optimizer=optimizer,
+        allow_no_effect=True,
+        max_iters=80,
+    )
     np.testing.assert_allclose(res.x[[0, 1, 3]], truth[[0, 1, 3]], rtol=1e-5, atol=1e-7)
 
 
@@ -141,25 +148,30 @@ def test_recover_full_inertia(make_problem):
     rf = ms.build_residual_fn([p.sequences])
     opt, res = ms.optimize(params, rf, max_iters=100)
     np.testing.assert_allclose(res.x, truth, rtol=1e-5, atol=1e-6)
-    m_hat, com_hat, inertia_hat = ms.full_inertia_from_model(ms.apply_param_modifiers(opt, p.spec),
-                                                             p.model.body("rock").id)
-    m_true, com_true, inertia_true = ms.full_inertia_from_model(
-        ms.apply_param_modifiers(_with(pseudo, truth)(p.spec, p.model), p.spec), p.model.body("rock").id)
+    m_hat, _com_hat, inertia_hat = ms.full_inertia_from_model(
+        ms.apply_param_modifiers(opt, p.spec), p.model.body("rock").id
+    )
+    m_true, _com_true, inertia_true = ms.full_inertia_from_model(
+        ms.apply_param_modifiers(_with(pseudo, truth)(p.spec, p.model), p.spec),
+        p.model.body("rock").id,
+    )
     assert m_hat == pytest.approx(m_true, rel=1e-6)
     np.testing.assert_allclose(inertia_hat, inertia_true, rtol=1e-4, atol=1e-8)
 
 
 def test_recover_contact_friction(make_problem):
     def friction(spec, model):
-        return ms.ParameterDict([ms.make_parameter("pair_friction", model, "box_floor",
-                                                   min_value=0.05, max_value=2.0)])
+        return ms.ParameterDict(
+            [ms.make_parameter("pair_friction", model, "box_floor", min_value=0.05, max_value=2.0)]
+        )
 
-    p = make_problem(BOX, _with(friction, [0.8]), n=300, qvel=[1.5, 0.5, 0],
-                     names=["box_pos", "box_vel"])
+    p = make_problem(
+        BOX, _with(friction, [0.8]), n=300, qvel=[1.5, 0.5, 0], names=["box_pos", "box_vel"]
+    )
     params = friction(p.spec, p.model)
     params["box_floor_friction"].value = [0.5]
     rf = ms.build_residual_fn([p.sequences])
-    opt, res = ms.optimize(params, rf)
+    _opt, res = ms.optimize(params, rf)
     np.testing.assert_allclose(res.x, [0.8], rtol=1e-4)
 
 
@@ -173,7 +185,7 @@ def test_caller_params_not_mutated_and_silent(arm_problem, capsys):
     params = arm_masses(arm_problem.spec, arm_problem.model)
     before = params.as_vector()
     spec_xml = arm_problem.spec.to_xml()
-    opt, res = ms.optimize(params, ms.build_residual_fn([arm_problem.sequences]))
+    _opt, res = ms.optimize(params, ms.build_residual_fn([arm_problem.sequences]))
     np.testing.assert_array_equal(params.as_vector(), before)
     assert arm_problem.spec.to_xml() == spec_xml
     assert capsys.readouterr().out == ""
@@ -185,21 +197,30 @@ def test_caller_params_not_mutated_and_silent(arm_problem, capsys):
 
 def test_verbose_prints_iterations(arm_problem):
     out = io.StringIO()
-    ms.optimize(arm_masses(arm_problem.spec, arm_problem.model),
-                ms.build_residual_fn([arm_problem.sequences]), verbose=True, output=out)
+    ms.optimize(
+        arm_masses(arm_problem.spec, arm_problem.model),
+        ms.build_residual_fn([arm_problem.sequences]),
+        verbose=True,
+        output=out,
+    )
     assert "iter    1" in out.getvalue() and "Converged" in out.getvalue()
 
 
 def test_max_iters_message(arm_problem):
-    _, res = ms.optimize(arm_masses(arm_problem.spec, arm_problem.model),
-                         ms.build_residual_fn([arm_problem.sequences]), max_iters=1)
+    _, res = ms.optimize(
+        arm_masses(arm_problem.spec, arm_problem.model),
+        ms.build_residual_fn([arm_problem.sequences]),
+        max_iters=1,
+    )
     assert res.status == "max_iters" and not res.success and "raise max_iters" in res.message
 
 
 def test_start_outside_bounds_is_an_error(arm_problem):
     params = arm_masses(arm_problem.spec, arm_problem.model)
     params["link1_mass"].value = [50.0]
-    with pytest.raises(ValueError, match=r"link1_mass must start within its bounds \[0.1, 10.0\], got 50.0"):
+    with pytest.raises(
+        ValueError, match=r"link1_mass must start within its bounds \[0.1, 10.0\], got 50.0"
+    ):
         ms.optimize(params, ms.build_residual_fn([arm_problem.sequences]))
 
 
@@ -215,17 +236,26 @@ def test_no_effect_parameter_is_named(arm_problem):
 
 def test_non_finite_start_names_sequence_and_signal(make_problem):
     p = make_problem(SERVO, None, n=200)
-    params = ms.ParameterDict([ms.make_parameter("actuator_kp", p.model, "servo",
-                                                 nominal=1e14, min_value=0.1, max_value=1e15)])
-    with pytest.raises(ValueError, match=r"residual must be finite at the start point.*servo/seq0, "
-                                         r"signal 'angle'"):
+    params = ms.ParameterDict(
+        [
+            ms.make_parameter(
+                "actuator_kp", p.model, "servo", nominal=1e14, min_value=0.1, max_value=1e15
+            )
+        ]
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"residual must be finite at the start point.*servo/seq0, "
+        r"signal 'angle'",
+    ):
         ms.optimize(params, ms.build_residual_fn([p.sequences]))
 
 
 def test_diverging_trial_step_is_rejected(make_problem):
     def gains(spec, model):
-        return ms.ParameterDict([ms.make_parameter("actuator_kp", model, "servo",
-                                                   min_value=0.1, max_value=1e12)])
+        return ms.ParameterDict(
+            [ms.make_parameter("actuator_kp", model, "servo", min_value=0.1, max_value=1e12)]
+        )
 
     p = make_problem(SERVO, _with(gains, [3.0]), n=300)
     params = gains(p.spec, p.model)
@@ -235,8 +265,13 @@ def test_diverging_trial_step_is_rejected(make_problem):
 
 
 def test_infinite_bounds_need_scipy(arm_problem):
-    params = ms.ParameterDict([ms.make_parameter("joint_damping", arm_problem.model, "j1",
-                                                 min_value=-np.inf, max_value=np.inf)])
+    params = ms.ParameterDict(
+        [
+            ms.make_parameter(
+                "joint_damping", arm_problem.model, "j1", min_value=-np.inf, max_value=np.inf
+            )
+        ]
+    )
     rf = ms.build_residual_fn([arm_problem.sequences])
     with pytest.raises(ValueError, match=r"optimizer 'mujoco' needs finite bounds.*j1_damping"):
         ms.optimize(params, rf)
@@ -253,8 +288,11 @@ def test_infinite_bounds_need_scipy(arm_problem):
 )
 def test_bad_options(arm_problem, kwargs, exc, match):
     with pytest.raises(exc, match=match):
-        ms.optimize(arm_masses(arm_problem.spec, arm_problem.model),
-                    ms.build_residual_fn([arm_problem.sequences]), **kwargs)
+        ms.optimize(
+            arm_masses(arm_problem.spec, arm_problem.model),
+            ms.build_residual_fn([arm_problem.sequences]),
+            **kwargs,
+        )
 
 
 def test_empty_and_all_frozen(arm_problem):
@@ -262,7 +300,10 @@ def test_empty_and_all_frozen(arm_problem):
     with pytest.raises(ValueError, match="initial_params must be a non-empty ParameterDict"):
         ms.optimize(ms.ParameterDict(), rf)
     frozen = ms.ParameterDict([ms.Parameter("a", 1.0, 0.0, 2.0, frozen=True)])
-    with pytest.raises(ValueError, match=r"at least one non-frozen parameter, got 1 parameters, all frozen: \['a'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"at least one non-frozen parameter, got 1 parameters, all frozen: \['a'\]",
+    ):
         ms.optimize(frozen, rf)
 
 
@@ -293,6 +334,7 @@ def test_sweep_parameter(arm_problem):
 
 def test_fd_jacobian_matches_analytic_linear():
     A = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.0]])
-    J = ms.fd_jacobian(lambda X: A @ X, np.array([0.2, 0.9]), A @ np.array([0.2, 0.9]),
-                       (np.zeros(2), np.ones(2)))
+    J = ms.fd_jacobian(
+        lambda X: A @ X, np.array([0.2, 0.9]), A @ np.array([0.2, 0.9]), (np.zeros(2), np.ones(2))
+    )
     np.testing.assert_allclose(J, A, rtol=1e-6)

@@ -25,17 +25,32 @@ def test_scalar_becomes_length_one_vector():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"nominal": [1.0, 2.0], "min_value": 0.0, "max_value": [3.0, 3.0]},
-         r"parameter 'p': nominal, min_value and max_value must have the same shape, got \(2,\), \(1,\)"),
+        (
+            {"nominal": [1.0, 2.0], "min_value": 0.0, "max_value": [3.0, 3.0]},
+            r"parameter 'p': nominal, min_value and max_value must have the same shape, "
+            r"got \(2,\), \(1,\)",
+        ),
         ({"nominal": np.nan, "min_value": 0.0, "max_value": 1.0}, r"'p': nominal must be finite"),
-        ({"nominal": 1.0, "min_value": np.nan, "max_value": 2.0}, r"'p': min_value must be a number"),
-        ({"nominal": 1.0, "min_value": 2.0, "max_value": 0.0},
-         r"'p': min_value must be <= max_value, got min_value\[0\]=2.0 > max_value\[0\]=0.0"),
-        ({"nominal": 1.0, "min_value": 1.0, "max_value": 1.0},
-         r"'p': min_value must be < max_value for a non-frozen parameter.*frozen=True"),
-        ({"nominal": 5.0, "min_value": 0.0, "max_value": 1.0},
-         r"'p': nominal must lie within \[min_value, max_value\], got nominal\[0\]=5.0 outside"),
-        ({"nominal": [[1.0]], "min_value": 0.0, "max_value": 2.0}, r"'p': nominal must be a scalar or a 1-D"),
+        (
+            {"nominal": 1.0, "min_value": np.nan, "max_value": 2.0},
+            r"'p': min_value must be a number",
+        ),
+        (
+            {"nominal": 1.0, "min_value": 2.0, "max_value": 0.0},
+            r"'p': min_value must be <= max_value, got min_value\[0\]=2.0 > max_value\[0\]=0.0",
+        ),
+        (
+            {"nominal": 1.0, "min_value": 1.0, "max_value": 1.0},
+            r"'p': min_value must be < max_value for a non-frozen parameter.*frozen=True",
+        ),
+        (
+            {"nominal": 5.0, "min_value": 0.0, "max_value": 1.0},
+            r"'p': nominal must lie within \[min_value, max_value\], got nominal\[0\]=5.0 outside",
+        ),
+        (
+            {"nominal": [[1.0]], "min_value": 0.0, "max_value": 2.0},
+            r"'p': nominal must be a scalar or a 1-D",
+        ),
         ({"nominal": "abc", "min_value": 0.0, "max_value": 2.0}, r"'p': nominal must be a number"),
     ],
 )
@@ -101,7 +116,9 @@ def test_update_from_vector_checks_length_and_finiteness():
 def test_container_protocol():
     d = _dict()
     assert len(d) == 3 and "a" in d and "z" not in d and list(d) == ["a", "b", "c"]
-    with pytest.raises(KeyError, match=r"no parameter named 'z'; known parameters: \['a', 'b', 'c'\]"):
+    with pytest.raises(
+        KeyError, match=r"no parameter named 'z'; known parameters: \['a', 'b', 'c'\]"
+    ):
         d["z"]
     with pytest.raises(ValueError, match="already has a parameter named 'a'"):
         d.add(ms.Parameter("a", 1.0, 0.0, 2.0))
@@ -154,7 +171,9 @@ def test_reads_peer_yaml():
 
 def test_load_values_rebinds_by_name(tmp_path):
     calls = []
-    d = ms.ParameterDict([ms.Parameter("a", 1.0, 0.0, 2.0, modifier=lambda s, p: calls.append(p.value[0]))])
+    d = ms.ParameterDict(
+        [ms.Parameter("a", 1.0, 0.0, 2.0, modifier=lambda s, p: calls.append(p.value[0]))]
+    )
     saved = d.copy()
     saved["a"].value = 1.75
     saved.save_to_disk(tmp_path / "p.yaml")
@@ -180,12 +199,22 @@ def test_load_values_errors(tmp_path):
     [
         ("schema_version: 2\nparameters: []\n", "schema_version must be an integer <= 1, got 2"),
         ("schema_version: 1\nparameters: []\nextra: 1\n", r"unknown top-level keys \['extra'\]"),
-        ("schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0], max_value: [2], "
-         "colour: red}\n", r"parameters\[0\]: unknown keys \['colour'\]"),
-        ("schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0]}\n",
-         r"parameters\[0\]: missing required key 'max_value'"),
-        ("schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0], max_value: [2], "
-         "frozen: maybe}\n", r"parameters\[0\].frozen must be true or false"),
+        (
+            "schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0], "
+            "max_value: [2], "
+            "colour: red}\n",
+            r"parameters\[0\]: unknown keys \['colour'\]",
+        ),
+        (
+            "schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0]}\n",
+            r"parameters\[0\]: missing required key 'max_value'",
+        ),
+        (
+            "schema_version: 1\nparameters:\n- {name: a, nominal: [1], min_value: [0], "
+            "max_value: [2], "
+            "frozen: maybe}\n",
+            r"parameters\[0\].frozen must be true or false",
+        ),
         ("!!python/object/apply:os.system ['echo hacked']\n", "unsupported YAML tag"),
         ("a: [1, 2\n", "is not valid YAML"),
     ],
@@ -240,10 +269,15 @@ KIND_XML = """
 """
 
 KIND_TARGETS = {
-    "joint_damping": ("k", 0.35), "joint_armature": ("j", 0.05),
-    "joint_frictionloss": ("j", 0.07), "joint_stiffness": ("j", 1.2),
-    "actuator_kp": ("servo", 5.0), "actuator_kv": ("servo", 0.6),
-    "actuator_gear": ("mot", 3.0), "geom_friction": ("g", 0.4), "pair_friction": ("p", 0.3),
+    "joint_damping": ("k", 0.35),
+    "joint_armature": ("j", 0.05),
+    "joint_frictionloss": ("j", 0.07),
+    "joint_stiffness": ("j", 1.2),
+    "actuator_kp": ("servo", 5.0),
+    "actuator_kv": ("servo", 0.6),
+    "actuator_gear": ("mot", 3.0),
+    "geom_friction": ("g", 0.4),
+    "pair_friction": ("p", 0.3),
 }
 
 
@@ -261,11 +295,22 @@ def test_kind_fast_path_matches_recompile(kind):
     fast = model.__copy__()
     p.model_modifier(fast, p)
     mujoco.mj_setConst(fast, mujoco.MjData(fast))
-    for field in ("dof_damping", "dof_armature", "dof_frictionloss", "jnt_stiffness",
-                  "actuator_gainprm", "actuator_biasprm", "actuator_gear", "geom_friction",
-                  "pair_friction", "dof_invweight0", "actuator_acc0"):
-        np.testing.assert_allclose(getattr(fast, field), getattr(slow, field), rtol=1e-12,
-                                   atol=1e-14, err_msg=field)
+    for field in (
+        "dof_damping",
+        "dof_armature",
+        "dof_frictionloss",
+        "jnt_stiffness",
+        "actuator_gainprm",
+        "actuator_biasprm",
+        "actuator_gear",
+        "geom_friction",
+        "pair_friction",
+        "dof_invweight0",
+        "actuator_acc0",
+    ):
+        np.testing.assert_allclose(
+            getattr(fast, field), getattr(slow, field), rtol=1e-12, atol=1e-14, err_msg=field
+        )
     # the spec was not modified
     assert spec.compile().dof_damping.tolist() == model.dof_damping.tolist()
 
@@ -286,10 +331,17 @@ def test_kind_errors():
 def test_kind_modifiers_rebound_after_load(tmp_path):
     spec = mujoco.MjSpec.from_string(KIND_XML)
     model = spec.compile()
-    d = ms.ParameterDict([ms.make_parameter("joint_damping", model, "j"),
-                          ms.make_parameter("sensor_delay", None, "*_pos")])
+    d = ms.ParameterDict(
+        [
+            ms.make_parameter("joint_damping", model, "j"),
+            ms.make_parameter("sensor_delay", None, "*_pos"),
+        ]
+    )
     d["j_damping"].value = [0.9]
     d.save_to_disk(tmp_path / "p.yaml")
     back = ms.ParameterDict.load_from_disk(tmp_path / "p.yaml")
-    assert back["j_damping"].modifier is not None and back["pos_delay" if False else "*_pos_delay"].modifier is None
+    assert (
+        back["j_damping"].modifier is not None
+        and back["pos_delay" if False else "*_pos_delay"].modifier is None
+    )
     assert ms.apply_param_modifiers(back, spec).dof_damping[0] == pytest.approx(0.9)

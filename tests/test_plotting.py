@@ -56,8 +56,9 @@ def arm() -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_string(ARM)
 
 
-def _rollout(model: mujoco.MjModel, qpos: list[float], nstep: int = 250,
-             seed: int = 0) -> ms.SystemTrajectory:
+def _rollout(
+    model: mujoco.MjModel, qpos: list[float], nstep: int = 250, seed: int = 0
+) -> ms.SystemTrajectory:
     rng = np.random.default_rng(seed)
     ctrl = np.repeat(rng.normal(size=(nstep // 25, model.nu)), 25, axis=0)
     x0 = ms.create_initial_state(model, qpos=qpos)
@@ -97,9 +98,14 @@ def test_plot_sensor_comparison_without_initial_and_subset(arm: mujoco.MjModel) 
 def test_plot_sensor_comparison_accepts_sequence_prediction(arm: mujoco.MjModel) -> None:
     spec = mujoco.MjSpec.from_string(ARM)
     tr = _rollout(arm, [0.1, -0.2])
-    seq = ms.ModelSequences("arm", spec, "s", tr.state[0],
-                            ms.TimeSeries.from_control_names(tr.times, tr.control, arm),
-                            ms.TimeSeries.from_names(tr.times, tr.sensordata, arm))
+    seq = ms.ModelSequences(
+        "arm",
+        spec,
+        "s",
+        tr.state[0],
+        ms.TimeSeries.from_control_names(tr.times, tr.control, arm),
+        ms.TimeSeries.from_names(tr.times, tr.sensordata, arm),
+    )
     rf = ms.build_residual_fn(seq, nthread=1)
     params = ms.ParameterDict([ms.make_parameter("joint_damping", arm, "j1")])
     pred = rf.predict(params)[0]
@@ -120,8 +126,9 @@ def test_plot_sensor_comparison_errors(arm: mujoco.MjModel) -> None:
         plot_sensor_comparison(arm, pred)
 
 
-def test_plot_sensor_comparison_missing_matplotlib(arm: mujoco.MjModel,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plot_sensor_comparison_missing_matplotlib(
+    arm: mujoco.MjModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     meas, pred, _ = _series(arm)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=r"pip install 'mjsysid\[report\]'"):
@@ -131,8 +138,9 @@ def test_plot_sensor_comparison_missing_matplotlib(arm: mujoco.MjModel,
 # -- render_rollout ----------------------------------------------------------------------------
 def test_frame_indices_picks_last_sample_at_or_before() -> None:
     t = np.arange(10) * 0.1
-    np.testing.assert_array_equal(frame_indices(t, np.array([0.0, 0.1, 0.15, 0.9, 5.0])),
-                                  [0, 1, 1, 9, 9])
+    np.testing.assert_array_equal(
+        frame_indices(t, np.array([0.0, 0.1, 0.15, 0.9, 5.0])), [0, 1, 1, 9, 9]
+    )
 
 
 def test_render_rollout_frames_or_documented_error(arm: mujoco.MjModel) -> None:
@@ -152,18 +160,21 @@ def test_render_rollout_frames_or_documented_error(arm: mujoco.MjModel) -> None:
     assert len(both) == len(single)
     assert any(not np.array_equal(x, y) for x, y in zip(single, both, strict=True))
     # Different lengths and a shared model; a larger image than the offscreen buffer.
-    short = render_rollout(arm, mujoco.MjData(arm), [a.state, b.state[:50]], 10, width=700,
-                           height=500, max_frames=2)
+    short = render_rollout(
+        arm, mujoco.MjData(arm), [a.state, b.state[:50]], 10, width=700, height=500, max_frames=2
+    )
     assert len(short) == 2 and short[0].shape == (500, 700, 3)
 
 
-def test_render_rollout_without_gl_raises_clear_error(arm: mujoco.MjModel,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_render_rollout_without_gl_raises_clear_error(
+    arm: mujoco.MjModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(width: int, height: int) -> plotting.GLContext:
         raise OSError("libEGL.so.1: cannot open shared object file")
 
-    monkeypatch.setattr(plotting, "gl_backend_candidates",
-                        lambda: [("egl", broken), ("osmesa", broken)])
+    monkeypatch.setattr(
+        plotting, "gl_backend_candidates", lambda: [("egl", broken), ("osmesa", broken)]
+    )
     a = _rollout(arm, [0.1, -0.2], nstep=50)
     with pytest.raises(RuntimeError, match="MUJOCO_GL=egl") as info:
         render_rollout(arm, None, a.state, 30)
@@ -172,8 +183,9 @@ def test_render_rollout_without_gl_raises_clear_error(arm: mujoco.MjModel,
     assert str(info.value).startswith(NO_GL_HELP)
 
 
-def test_render_rollout_disabled_by_env(arm: mujoco.MjModel, monkeypatch: pytest.MonkeyPatch
-                                        ) -> None:
+def test_render_rollout_disabled_by_env(
+    arm: mujoco.MjModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MUJOCO_GL", "disable")
     assert gl_backend_candidates() == []
     a = _rollout(arm, [0.1, -0.2], nstep=50)

@@ -93,9 +93,13 @@ class Fit:
         traj = ms.sysid_rollout(ms.apply_param_modifiers(truth, self.spec), None, ctrl, x0)[0]
         noisy = traj.sensordata + 0.002 * rng.normal(size=traj.sensordata.shape)
         self.seq = ms.ModelSequences(
-            "arm", self.spec, "s1", x0,
+            "arm",
+            self.spec,
+            "s1",
+            x0,
             ms.TimeSeries.from_control_names(traj.times, ctrl, model),
-            ms.TimeSeries.from_names(traj.times, noisy, model))
+            ms.TimeSeries.from_names(traj.times, noisy, model),
+        )
         self.rf = ms.build_residual_fn([self.seq])
         self.params = params
         self.opt_params, self.result = ms.optimize(params, self.rf)
@@ -109,8 +113,9 @@ def fit() -> Iterator[Fit]:
 
 
 def _figures(html: str) -> dict[str, Any]:
-    m = re.search(r'<script type="application/json" id="mjsysid-figures">(.*?)</script>', html,
-                  re.S)
+    m = re.search(
+        r'<script type="application/json" id="mjsysid-figures">(.*?)</script>', html, re.S
+    )
     assert m is not None
     return json.loads(m.group(1), parse_constant=lambda c: pytest.fail(f"non-JSON {c} in figures"))
 
@@ -179,8 +184,7 @@ def test_unidentifiable_directions_names_the_combination() -> None:
 
 def test_strong_correlations() -> None:
     corr = np.array([[1.0, 0.99, np.nan], [0.99, 1.0, -0.97], [np.nan, -0.97, 1.0]])
-    assert strong_correlations(corr, ["a", "b", "c"], 0.95) == [("a", "b", 0.99),
-                                                                ("b", "c", -0.97)]
+    assert strong_correlations(corr, ["a", "b", "c"], 0.95) == [("a", "b", 0.99), ("b", "c", -0.97)]
 
 
 def test_nrmse() -> None:
@@ -212,12 +216,20 @@ def _pd(*params: ms.Parameter) -> ms.ParameterDict:
 
 
 def test_parameter_rows_flags() -> None:
-    init = _pd(ms.Parameter("a", 1.0, 0.0, 2.0), ms.Parameter("v", [1.0, 2.0], [0, 0], [5, 5]),
-               ms.Parameter("f", 3.0, 0.0, 5.0, frozen=True))
+    init = _pd(
+        ms.Parameter("a", 1.0, 0.0, 2.0),
+        ms.Parameter("v", [1.0, 2.0], [0, 0], [5, 5]),
+        ms.Parameter("f", 3.0, 0.0, 5.0, frozen=True),
+    )
     final = init.copy()
     final.update_from_vector(np.array([2.0, 1.5, 0.0]))
-    conf = Confidence(["a", "v[0]", "v[1]"], np.array([2.0, 1.5, 0.0]),
-                      np.array([0.01, np.inf, 0.3]), np.eye(3), 0.05)
+    conf = Confidence(
+        ["a", "v[0]", "v[1]"],
+        np.array([2.0, 1.5, 0.0]),
+        np.array([0.01, np.inf, 0.3]),
+        np.eye(3),
+        0.05,
+    )
     rows = parameter_rows(init, final, conf)
     assert [r.name for r in rows] == ["a", "v[0]", "v[1]", "f"]
     assert [r.group for r in rows] == ["a", "v", "v", "f"]
@@ -233,18 +245,33 @@ def test_parameter_rows_flags() -> None:
 
 
 def test_collect_warnings_in_words() -> None:
-    row = ParameterRow("a", "a", "", 1.0, 1.0, 2.0, 0.0, 2.0, math.inf, 1.0, False, True, False,
-                       False, False)
+    row = ParameterRow(
+        "a", "a", "", 1.0, 1.0, 2.0, 0.0, 2.0, math.inf, 1.0, False, True, False, False, False
+    )
     from mjsysid.report import SignalError
 
-    errs = [SignalError("arm/s1", "j1_pos", "j1_pos", 0.9, 0.5),
-            SignalError("arm/s1", "j2_pos", "j2_pos", 0.9, 0.01)]
-    ws = collect_warnings([row], opt_result=None, condition=1e9,
-                          directions=[Direction(0.0, ["a", "b"], [0.7, -0.7])],
-                          correlations=[("a", "b", 0.99)], errors=errs, notes=["note"])
+    errs = [
+        SignalError("arm/s1", "j1_pos", "j1_pos", 0.9, 0.5),
+        SignalError("arm/s1", "j2_pos", "j2_pos", 0.9, 0.01),
+    ]
+    ws = collect_warnings(
+        [row],
+        opt_result=None,
+        condition=1e9,
+        directions=[Direction(0.0, ["a", "b"], [0.7, -0.7])],
+        correlations=[("a", "b", 0.99)],
+        errors=errs,
+        notes=["note"],
+    )
     cats = [w.category for w in ws]
-    assert cats == ["confidence", "bounds", "identifiability", "conditioning", "correlation",
-                    "signals"]
+    assert cats == [
+        "confidence",
+        "bounds",
+        "identifiability",
+        "conditioning",
+        "correlation",
+        "signals",
+    ]
     assert "ended at a bound" in ws[1].message and "a = 2 at its upper bound 2" in ws[1].details
     assert "not identifiable" in ws[2].message and "0.70·a − 0.70·b" in ws[2].details[0]
     assert "κ = 1e+09" in ws[3].message
@@ -293,13 +320,28 @@ def test_measured_qpos_from_joint_sensors(fit: Fit) -> None:
 # -- the report --------------------------------------------------------------------------------
 def test_report_from_a_real_fit(fit: Fit, tmp_path: Path) -> None:
     folder = tmp_path / "not" / "yet" / "there"
-    out = default_report([fit.seq], fit.params, fit.opt_params, fit.result, fit.rf, str(folder),
-                         title="Arm <damping> fit")
+    out = default_report(
+        [fit.seq],
+        fit.params,
+        fit.opt_params,
+        fit.result,
+        fit.rf,
+        str(folder),
+        title="Arm <damping> fit",
+    )
     assert out == folder / "report.html" and out.is_file()
     html = out.read_text(encoding="utf-8")
     assert "<title>Arm &lt;damping&gt; fit</title>" in html  # escaped
-    for section in ("summary", "warnings", "parameters", "fit", "signals", "correlation",
-                    "trace", "videos"):
+    for section in (
+        "summary",
+        "warnings",
+        "parameters",
+        "fit",
+        "signals",
+        "correlation",
+        "trace",
+        "videos",
+    ):
         assert f'<section id="{section}">' in html
     # Offline: no remote URL is referenced; plotly.js is the copy next to the report.
     assert not re.search(r'(src|href)="(https?:)?//', html)
@@ -329,8 +371,9 @@ def test_report_from_a_real_fit(fit: Fit, tmp_path: Path) -> None:
 
 def test_report_accepts_path_and_overwrites(fit: Fit, tmp_path: Path) -> None:
     for _ in range(2):
-        out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
-                             videos=False)
+        out = default_report(
+            fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path, videos=False
+        )
     assert out == tmp_path / "report.html"
     html = out.read_text(encoding="utf-8")
     assert "Videos are turned off (videos=False)." in html
@@ -355,26 +398,37 @@ def test_report_with_a_signal_transform(fit: Fit, tmp_path: Path) -> None:
 
 
 def test_report_inline_plotly_is_one_file(fit: Fit, tmp_path: Path) -> None:
-    out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
-                         videos=False, inline_plotly=True)
+    out = default_report(
+        fit.seq,
+        fit.params,
+        fit.opt_params,
+        fit.result,
+        fit.rf,
+        tmp_path,
+        videos=False,
+        inline_plotly=True,
+    )
     html = out.read_text(encoding="utf-8")
     assert "<script src=" not in html and len(html) > 1_000_000
     assert not list((tmp_path / "report_assets").glob("*.js"))
 
 
-def test_report_without_gl_says_why(fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                    ) -> None:
+def test_report_without_gl_says_why(
+    fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mjsysid import plotting
 
     monkeypatch.setattr(plotting, "gl_backend_candidates", lambda: [])
-    out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
-                         videos=True)
+    out = default_report(
+        fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path, videos=True
+    )
     html = out.read_text(encoding="utf-8")
     assert "No videos:" in html and "MUJOCO_GL=egl" in html and "osmesa" in html
 
 
-def test_failure_mid_write_leaves_no_report(fit: Fit, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_mid_write_leaves_no_report(
+    fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = rep._write_file
     written: list[str] = []
 
@@ -386,26 +440,37 @@ def test_failure_mid_write_leaves_no_report(fit: Fit, tmp_path: Path,
 
     monkeypatch.setattr(rep, "_write_file", failing)
     with pytest.raises(OSError, match="No space left"):
-        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r",
-                       videos=False)
+        default_report(
+            fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r", videos=False
+        )
     assert written  # the assets were being written when it failed
     assert not (tmp_path / "r" / "report.html").exists()
     assert not list((tmp_path / "r").glob(".report-*"))
     # A previous complete report survives a failed rewrite untouched.
     monkeypatch.setattr(rep, "_write_file", real)
-    out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r",
-                         videos=False)
+    out = default_report(
+        fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r", videos=False
+    )
     before = out.read_bytes()
     monkeypatch.setattr(rep, "_write_file", failing)
     with pytest.raises(OSError):
-        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r",
-                       videos=False, title="new")
+        default_report(
+            fit.seq,
+            fit.params,
+            fit.opt_params,
+            fit.result,
+            fit.rf,
+            tmp_path / "r",
+            videos=False,
+            title="new",
+        )
     assert out.read_bytes() == before
     assert not list((tmp_path / "r").glob(".report-*"))
 
 
-def test_missing_dependencies_message(fit: Fit, tmp_path: Path,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_dependencies_message(
+    fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "jinja2", None)
     with pytest.raises(ImportError, match=r"pip install 'mjsysid\[report\]'"):
         default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path)
@@ -417,29 +482,35 @@ def test_missing_dependencies_lists_nothing_here(monkeypatch: pytest.MonkeyPatch
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "plotly" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "plotly" else real(name, *a)
+    )
     assert rep.missing_dependencies() == ["plotly"]
 
 
 def test_bad_arguments(fit: Fit, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="videos must be 'auto', True or False"):
-        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
-                       videos="yes")
+        default_report(
+            fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path, videos="yes"
+        )
     with pytest.raises(TypeError, match=r"save_dir must be a str or os\.PathLike"):
         default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, 3)
     with pytest.raises(TypeError, match="models_sequences must be a ModelSequences"):
         default_report([], fit.params, fit.opt_params, fit.result, fit.rf, tmp_path)
     with pytest.raises(TypeError, match="unexpected keyword"):
-        default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path,
-                       colour="red")
+        default_report(
+            fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path, colour="red"
+        )
 
 
 def test_report_modules_do_not_import_heavy_dependencies() -> None:
-    code = ("import sys, mjsysid, mjsysid.report, mjsysid.plotting; "
-            "print(sorted(m for m in ('plotly', 'jinja2', 'matplotlib') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         timeout=120)
+    code = (
+        "import sys, mjsysid, mjsysid.report, mjsysid.plotting; "
+        "print(sorted(m for m in ('plotly', 'jinja2', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -447,11 +518,25 @@ def big_problem(fit: Fit, p_scalar: int = 40, p_arrays: int = 40) -> tuple[Any, 
     """200 free entries (40 scalars + 40 four-vectors), 3 frozen, 2 unidentifiable."""
     params = ms.ParameterDict()
     for i in range(p_scalar):
-        params.add(ms.Parameter(f"link{i:02d}_mass", 1.0 + 0.01 * i, 0.1, 10.0,
-                                meta={"kind": "body_mass", "target": f"link{i:02d}"}))
+        params.add(
+            ms.Parameter(
+                f"link{i:02d}_mass",
+                1.0 + 0.01 * i,
+                0.1,
+                10.0,
+                meta={"kind": "body_mass", "target": f"link{i:02d}"},
+            )
+        )
     for i in range(p_arrays):
-        params.add(ms.Parameter(f"act{i:02d}_gains", np.ones(4), np.zeros(4), np.full(4, 5.0),
-                                meta={"kind": "actuator_gains"}))
+        params.add(
+            ms.Parameter(
+                f"act{i:02d}_gains",
+                np.ones(4),
+                np.zeros(4),
+                np.full(4, 5.0),
+                meta={"kind": "actuator_gains"},
+            )
+        )
     for i in range(3):
         params.add(ms.Parameter(f"frozen{i}", 1.0, 0.0, 2.0, frozen=True))
     p = params.size
@@ -468,13 +553,26 @@ def big_problem(fit: Fit, p_scalar: int = 40, p_arrays: int = 40) -> tuple[Any, 
     opt.update_from_vector(x)
     names = params.get_non_frozen_parameter_names()
     result = OptimizeResult(
-        x=x, cost=0.5 * float(r @ r), fun=r, jac=J, grad=J.T @ r, status="max_iters",
-        success=False, message="Stopped after max_iters=5 iterations before converging.",
-        nfev=1200, njev=6, nit=5, initial_cost=50.0, wall_time=12.5, parameter_names=names,
+        x=x,
+        cost=0.5 * float(r @ r),
+        fun=r,
+        jac=J,
+        grad=J.T @ r,
+        status="max_iters",
+        success=False,
+        message="Stopped after max_iters=5 iterations before converging.",
+        nfev=1200,
+        njev=6,
+        nit=5,
+        initial_cost=50.0,
+        wall_time=12.5,
+        parameter_names=names,
         optimizer="mujoco",
-        extras={"objective": [50.0, 10.0, 2.0, 1.0, 0.9, 0.5 * float(r @ r)],
-                "candidate": [params.as_vector() + k * (x - params.as_vector()) / 5
-                              for k in range(6)]})
+        extras={
+            "objective": [50.0, 10.0, 2.0, 1.0, 0.9, 0.5 * float(r @ r)],
+            "candidate": [params.as_vector() + k * (x - params.as_vector()) / 5 for k in range(6)],
+        },
+    )
     cov, half = calculate_intervals(r, J)
     conf = Confidence(names, x, half, cov, 0.05)
     return params, opt, result, conf
@@ -482,8 +580,9 @@ def big_problem(fit: Fit, p_scalar: int = 40, p_arrays: int = 40) -> tuple[Any, 
 
 def test_report_with_200_parameters(fit: Fit, tmp_path: Path) -> None:
     params, opt, result, conf = big_problem(fit)
-    out = default_report(fit.seq, params, opt, result, None, tmp_path, confidence=conf,
-                         videos=False)
+    out = default_report(
+        fit.seq, params, opt, result, None, tmp_path, confidence=conf, videos=False
+    )
     html = out.read_text(encoding="utf-8")
     assert html.count("data-order=") == 203  # one row per entry, frozen included
     assert "act39_gains[3]" in html
@@ -510,8 +609,13 @@ class DevTools:
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
 
-    def call(self, method: str, params: dict[str, Any] | None = None,
-             session: str | None = None, timeout: float = 30.0) -> dict[str, Any]:
+    def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        session: str | None = None,
+        timeout: float = 30.0,
+    ) -> dict[str, Any]:
         self.next_id += 1
         msg: dict[str, Any] = {"id": self.next_id, "method": method, "params": params or {}}
         if session:
@@ -528,8 +632,12 @@ class DevTools:
                 self.events.append(reply)
 
     def evaluate(self, session: str, expression: str, timeout: float = 30.0) -> Any:
-        res = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                             "awaitPromise": True}, session, timeout)
+        res = self.call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+            session,
+            timeout,
+        )
         if "exceptionDetails" in res:
             raise RuntimeError(f"{expression!r} failed: {res['exceptionDetails']}")
         return res["result"].get("value")
@@ -547,32 +655,54 @@ class DevTools:
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[DevTools]:
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) "
-                    "to open the report in a headless browser")
+        pytest.skip(
+            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) "
+            "to open the report in a headless browser"
+        )
     ws_client = pytest.importorskip(
         "websockets.sync.client",
-        reason="the browser test talks to chromium with the websockets package")
+        reason="the browser test talks to chromium with the websockets package",
+    )
     profile = tmp_path / "chromium-profile"
     profile.mkdir()
     log = open(tmp_path / "chromium.log", "wb")  # closed in the finally block below
     proc = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--disable-default-apps", "--disable-extensions", "--mute-audio",
-         f"--user-data-dir={profile}", "--remote-debugging-port=0",
-         "--remote-allow-origins=*", "about:blank"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--disable-extensions",
+            "--mute-audio",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            "--remote-allow-origins=*",
+            "about:blank",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.is_file() and len(port_file.read_text().splitlines()) >= 2):
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("chromium did not start: "
-                            + (tmp_path / "chromium.log").read_text(errors="replace")[-2000:])
+                pytest.fail(
+                    "chromium did not start: "
+                    + (tmp_path / "chromium.log").read_text(errors="replace")[-2000:]
+                )
             time.sleep(0.05)
         port, path = port_file.read_text().splitlines()[:2]
-        with ws_client.connect(f"ws://127.0.0.1:{port}{path}", max_size=None,
-                               open_timeout=20) as ws:
+        with ws_client.connect(
+            f"ws://127.0.0.1:{port}{path}", max_size=None, open_timeout=20
+        ) as ws:
             yield DevTools(ws)
     finally:
         proc.terminate()
@@ -589,12 +719,16 @@ def _open(cdp: DevTools, url: str, width: int = 1280, height: int = 1400) -> str
     session = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     for domain in ("Runtime", "Log", "Network", "Page"):
         cdp.call(f"{domain}.enable", {}, session)
-    cdp.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                    "deviceScaleFactor": 1, "mobile": False},
-             session)
+    cdp.call(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        session,
+    )
     cdp.call("Page.navigate", {"url": url}, session)
-    cdp.wait_for(session, "document.readyState === 'complete' && "
-                          "document.documentElement.dataset.ready === '1'")
+    cdp.wait_for(
+        session,
+        "document.readyState === 'complete' && document.documentElement.dataset.ready === '1'",
+    )
     return session
 
 
@@ -609,8 +743,9 @@ def _problems(cdp: DevTools, session: str) -> tuple[list[str], list[str], list[s
         if m == "Runtime.exceptionThrown":
             errors.append(json.dumps(p["exceptionDetails"])[:500])
         elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-            errors.append(" ".join(str(a.get("value", a.get("description", "")))
-                                   for a in p.get("args", [])))
+            errors.append(
+                " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", []))
+            )
         elif m == "Log.entryAdded" and p["entry"]["level"] == "error":
             errors.append(p["entry"].get("text", ""))
         elif m == "Network.requestWillBeSent":
@@ -629,8 +764,9 @@ def _screenshot(cdp: DevTools, session: str, path: Path) -> Path:
 
 
 def test_report_in_headless_chromium(fit: Fit, browser: DevTools, tmp_path: Path) -> None:
-    out = default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf,
-                         tmp_path / "report")
+    out = default_report(
+        fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "report"
+    )
     s = _open(browser, out.resolve().as_uri())
     # Plots in view are drawn by plotly (SVG) as soon as the page is ready.
     assert browser.wait_for(s, "document.querySelectorAll('#signals .main-svg').length") > 0
@@ -638,24 +774,31 @@ def test_report_in_headless_chromium(fit: Fit, browser: DevTools, tmp_path: Path
     assert top.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and top.stat().st_size > 20_000
     # Scrolling through the page draws every figure (they are drawn lazily).
     n_figs = browser.evaluate(s, "document.querySelectorAll('[data-fig]').length")
-    browser.evaluate(s, """(async () => {
+    browser.evaluate(
+        s,
+        """(async () => {
         for (const el of document.querySelectorAll('[data-fig]')) {
             el.scrollIntoView(); await new Promise(r => setTimeout(r, 30)); }
-        return true; })()""")
+        return true; })()""",
+    )
     drawn = browser.wait_for(
-        s, f"document.querySelectorAll('.js-plotly-plot').length === {n_figs} && {n_figs}")
+        s, f"document.querySelectorAll('.js-plotly-plot').length === {n_figs} && {n_figs}"
+    )
     assert drawn == n_figs >= 8
     assert browser.evaluate(s, "document.querySelectorAll('#correlation .main-svg').length") > 0
     assert browser.evaluate(s, "document.documentElement.scrollWidth <= window.innerWidth")
     browser.evaluate(s, "document.getElementById('signals').scrollIntoView()")
     _screenshot(browser, s, tmp_path / "report-signals.png")
     # Sorting the table by the identified value (descending on the second click).
-    order = browser.evaluate(s, """(() => {
+    order = browser.evaluate(
+        s,
+        """(() => {
         const th = [...document.querySelectorAll('#param-table th')]
             .find(t => t.textContent.trim() === 'identified');
         th.querySelector('button').click(); th.querySelector('button').click();
         return [...document.querySelectorAll('#param-table tbody tr')]
-            .map(r => r.cells[1].textContent); })()""")
+            .map(r => r.cells[1].textContent); })()""",
+    )
     values = {r.name: r.value[0] for r in fit.opt_params.values()}
     assert order == sorted(values, key=lambda k: -values[k])
     if (tmp_path / "report" / "report_assets" / "video-0.gif").exists():
@@ -666,11 +809,13 @@ def test_report_in_headless_chromium(fit: Fit, browser: DevTools, tmp_path: Path
     assert any(u.startswith("file://") and u.endswith(".min.js") for u in urls)  # recorded
 
 
-def test_report_with_200_parameters_in_headless_chromium(fit: Fit, browser: DevTools,
-                                                         tmp_path: Path) -> None:
+def test_report_with_200_parameters_in_headless_chromium(
+    fit: Fit, browser: DevTools, tmp_path: Path
+) -> None:
     params, opt, result, conf = big_problem(fit)
-    out = default_report(fit.seq, params, opt, result, None, tmp_path / "big", confidence=conf,
-                         videos=False)
+    out = default_report(
+        fit.seq, params, opt, result, None, tmp_path / "big", confidence=conf, videos=False
+    )
     s = _open(browser, out.resolve().as_uri())
     info = browser.evaluate(s, "document.querySelector('#param-pager .info').textContent")
     assert info == "rows 1–50 of 203"
@@ -679,14 +824,21 @@ def test_report_with_200_parameters_in_headless_chromium(fit: Fit, browser: DevT
     # The page never scrolls sideways: the table scrolls inside its own box.
     assert browser.evaluate(s, "document.documentElement.scrollWidth <= window.innerWidth")
     # Filtering and the flagged-only switch.
-    browser.evaluate(s, """(() => { const f = document.getElementById('param-filter');
-        f.value = 'act07'; f.dispatchEvent(new Event('input')); return true; })()""")
+    browser.evaluate(
+        s,
+        """(() => { const f = document.getElementById('param-filter');
+        f.value = 'act07'; f.dispatchEvent(new Event('input')); return true; })()""",
+    )
     assert browser.evaluate(s, f"{visible}.map(r => r.cells[1].textContent)") == [
-        f"act07_gains[{i}]" for i in range(4)]
-    browser.evaluate(s, """(() => { const f = document.getElementById('param-filter');
+        f"act07_gains[{i}]" for i in range(4)
+    ]
+    browser.evaluate(
+        s,
+        """(() => { const f = document.getElementById('param-filter');
         f.value = ''; f.dispatchEvent(new Event('input'));
         const c = document.getElementById('param-flagged'); c.checked = true;
-        c.dispatchEvent(new Event('change')); return true; })()""")
+        c.dispatchEvent(new Event('change')); return true; })()""",
+    )
     flagged = browser.evaluate(s, f"{visible}.map(r => r.cells[1].textContent)")
     assert {"link00_mass", "link04_mass", "link05_mass", "frozen0"} <= set(flagged)
     browser.evaluate(s, "document.getElementById('correlation').scrollIntoView()")

@@ -79,8 +79,11 @@ def test_caller_params_untouched(arm):
 
 def test_signal_only_parameters_cost_no_rollout(arm):
     params = arm_params(arm.spec, arm.model)
-    params.add(ms.make_parameter("sensor_delay", None, "j*_pos", name="delay",
-                                 min_value=-0.01, max_value=0.02))
+    params.add(
+        ms.make_parameter(
+            "sensor_delay", None, "j*_pos", name="delay", min_value=-0.01, max_value=0.02
+        )
+    )
     transform = ms.SignalTransform().delay("j*_pos", params["delay"])
     rf = ms.build_residual_fn([arm.sequences], modify_residual=transform.apply)
     x = params.as_vector()
@@ -101,7 +104,9 @@ def test_joint_states_and_multidim_sensors_as_observations(make_problem):
     assert np.max(np.abs(rf(np.array([1.3, 0.5, 0.12]), params))) < 1e-9
     pred = rf.predict(params)[0]
     assert pred.predicted.names == names
-    np.testing.assert_allclose(pred.measured.signal("tip_pos"), p.sequences.sensordata[0].signal("tip_pos"))
+    np.testing.assert_allclose(
+        pred.measured.signal("tip_pos"), p.sequences.sensordata[0].signal("tip_pos")
+    )
 
 
 def test_irregular_measurement_times_interpolated(arm_spec):
@@ -130,7 +135,9 @@ def test_weights_and_enabled_observations(arm):
 
 
 def test_unknown_names_fail_at_build(arm):
-    with pytest.raises(KeyError, match=r"sensor_weights names \['j9_pos'\] match no measured signal"):
+    with pytest.raises(
+        KeyError, match=r"sensor_weights names \['j9_pos'\] match no measured signal"
+    ):
         ms.build_residual_fn([arm.sequences], sensor_weights={"j9_pos": 1.0})
     with pytest.raises(KeyError, match=r"enabled_observations names \['nope'\] match no measured"):
         ms.build_residual_fn([arm.sequences], enabled_observations=["nope"])
@@ -147,7 +154,9 @@ def test_zero_measured_column_is_an_error(arm_spec):
     sens = ms.TimeSeries.from_names(times, np.zeros((100, 1)), model, names=["j1_pos"])
     ctrl = ms.TimeSeries.from_control_names(times, np.zeros((100, 2)), model)
     seq = ms.ModelSequences("arm", arm_spec, "rest", x0, ctrl, sens)
-    with pytest.raises(ValueError, match=r"arm/rest: measured signal 'j1_pos' must not be all zeros"):
+    with pytest.raises(
+        ValueError, match=r"arm/rest: measured signal 'j1_pos' must not be all zeros"
+    ):
         ms.build_residual_fn([seq])
     ms.build_residual_fn([seq], normalize=False)  # explicit choice: allowed
 
@@ -163,8 +172,9 @@ def test_bad_x(arm):
 
 def test_diverging_candidate_gives_nan_column(make_problem):
     p = make_problem(SERVO, None, n=300)
-    params = ms.ParameterDict([ms.make_parameter("actuator_kp", p.model, "servo",
-                                                 min_value=0.1, max_value=1e14)])
+    params = ms.ParameterDict(
+        [ms.make_parameter("actuator_kp", p.model, "servo", min_value=0.1, max_value=1e14)]
+    )
     rf = ms.build_residual_fn([p.sequences])
     R = rf(np.array([[2.0, 1e14]]), params)
     assert np.all(np.isfinite(R[:, 0])) and np.all(np.isnan(R[:, 1]))
@@ -173,9 +183,11 @@ def test_diverging_candidate_gives_nan_column(make_problem):
 
 def test_multiple_model_sequences_stack(make_problem):
     a = make_problem(ARM2, truth_arm, n=200, qpos=[0.1, 0.1])
-    payload_xml = ARM2.replace('<site name="tip2" pos="0.3 0 0"/>',
-                               '<site name="tip2" pos="0.3 0 0"/><body name="payload" pos="0.3 0 0">'
-                               '<geom type="sphere" size="0.04" mass="0.3"/></body>')
+    payload_xml = ARM2.replace(
+        '<site name="tip2" pos="0.3 0 0"/>',
+        '<site name="tip2" pos="0.3 0 0"/><body name="payload" pos="0.3 0 0">'
+        '<geom type="sphere" size="0.04" mass="0.3"/></body>',
+    )
     b = make_problem(payload_xml, truth_arm, n=200, qpos=[0.1, 0.1])
     b.sequences.name = "arm_payload"
     params = arm_params(a.spec, a.model)
@@ -207,8 +219,9 @@ def test_custom_rollout_and_build_model(arm):
 def test_modify_residual_tier(arm):
     params = arm_params(arm.spec, arm.model)
 
-    def only_position(params, predicted, measured, model, return_pred_all, state=None,
-                      sensor_weights=None):
+    def only_position(
+        params, predicted, measured, model, return_pred_all, state=None, sensor_weights=None
+    ):
         assert isinstance(state, ms.TimeSeries) and state.data.shape[0] == predicted.data.shape[0]
         pred = ms.signal_modifier.apply_resample_and_delay(predicted, measured.times)
         pos = measured.columns("j1_pos")
@@ -249,5 +262,5 @@ def test_persistent_pool_reused(arm):
 def test_describe_index(arm):
     rf = ms.build_residual_fn([arm.sequences])
     assert rf.describe_index(0) == "arm2/seq0, signal 'j1_pos' at t=0 s"
-    assert rf.describe_index(10 + 10 * 400) .startswith("arm2/seq1, signal")
+    assert rf.describe_index(10 + 10 * 400).startswith("arm2/seq1, signal")
     assert mujoco is not None

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from mjsysid import demo
 from conftest import ARM2
+from mjsysid import demo
 
 
 def _noisy_start(make_problem):
@@ -16,12 +16,20 @@ def _noisy_start(make_problem):
         d.update_from_vector([0.2])
         return d
 
-    p = make_problem(ARM2, truth, n=400, qpos=[0.3, -0.2], qvel=[0.5, -0.4],
-                     names=["j1_pos", "j2_pos", "j1_vel", "j2_vel"])
+    p = make_problem(
+        ARM2,
+        truth,
+        n=400,
+        qpos=[0.3, -0.2],
+        qvel=[0.5, -0.4],
+        names=["j1_pos", "j2_pos", "j1_vel", "j2_vel"],
+    )
     # the recorded start is off, as a noisy encoder reading would be
     x0 = p.sequences.initial_state[0].copy()
     x0[1:5] += [0.02, -0.01, 0.3, -0.2]
-    seq = ms.ModelSequences("arm", p.spec, "s", x0, p.sequences.control[0], p.sequences.sensordata[0])
+    seq = ms.ModelSequences(
+        "arm", p.spec, "s", x0, p.sequences.control[0], p.sequences.sensordata[0]
+    )
     return p, seq
 
 
@@ -31,21 +39,28 @@ def test_initial_state_estimation_removes_bias(make_problem):
     _, biased = ms.optimize(params, ms.build_residual_fn([seq]))
     assert abs(biased.x[0] - 0.2) > 1e-3
     params.update(ms.initial_state_params(seq))
-    assert params.keys()[1:] == ["arm/s/j1_qpos0", "arm/s/j1_qvel0", "arm/s/j2_qpos0", "arm/s/j2_qvel0"]
+    assert params.keys()[1:] == [
+        "arm/s/j1_qpos0",
+        "arm/s/j1_qvel0",
+        "arm/s/j2_qpos0",
+        "arm/s/j2_qvel0",
+    ]
     rf = ms.build_residual_fn([seq])
-    opt, res = ms.optimize(params, rf)
+    _opt, res = ms.optimize(params, rf)
     np.testing.assert_allclose(res.x, [0.2, 0.3, 0.5, -0.2, -0.4], rtol=1e-6, atol=1e-8)
     # initial-state candidates reuse the compiled model: fewer model builds than rollouts
     assert rf.stats.model_edits < rf.stats.simulated_candidates
 
 
 def test_initial_state_params_errors(make_problem):
-    p, seq = _noisy_start(make_problem)
+    _p, seq = _noisy_start(make_problem)
     with pytest.raises(KeyError, match=r"sequences \['nope'\] are not recorded sequences"):
         ms.initial_state_params(seq, sequences=["nope"])
     with pytest.raises(KeyError, match="joints: the model has no joint named 'knee'"):
         ms.initial_state_params(seq, joints=["knee"])
-    other = ms.ModelSequences("other", seq.spec, "s", seq.initial_state[0], seq.control[0], seq.sensordata[0])
+    other = ms.ModelSequences(
+        "other", seq.spec, "s", seq.initial_state[0], seq.control[0], seq.sensordata[0]
+    )
     params = ms.initial_state_params(other)
     with pytest.raises(KeyError, match=r"initial-state parameters .* name no recorded sequence"):
         ms.build_residual_fn([seq])(params.as_vector(), params)
@@ -57,7 +72,7 @@ def test_split_windows_multiple_shooting(make_problem):
     assert windows.sequence_name == ["s#0", "s#1", "s#2", "s#3"]
     params = ms.ParameterDict([ms.make_parameter("joint_damping", p.model, "j1")])
     params.update(ms.initial_state_params(windows))
-    opt, res = ms.optimize(params, ms.build_residual_fn([windows]))
+    opt, _res = ms.optimize(params, ms.build_residual_fn([windows]))
     assert opt["j1_damping"].value[0] == pytest.approx(0.2, rel=1e-6)
     with pytest.raises(ValueError, match="window must be > 0 seconds"):
         ms.split_windows(seq, 0.0)
@@ -65,7 +80,9 @@ def test_split_windows_multiple_shooting(make_problem):
 
 def test_split_windows_needs_measured_state(make_problem):
     p = make_problem(ARM2, None, n=300, names=["tip_pos"])
-    with pytest.raises(ValueError, match=r"must measure the position and velocity of every joint.*\['j1', 'j2'\]"):
+    with pytest.raises(
+        ValueError, match=r"must measure the position and velocity of every joint.*\['j1', 'j2'\]"
+    ):
         ms.split_windows(p.sequences, 0.2)
 
 

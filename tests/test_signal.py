@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from mjsysid import signal_modifier as sm
 from conftest import ARM2
+from mjsysid import signal_modifier as sm
 
 
 def ramp(n=101, dt=0.01, cols=("a", "b")) -> ms.TimeSeries:
@@ -18,9 +18,16 @@ def ramp(n=101, dt=0.01, cols=("a", "b")) -> ms.TimeSeries:
 
 
 def test_reachable_under_signal_modifier_namespace():
-    for name in ("get_sensor_indices", "apply_gain", "apply_bias", "apply_delay",
-                 "apply_delayed_ts_window", "apply_resample_and_delay", "weighted_diff",
-                 "normalize_residual"):
+    for name in (
+        "get_sensor_indices",
+        "apply_gain",
+        "apply_bias",
+        "apply_delay",
+        "apply_delayed_ts_window",
+        "apply_resample_and_delay",
+        "weighted_diff",
+        "normalize_residual",
+    ):
         assert callable(getattr(ms.signal_modifier, name))
 
 
@@ -106,7 +113,9 @@ def _arm_with_measurement(make_problem, delay=0.0, gain=1.0, bias=0.0):
     for name in ("j1_vel", "j2_vel"):
         data[:, meas.columns(name)] += bias
     new = ms.TimeSeries(t, data, meas.signal_mapping)
-    seq = ms.ModelSequences("arm", p.spec, "s", p.sequences.initial_state[0], p.sequences.control[0], new)
+    seq = ms.ModelSequences(
+        "arm", p.spec, "s", p.sequences.initial_state[0], p.sequences.control[0], new
+    )
     return p, seq
 
 
@@ -125,11 +134,13 @@ def test_recover_delay_gain_bias(make_problem, optimizer):
     _, seq = _arm_with_measurement(make_problem, delay=0.012, gain=1.4, bias=0.2)
     params, transform = _transform_params()
     rf = ms.build_residual_fn([seq], modify_residual=transform.apply)
-    opt, res = ms.optimize(params, rf, optimizer=optimizer, max_iters=100)
+    opt, _res = ms.optimize(params, rf, optimizer=optimizer, max_iters=100)
     np.testing.assert_allclose(opt["delay"].value, 0.012, atol=2e-4)
     np.testing.assert_allclose(opt["gain"].value, 1.4, rtol=1e-4)
     np.testing.assert_allclose(opt["bias"].value, 0.2, atol=1e-4)
-    assert rf.stats.simulated_candidates == rf.stats.calls  # never more than one simulation per call
+    assert (
+        rf.stats.simulated_candidates == rf.stats.calls
+    )  # never more than one simulation per call
 
 
 def test_transform_without_parameters_matches_default_residual(make_problem):
@@ -156,7 +167,10 @@ def test_enable_sensors_and_weights(make_problem):
     t.enable_sensors(["j*_pos", "*_vel", "tip_gyro"]).set_sensor_weights({"j1_pos": 2.0})
     rf = ms.build_residual_fn([seq], modify_residual=t.apply)
     r = rf(d.as_vector(), d)
-    window = np.sum((seq.sensordata[0].times >= 0.03 - 1e-12) & (seq.sensordata[0].times <= 1.198 - 0.01 + 1e-12))
+    window = np.sum(
+        (seq.sensordata[0].times >= 0.03 - 1e-12)
+        & (seq.sensordata[0].times <= 1.198 - 0.01 + 1e-12)
+    )
     assert r.size == window * (2 + 2 + 3)
 
 
@@ -164,7 +178,9 @@ def test_pattern_matching_nothing_fails_at_build(make_problem):
     _, seq = _arm_with_measurement(make_problem)
     d = ms.ParameterDict([ms.Parameter("delay", 0.0, 0.0, 0.1)])
     t = ms.SignalTransform().delay("*_torque", d["delay"])
-    with pytest.raises(ValueError, match=r"delay\('\*_torque', 'delay'\): the pattern must match at least one"):
+    with pytest.raises(
+        ValueError, match=r"delay\('\*_torque', 'delay'\): the pattern must match at least one"
+    ):
         ms.build_residual_fn([seq], modify_residual=t.apply)
     with pytest.raises(ValueError, match="target must be 'predicted' or 'measured'"):
         ms.SignalTransform().gain("*", d["delay"], target="both")

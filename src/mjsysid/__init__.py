@@ -30,9 +30,16 @@ from mjsysid.optimize import (
 from mjsysid.param_kinds import make_parameter
 from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.plotting import OffscreenRenderingError, plot_sensor_comparison, render_rollout
+from mjsysid.protocols import (
+    BuildModelFn,
+    CustomRolloutFn,
+    ModelModifierFn,
+    ModifierFn,
+    ModifyResidualFn,
+)
 from mjsysid.report import default_report
-from mjsysid.results import Confidence, Results, load_results, save_results
 from mjsysid.residual import ResidualFunction, SequencePrediction, build_residual_fn
+from mjsysid.results import Confidence, Results, load_results, save_results
 from mjsysid.shooting import initial_state_params, split_windows
 from mjsysid.signal_transform import SignalTransform
 from mjsysid.timeseries import (
@@ -48,37 +55,26 @@ from mjsysid.trajectory import (
     create_initial_state,
     sysid_rollout,
 )
-from mjsysid.protocols import (
-    BuildModelFn,
-    CustomRolloutFn,
-    ModelModifierFn,
-    ModifierFn,
-    ModifyResidualFn,
-)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BuildModelFn",
     "Confidence",
-    "DtStatistics",
-    "resolve_signal_name",
-    "signal_source_indices",
-    "Results",
-    "load_results",
-    "save_results",
     "CustomRolloutFn",
-    "ModelModifierFn",
+    "DtStatistics",
     "InertiaType",
+    "ModelModifierFn",
     "ModelSequences",
-    "OffscreenRenderingError",
     "ModifierError",
     "ModifierFn",
     "ModifyResidualFn",
+    "OffscreenRenderingError",
     "OptimizeResult",
     "Parameter",
     "ParameterDict",
     "ResidualFunction",
+    "Results",
     "RolloutDivergedError",
     "SequencePrediction",
     "SignalTransform",
@@ -87,25 +83,29 @@ __all__ = [
     "TimeSeries",
     "apply_body_inertia",
     "apply_dgain",
-    "body_inertia_param",
-    "full_inertia_from_model",
     "apply_param_modifiers",
     "apply_param_modifiers_spec",
     "apply_pdgain",
     "apply_pgain",
+    "body_inertia_param",
     "build_residual_fn",
     "calculate_intervals",
     "create_initial_state",
     "default_report",
     "fd_jacobian",
+    "full_inertia_from_model",
     "initial_state_params",
-    "split_windows",
+    "load_results",
     "make_parameter",
     "optimize",
     "plot_sensor_comparison",
     "remove_visuals",
     "render_rollout",
+    "resolve_signal_name",
+    "save_results",
     "signal_modifier",
+    "signal_source_indices",
+    "split_windows",
     "sweep_parameter",
     "sysid_rollout",
 ]

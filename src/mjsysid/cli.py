@@ -60,8 +60,11 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     optimizer = args.optimizer or exp.optimizer
     max_iters = exp.max_iters if args.max_iters is None else args.max_iters
     rf = exp.build_residual_fn()
-    print(f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
-          f"{len(exp.sequences)} sequences of {exp.name!r} with {optimizer} ...", file=err)
+    print(
+        f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
+        f"{len(exp.sequences)} sequences of {exp.name!r} with {optimizer} ...",
+        file=err,
+    )
 
     def progress(it: int, x: np.ndarray, cost: float) -> None:
         if not args.quiet:
@@ -69,21 +72,42 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
 
     checkpoint = out / "checkpoint.npz"
     try:
-        opt_params, result = optimize(exp.params, rf, optimizer=optimizer, max_iters=max_iters,
-                                      checkpoint=checkpoint, resume=args.resume, callback=progress,
-                                      **exp.optimizer_options)
+        opt_params, result = optimize(
+            exp.params,
+            rf,
+            optimizer=optimizer,
+            max_iters=max_iters,
+            checkpoint=checkpoint,
+            resume=args.resume,
+            callback=progress,
+            **exp.optimizer_options,
+        )
     except KeyboardInterrupt:
-        print(f"interrupted before the first iteration finished; nothing to save "
-              f"(checkpoint: {checkpoint})", file=err)
+        print(
+            f"interrupted before the first iteration finished; nothing to save "
+            f"(checkpoint: {checkpoint})",
+            file=err,
+        )
         return EXIT_INTERRUPTED
     save_results(out, [exp.sequences], exp.params, opt_params, result, rf)
-    atomic_write_text(out / "run.yaml", yaml.safe_dump(
-        {"experiment": str(Path(exp.path).resolve()), "optimizer": optimizer,
-         "max_iters": max_iters}, sort_keys=False))
+    atomic_write_text(
+        out / "run.yaml",
+        yaml.safe_dump(
+            {
+                "experiment": str(Path(exp.path).resolve()),
+                "optimizer": optimizer,
+                "max_iters": max_iters,
+            },
+            sort_keys=False,
+        ),
+    )
     conf = compute_confidence(result, rf)
     print(result.message, file=err)
-    print(f"cost {result.initial_cost:.6e} -> {result.cost:.6e} in {result.nit} iterations, "
-          f"{result.wall_time:.2f} s", file=err)
+    print(
+        f"cost {result.initial_cost:.6e} -> {result.cost:.6e} in {result.nit} iterations, "
+        f"{result.wall_time:.2f} s",
+        file=err,
+    )
     print(_table(result, conf, exp.params), file=out_stream)
     print(f"results: {out}", file=err)
     if not args.no_report:
@@ -100,8 +124,11 @@ def cmd_report(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int
     results = load_results(folder)
     run_file = folder / "run.yaml"
     if not run_file.is_file():
-        print(f"error: {str(run_file)!r} is missing; 'mjsysid report' needs a folder written by "
-              "'mjsysid fit'", file=err)
+        print(
+            f"error: {str(run_file)!r} is missing; 'mjsysid report' needs a folder written by "
+            "'mjsysid fit'",
+            file=err,
+        )
         return EXIT_ERROR
     run = read_yaml(run_file)
     exp = load_experiment(run["experiment"])
@@ -125,8 +152,9 @@ def _parse_set(items: Sequence[str]) -> list[tuple[str, str, float]]:
             kind, target = left.split(":", 1)
             out.append((kind, target, float(value)))
         except ValueError:
-            raise ValueError(f"--set must look like KIND:TARGET=VALUE (e.g. body_mass:pole=0.8), "
-                             f"got {item!r}") from None
+            raise ValueError(
+                f"--set must look like KIND:TARGET=VALUE (e.g. body_mass:pole=0.8), got {item!r}"
+            ) from None
     return out
 
 
@@ -134,8 +162,8 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
     import mujoco
 
     from mjsysid.excitation import make_excitation
-    from mjsysid.inertia import body_inertia_param
     from mjsysid.experiment import INERTIA_KINDS
+    from mjsysid.inertia import body_inertia_param
     from mjsysid.model_modifier import apply_param_modifiers
     from mjsysid.param_kinds import make_parameter
     from mjsysid.parameter import ParameterDict
@@ -156,7 +184,7 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
         truth.add(p)
     true_model = apply_param_modifiers(truth, spec) if len(truth) else model
     dt = model.opt.timestep
-    n = int(round(args.duration / dt))
+    n = round(args.duration / dt)
     amp = np.ones(model.nu) * (args.amplitude if args.amplitude is not None else 1.0)
     if args.amplitude is None:
         limited = model.actuator_ctrllimited.astype(bool)
@@ -169,10 +197,20 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
     sens = traj.sensordata
     if args.noise:
         sens = sens + args.noise * np.random.default_rng(args.seed + 1).standard_normal(sens.shape)
-    path = write_recording(args.out, model, traj.times, ctrl, sens,
-                           initial_qpos=traj.qpos()[0], initial_qvel=traj.qvel()[0])
-    print(f"wrote {n} samples ({args.duration:g} s, {args.signal}) of {model.nsensor} sensors and "
-          f"{model.nu} controls to {path}", file=err)
+    path = write_recording(
+        args.out,
+        model,
+        traj.times,
+        ctrl,
+        sens,
+        initial_qpos=traj.qpos()[0],
+        initial_qvel=traj.qvel()[0],
+    )
+    print(
+        f"wrote {n} samples ({args.duration:g} s, {args.signal}) of {model.nsensor} sensors and "
+        f"{model.nu} controls to {path}",
+        file=err,
+    )
     return EXIT_OK
 
 
@@ -196,21 +234,31 @@ def build_parser() -> argparse.ArgumentParser:
     from mjsysid import __version__
 
     parser = argparse.ArgumentParser(
-        prog="mjsysid", description="System identification for MuJoCo models.")
+        prog="mjsysid", description="System identification for MuJoCo models."
+    )
     parser.add_argument("--version", action="version", version=f"mjsysid {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    fit = sub.add_parser("fit", help="identify parameters from an experiment file",
-                         description="Fit the parameters of an experiment file (or example:NAME) "
-                                     "and write the results folder and report.")
+    fit = sub.add_parser(
+        "fit",
+        help="identify parameters from an experiment file",
+        description="Fit the parameters of an experiment file (or example:NAME) "
+        "and write the results folder and report.",
+    )
     fit.add_argument("experiment", help="experiment YAML file, or example:NAME for a bundled one")
     fit.add_argument("--out", help="results folder (default: results/<experiment name>)")
-    fit.add_argument("--optimizer", choices=["mujoco", "scipy", "scipy_parallel_fd"],
-                     help="override the experiment's optimizer")
+    fit.add_argument(
+        "--optimizer",
+        choices=["mujoco", "scipy", "scipy_parallel_fd"],
+        help="override the experiment's optimizer",
+    )
     fit.add_argument("--max-iters", type=int, help="override the iteration limit")
-    fit.add_argument("--resume", action="store_true",
-                     help="continue from <out>/checkpoint.npz after an interruption")
+    fit.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from <out>/checkpoint.npz after an interruption",
+    )
     fit.add_argument("--no-report", action="store_true", help="do not write report.html")
     fit.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
     fit.set_defaults(func=cmd_fit)
@@ -219,30 +267,47 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("results", help="folder written by 'mjsysid fit'")
     rep.set_defaults(func=cmd_report)
 
-    sim = sub.add_parser("simulate", help="make a synthetic recording from a model",
-                         description="Simulate MODEL under an excitation signal and write a "
-                                     "recording (.npz or .csv) that 'mjsysid fit' can read.")
+    sim = sub.add_parser(
+        "simulate",
+        help="make a synthetic recording from a model",
+        description="Simulate MODEL under an excitation signal and write a "
+        "recording (.npz or .csv) that 'mjsysid fit' can read.",
+    )
     sim.add_argument("model", help="MJCF or URDF file")
     sim.add_argument("--out", required=True, help="output recording (.npz or .csv)")
     sim.add_argument("--duration", type=float, default=5.0, help="seconds (default 5)")
-    sim.add_argument("--signal", default="prbs", choices=["prbs", "chirp", "multisine", "steps"],
-                     help="excitation signal (default prbs)")
-    sim.add_argument("--amplitude", type=float,
-                     help="peak control (default: 80 %% of each actuator's ctrlrange, else 1)")
+    sim.add_argument(
+        "--signal",
+        default="prbs",
+        choices=["prbs", "chirp", "multisine", "steps"],
+        help="excitation signal (default prbs)",
+    )
+    sim.add_argument(
+        "--amplitude",
+        type=float,
+        help="peak control (default: 80 %% of each actuator's ctrlrange, else 1)",
+    )
     sim.add_argument("--noise", type=float, default=0.0, help="std of Gaussian sensor noise")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--qpos", type=float, nargs="+", help="initial joint positions")
-    sim.add_argument("--set", action="append", metavar="KIND:TARGET=VALUE",
-                     help="simulate a different 'true' system, e.g. body_mass:pole=0.8 (repeatable)")
+    sim.add_argument(
+        "--set",
+        action="append",
+        metavar="KIND:TARGET=VALUE",
+        help="simulate a different 'true' system, e.g. body_mass:pole=0.8 (repeatable)",
+    )
     sim.set_defaults(func=cmd_simulate)
 
     ex = sub.add_parser("examples", help="list the bundled examples")
     ex.set_defaults(func=cmd_examples)
 
-    demo = sub.add_parser("demo", help="cart-pole: identification makes a planner succeed",
-                          description="A predictive-sampling planner with a wrong pole mass fails "
-                                      "to swing up the real cart-pole; mjsysid identifies the mass "
-                                      "from an excitation run and the planner succeeds again.")
+    demo = sub.add_parser(
+        "demo",
+        help="cart-pole: identification makes a planner succeed",
+        description="A predictive-sampling planner with a wrong pole mass fails "
+        "to swing up the real cart-pole; mjsysid identifies the mass "
+        "from an excitation run and the planner succeeds again.",
+    )
     demo.add_argument("--quick", action="store_true", help="fewer starts and shorter episodes")
     demo.add_argument("--out", default="results/demo", help="results folder")
     demo.add_argument("--no-report", action="store_true", help="do not write report.html")
@@ -250,15 +315,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
     """Runs the command line; returns the exit status (0 ok, 1 error, 130 interrupted)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s", stream=err)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=err,
+    )
     try:
         return int(args.func(args, out, err))
     except KeyboardInterrupt:

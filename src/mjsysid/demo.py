@@ -64,7 +64,9 @@ def _parameters(spec: mujoco.MjSpec, model: mujoco.MjModel) -> ParameterDict:
     return params
 
 
-def record_excitation(duration: float = 6.0, seed: int = 0) -> tuple[TimeSeries, TimeSeries, np.ndarray]:
+def record_excitation(
+    duration: float = 6.0, seed: int = 0
+) -> tuple[TimeSeries, TimeSeries, np.ndarray]:
     """Runs the real cart-pole under a multisine force and returns noisy measurements.
 
     Returns:
@@ -72,7 +74,7 @@ def record_excitation(duration: float = 6.0, seed: int = 0) -> tuple[TimeSeries,
     """
     real = cartpole_model(TRUE_POLE_MASS)
     dt = real.opt.timestep
-    n = int(round(duration / dt))
+    n = round(duration / dt)
     ctrl = multisine(n, 1, dt, amplitude=3.0, f0=0.5, f1=3.0, seed=seed)
     x0 = create_initial_state(real, qpos=[0.0, np.pi - 0.3])
     traj = sysid_rollout(real, None, ctrl, x0)[0]
@@ -85,15 +87,22 @@ def record_excitation(duration: float = 6.0, seed: int = 0) -> tuple[TimeSeries,
     measured = TimeSeries(traj.times, noisy, sens.signal_mapping)
     control = TimeSeries.from_control_names(traj.times, ctrl, real)
     # The initial state is read from the (noisy) encoders, as on hardware.
-    x0_meas = create_initial_state(real, qpos=noisy[0, [measured.columns("cart_pos")[0],
-                                                       measured.columns("pole_angle")[0]]],
-                                   qvel=noisy[0, [measured.columns("cart_vel")[0],
-                                                  measured.columns("pole_angvel")[0]]])
+    x0_meas = create_initial_state(
+        real,
+        qpos=noisy[0, [measured.columns("cart_pos")[0], measured.columns("pole_angle")[0]]],
+        qvel=noisy[0, [measured.columns("cart_vel")[0], measured.columns("pole_angvel")[0]]],
+    )
     return measured, control, x0_meas
 
 
-def run_demo(*, quick: bool = False, out: Path | str = "results/demo", stream: TextIO | None = None,
-             report: bool = True, starts: int | None = None) -> DemoResult:
+def run_demo(
+    *,
+    quick: bool = False,
+    out: Path | str = "results/demo",
+    stream: TextIO | None = None,
+    report: bool = True,
+    starts: int | None = None,
+) -> DemoResult:
     """Runs the demo and prints the success table to ``stream``.
 
     Args:
@@ -115,8 +124,10 @@ def run_demo(*, quick: bool = False, out: Path | str = "results/demo", stream: T
     start_states = cartpole_starts(nstart, seed=0)
     real = cartpole_model(TRUE_POLE_MASS)
     believed = cartpole_model()
-    say(f"The real cart-pole's pole weighs {TRUE_POLE_MASS} kg; the planner's model says "
-        f"{believed.body('pole').mass[0]:.1f} kg.")
+    say(
+        f"The real cart-pole's pole weighs {TRUE_POLE_MASS} kg; the planner's model says "
+        f"{believed.body('pole').mass[0]:.1f} kg."
+    )
     say(f"1/3 planning with the wrong model ({nstart} swing-ups of {duration:g} s) ...")
     wrong = evaluate_planner(real, believed, start_states, duration=duration)
 
@@ -147,14 +158,24 @@ def run_demo(*, quick: bool = False, out: Path | str = "results/demo", stream: T
     say("3/3 planning with the identified and with the true model ...")
     ident = evaluate_planner(real, identified, start_states, duration=duration)
     true = evaluate_planner(real, real, start_states, duration=duration)
-    successes = {"wrong (0.2 kg)": wrong.successes, f"identified ({mass:.3f} kg)": ident.successes,
-                 f"true ({TRUE_POLE_MASS} kg)": true.successes}
+    successes = {
+        "wrong (0.2 kg)": wrong.successes,
+        f"identified ({mass:.3f} kg)": ident.successes,
+        f"true ({TRUE_POLE_MASS} kg)": true.successes,
+    }
     say("")
     say(f"{'planner model':<26} {'swing-up success':>18}")
     for name, k in successes.items():
         say(f"{name:<26} {k:>10d}/{nstart}")
     wall = time.perf_counter() - t0
-    say(f"\nidentified pole mass: {mass:.4f} kg, 95 % interval [{mass - hw:.4f}, {mass + hw:.4f}] "
-        f"(true {TRUE_POLE_MASS} kg); results in {folder}; {wall:.0f} s")
-    return DemoResult({"wrong": wrong.successes, "identified": ident.successes,
-                       "true": true.successes}, nstart, mass, hw, wall)
+    say(
+        f"\nidentified pole mass: {mass:.4f} kg, 95 % interval [{mass - hw:.4f}, {mass + hw:.4f}] "
+        f"(true {TRUE_POLE_MASS} kg); results in {folder}; {wall:.0f} s"
+    )
+    return DemoResult(
+        {"wrong": wrong.successes, "identified": ident.successes, "true": true.successes},
+        nstart,
+        mass,
+        hw,
+        wall,
+    )

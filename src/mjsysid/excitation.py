@@ -34,8 +34,9 @@ def _check(n: int, nu: int, dt: float, amplitude: float) -> None:
         raise ValueError(must_be("amplitude", "finite and >= 0", amplitude))
 
 
-def prbs(n: int, nu: int, dt: float, *, amplitude: float = 1.0, hold: int = 10,
-         seed: int = 0) -> np.ndarray:
+def prbs(
+    n: int, nu: int, dt: float, *, amplitude: float = 1.0, hold: int = 10, seed: int = 0
+) -> np.ndarray:
     """Pseudo-random binary sequence, ``(n, nu)``, values ``±amplitude``.
 
     Each channel flips sign with probability 1/2 every ``hold`` samples (mean switching
@@ -49,8 +50,9 @@ def prbs(n: int, nu: int, dt: float, *, amplitude: float = 1.0, hold: int = 10,
     return amplitude * np.repeat(levels, hold, axis=0)[:n]
 
 
-def random_steps(n: int, nu: int, dt: float, *, amplitude: float = 1.0, hold: int = 50,
-                 seed: int = 0) -> np.ndarray:
+def random_steps(
+    n: int, nu: int, dt: float, *, amplitude: float = 1.0, hold: int = 50, seed: int = 0
+) -> np.ndarray:
     """Gaussian levels (std ``amplitude/2``, clipped to ``±amplitude``) held ``hold`` samples."""
     _check(n, nu, dt, amplitude)
     if hold < 1:
@@ -60,8 +62,17 @@ def random_steps(n: int, nu: int, dt: float, *, amplitude: float = 1.0, hold: in
     return amplitude * np.repeat(levels, hold, axis=0)[:n]
 
 
-def chirp(n: int, nu: int, dt: float, *, amplitude: float = 1.0, f0: float = 0.1,
-          f1: float = 5.0, method: str = "logarithmic", seed: int = 0) -> np.ndarray:
+def chirp(
+    n: int,
+    nu: int,
+    dt: float,
+    *,
+    amplitude: float = 1.0,
+    f0: float = 0.1,
+    f1: float = 5.0,
+    method: str = "logarithmic",
+    seed: int = 0,
+) -> np.ndarray:
     """Frequency sweep from ``f0`` to ``f1`` Hz over the ``n`` samples, ``(n, nu)``.
 
     Channel ``j`` is delayed by a random phase (from ``seed``) so channels are not identical.
@@ -86,8 +97,17 @@ def chirp(n: int, nu: int, dt: float, *, amplitude: float = 1.0, f0: float = 0.1
     return amplitude * np.sin(phase[:, None] + offsets[None, :])
 
 
-def multisine(n: int, nu: int, dt: float, *, amplitude: float = 1.0, f0: float = 0.1,
-              f1: float = 5.0, ncomp: int = 20, seed: int = 0) -> np.ndarray:
+def multisine(
+    n: int,
+    nu: int,
+    dt: float,
+    *,
+    amplitude: float = 1.0,
+    f0: float = 0.1,
+    f1: float = 5.0,
+    ncomp: int = 20,
+    seed: int = 0,
+) -> np.ndarray:
     """Sum of ``ncomp`` sines at log-spaced frequencies in ``[f0, f1]`` Hz, peak-normalised.
 
     Phases follow Schroeder's rule ``φ_k = −π k(k−1)/ncomp`` (plus a per-channel random shift)
@@ -108,13 +128,16 @@ def multisine(n: int, nu: int, dt: float, *, amplitude: float = 1.0, f0: float =
     return amplitude * out
 
 
-def make_excitation(kind: str, n: int, nu: int, dt: float, *, amplitude: float = 1.0,
-                    seed: int = 0) -> np.ndarray:
+def make_excitation(
+    kind: str, n: int, nu: int, dt: float, *, amplitude: float = 1.0, seed: int = 0
+) -> np.ndarray:
     """Dispatch by name (one of :data:`SIGNALS`) with each generator's defaults."""
     if kind == "prbs":
         return prbs(n, nu, dt, amplitude=amplitude, hold=max(1, round(0.05 / dt)), seed=seed)
     if kind == "steps":
-        return random_steps(n, nu, dt, amplitude=amplitude, hold=max(1, round(0.25 / dt)), seed=seed)
+        return random_steps(
+            n, nu, dt, amplitude=amplitude, hold=max(1, round(0.25 / dt)), seed=seed
+        )
     if kind == "chirp":
         return chirp(n, nu, dt, amplitude=amplitude, f1=min(5.0, 0.25 / dt), seed=seed)
     if kind == "multisine":

@@ -46,8 +46,11 @@ from mjsysid.signal_transform import SignalTransform
 from mjsysid.trajectory import create_initial_state
 
 EXPERIMENT_SCHEMA_VERSION = 1
-INERTIA_KINDS = {"body_mass": InertiaType.Mass, "body_mass_ipos": InertiaType.MassIpos,
-                 "body_inertia": InertiaType.Pseudo}
+INERTIA_KINDS = {
+    "body_mass": InertiaType.Mass,
+    "body_mass_ipos": InertiaType.MassIpos,
+    "body_inertia": InertiaType.Pseudo,
+}
 SIGNAL_KINDS = ("sensor_delay", "sensor_gain", "sensor_bias")
 ALL_KINDS = sorted(set(KINDS) | set(INERTIA_KINDS))
 
@@ -69,22 +72,34 @@ class _Node:
 
     def __init__(self, data: Any, path: str, source: str) -> None:
         if not isinstance(data, dict):
-            raise ExperimentError(f"{source}: {path or 'the file'} must be a mapping, got "
-                                  f"{_type_name(data)} {short_repr(data)}")
+            raise ExperimentError(
+                f"{source}: {path or 'the file'} must be a mapping, got "
+                f"{_type_name(data)} {short_repr(data)}"
+            )
         self.data, self.path, self.source = data, path, source
         self.used: set[str] = set()
 
     def err(self, key: str | int, expected: str, got: Any) -> ExperimentError:
-        return ExperimentError(f"{self.source}: {_where(self.path, key)} must be {expected}, got "
-                               f"{_type_name(got)} {short_repr(got)}")
+        return ExperimentError(
+            f"{self.source}: {_where(self.path, key)} must be {expected}, got "
+            f"{_type_name(got)} {short_repr(got)}"
+        )
 
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None, *,
-            required: bool = False, expected: str | None = None) -> Any:
+    def get(
+        self,
+        key: str,
+        kind: type | tuple[type, ...],
+        default: Any = None,
+        *,
+        required: bool = False,
+        expected: str | None = None,
+    ) -> Any:
         self.used.add(key)
         if key not in self.data:
             if required:
-                raise ExperimentError(f"{self.source}: {_where(self.path, key)} is required "
-                                      f"({expected or 'missing'})")
+                raise ExperimentError(
+                    f"{self.source}: {_where(self.path, key)} is required ({expected or 'missing'})"
+                )
             return default
         value = self.data[key]
         kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -102,8 +117,10 @@ class _Node:
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            raise ExperimentError(f"{self.source}: {self.path or 'top level'} has unknown keys "
-                                  f"{unknown}; allowed: {sorted(self.used)}")
+            raise ExperimentError(
+                f"{self.source}: {self.path or 'top level'} has unknown keys "
+                f"{unknown}; allowed: {sorted(self.used)}"
+            )
 
 
 def _numbers(node: _Node, key: str, size: int | None = None) -> np.ndarray | None:
@@ -157,8 +174,10 @@ class Experiment:
     def build_residual_fn(self) -> ResidualFunction:
         """The residual function this experiment describes."""
         return build_residual_fn(
-            [self.sequences], modify_residual=None if self.transform is None else self.transform.apply,
-            **self.residual_options)
+            [self.sequences],
+            modify_residual=None if self.transform is None else self.transform.apply,
+            **self.residual_options,
+        )
 
 
 def bundled_examples() -> dict[str, Path]:
@@ -191,11 +210,15 @@ def load_experiment(path: str | Path) -> Experiment:
     top = _Node(read_yaml(path), "", source)
     version = top.get("schema_version", int, EXPERIMENT_SCHEMA_VERSION)
     if version > EXPERIMENT_SCHEMA_VERSION:
-        raise ExperimentError(f"{source}: schema_version must be <= {EXPERIMENT_SCHEMA_VERSION}, "
-                              f"got {version}; upgrade mjsysid")
+        raise ExperimentError(
+            f"{source}: schema_version must be <= {EXPERIMENT_SCHEMA_VERSION}, "
+            f"got {version}; upgrade mjsysid"
+        )
     base = path.parent
     name = top.get("name", str, path.stem)
-    model_file = base / top.get("model", str, required=True, expected="a path to an MJCF or URDF file")
+    model_file = base / top.get(
+        "model", str, required=True, expected="a path to an MJCF or URDF file"
+    )
     if not model_file.is_file():
         raise FileNotFoundError(f"{source}: model: no such file {str(model_file)!r}")
     try:
@@ -215,8 +238,9 @@ def load_experiment(path: str | Path) -> Experiment:
         cmap = node.get("control", dict, None)
         smap = node.get("sensors", dict, None)
         try:
-            rec = load_recording(rec_file, model, time=node.get("time", str, None), control=cmap,
-                                 sensors=smap)
+            rec = load_recording(
+                rec_file, model, time=node.get("time", str, None), control=cmap, sensors=smap
+            )
         except KeyError as e:
             raise ExperimentError(f"{source}: {node.path}: {e.args[0]}") from None
         except ValueError as e:
@@ -235,7 +259,11 @@ def load_experiment(path: str | Path) -> Experiment:
                         full = create_initial_state(model, **{key: v})
                     except (KeyError, ValueError) as e:
                         raise ExperimentError(f"{source}: {init.path}.{key}: {e}") from None
-                    sl = slice(1, 1 + model.nq) if key == "qpos" else slice(1 + model.nq, 1 + model.nq + model.nv)
+                    sl = (
+                        slice(1, 1 + model.nq)
+                        if key == "qpos"
+                        else slice(1 + model.nq, 1 + model.nq + model.nv)
+                    )
                     if key == "qpos":
                         qpos = full[sl]
                     else:
@@ -247,9 +275,11 @@ def load_experiment(path: str | Path) -> Experiment:
             x0s.append(create_initial_state(model, qpos, qvel, time=float(rec.times[0])))
         except (KeyError, ValueError) as e:
             msg = e.args[0] if isinstance(e, KeyError) else str(e)
-            raise ExperimentError(f"{source}: {node.path}: initial state (initial_qpos / "
-                                  f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
-                                  f"{msg}") from None
+            raise ExperimentError(
+                f"{source}: {node.path}: initial state (initial_qpos / "
+                f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
+                f"{msg}"
+            ) from None
         ctrls.append(rec.control)
         senss.append(rec.sensordata)
     try:
@@ -293,12 +323,24 @@ def load_experiment(path: str | Path) -> Experiment:
                 opt_options[key] = v
         opt.finish()
     top.finish()
-    return Experiment(path, name, spec, model, sequences, params, transform, residual_options,
-                      method, max_iters, opt_options)
+    return Experiment(
+        path,
+        name,
+        spec,
+        model,
+        sequences,
+        params,
+        transform,
+        residual_options,
+        method,
+        max_iters,
+        opt_options,
+    )
 
 
-def _parameters(top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel,
-                source: str) -> tuple[ParameterDict, SignalTransform | None]:
+def _parameters(
+    top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel, source: str
+) -> tuple[ParameterDict, SignalTransform | None]:
     raw = top.get("parameters", list, required=True, expected="a list of parameters")
     if not raw:
         raise ExperimentError(f"{source}: parameters must be a non-empty list, got an empty list")
@@ -310,26 +352,47 @@ def _parameters(top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel,
         kind = node.get("kind", str, required=True, expected=f"one of {ALL_KINDS}")
         if kind not in ALL_KINDS:
             raise node.err("kind", f"one of {ALL_KINDS}", kind)
-        target = node.get("target", str, required=True, expected="the element name or sensor pattern")
+        target = node.get(
+            "target", str, required=True, expected="the element name or sensor pattern"
+        )
         pname = node.get("name", str, None)
         frozen = node.get("frozen", bool, False)
         try:
             if kind in INERTIA_KINDS:
-                p = body_inertia_param(spec, model, target, INERTIA_KINDS[kind],
-                                       node.get("scale_rot_inertia", bool, True),
-                                       param_name=pname, frozen=frozen)
+                p = body_inertia_param(
+                    spec,
+                    model,
+                    target,
+                    INERTIA_KINDS[kind],
+                    node.get("scale_rot_inertia", bool, True),
+                    param_name=pname,
+                    frozen=frozen,
+                )
                 nominal = _numbers(node, "nominal", p.size)
                 lo, hi = _numbers(node, "min", p.size), _numbers(node, "max", p.size)
                 if nominal is not None or lo is not None or hi is not None:
                     ones = np.ones(p.size)
-                    p = Parameter(p.name, p.nominal if nominal is None else nominal * ones,
-                                  p.min_value if lo is None else lo * ones,
-                                  p.max_value if hi is None else hi * ones, frozen=frozen,
-                                  modifier=p.modifier, model_modifier=p.model_modifier, meta=p.meta)
+                    p = Parameter(
+                        p.name,
+                        p.nominal if nominal is None else nominal * ones,
+                        p.min_value if lo is None else lo * ones,
+                        p.max_value if hi is None else hi * ones,
+                        frozen=frozen,
+                        modifier=p.modifier,
+                        model_modifier=p.model_modifier,
+                        meta=p.meta,
+                    )
             else:
-                p = make_parameter(kind, model, target, name=pname, nominal=_numbers(node, "nominal"),
-                                   min_value=_numbers(node, "min"), max_value=_numbers(node, "max"),
-                                   frozen=frozen)
+                p = make_parameter(
+                    kind,
+                    model,
+                    target,
+                    name=pname,
+                    nominal=_numbers(node, "nominal"),
+                    min_value=_numbers(node, "min"),
+                    max_value=_numbers(node, "max"),
+                    frozen=frozen,
+                )
         except ExperimentError:
             raise
         except (KeyError, ValueError, TypeError) as e:
@@ -352,4 +415,3 @@ def _parameters(top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel,
         except ValueError as e:
             raise ExperimentError(f"{source}: {node.path}.name: {e}") from None
     return params, (transform if used_transform else None)
-

@@ -148,8 +148,11 @@ class InertiaType(enum.Enum):
 
 
 _SIZE = {InertiaType.Mass: 1, InertiaType.MassIpos: 4, InertiaType.Pseudo: 10}
-_SUFFIX = {InertiaType.Mass: "mass", InertiaType.MassIpos: "mass_ipos",
-           InertiaType.Pseudo: "inertia"}
+_SUFFIX = {
+    InertiaType.Mass: "mass",
+    InertiaType.MassIpos: "mass_ipos",
+    InertiaType.Pseudo: "inertia",
+}
 _BY_KIND = {t.value: t for t in InertiaType}
 
 _FRAME_EPS = 1e-6  # MuJoCo compiler: frames closer than this are "the same" (kFrameEps)
@@ -191,8 +194,12 @@ def _upper_cholesky(mat: np.ndarray, what: str) -> np.ndarray:
         low = np.linalg.cholesky(mat[::-1, ::-1])
     except np.linalg.LinAlgError:
         raise ValueError(
-            must_be(what, "positive definite (a physically consistent rigid body: m > 0, "
-                    "principal moments > 0 satisfying the triangle inequalities)", mat)
+            must_be(
+                what,
+                "positive definite (a physically consistent rigid body: m > 0, "
+                "principal moments > 0 satisfying the triangle inequalities)",
+                mat,
+            )
         ) from None
     return np.ascontiguousarray(low[::-1, ::-1])
 
@@ -266,12 +273,14 @@ def pseudo_inertia_from_theta(theta: npt.ArrayLike) -> np.ndarray:
 
 def _u_from_theta(theta: npt.ArrayLike) -> np.ndarray:
     a, d1, d2, d3, s12, s23, s13, t1, t2, t3 = np.asarray(theta, dtype=np.float64)
-    u = np.array([
-        [math.exp(d1), s12, s13, t1],
-        [0.0, math.exp(d2), s23, t2],
-        [0.0, 0.0, math.exp(d3), t3],
-        [0.0, 0.0, 0.0, 1.0],
-    ])
+    u = np.array(
+        [
+            [math.exp(d1), s12, s13, t1],
+            [0.0, math.exp(d2), s23, t2],
+            [0.0, 0.0, math.exp(d3), t3],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
     return math.exp(a) * u
 
 
@@ -293,10 +302,20 @@ def theta_from_pseudo_inertia(j: npt.ArrayLike) -> np.ndarray:
         raise ValueError(must_be("J", "a finite 4x4 array", arr))
     u = _upper_cholesky(0.5 * (arr + arr.T), "J")
     v = u / u[3, 3]
-    return np.array([
-        math.log(u[3, 3]), math.log(v[0, 0]), math.log(v[1, 1]), math.log(v[2, 2]),
-        v[0, 1], v[1, 2], v[0, 2], v[0, 3], v[1, 3], v[2, 3],
-    ])
+    return np.array(
+        [
+            math.log(u[3, 3]),
+            math.log(v[0, 0]),
+            math.log(v[1, 1]),
+            math.log(v[2, 2]),
+            v[0, 1],
+            v[1, 2],
+            v[0, 2],
+            v[0, 3],
+            v[1, 3],
+            v[2, 3],
+        ]
+    )
 
 
 def theta_from_inertial(mass: float, com: npt.ArrayLike, inertia_com: npt.ArrayLike) -> np.ndarray:
@@ -321,10 +340,20 @@ def theta_from_inertial(mass: float, com: npt.ArrayLike, inertia_com: npt.ArrayL
     i_c = _sym3("inertia_com", inertia_com)
     sigma_c = 0.5 * np.trace(i_c) * np.eye(3) - i_c
     a = _upper_cholesky(sigma_c / m, "inertia_com (as the second moment Σ_c = ½ tr(I_c) 𝟙 − I_c)")
-    return np.array([
-        0.5 * math.log(m), math.log(a[0, 0]), math.log(a[1, 1]), math.log(a[2, 2]),
-        a[0, 1], a[1, 2], a[0, 2], c[0], c[1], c[2],
-    ])
+    return np.array(
+        [
+            0.5 * math.log(m),
+            math.log(a[0, 0]),
+            math.log(a[1, 1]),
+            math.log(a[2, 2]),
+            a[0, 1],
+            a[1, 2],
+            a[0, 2],
+            c[0],
+            c[1],
+            c[2],
+        ]
+    )
 
 
 def inertial_from_theta(theta: npt.ArrayLike) -> tuple[float, np.ndarray, np.ndarray]:
@@ -342,11 +371,13 @@ def inertial_from_theta(theta: npt.ArrayLike) -> tuple[float, np.ndarray, np.nda
     """
     th = _vec("theta", theta, 10)
     m = math.exp(2.0 * th[0])
-    a = np.array([
-        [math.exp(th[1]), th[4], th[6]],
-        [0.0, math.exp(th[2]), th[5]],
-        [0.0, 0.0, math.exp(th[3])],
-    ])
+    a = np.array(
+        [
+            [math.exp(th[1]), th[4], th[6]],
+            [0.0, math.exp(th[2]), th[5]],
+            [0.0, 0.0, math.exp(th[3])],
+        ]
+    )
     sigma_c = m * (a @ a.T)
     return m, th[7:10].copy(), np.trace(sigma_c) * np.eye(3) - sigma_c
 
@@ -465,8 +496,12 @@ def _same_quat(a: np.ndarray, b: np.ndarray) -> bool:
     return _same_vec(a, b) or bool(np.all(np.abs(a + b) < _FRAME_EPS))
 
 
-def _sameframe(pos: np.ndarray, quat: np.ndarray, ipos: np.ndarray | None = None,
-               iquat: np.ndarray | None = None) -> int:
+def _sameframe(
+    pos: np.ndarray,
+    quat: np.ndarray,
+    ipos: np.ndarray | None = None,
+    iquat: np.ndarray | None = None,
+) -> int:
     """The compiler's ``*_sameframe`` rule for a frame ``(pos, quat)`` in its body frame."""
     if _same_vec(pos, np.zeros(3)) and _same_quat(quat, _QUNIT):
         return _SAME_BODY
@@ -481,8 +516,14 @@ def _sameframe(pos: np.ndarray, quat: np.ndarray, ipos: np.ndarray | None = None
     return _SAME_NONE
 
 
-def _write_model(model: mujoco.MjModel, b: int, values: Inertial, boundmass: float,
-                 boundinertia: float, target: str) -> None:
+def _write_model(
+    model: mujoco.MjModel,
+    b: int,
+    values: Inertial,
+    boundmass: float,
+    boundinertia: float,
+    target: str,
+) -> None:
     mass, ipos, inertia, iquat = values
     if boundmass > 0:
         mass = max(mass, boundmass)
@@ -513,8 +554,11 @@ def _kind_of(param: Parameter) -> InertiaType:
     kind = param.meta.get("kind")
     if kind not in _BY_KIND:
         raise ValueError(
-            must_be(f"parameter {param.name!r}: meta['kind']",
-                    f"one of {sorted(_BY_KIND)} (made by body_inertia_param)", kind)
+            must_be(
+                f"parameter {param.name!r}: meta['kind']",
+                f"one of {sorted(_BY_KIND)} (made by body_inertia_param)",
+                kind,
+            )
         )
     t = _BY_KIND[kind]
     if param.size != _SIZE[t]:
@@ -550,15 +594,17 @@ def _bind(param: Parameter) -> None:
     meta = param.meta
     target = meta.get("target")
     if not isinstance(target, str) or not target:
-        raise ValueError(must_be(f"parameter {param.name!r}: meta['target']", "a body name",
-                                 target))
+        raise ValueError(
+            must_be(f"parameter {param.name!r}: meta['target']", "a body name", target)
+        )
     compute = _make_compute(kind, meta)
     boundmass = _meta_float(meta, "boundmass", 0.0)
     boundinertia = _meta_float(meta, "boundinertia", 0.0)
     fast = meta.get("fast_path", True)
     if not isinstance(fast, bool):
-        raise ValueError(must_be(f"parameter {param.name!r}: meta['fast_path']", "true or false",
-                                 fast))
+        raise ValueError(
+            must_be(f"parameter {param.name!r}: meta['fast_path']", "true or false", fast)
+        )
 
     def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
         _write_spec(param_kinds.spec_element(spec, "body", target), compute(p.value))
@@ -580,14 +626,23 @@ for _kind in _BY_KIND:
 # ------------------------------------------------------------------------------------------------
 def _require_model(model: Any) -> None:
     if not isinstance(model, mujoco.MjModel):
-        raise TypeError(must_be("model", "a compiled mujoco.MjModel", type(model).__name__,
-                                "did you pass an MjSpec? call spec.compile() first"))
+        raise TypeError(
+            must_be(
+                "model",
+                "a compiled mujoco.MjModel",
+                type(model).__name__,
+                "did you pass an MjSpec? call spec.compile() first",
+            )
+        )
 
 
 def _require_spec(spec: Any) -> None:
     if not isinstance(spec, mujoco.MjSpec):
-        hint = ("did you swap spec and model? pass the MjSpec the model was compiled from"
-                if isinstance(spec, mujoco.MjModel) else "")
+        hint = (
+            "did you swap spec and model? pass the MjSpec the model was compiled from"
+            if isinstance(spec, mujoco.MjModel)
+            else ""
+        )
         raise TypeError(must_be("spec", "a mujoco.MjSpec", type(spec).__name__, hint))
 
 
@@ -595,22 +650,33 @@ def _check_compiler(spec: mujoco.MjSpec, model: mujoco.MjModel, b: int, name: st
     comp = spec.compiler
     if comp.settotalmass > 0:
         raise ValueError(
-            must_be("spec.compiler.settotalmass", "<= 0 (off) to identify a body's inertia",
-                    comp.settotalmass,
-                    "the compiler rescales every mass to that total; remove settotalmass")
+            must_be(
+                "spec.compiler.settotalmass",
+                "<= 0 (off) to identify a body's inertia",
+                comp.settotalmass,
+                "the compiler rescales every mass to that total; remove settotalmass",
+            )
         )
     if comp.inertiafromgeom == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE:
         raise ValueError(
-            must_be("spec.compiler.inertiafromgeom", "'auto' or 'false' to identify a body's "
-                    "inertia", "true", "with 'true' the compiler ignores explicit inertials")
+            must_be(
+                "spec.compiler.inertiafromgeom",
+                "'auto' or 'false' to identify a body's inertia",
+                "true",
+                "with 'true' the compiler ignores explicit inertials",
+            )
         )
     free = int(mujoco.mjtJoint.mjJNT_FREE)
     joints = range(model.body_jntadr[b], model.body_jntadr[b] + model.body_jntnum[b])
     if comp.alignfree and any(int(model.jnt_type[j]) == free for j in joints):
         raise ValueError(
-            must_be("spec.compiler.alignfree", f"False for the free body {name!r}", True,
-                    "alignfree moves the body frame to the centre of mass, so the compiled "
-                    "inertial frame is not the spec's")
+            must_be(
+                "spec.compiler.alignfree",
+                f"False for the free body {name!r}",
+                True,
+                "alignfree moves the body frame to the centre of mass, so the compiled "
+                "inertial frame is not the spec's",
+            )
         )
 
 
@@ -618,11 +684,13 @@ def _bounds_pair(mass_bounds: Any) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in mass_bounds)
     except (TypeError, ValueError):
-        raise ValueError(must_be("mass_bounds", "a pair (low, high) of relative factors",
-                                 mass_bounds)) from None
+        raise ValueError(
+            must_be("mass_bounds", "a pair (low, high) of relative factors", mass_bounds)
+        ) from None
     if not (0 < lo <= 1 <= hi < math.inf and lo < hi):
-        raise ValueError(must_be("mass_bounds", "factors with 0 < low <= 1 <= high, low < high",
-                                 mass_bounds))
+        raise ValueError(
+            must_be("mass_bounds", "factors with 0 < low <= 1 <= high, low < high", mass_bounds)
+        )
     return lo, hi
 
 
@@ -631,8 +699,7 @@ def _com_margin(com_bounds: Any) -> np.ndarray:
     if arr.ndim == 0:
         arr = np.full(3, float(arr))
     if arr.shape != (3,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(must_be("com_bounds", "a half-width >= 0 [m] or 3 of them",
-                                 com_bounds))
+        raise ValueError(must_be("com_bounds", "a half-width >= 0 [m] or 3 of them", com_bounds))
     return arr
 
 
@@ -684,20 +751,30 @@ def body_inertia_param(
     if isinstance(inertia_type, str) and inertia_type in InertiaType.__members__:
         inertia_type = InertiaType[inertia_type]
     if not isinstance(inertia_type, InertiaType):
-        raise TypeError(must_be("inertia_type", f"an InertiaType ({list(InertiaType.__members__)})",
-                                inertia_type))
+        raise TypeError(
+            must_be(
+                "inertia_type", f"an InertiaType ({list(InertiaType.__members__)})", inertia_type
+            )
+        )
     if not isinstance(scale_rot_inertia, bool):
         raise TypeError(must_be("scale_rot_inertia", "True or False", scale_rot_inertia))
     if not isinstance(body_name, str):
         raise TypeError(must_be("body_name", "a body name (str)", body_name))
     b = param_kinds.element_id(model, "body", body_name)
     if b == 0:
-        moving = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, i)
-                  for i in range(1, model.nbody) if model.body_weldid[i] != 0]
+        moving = [
+            mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, i)
+            for i in range(1, model.nbody)
+            if model.body_weldid[i] != 0
+        ]
         raise ValueError(
-            must_be("body_name", "a moving body", body_name,
-                    f"the world body does not move, so its inertia is not identifiable; "
-                    f"moving bodies: {[n for n in moving if n]}")
+            must_be(
+                "body_name",
+                "a moving body",
+                body_name,
+                f"the world body does not move, so its inertia is not identifiable; "
+                f"moving bodies: {[n for n in moving if n]}",
+            )
         )
     param_kinds.spec_element(spec, "body", body_name)
     _check_compiler(spec, model, b, body_name)
@@ -719,8 +796,9 @@ def body_inertia_param(
             raise ValueError(must_be("pseudo_bounds", "a finite factor > 1", pseudo_bounds))
         nominal = theta_from_inertial(m0, c0, i_c0)
         r = math.sqrt(np.trace(i_c0) / (2.0 * m0))
-        margin = np.concatenate([[0.0], np.full(3, math.log(f)), np.full(3, (f - 1.0) * r),
-                                 com_margin])
+        margin = np.concatenate(
+            [[0.0], np.full(3, math.log(f)), np.full(3, (f - 1.0) * r), com_margin]
+        )
         lo, hi = nominal - margin, nominal + margin
         lo[0], hi[0] = nominal[0] + 0.5 * math.log(lo_f), nominal[0] + 0.5 * math.log(hi_f)
         fast = not simple
@@ -739,9 +817,18 @@ def body_inertia_param(
             lo = np.concatenate([[lo_f * m0], c0 - com_margin])
             hi = np.concatenate([[hi_f * m0], c0 + com_margin])
             fast = not simple
-    meta.update(boundmass=float(spec.compiler.boundmass),
-                boundinertia=float(spec.compiler.boundinertia), fast_path=fast)
-    param = Parameter(param_name or f"{body_name}_{_SUFFIX[inertia_type]}", nominal, lo, hi,
-                      frozen=frozen, meta=meta)
+    meta.update(
+        boundmass=float(spec.compiler.boundmass),
+        boundinertia=float(spec.compiler.boundinertia),
+        fast_path=fast,
+    )
+    param = Parameter(
+        param_name or f"{body_name}_{_SUFFIX[inertia_type]}",
+        nominal,
+        lo,
+        hi,
+        frozen=frozen,
+        meta=meta,
+    )
     _bind(param)
     return param

@@ -21,9 +21,15 @@ class ModifierError(ValueError):
 
 def _check_spec(spec: object, where: str) -> mujoco.MjSpec:
     if isinstance(spec, mujoco.MjModel):
-        raise TypeError(must_be(where, "an mujoco.MjSpec", "MjModel",
-                                "did you pass a compiled MjModel instead of an MjSpec? "
-                                "use mujoco.MjSpec.from_file / from_string"))
+        raise TypeError(
+            must_be(
+                where,
+                "an mujoco.MjSpec",
+                "MjModel",
+                "did you pass a compiled MjModel instead of an MjSpec? "
+                "use mujoco.MjSpec.from_file / from_string",
+            )
+        )
     if not isinstance(spec, mujoco.MjSpec):
         raise TypeError(must_be(where, "an mujoco.MjSpec", type(spec).__name__))
     return spec
@@ -90,8 +96,9 @@ def supports_model_edits(params: ParameterDict) -> bool:
     return all(p.model_modifier is not None for p in params.non_frozen() if p.modifier is not None)
 
 
-def apply_param_model_modifiers(params: ParameterDict, base: mujoco.MjModel,
-                                data: mujoco.MjData | None = None) -> mujoco.MjModel:
+def apply_param_model_modifiers(
+    params: ParameterDict, base: mujoco.MjModel, data: mujoco.MjData | None = None
+) -> mujoco.MjModel:
     """Fast path: writes parameter values into a copy of a compiled model.
 
     Runs every active ``model_modifier`` on ``copy(base)``, then recomputes the derived
@@ -111,7 +118,9 @@ def apply_param_model_modifiers(params: ParameterDict, base: mujoco.MjModel,
         return model
     for p in active:
         if p.model_modifier is None:
-            raise ValueError(f"parameter {p.name!r} has no model_modifier; use apply_param_modifiers")
+            raise ValueError(
+                f"parameter {p.name!r} has no model_modifier; use apply_param_modifiers"
+            )
         try:
             p.model_modifier(model, p)
         except Exception as e:  # re-raised with the parameter's name and value
@@ -199,11 +208,15 @@ def remove_visuals(spec: mujoco.MjSpec) -> mujoco.MjSpec:
         body = geom.parent
         massless = geom.mass == 0 or geom.density == 0
         inertia_explicit = (
-            body.explicitinertial
-            and from_geoms != mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE
+            body.explicitinertial and from_geoms != mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE
         ) or from_geoms == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
-        if (geom.contype == 0 and geom.conaffinity == 0 and geom.name not in paired
-                and (massless or inertia_explicit) and not geom.name.startswith("_")):
+        if (
+            geom.contype == 0
+            and geom.conaffinity == 0
+            and geom.name not in paired
+            and (massless or inertia_explicit)
+            and not geom.name.startswith("_")
+        ):
             spec.delete(geom)
     for geom in spec.geoms:
         geom.material = ""

@@ -62,8 +62,14 @@ class ModelSequences:
             raise ValueError(must_be("ModelSequences name", "a non-empty string", self.name))
         where = f"ModelSequences {self.name!r}"
         if isinstance(self.spec, mujoco.MjModel):
-            raise TypeError(must_be(f"{where}: spec", "a mujoco.MjSpec", "MjModel",
-                                    "did you pass a compiled MjModel instead of an MjSpec?"))
+            raise TypeError(
+                must_be(
+                    f"{where}: spec",
+                    "a mujoco.MjSpec",
+                    "MjModel",
+                    "did you pass a compiled MjModel instead of an MjSpec?",
+                )
+            )
         if not isinstance(self.spec, mujoco.MjSpec):
             raise TypeError(must_be(f"{where}: spec", "a mujoco.MjSpec", type(self.spec).__name__))
         try:
@@ -71,18 +77,27 @@ class ModelSequences:
         except ValueError as e:
             raise ValueError(f"{where}: spec must compile, got error: {e}") from e
         self.sequence_name = _as_list(self.sequence_name, str)
-        self.initial_state = [np.array(s, dtype=np.float64) for s in
-                              _as_list(self.initial_state, np.ndarray)]
+        self.initial_state = [
+            np.array(s, dtype=np.float64) for s in _as_list(self.initial_state, np.ndarray)
+        ]
         for fname in ("control", "sensordata"):
             if isinstance(getattr(self, fname), np.ndarray):
-                raise TypeError(must_be(
-                    f"{where}: {fname}", "a TimeSeries or a list of them", "ndarray",
-                    "wrap the array with TimeSeries.from_names / from_control_names"))
+                raise TypeError(
+                    must_be(
+                        f"{where}: {fname}",
+                        "a TimeSeries or a list of them",
+                        "ndarray",
+                        "wrap the array with TimeSeries.from_names / from_control_names",
+                    )
+                )
         self.control = _as_list(self.control, TimeSeries)
         self.sensordata = _as_list(self.sensordata, TimeSeries)
-        counts = {"sequence_name": len(self.sequence_name),
-                  "initial_state": len(self.initial_state),
-                  "control": len(self.control), "sensordata": len(self.sensordata)}
+        counts = {
+            "sequence_name": len(self.sequence_name),
+            "initial_state": len(self.initial_state),
+            "control": len(self.control),
+            "sensordata": len(self.sensordata),
+        }
         if len(set(counts.values())) != 1:
             raise ValueError(
                 f"{where}: sequence_name, initial_state, control and sensordata must have the same "
@@ -107,42 +122,66 @@ class ModelSequences:
         x0 = self.initial_state[i]
         nstate = state_size(model)
         if x0.ndim != 1 or x0.size != nstate:
-            raise ValueError(must_be(
-                f"{where}: initial_state", f"a 1-D full-physics state of length {nstate}", x0,
-                "build it with mjsysid.create_initial_state(model, qpos, qvel)"))
+            raise ValueError(
+                must_be(
+                    f"{where}: initial_state",
+                    f"a 1-D full-physics state of length {nstate}",
+                    x0,
+                    "build it with mjsysid.create_initial_state(model, qpos, qvel)",
+                )
+            )
         if not np.all(np.isfinite(x0)):
             k = int(np.flatnonzero(~np.isfinite(x0))[0])
-            raise ValueError(f"{where}: initial_state must be finite, got initial_state[{k}]={float(x0[k])!r}")
+            raise ValueError(
+                f"{where}: initial_state must be finite, got initial_state[{k}]={float(x0[k])!r}"
+            )
 
         meas = self.sensordata[i]
         if not isinstance(meas, TimeSeries):
             raise TypeError(must_be(f"{where}: sensordata", "a TimeSeries", type(meas).__name__))
         if meas.signal_mapping is None:
             if meas.data.shape[1] != model.nsensordata:
-                raise ValueError(must_be(
-                    f"{where}: sensordata", f"{model.nsensordata} columns (all model sensors) when "
-                    "it has no signal mapping", f"{meas.data.shape[1]} columns",
-                    "build it with TimeSeries.from_names(times, data, model, names=[...])"))
+                raise ValueError(
+                    must_be(
+                        f"{where}: sensordata",
+                        f"{model.nsensordata} columns (all model sensors) when "
+                        "it has no signal mapping",
+                        f"{meas.data.shape[1]} columns",
+                        "build it with TimeSeries.from_names(times, data, model, names=[...])",
+                    )
+                )
         else:
             for sig, (stype, cols) in meas.signal_mapping.items():
                 if stype == SignalType.CustomObs:
                     continue
                 if stype == SignalType.MjCtrl:
-                    raise ValueError(f"{where}: sensordata signal {sig!r} must be a sensor or joint "
-                                     "state, got SignalType.MjCtrl (controls belong in control)")
+                    raise ValueError(
+                        f"{where}: sensordata signal {sig!r} must be a sensor or joint "
+                        "state, got SignalType.MjCtrl (controls belong in control)"
+                    )
                 try:
                     src = signal_source_indices(model, sig, stype)
                 except KeyError as e:
                     raise KeyError(f"{where}: sensordata: {e.args[0]}") from None
                 if len(src) != len(cols):
-                    raise ValueError(must_be(f"{where}: sensordata signal {sig!r}",
-                                             f"{len(src)} columns", f"{len(cols)} columns"))
+                    raise ValueError(
+                        must_be(
+                            f"{where}: sensordata signal {sig!r}",
+                            f"{len(src)} columns",
+                            f"{len(cols)} columns",
+                        )
+                    )
 
         ctrl = self.control[i]
         if ctrl is None:
             if model.nu:
-                raise ValueError(must_be(f"{where}: control", f"a TimeSeries for the model's "
-                                         f"{model.nu} actuators", None))
+                raise ValueError(
+                    must_be(
+                        f"{where}: control",
+                        f"a TimeSeries for the model's {model.nu} actuators",
+                        None,
+                    )
+                )
             return
         if not isinstance(ctrl, TimeSeries):
             raise TypeError(must_be(f"{where}: control", "a TimeSeries", type(ctrl).__name__))
@@ -151,7 +190,8 @@ class ModelSequences:
         c0, c1 = ctrl.times[0], ctrl.times[-1]
         if c0 > t0 + _TIME_TOL or c1 < t1 - _TIME_TOL:
             raise ValueError(
-                f"{where}: control must cover the sensordata time span [{float(t0)!r}, {float(t1)!r}] s, got "
+                f"{where}: control must cover the sensordata time span "
+                f"[{float(t0)!r}, {float(t1)!r}] s, got "
                 f"control times [{float(c0)!r}, {float(c1)!r}] s; trim sensordata "
                 "(TimeSeries.remove_from_beginning / resample) or record longer"
             )
@@ -164,8 +204,13 @@ class ModelSequences:
         where = f"ModelSequences {self.name!r}, sequence {self.sequence_name[i]!r}: control"
         if ctrl.signal_mapping is None:
             if ctrl.data.shape[1] != model.nu:
-                raise ValueError(must_be(where, f"{model.nu} columns (one per actuator)",
-                                         f"{ctrl.data.shape[1]} columns"))
+                raise ValueError(
+                    must_be(
+                        where,
+                        f"{model.nu} columns (one per actuator)",
+                        f"{ctrl.data.shape[1]} columns",
+                    )
+                )
             return np.arange(model.nu)
         cols = np.full(model.nu, -1)
         for sig, (stype, idx) in ctrl.signal_mapping.items():
@@ -187,9 +232,18 @@ class ModelSequences:
 
     def sequences(self) -> Sequence[tuple[str, np.ndarray, TimeSeries | None, TimeSeries]]:
         """``(sequence_name, initial_state, control, sensordata)`` per sequence."""
-        return list(zip(self.sequence_name, self.initial_state, self.control,  # type: ignore[arg-type]
-                        self.sensordata, strict=True))
+        return list(
+            zip(
+                self.sequence_name,
+                self.initial_state,
+                self.control,  # type: ignore[arg-type]
+                self.sensordata,
+                strict=True,
+            )
+        )
 
     def __repr__(self) -> str:
-        return (f"ModelSequences({self.name!r}, {len(self)} sequences: "
-                f"{short_repr(self.sequence_name)})")
+        return (
+            f"ModelSequences({self.name!r}, {len(self)} sequences: "
+            f"{short_repr(self.sequence_name)})"
+        )

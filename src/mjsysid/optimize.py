@@ -166,27 +166,35 @@ def fd_jacobian(
         J[:, bad] = (residual(X2) - r[:, None]) / h2[None, :]
         still = bad[~np.all(np.isfinite(J[:, bad]), axis=0)]
         if still.size:
-            logger.warning("Jacobian columns %s are not finite (simulation diverged on both sides); "
-                           "using 0", still.tolist())
+            logger.warning(
+                "Jacobian columns %s are not finite (simulation diverged on both sides); using 0",
+                still.tolist(),
+            )
             J[:, still] = 0.0
     return J
 
 
 def _describe_nonfinite(residual_fn: Any, r: np.ndarray) -> str:
     i = int(np.flatnonzero(~np.isfinite(r))[0])
-    where = residual_fn.describe_index(i) if hasattr(residual_fn, "describe_index") else f"entry {i}"
+    where = (
+        residual_fn.describe_index(i) if hasattr(residual_fn, "describe_index") else f"entry {i}"
+    )
     extra = getattr(residual_fn, "last_divergence", [])
     return f"{where}" + (f" ({'; '.join(extra[:3])})" if extra else "")
 
 
-def _check_start(params: ParameterDict, optimizer: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_start(
+    params: ParameterDict, optimizer: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not isinstance(params, ParameterDict):
         raise TypeError(must_be("initial_params", "a ParameterDict", type(params).__name__))
     if len(params) == 0:
         raise ValueError(must_be("initial_params", "a non-empty ParameterDict", "an empty one"))
     if params.size == 0:
-        raise ValueError(f"initial_params must have at least one non-frozen parameter, got "
-                         f"{len(params)} parameters, all frozen: {params.keys()}")
+        raise ValueError(
+            f"initial_params must have at least one non-frozen parameter, got "
+            f"{len(params)} parameters, all frozen: {params.keys()}"
+        )
     x0 = params.as_vector()
     lo, hi = params.get_bounds()
     names = params.get_non_frozen_parameter_names()
@@ -194,7 +202,8 @@ def _check_start(params: ParameterDict, optimizer: str) -> tuple[np.ndarray, np.
     if out.size:
         i = out[0]
         raise ValueError(
-            f"initial_params: {names[i]} must start within its bounds [{float(lo[i])!r}, {float(hi[i])!r}], got "
+            f"initial_params: {names[i]} must start within its bounds "
+            f"[{float(lo[i])!r}, {float(hi[i])!r}], got "
             f"{float(x0[i])!r}; mjsysid does not clip silently, fix the value or the bounds"
         )
     if optimizer == "mujoco":
@@ -219,21 +228,35 @@ _MESSAGES = {
     "xtol": "Converged: the parameter step fell below xtol.",
     "gtol": "Converged: the projected gradient fell below gtol.",
     "ftol": "Converged: the cost reduction fell below ftol.",
-    "max_iters": ("Stopped after max_iters={n} iterations before converging; raise max_iters or "
-                  "restart from this result (optimize accepts the returned parameters)."),
-    "no_improvement": ("Stopped: no step reduced the cost further. This is a local minimum or a "
-                       "non-smooth residual (contacts, friction); check the fit, try another start "
-                       "or a larger finite-difference step (eps)."),
-    "factorization_failed": ("Stopped: the Gauss-Newton system could not be factorised; some "
-                             "parameters are probably unidentifiable (see the confidence "
-                             "intervals) or badly scaled."),
+    "max_iters": (
+        "Stopped after max_iters={n} iterations before converging; raise max_iters or "
+        "restart from this result (optimize accepts the returned parameters)."
+    ),
+    "no_improvement": (
+        "Stopped: no step reduced the cost further. This is a local minimum or a "
+        "non-smooth residual (contacts, friction); check the fit, try another start "
+        "or a larger finite-difference step (eps)."
+    ),
+    "factorization_failed": (
+        "Stopped: the Gauss-Newton system could not be factorised; some "
+        "parameters are probably unidentifiable (see the confidence "
+        "intervals) or badly scaled."
+    ),
     "interrupted": "Interrupted by the user; the best parameters found so far are returned.",
 }
 
 
 def _checkpoint_write(path: Path, x: np.ndarray, cost: float, it: int, names: list[str]) -> None:
-    atomic_savez(path, {"x": x, "cost": np.array(cost), "iteration": np.array(it),
-                        "parameter_names": np.array(names), "schema_version": np.array(1)})
+    atomic_savez(
+        path,
+        {
+            "x": x,
+            "cost": np.array(cost),
+            "iteration": np.array(it),
+            "parameter_names": np.array(names),
+            "schema_version": np.array(1),
+        },
+    )
 
 
 def load_checkpoint(path: str | Path, params: ParameterDict) -> tuple[np.ndarray, int]:
@@ -303,8 +326,9 @@ def optimize(
     if not callable(residual_fn):
         raise TypeError(must_be("residual_fn", "callable residual_fn(x, params)", residual_fn))
     if callback is not None and not callable(callback):
-        raise TypeError(must_be("callback", "callable callback(iteration, x, cost) or None",
-                                callback))
+        raise TypeError(
+            must_be("callback", "callable callback(iteration, x, cost) or None", callback)
+        )
     if not (isinstance(eps, (int, float, np.floating)) and np.isfinite(eps) and eps > 0):
         raise ValueError(must_be("eps", "a finite number > 0", eps))
     for tol_name, tol in (("xtol", xtol), ("gtol", gtol)):
@@ -316,8 +340,13 @@ def optimize(
     if not (isinstance(x_scale, str) and x_scale == "jac"):
         xs = np.asarray(x_scale, dtype=np.float64) if not isinstance(x_scale, str) else None
         if xs is None or xs.shape not in ((), x0.shape) or not np.all(np.isfinite(xs) & (xs > 0)):
-            raise ValueError(must_be("x_scale", f"'jac', a positive number or an array of shape "
-                                     f"{x0.shape}", xs if xs is not None else x_scale))
+            raise ValueError(
+                must_be(
+                    "x_scale",
+                    f"'jac', a positive number or an array of shape {x0.shape}",
+                    xs if xs is not None else x_scale,
+                )
+            )
     check_params = getattr(residual_fn, "check_params", None)
     if callable(check_params):
         check_params(params)
@@ -334,7 +363,8 @@ def optimize(
                 raise ValueError(
                     f"checkpoint {str(ckpt)!r}: {names[i]} must lie within its bounds "
                     f"[{float(lo[i])!r}, {float(hi[i])!r}], got {float(x0[i])!r}; the bounds "
-                    "changed since it was written: widen them or start afresh (resume=False)")
+                    "changed since it was written: widen them or start afresh (resume=False)"
+                )
             logger.info("resuming from %s at iteration %d", ckpt, start_iter)
     if ckpt is not None:  # fail now, not after the first iteration, if it cannot be written
         _checkpoint_write(ckpt, x0, float("nan"), start_iter, names)
@@ -352,9 +382,11 @@ def optimize(
     njev = 1
     dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
     if dead.size:
-        msg = (f"parameters {[names[i] for i in dead]} have no effect on the residual at the start "
-               "point (zero Jacobian column): check their modifiers and that the data excite them, "
-               "or freeze them")
+        msg = (
+            f"parameters {[names[i] for i in dead]} have no effect on the residual at the start "
+            "point (zero Jacobian column): check their modifiers and that the data excite them, "
+            "or freeze them"
+        )
         if not allow_no_effect:
             raise ValueError(msg)
         logger.warning(msg)
@@ -399,18 +431,29 @@ def optimize(
             def mj_callback(trace: list[Any]) -> None:
                 if len(trace) > 1:  # trace[0] is the start point, already recorded
                     log = trace[-1]
-                    on_iter(len(trace) - 1, np.asarray(log.candidate).reshape(-1),
-                            float(log.objective))
+                    on_iter(
+                        len(trace) - 1, np.asarray(log.candidate).reshape(-1), float(log.objective)
+                    )
 
             x_hat, trace = mujoco.minimize.least_squares(
-                x0, fn, bounds=(lo, hi), jacobian=jacobian, xtol=xtol, gtol=gtol,
-                max_iter=remaining, verbose=mujoco.minimize.Verbosity.FINAL, output=capture,
-                iter_callback=mj_callback, x_scale=x_scale,
+                x0,
+                fn,
+                bounds=(lo, hi),
+                jacobian=jacobian,
+                xtol=xtol,
+                gtol=gtol,
+                max_iter=remaining,
+                verbose=mujoco.minimize.Verbosity.FINAL,
+                output=capture,
+                iter_callback=mj_callback,
+                x_scale=x_scale,
             )
             x_hat = np.asarray(x_hat, dtype=np.float64).reshape(-1)
             text = capture.getvalue()
-            status = next((s for frag, s in _MJ_STATUS if frag in text),
-                          "gtol" if "Zero gradient" in text else "max_iters")
+            status = next(
+                (s for frag, s in _MJ_STATUS if frag in text),
+                "gtol" if "Zero gradient" in text else "max_iters",
+            )
             nit = max(len(trace) - 1, 0)
         else:
             it_counter = {"n": 0}
@@ -432,13 +475,22 @@ def optimize(
 
             xs = "jac" if isinstance(x_scale, str) else x_scale
             res = scipy.optimize.least_squares(
-                fun, x0, jac="2-point" if optimizer == "scipy" else jac_scipy,
-                bounds=(lo, hi), method="trf", xtol=xtol, gtol=gtol, ftol=1e-10,
-                x_scale=xs, max_nfev=max(remaining, 1), verbose=0,
+                fun,
+                x0,
+                jac="2-point" if optimizer == "scipy" else jac_scipy,
+                bounds=(lo, hi),
+                method="trf",
+                xtol=xtol,
+                gtol=gtol,
+                ftol=1e-10,
+                x_scale=xs,
+                max_nfev=max(remaining, 1),
+                verbose=0,
             )
             x_hat = np.asarray(res.x, dtype=np.float64)
-            status = {0: "max_iters", 1: "gtol", 2: "ftol", 3: "xtol", 4: "xtol"}.get(res.status,
-                                                                                      "max_iters")
+            status = {0: "max_iters", 1: "gtol", 2: "ftol", 3: "xtol", 4: "xtol"}.get(
+                res.status, "max_iters"
+            )
             nit = int(res.nfev) if optimizer == "scipy" else it_counter["n"]
             if optimizer == "scipy":
                 njev += int(res.njev or 0)
@@ -459,10 +511,21 @@ def optimize(
     if verbose:
         print(f"{message} cost {cost0:.6e} -> {cost:.6e} in {nit} iterations", file=out_stream)
     result = OptimizeResult(
-        x=x_hat, cost=cost, fun=r_hat, jac=J, grad=J.T @ r_hat, status=status,
-        success=status in ("xtol", "gtol", "ftol"), message=message, nfev=fn.nfev, njev=njev,
-        nit=nit, initial_cost=cost0, wall_time=time.perf_counter() - t_start,
-        parameter_names=names, optimizer=optimizer,
+        x=x_hat,
+        cost=cost,
+        fun=r_hat,
+        jac=J,
+        grad=J.T @ r_hat,
+        status=status,
+        success=status in ("xtol", "gtol", "ftol"),
+        message=message,
+        nfev=fn.nfev,
+        njev=njev,
+        nit=nit,
+        initial_cost=cost0,
+        wall_time=time.perf_counter() - t_start,
+        parameter_names=names,
+        optimizer=optimizer,
         extras={"objective": history_obj, "candidate": history_x},
     )
     return opt_params, result
@@ -497,8 +560,11 @@ def calculate_intervals(
     r = np.asarray(residuals, dtype=np.float64).reshape(-1)
     Jm = np.asarray(J, dtype=np.float64)
     if Jm.ndim != 2 or Jm.shape[0] != r.size:
-        raise ValueError(must_be("J", f"shape ({r.size}, p) matching residuals", Jm,
-                                 hint=f"got shape {Jm.shape}"))
+        raise ValueError(
+            must_be(
+                "J", f"shape ({r.size}, p) matching residuals", Jm, hint=f"got shape {Jm.shape}"
+            )
+        )
     if not 0 < alpha < 1:
         raise ValueError(must_be("alpha", "in (0, 1)", alpha))
     n, p = Jm.shape
@@ -559,8 +625,9 @@ def sweep_parameter(
     """
     labels = params.get_non_frozen_parameter_names()
     if name not in labels:
-        raise KeyError(f"sweep_parameter: {name!r} must be one of the free parameter entries "
-                       f"{labels}")
+        raise KeyError(
+            f"sweep_parameter: {name!r} must be one of the free parameter entries {labels}"
+        )
     vals = np.asarray(values, dtype=np.float64).reshape(-1)
     if vals.size == 0 or not np.all(np.isfinite(vals)):
         raise ValueError(must_be("sweep_parameter: values", "a non-empty finite array", vals))

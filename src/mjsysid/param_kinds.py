@@ -53,10 +53,17 @@ def element_id(model: mujoco.MjModel, element: str, name: str) -> int:
     """Id of the named element, or a ``KeyError`` listing the known names."""
     i = mujoco.mj_name2id(model, _OBJ[element], name)
     if i < 0:
-        count = {"joint": model.njnt, "actuator": model.nu, "geom": model.ngeom,
-                 "pair": model.npair, "body": model.nbody}[element]
+        count = {
+            "joint": model.njnt,
+            "actuator": model.nu,
+            "geom": model.ngeom,
+            "pair": model.npair,
+            "body": model.nbody,
+        }[element]
         known = [mujoco.mj_id2name(model, _OBJ[element], k) for k in range(count)]
-        raise KeyError(f"the model has no {element} named {name!r}; known: {[k for k in known if k]}")
+        raise KeyError(
+            f"the model has no {element} named {name!r}; known: {[k for k in known if k]}"
+        )
     return i
 
 
@@ -75,8 +82,10 @@ def _dofs(model: mujoco.MjModel, joint: int) -> slice:
 
 
 def _require_position_actuator(model: mujoco.MjModel, i: int, name: str) -> None:
-    if (model.actuator_gaintype[i] != mujoco.mjtGain.mjGAIN_FIXED
-            or model.actuator_biastype[i] != mujoco.mjtBias.mjBIAS_AFFINE):
+    if (
+        model.actuator_gaintype[i] != mujoco.mjtGain.mjGAIN_FIXED
+        or model.actuator_biastype[i] != mujoco.mjtBias.mjBIAS_AFFINE
+    ):
         raise ValueError(
             f"actuator {name!r} must be a position-type actuator (fixed gain, affine bias) to "
             "have kp/kv gains, got a different gain/bias type; use actuator_gear or a custom "
@@ -155,38 +164,91 @@ def _set_pair_friction_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
 
 KINDS: dict[str, Kind] = {
     "joint_damping": Kind(
-        "joint", lambda m, i: m.dof_damping[_dofs(m, i)][:1].copy(), _set0("damping"),
-        lambda m, i, v: m.dof_damping.__setitem__(_dofs(m, i), v[0]), _nonneg, "N·m·s/rad"),
+        "joint",
+        lambda m, i: m.dof_damping[_dofs(m, i)][:1].copy(),
+        _set0("damping"),
+        lambda m, i, v: m.dof_damping.__setitem__(_dofs(m, i), v[0]),
+        _nonneg,
+        "N·m·s/rad",
+    ),
     "joint_armature": Kind(
-        "joint", lambda m, i: m.dof_armature[_dofs(m, i)][:1].copy(), _set0("armature"),
-        lambda m, i, v: m.dof_armature.__setitem__(_dofs(m, i), v[0]), _nonneg, "kg·m²"),
+        "joint",
+        lambda m, i: m.dof_armature[_dofs(m, i)][:1].copy(),
+        _set0("armature"),
+        lambda m, i, v: m.dof_armature.__setitem__(_dofs(m, i), v[0]),
+        _nonneg,
+        "kg·m²",
+    ),
     "joint_frictionloss": Kind(
-        "joint", lambda m, i: m.dof_frictionloss[_dofs(m, i)][:1].copy(), _set0("frictionloss"),
-        lambda m, i, v: m.dof_frictionloss.__setitem__(_dofs(m, i), v[0]), _nonneg, "N·m"),
+        "joint",
+        lambda m, i: m.dof_frictionloss[_dofs(m, i)][:1].copy(),
+        _set0("frictionloss"),
+        lambda m, i, v: m.dof_frictionloss.__setitem__(_dofs(m, i), v[0]),
+        _nonneg,
+        "N·m",
+    ),
     "joint_stiffness": Kind(
-        "joint", lambda m, i: m.jnt_stiffness[i : i + 1].copy(), _set0("stiffness"),
-        lambda m, i, v: m.jnt_stiffness.__setitem__(i, v[0]), _nonneg, "N·m/rad"),
+        "joint",
+        lambda m, i: m.jnt_stiffness[i : i + 1].copy(),
+        _set0("stiffness"),
+        lambda m, i, v: m.jnt_stiffness.__setitem__(i, v[0]),
+        _nonneg,
+        "N·m/rad",
+    ),
     "actuator_kp": Kind(
-        "actuator", lambda m, i: m.actuator_gainprm[i, :1].copy(), _set_kp_spec, _set_kp_model,
-        _positive, "N·m/rad"),
+        "actuator",
+        lambda m, i: m.actuator_gainprm[i, :1].copy(),
+        _set_kp_spec,
+        _set_kp_model,
+        _positive,
+        "N·m/rad",
+    ),
     "actuator_kv": Kind(
-        "actuator", lambda m, i: -m.actuator_biasprm[i, 2:3], _set_kv_spec, _set_kv_model,
-        _nonneg, "N·m·s/rad"),
+        "actuator",
+        lambda m, i: -m.actuator_biasprm[i, 2:3],
+        _set_kv_spec,
+        _set_kv_model,
+        _nonneg,
+        "N·m·s/rad",
+    ),
     "actuator_gear": Kind(
-        "actuator", lambda m, i: m.actuator_gear[i, :1].copy(), _set0("gear"),
-        lambda m, i, v: m.actuator_gear.__setitem__((i, 0), v[0]), _positive, "N·m/ctrl"),
+        "actuator",
+        lambda m, i: m.actuator_gear[i, :1].copy(),
+        _set0("gear"),
+        lambda m, i, v: m.actuator_gear.__setitem__((i, 0), v[0]),
+        _positive,
+        "N·m/ctrl",
+    ),
     "geom_friction": Kind(
-        "geom", lambda m, i: m.geom_friction[i, :1].copy(), _set0("friction"),
-        lambda m, i, v: m.geom_friction.__setitem__((i, 0), v[0]), _nonneg, "1"),
+        "geom",
+        lambda m, i: m.geom_friction[i, :1].copy(),
+        _set0("friction"),
+        lambda m, i, v: m.geom_friction.__setitem__((i, 0), v[0]),
+        _nonneg,
+        "1",
+    ),
     "pair_friction": Kind(
-        "pair", lambda m, i: m.pair_friction[i, :1].copy(), _set_pair_friction_spec,
-        _set_pair_friction_model, _nonneg, "1"),
-    "sensor_delay": Kind(None, None, None, None,
-                         lambda n: (np.full_like(n, -0.05), np.full_like(n, 0.1)), "s"),
-    "sensor_gain": Kind(None, None, None, None,
-                        lambda n: (np.full_like(n, 0.5), np.full_like(n, 2.0)), "1"),
-    "sensor_bias": Kind(None, None, None, None,
-                        lambda n: (np.full_like(n, -1.0), np.full_like(n, 1.0)), "sensor unit"),
+        "pair",
+        lambda m, i: m.pair_friction[i, :1].copy(),
+        _set_pair_friction_spec,
+        _set_pair_friction_model,
+        _nonneg,
+        "1",
+    ),
+    "sensor_delay": Kind(
+        None, None, None, None, lambda n: (np.full_like(n, -0.05), np.full_like(n, 0.1)), "s"
+    ),
+    "sensor_gain": Kind(
+        None, None, None, None, lambda n: (np.full_like(n, 0.5), np.full_like(n, 2.0)), "1"
+    ),
+    "sensor_bias": Kind(
+        None,
+        None,
+        None,
+        None,
+        lambda n: (np.full_like(n, -1.0), np.full_like(n, 1.0)),
+        "sensor unit",
+    ),
 }
 _SIGNAL_NOMINAL = {"sensor_delay": 0.0, "sensor_gain": 1.0, "sensor_bias": 0.0}
 
@@ -252,8 +314,14 @@ def make_parameter(
         if model is None:
             raise ValueError(must_be("model", f"a compiled MjModel to read {kind} from", model))
         if not isinstance(model, mujoco.MjModel):
-            raise TypeError(must_be("model", "a compiled mujoco.MjModel", type(model).__name__,
-                                    "did you pass an MjSpec? call spec.compile() first"))
+            raise TypeError(
+                must_be(
+                    "model",
+                    "a compiled mujoco.MjModel",
+                    type(model).__name__,
+                    "did you pass an MjSpec? call spec.compile() first",
+                )
+            )
         i = element_id(model, spec_kind.element, target)
         if kind in ("actuator_kp", "actuator_kv"):
             _require_position_actuator(model, i, target)
@@ -267,7 +335,11 @@ def make_parameter(
     hi = hi if max_value is None else max_value
     quantity = kind.split("_", 1)[1]
     param = Parameter(
-        name or f"{target}_{quantity}", nom, lo, hi, frozen=frozen,
+        name or f"{target}_{quantity}",
+        nom,
+        lo,
+        hi,
+        frozen=frozen,
         meta={"kind": kind, "target": target},
     )
     _bind(param, kind, target)

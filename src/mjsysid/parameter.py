@@ -64,8 +64,17 @@ class Parameter:
         ``min_value > max_value`` (or equal, unless frozen), or the nominal is out of bounds.
     """
 
-    __slots__ = ("_value", "frozen", "max_value", "meta", "min_value", "model_modifier",
-                 "modifier", "name", "nominal")
+    __slots__ = (
+        "_value",
+        "frozen",
+        "max_value",
+        "meta",
+        "min_value",
+        "model_modifier",
+        "modifier",
+        "name",
+        "nominal",
+    )
 
     def __init__(
         self,
@@ -113,7 +122,9 @@ class Parameter:
             raise ValueError(must_be(f"{where}: nominal", "finite", n))
         for field, b in (("min_value", lo), ("max_value", hi)):
             if np.any(np.isnan(b)):
-                raise ValueError(must_be(f"{where}: {field}", "a number (+-inf allowed), not NaN", b))
+                raise ValueError(
+                    must_be(f"{where}: {field}", "a number (+-inf allowed), not NaN", b)
+                )
         bad = np.flatnonzero(lo > hi)
         if bad.size:
             i = bad[0]
@@ -127,7 +138,8 @@ class Parameter:
                 i = eq[0]
                 raise ValueError(
                     f"{where}: min_value must be < max_value for a non-frozen parameter, got "
-                    f"both equal to {float(lo[i])!r} at index {i}. Freeze it (frozen=True) to keep it "
+                    f"both equal to {float(lo[i])!r} at index {i}. Freeze it (frozen=True) to keep "
+                    "it "
                     "fixed"
                 )
         out = np.flatnonzero((n < lo) | (n > hi))
@@ -235,9 +247,14 @@ def _check_plain(where: str, value: Any) -> None:
         for i, v in enumerate(value):
             _check_plain(f"{where}[{i}]", v)
     elif value is not None and type(value) not in (str, int, float, bool):
-        raise TypeError(must_be(where, "plain data (str, int, float, bool, None, list, dict)",
-                                type(value).__name__,
-                                "convert numpy values with float() / .tolist()"))
+        raise TypeError(
+            must_be(
+                where,
+                "plain data (str, int, float, bool, None, list, dict)",
+                type(value).__name__,
+                "convert numpy values with float() / .tolist()",
+            )
+        )
 
 
 def _yaml_float(v: float) -> float | str:
@@ -326,8 +343,11 @@ class ParameterDict:
         arr = np.asarray(x, dtype=np.float64)
         if arr.ndim != 1 or arr.size != self.size:
             raise ValueError(
-                must_be("update_from_vector: x", f"a 1-D array of length {self.size} "
-                        f"(one entry per non-frozen scalar)", arr)
+                must_be(
+                    "update_from_vector: x",
+                    f"a 1-D array of length {self.size} (one entry per non-frozen scalar)",
+                    arr,
+                )
             )
         if not np.all(np.isfinite(arr)):
             i = int(np.flatnonzero(~np.isfinite(arr))[0])
@@ -345,8 +365,10 @@ class ParameterDict:
         ps = self.non_frozen()
         if not ps:
             return np.zeros(0), np.zeros(0)
-        return (np.concatenate([p.min_value for p in ps]),
-                np.concatenate([p.max_value for p in ps]))
+        return (
+            np.concatenate([p.min_value for p in ps]),
+            np.concatenate([p.max_value for p in ps]),
+        )
 
     def randomize(self, rng: np.random.Generator | None = None) -> None:
         """Samples every non-frozen parameter uniformly within its bounds."""
@@ -392,8 +414,12 @@ class ParameterDict:
         out = cls()
         for k, e in enumerate(entries):
             p = Parameter(
-                e["name"], e["nominal"], e["min_value"], e["max_value"],
-                frozen=e["frozen"], meta=e.get("meta"),
+                e["name"],
+                e["nominal"],
+                e["min_value"],
+                e["max_value"],
+                frozen=e["frozen"],
+                meta=e.get("meta"),
             )
             p.value = e["value"]
             bad = np.flatnonzero((p.value < p.min_value) | (p.value > p.max_value))
@@ -471,8 +497,11 @@ def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
         version = data["schema_version"]
         if data.get("schema", PARAMS_SCHEMA) != PARAMS_SCHEMA:
             raise ValueError(must_be(f"{source}: schema", repr(PARAMS_SCHEMA), data["schema"]))
-        if (isinstance(version, bool) or not isinstance(version, int)
-                or version > PARAMS_SCHEMA_VERSION):
+        if (
+            isinstance(version, bool)
+            or not isinstance(version, int)
+            or version > PARAMS_SCHEMA_VERSION
+        ):
             raise ValueError(
                 f"{source}: schema_version must be an integer <= {PARAMS_SCHEMA_VERSION}, got "
                 f"{version!r}; the file was written by a newer mjsysid, upgrade to read it"
@@ -487,7 +516,9 @@ def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
         raw = []
         for key, entry in data.items():
             if not isinstance(entry, dict):
-                raise ValueError(must_be(f"{source}: {key}", "a mapping of parameter fields", entry))
+                raise ValueError(
+                    must_be(f"{source}: {key}", "a mapping of parameter fields", entry)
+                )
             raw.append({"name": key, **entry})
     out = []
     for i, entry in enumerate(raw):
@@ -496,7 +527,9 @@ def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
             raise ValueError(must_be(where, "a mapping", entry))
         unknown = set(entry) - _ENTRY_KEYS
         if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_ENTRY_KEYS)}")
+            raise ValueError(
+                f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_ENTRY_KEYS)}"
+            )
         for key in ("name", "nominal", "min_value", "max_value"):
             if key not in entry:
                 raise ValueError(f"{where}: missing required key {key!r}")
@@ -520,10 +553,14 @@ def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
             from mjsysid.param_kinds import KINDS  # local import: param_kinds builds on this module
 
             kind = KINDS.get(meta["kind"])
-            element = (kind.element or "sensor pattern") if kind else (
-                "body" if str(meta["kind"]).startswith("body_") else None)
+            element = (
+                (kind.element or "sensor pattern")
+                if kind
+                else ("body" if str(meta["kind"]).startswith("body_") else None)
+            )
             if element is not None:
-                raise ValueError(must_be(f"{where}.meta.target", f"a {element} name",
-                                         meta.get("target")))
+                raise ValueError(
+                    must_be(f"{where}.meta.target", f"a {element} name", meta.get("target"))
+                )
         out.append(e)
     return out

@@ -154,7 +154,7 @@ def plot_sensor_comparison(
     rows = -(-n // cols)
     fig = figure_cls(figsize=figsize or (6.0 * cols, 2.6 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    for ax in axes[len(groups):]:
+    for ax in axes[len(groups) :]:
         ax.set_visible(False)
     for ax, (name, mcols) in zip(axes, groups.items(), strict=False):
         single = mcols.size == 1
@@ -162,12 +162,27 @@ def plot_sensor_comparison(
             suffix = "" if single else f"[{j}]"
             ax.plot(meas.times, meas.data[:, c], color="black", lw=1.2, label=f"measured{suffix}")
             if name in pred_groups and j < pred_groups[name].size:
-                ax.plot(pred.times, pred.data[:, pred_groups[name][j]], color="tab:blue", lw=1.2,
-                        label=f"identified{suffix}")
-            if init is not None and init_groups is not None and name in init_groups \
-                    and j < init_groups[name].size:
-                ax.plot(init.times, init.data[:, init_groups[name][j]], color="tab:orange",
-                        lw=1.0, ls="--", label=f"initial{suffix}")
+                ax.plot(
+                    pred.times,
+                    pred.data[:, pred_groups[name][j]],
+                    color="tab:blue",
+                    lw=1.2,
+                    label=f"identified{suffix}",
+                )
+            if (
+                init is not None
+                and init_groups is not None
+                and name in init_groups
+                and j < init_groups[name].size
+            ):
+                ax.plot(
+                    init.times,
+                    init.data[:, init_groups[name][j]],
+                    color="tab:orange",
+                    lw=1.0,
+                    ls="--",
+                    label=f"initial{suffix}",
+                )
         ax.set_title(name)
         ax.set_xlabel("time [s]")
         ax.grid(True, alpha=0.3)
@@ -242,8 +257,7 @@ def create_gl_context(width: int, height: int) -> tuple[str, GLContext]:
     candidates = gl_backend_candidates()
     if not candidates:
         raise OffscreenRenderingError(
-            f"{NO_GL_HELP}. Rendering is disabled by MUJOCO_GL="
-            f"{os.environ.get('MUJOCO_GL')!r}"
+            f"{NO_GL_HELP}. Rendering is disabled by MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}"
         )
     failures = []
     for name, factory in candidates:
@@ -278,8 +292,12 @@ def _as_states(state: Any) -> list[np.ndarray]:
 
 def frame_indices(times: np.ndarray, frame_times: np.ndarray) -> np.ndarray:
     """Index of the last sample at or before each frame time (clipped to the series)."""
-    idx = np.searchsorted(times, frame_times + 1e-9 * max(1.0, float(np.abs(times).max())),
-                          side="right") - 1
+    idx = (
+        np.searchsorted(
+            times, frame_times + 1e-9 * max(1.0, float(np.abs(times).max())), side="right"
+        )
+        - 1
+    )
     return np.clip(idx, 0, times.size - 1)
 
 
@@ -370,14 +388,23 @@ def render_rollout(
     if len(models) == 1 and len(states) > 1:
         models = models * len(states)
     if len(models) != len(states):
-        raise ValueError(must_be("model", f"one model or {len(states)} (one per trajectory)",
-                                 f"{len(models)} models"))
+        raise ValueError(
+            must_be(
+                "model", f"one model or {len(states)} (one per trajectory)", f"{len(models)} models"
+            )
+        )
     for i, (m, s) in enumerate(zip(models, states, strict=True)):
         if not isinstance(m, mujoco.MjModel):
             raise TypeError(must_be(f"model[{i}]", "a compiled mujoco.MjModel", type(m).__name__))
         if s.ndim != 2 or s.shape[1] != state_size(m) or s.shape[0] < 1:
-            raise ValueError(must_be(f"state[{i}]", f"shape (nstep, {state_size(m)}) of "
-                                     "full-physics states", s, hint=f"got shape {s.shape}"))
+            raise ValueError(
+                must_be(
+                    f"state[{i}]",
+                    f"shape (nstep, {state_size(m)}) of full-physics states",
+                    s,
+                    hint=f"got shape {s.shape}",
+                )
+            )
         if not np.all(np.isfinite(s)):
             raise ValueError(must_be(f"state[{i}]", "finite", s))
     datas = _as_list(data, mujoco.MjData)
@@ -406,8 +433,11 @@ def render_rollout(
 
     base = models[0]
     buffer_model = base
-    if (width > base.vis.global_.offwidth or height > base.vis.global_.offheight
-            or (fast and base.vis.quality.offsamples)):
+    if (
+        width > base.vis.global_.offwidth
+        or height > base.vis.global_.offheight
+        or (fast and base.vis.quality.offsamples)
+    ):
         buffer_model = copy.copy(base)
         buffer_model.vis.global_.offwidth = max(width, base.vis.global_.offwidth)
         buffer_model.vis.global_.offheight = max(height, base.vis.global_.offheight)
@@ -432,12 +462,14 @@ def render_rollout(
             for m, d, s, idx in zip(models, datas, states, picks, strict=True):
                 mujoco.mj_setState(m, d, s[idx[f]], STATE_SPEC.value)
                 mujoco.mj_fwdPosition(m, d)
-            mujoco.mjv_updateScene(models[0], datas[0], opt, pert, cam,
-                                   mujoco.mjtCatBit.mjCAT_ALL.value, scene)
+            mujoco.mjv_updateScene(
+                models[0], datas[0], opt, pert, cam, mujoco.mjtCatBit.mjCAT_ALL.value, scene
+            )
             for k in range(1, len(models)):
                 start = scene.ngeom
-                mujoco.mjv_addGeoms(models[k], datas[k], opt, pert,
-                                    mujoco.mjtCatBit.mjCAT_DYNAMIC.value, scene)
+                mujoco.mjv_addGeoms(
+                    models[k], datas[k], opt, pert, mujoco.mjtCatBit.mjCAT_DYNAMIC.value, scene
+                )
                 rgba = colors[(k - 1) % len(colors)]
                 for g in range(start, scene.ngeom):
                     scene.geoms[g].rgba[:] = rgba

@@ -42,27 +42,37 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        return {k: np.asarray(v, dtype=np.float64) if v.dtype.kind in "biuf" else v
-                for k, v in load_npz(path).items()}
+        return {
+            k: np.asarray(v, dtype=np.float64) if v.dtype.kind in "biuf" else v
+            for k, v in load_npz(path).items()
+        }
     if suffix != ".csv":
-        raise ValueError(must_be(f"recording {str(path)!r}", "a .npz or .csv file", suffix or path.name))
+        raise ValueError(
+            must_be(f"recording {str(path)!r}", "a .npz or .csv file", suffix or path.name)
+        )
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
     text = path.read_text(encoding="utf-8")
     rows = list(csv.reader(io.StringIO(text)))
     if len(rows) < 2:
-        raise ValueError(f"{str(path)!r} must have a header row and data rows, got {len(rows)} rows")
+        raise ValueError(
+            f"{str(path)!r} must have a header row and data rows, got {len(rows)} rows"
+        )
     header = [h.strip() for h in rows[0]]
     body = []
     for i, row in enumerate(rows[1:], start=2):
         if not row:
             continue
         if len(row) != len(header):
-            raise ValueError(f"{str(path)!r} line {i}: must have {len(header)} fields, got {len(row)}")
+            raise ValueError(
+                f"{str(path)!r} line {i}: must have {len(header)} fields, got {len(row)}"
+            )
         try:
             body.append([float(x) for x in row])
         except ValueError:
-            raise ValueError(f"{str(path)!r} line {i}: values must be numbers, got {row!r}") from None
+            raise ValueError(
+                f"{str(path)!r} line {i}: values must be numbers, got {row!r}"
+            ) from None
     data = np.array(body)
     out: dict[str, np.ndarray] = {}
     grouped: dict[str, dict[int, np.ndarray]] = {}
@@ -75,8 +85,10 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
         out[name] = data[:, j]
     for base, cols in grouped.items():
         if sorted(cols) != list(range(len(cols))):
-            raise ValueError(f"{str(path)!r}: columns {base}[i] must be numbered 0..{len(cols) - 1}, "
-                             f"got {sorted(cols)}")
+            raise ValueError(
+                f"{str(path)!r}: columns {base}[i] must be numbered 0..{len(cols) - 1}, "
+                f"got {sorted(cols)}"
+            )
         out[base] = np.stack([cols[i] for i in range(len(cols))], axis=1)
     return out
 
@@ -92,7 +104,9 @@ class Recording:
     initial_qvel: np.ndarray | None
 
 
-def _column(cols: Mapping[str, np.ndarray], key: str | Sequence[str], what: str, n: int) -> np.ndarray:
+def _column(
+    cols: Mapping[str, np.ndarray], key: str | Sequence[str], what: str, n: int
+) -> np.ndarray:
     keys = [key] if isinstance(key, str) else list(key)
     parts = []
     for k in keys:
@@ -101,8 +115,13 @@ def _column(cols: Mapping[str, np.ndarray], key: str | Sequence[str], what: str,
         arr = np.asarray(cols[k], dtype=np.float64)
         arr = arr[:, None] if arr.ndim == 1 else arr
         if arr.shape[0] != n:
-            raise ValueError(must_be(f"{what}: column {k!r}", f"{n} rows (the time column's length)",
-                                     f"{arr.shape[0]} rows"))
+            raise ValueError(
+                must_be(
+                    f"{what}: column {k!r}",
+                    f"{n} rows (the time column's length)",
+                    f"{arr.shape[0]} rows",
+                )
+            )
         parts.append(arr)
     return np.concatenate(parts, axis=1)
 
@@ -144,14 +163,18 @@ def load_recording(
         cmap = dict(control) if control is not None else {}
         unknown = sorted(set(cmap) - set(names))
         if unknown:
-            raise KeyError(f"{where}: control names {unknown} are not actuators of the model; "
-                           f"actuators: {names}")
+            raise KeyError(
+                f"{where}: control names {unknown} are not actuators of the model; "
+                f"actuators: {names}"
+            )
         data = []
         for a in names:
             key = cmap.get(a) or (f"ctrl.{a}" if f"ctrl.{a}" in cols else a)
             if key not in cols:
-                raise KeyError(f"{where}: no control column for actuator {a!r} (looked for "
-                               f"{key!r}); map it under control: in the experiment file")
+                raise KeyError(
+                    f"{where}: no control column for actuator {a!r} (looked for "
+                    f"{key!r}); map it under control: in the experiment file"
+                )
             data.append(_column(cols, key, where, n))
         ctrl_ts = TimeSeries.from_control_names(times, np.concatenate(data, axis=1), model)
     # sensors
@@ -167,8 +190,10 @@ def load_recording(
                 if jn and f"{jn}{suffix}" in cols and f"{jn}{suffix}" not in chosen:
                     chosen[f"{jn}{suffix}"] = f"{jn}{suffix}"
         if not chosen:
-            raise ValueError(f"{where}: must contain at least one column named like a model sensor "
-                             f"or joint state, got columns {sorted(cols)}")
+            raise ValueError(
+                f"{where}: must contain at least one column named like a model sensor "
+                f"or joint state, got columns {sorted(cols)}"
+            )
     else:
         chosen = dict(sensors)
     names_typed = []
@@ -178,19 +203,26 @@ def load_recording(
         width = len(signal_source_indices(model, canonical, stype))
         block = _column(cols, key, where, n)
         if block.shape[1] != width:
-            raise ValueError(must_be(f"{where}: signal {sig!r}", f"{width} columns", f"{block.shape[1]}"))
+            raise ValueError(
+                must_be(f"{where}: signal {sig!r}", f"{width} columns", f"{block.shape[1]}")
+            )
         names_typed.append((canonical, stype))
         blocks.append(block)
     sens_ts = TimeSeries.from_names(times, np.concatenate(blocks, axis=1), model, names=names_typed)
     qpos0 = cols.get("initial_qpos")
     qvel0 = cols.get("initial_qvel")
-    return Recording(times, ctrl_ts, sens_ts,
-                     None if qpos0 is None else np.asarray(qpos0, dtype=np.float64).reshape(-1),
-                     None if qvel0 is None else np.asarray(qvel0, dtype=np.float64).reshape(-1))
+    return Recording(
+        times,
+        ctrl_ts,
+        sens_ts,
+        None if qpos0 is None else np.asarray(qpos0, dtype=np.float64).reshape(-1),
+        None if qvel0 is None else np.asarray(qvel0, dtype=np.float64).reshape(-1),
+    )
 
 
-def initial_state_from_sensors(model: mujoco.MjModel, sens: TimeSeries, *,
-                               fill: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def initial_state_from_sensors(
+    model: mujoco.MjModel, sens: TimeSeries, *, fill: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(qpos, qvel)`` at the first sample, from joint sensors and joint-state columns.
 
     Entries without a measurement are ``fill`` when given, else ``qpos0`` and zero velocity.
@@ -210,8 +242,10 @@ def initial_state_from_sensors(model: mujoco.MjModel, sens: TimeSeries, *,
             if int(model.sensor_objtype[i]) != int(mujoco.mjtObj.mjOBJ_JOINT):
                 continue
             j = int(model.sensor_objid[i])
-            if int(model.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
-                                              int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            if int(model.jnt_type[j]) not in (
+                int(mujoco.mjtJoint.mjJNT_HINGE),
+                int(mujoco.mjtJoint.mjJNT_SLIDE),
+            ):
                 continue
             if int(model.sensor_type[i]) == int(mujoco.mjtSensor.mjSENS_JOINTPOS):
                 qpos[model.jnt_qposadr[j]] = first[0]
@@ -220,10 +254,16 @@ def initial_state_from_sensors(model: mujoco.MjModel, sens: TimeSeries, *,
     return qpos, qvel
 
 
-def write_recording(path: str | Path, model: mujoco.MjModel, times: np.ndarray,
-                    control: np.ndarray, sensordata: np.ndarray, *,
-                    initial_qpos: np.ndarray | None = None,
-                    initial_qvel: np.ndarray | None = None) -> Path:
+def write_recording(
+    path: str | Path,
+    model: mujoco.MjModel,
+    times: np.ndarray,
+    control: np.ndarray,
+    sensordata: np.ndarray,
+    *,
+    initial_qpos: np.ndarray | None = None,
+    initial_qvel: np.ndarray | None = None,
+) -> Path:
     """Writes a recording in the layout :func:`load_recording` reads by default.
 
     ``sensordata`` holds all model sensors, ``(N, nsensordata)``; ``control`` is ``(N, nu)``.

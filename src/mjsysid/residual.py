@@ -7,7 +7,8 @@ For a parameter vector θ (one column of ``x``) and every recorded sequence, the
 where ``y`` is the measured data, ``ȳ(θ)`` the simulated prediction linearly interpolated at
 the measured times, and ``W`` a diagonal weight: ``sensor_weights[signal] / rms(y column)``
 (the RMS of each measured signal over all its columns makes signals of different units
-comparable; ``normalize=False`` turns it off). The cost minimised by :func:`mjsysid.optimize` is ``½‖r‖²``; its value does not
+comparable; ``normalize=False`` turns it off). The cost minimised by
+:func:`mjsysid.optimize` is ``½‖r‖²``; its value does not
 depend on the sign convention.
 
 Evaluation of ``k`` candidates (``x`` of shape ``(p, k)``) is batched:
@@ -29,6 +30,7 @@ from __future__ import annotations
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
 import mujoco
 import numpy as np
 import numpy.typing as npt
@@ -43,14 +45,17 @@ from mjsysid.model_modifier import (
 )
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import ParameterDict
+from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
 from mjsysid.signal_modifier import signal_rms
 from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.trajectory import BatchRollout, state_slices
-from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 
-_STATE_TYPES = {SignalType.MjStateQPos: "qpos", SignalType.MjStateQVel: "qvel",
-                SignalType.MjStateAct: "act"}
+_STATE_TYPES = {
+    SignalType.MjStateQPos: "qpos",
+    SignalType.MjStateQVel: "qvel",
+    SignalType.MjStateAct: "act",
+}
 
 
 def grid_length(t0: float, t1: float, dt: float) -> int:
@@ -68,7 +73,9 @@ def zoh_indices(sample_times: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.clip(idx, 0, sample_times.size - 1)
 
 
-def linear_weights(t0: float, dt: float, nstep: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def linear_weights(
+    t0: float, dt: float, nstep: int, query: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Index ``i`` and weight ``w`` so that ``f(q) ≈ (1-w)·f[i] + w·f[i+1]`` on a uniform grid."""
     u = (query - t0) / dt
     i = np.clip(np.floor(u + 1e-9).astype(np.int64), 0, max(nstep - 2, 0))
@@ -86,16 +93,16 @@ class _Sequence:
     seq_index: int
     label: str
     meas: TimeSeries
-    x0: np.ndarray            # (nstate,) with time = t0
-    control: np.ndarray       # (nstep, nu) on the simulation grid
-    grid: np.ndarray          # (nstep,) simulation instants
-    sens_cols: np.ndarray     # measured columns fed by sensordata
-    sens_src: np.ndarray      # their sensordata indices
-    state_cols: np.ndarray    # measured columns fed by the state
-    state_src: np.ndarray     # their state indices
-    interp_i: np.ndarray      # (N,) grid index per measured time
-    interp_w: np.ndarray      # (N,) interpolation weight
-    scale: np.ndarray         # (D,) weight / rms per measured column
+    x0: np.ndarray  # (nstate,) with time = t0
+    control: np.ndarray  # (nstep, nu) on the simulation grid
+    grid: np.ndarray  # (nstep,) simulation instants
+    sens_cols: np.ndarray  # measured columns fed by sensordata
+    sens_src: np.ndarray  # their sensordata indices
+    state_cols: np.ndarray  # measured columns fed by the state
+    state_src: np.ndarray  # their state indices
+    interp_i: np.ndarray  # (N,) grid index per measured time
+    interp_w: np.ndarray  # (N,) interpolation weight
+    scale: np.ndarray  # (D,) weight / rms per measured column
     column_labels: list[str] = field(default_factory=list)
 
     @property
@@ -175,9 +182,17 @@ class ResidualFunction:
         self.build_model = build_model
         self.sensor_weights = dict(sensor_weights or {})
         if isinstance(enabled_observations, str):
-            raise TypeError(must_be("enabled_observations", "a list of signal names",
-                                    enabled_observations, f"pass [{enabled_observations!r}]"))
-        self.enabled_observations = None if enabled_observations is None else list(enabled_observations)
+            raise TypeError(
+                must_be(
+                    "enabled_observations",
+                    "a list of signal names",
+                    enabled_observations,
+                    f"pass [{enabled_observations!r}]",
+                )
+            )
+        self.enabled_observations = (
+            None if enabled_observations is None else list(enabled_observations)
+        )
         self.normalize = normalize
         self.control_interpolation = control_interpolation
         self.fast_model_edits = fast_model_edits
@@ -186,8 +201,11 @@ class ResidualFunction:
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
-        self._sequences = [self._prepare(mi, si) for mi, ms in enumerate(self.models_sequences)
-                           for si in range(len(ms))]
+        self._sequences = [
+            self._prepare(mi, si)
+            for mi, ms in enumerate(self.models_sequences)
+            for si in range(len(ms))
+        ]
         self._check_names()
         validate = getattr(modify_residual, "__self__", None)
         self._measured_names = list(dict.fromkeys(n for s in self._sequences for n in s.meas.names))
@@ -224,8 +242,16 @@ class ResidualFunction:
         if meas.signal_mapping is None:
             meas = TimeSeries.from_names(meas.times, meas.data, model)
         if self.enabled_observations is not None:
-            known = {n for m in self.models_sequences for s in m.sensordata for n in
-                     (s.names if s.signal_mapping else [model.sensor(k).name for k in range(model.nsensor)])}
+            known = {
+                n
+                for m in self.models_sequences
+                for s in m.sensordata
+                for n in (
+                    s.names
+                    if s.signal_mapping
+                    else [model.sensor(k).name for k in range(model.nsensor)]
+                )
+            }
             unknown = sorted(set(self.enabled_observations) - known)
             if unknown:
                 raise KeyError(
@@ -234,8 +260,10 @@ class ResidualFunction:
                 )
             keep = [n for n in self.enabled_observations if n in meas.names]
             if not keep:
-                raise ValueError(f"{label}: enabled_observations {self.enabled_observations} "
-                                 f"leave no measured signal; it has {meas.names}")
+                raise ValueError(
+                    f"{label}: enabled_observations {self.enabled_observations} "
+                    f"leave no measured signal; it has {meas.names}"
+                )
             meas = meas.slice_by_name(keep)
         if meas.times.size < 2:
             raise ValueError(must_be(f"{label}: sensordata", "at least 2 samples", meas.times.size))
@@ -249,8 +277,9 @@ class ResidualFunction:
             if self.control_interpolation == "zoh":
                 control = ctrl_ts.data[zoh_indices(ctrl_ts.times, grid)][:, cols]
             else:
-                control = np.stack([np.interp(grid, ctrl_ts.times, ctrl_ts.data[:, c]) for c in cols],
-                                   axis=1)
+                control = np.stack(
+                    [np.interp(grid, ctrl_ts.times, ctrl_ts.data[:, c]) for c in cols], axis=1
+                )
         else:
             control = np.zeros((nstep, 0))
         x0 = x0.copy()
@@ -284,16 +313,32 @@ class ResidualFunction:
             if sig in meas.names:
                 cols, arr = meas.columns(sig), np.asarray(w, dtype=np.float64)
                 if arr.size not in (1, cols.size):
-                    raise ValueError(must_be(f"sensor_weights[{sig!r}]", f"a scalar or {cols.size} "
-                                             "values (one per column)", w))
+                    raise ValueError(
+                        must_be(
+                            f"sensor_weights[{sig!r}]",
+                            f"a scalar or {cols.size} values (one per column)",
+                            w,
+                        )
+                    )
                 scale[cols] *= arr
         if self.normalize:
             scale = scale / signal_rms(meas, label)
         return _Sequence(
-            mi, si, label, meas, x0, np.ascontiguousarray(control, dtype=np.float64), grid,
-            np.asarray(sens_cols, dtype=np.int64), np.asarray(sens_src, dtype=np.int64),
-            np.asarray(state_cols, dtype=np.int64), np.asarray(state_src, dtype=np.int64),
-            interp_i, interp_w, scale, col_labels,
+            mi,
+            si,
+            label,
+            meas,
+            x0,
+            np.ascontiguousarray(control, dtype=np.float64),
+            grid,
+            np.asarray(sens_cols, dtype=np.int64),
+            np.asarray(sens_src, dtype=np.int64),
+            np.asarray(state_cols, dtype=np.int64),
+            np.asarray(state_src, dtype=np.int64),
+            interp_i,
+            interp_w,
+            scale,
+            col_labels,
         )
 
     def _block_size(self, seq: _Sequence) -> int:
@@ -330,11 +375,16 @@ class ResidualFunction:
                 x0[:, adr] = X[row]
             labels.add(seq.label)
             out.append(x0)
-        unknown = [p.name for p in params.non_frozen()
-                   if p.meta.get("kind") in INITIAL_KINDS and p.meta.get("target") not in labels]
+        unknown = [
+            p.name
+            for p in params.non_frozen()
+            if p.meta.get("kind") in INITIAL_KINDS and p.meta.get("target") not in labels
+        ]
         if unknown:
-            raise KeyError(f"initial-state parameters {unknown} name no recorded sequence; "
-                           f"sequences: {sorted(labels)}")
+            raise KeyError(
+                f"initial-state parameters {unknown} name no recorded sequence; "
+                f"sequences: {sorted(labels)}"
+            )
         return out
 
     def _build_models(self, params: ParameterDict, mi: int) -> mujoco.MjModel:
@@ -350,15 +400,22 @@ class ResidualFunction:
 
     def _check_x(self, x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
         if not isinstance(params, ParameterDict):
-            raise TypeError(must_be("residual_fn: params", "a ParameterDict", type(params).__name__))
+            raise TypeError(
+                must_be("residual_fn: params", "a ParameterDict", type(params).__name__)
+            )
         arr = np.asarray(x, dtype=np.float64)
         p = params.size
         if arr.ndim == 1:
             arr = arr[:, None]
         if arr.ndim != 2 or arr.shape[0] != p:
-            raise ValueError(must_be("residual_fn: x", f"shape ({p},) or ({p}, k) for the {p} free "
-                                     f"parameter values", np.asarray(x),
-                                     hint=f"got shape {np.shape(x)}"))
+            raise ValueError(
+                must_be(
+                    "residual_fn: x",
+                    f"shape ({p},) or ({p}, k) for the {p} free parameter values",
+                    np.asarray(x),
+                    hint=f"got shape {np.shape(x)}",
+                )
+            )
         if not np.all(np.isfinite(arr)):
             raise ValueError("residual_fn: x must be finite, got non-finite entries")
         return arr
@@ -374,19 +431,23 @@ class ResidualFunction:
         out = np.stack(cols, axis=1)
         return out[:, 0] if flat else out
 
-    def predict(self, params: ParameterDict, x: npt.ArrayLike | None = None) -> list[SequencePrediction]:
+    def predict(
+        self, params: ParameterDict, x: npt.ArrayLike | None = None
+    ) -> list[SequencePrediction]:
         """Detailed prediction of every sequence at ``x`` (default: the current values)."""
         xv = params.as_vector() if x is None else x
         return self._evaluate(self._check_x(xv, params)[:, :1], params, details=True)[1]
 
-    def _evaluate(self, X: np.ndarray, params: ParameterDict, details: bool
-                  ) -> tuple[list[np.ndarray], list[SequencePrediction]]:
+    def _evaluate(
+        self, X: np.ndarray, params: ParameterDict, details: bool
+    ) -> tuple[list[np.ndarray], list[SequencePrediction]]:
         t_start = _time.perf_counter()
         k = X.shape[1]
         work = params.copy()
         model_mask, sim_mask = self._masks(work)
-        _, unique_index, inverse = np.unique(X[sim_mask].T, axis=0, return_index=True,
-                                             return_inverse=True)
+        _, unique_index, inverse = np.unique(
+            X[sim_mask].T, axis=0, return_index=True, return_inverse=True
+        )
         inverse = inverse.reshape(-1)
         n_unique = unique_index.size
         self.stats.calls += 1
@@ -397,16 +458,19 @@ class ResidualFunction:
         x0s = self._initial_states(work, X_sim)
         # 1. Models, one per distinct model sub-vector and ModelSequences.
         t0 = _time.perf_counter()
-        _, model_first, model_of = np.unique(X_sim[model_mask].T, axis=0, return_index=True,
-                                             return_inverse=True)
+        _, model_first, model_of = np.unique(
+            X_sim[model_mask].T, axis=0, return_index=True, return_inverse=True
+        )
         model_of = model_of.reshape(-1)
         built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
         for u in model_first:
             work.update_from_vector(X_sim[:, u])
             for mi in range(len(self.models_sequences)):
                 built[mi].append(self._build_models(work, mi))
-        models = [[built[mi][model_of[u]] for u in range(n_unique)]
-                  for mi in range(len(self.models_sequences))]
+        models = [
+            [built[mi][model_of[u]] for u in range(n_unique)]
+            for mi in range(len(self.models_sequences))
+        ]
         cand_params: list[ParameterDict] = []
         for u in range(n_unique):
             work.update_from_vector(X_sim[:, u])
@@ -430,23 +494,30 @@ class ResidualFunction:
             P[:, :, seq.sens_cols] = sensordata[:, :, seq.sens_src]
             P[:, :, seq.state_cols] = state[:, :, seq.state_src]
             if self.modify_residual is None:
-                at_meas = (P[:, seq.interp_i] * (1.0 - seq.interp_w)[None, :, None]
-                           + P[:, np.minimum(seq.interp_i + 1, seq.nstep - 1)]
-                           * seq.interp_w[None, :, None])
+                at_meas = (
+                    P[:, seq.interp_i] * (1.0 - seq.interp_w)[None, :, None]
+                    + P[:, np.minimum(seq.interp_i + 1, seq.nstep - 1)]
+                    * seq.interp_w[None, :, None]
+                )
                 blocks = ((seq.meas.data[None] - at_meas) * seq.scale).reshape(n_unique, -1)
                 blocks[~ok] = np.nan
                 for j in range(k):
                     columns[j].append(blocks[inverse[j]])
                 if details:
-                    details_out.append(self._details(seq, P[0], at_meas[0], seq.meas, blocks[0],
-                                                     state[0]))
+                    details_out.append(
+                        self._details(seq, P[0], at_meas[0], seq.meas, blocks[0], state[0])
+                    )
                 continue
             for j in range(k):
                 u = inverse[j]
                 work.update_from_vector(X[:, j])
                 pred_ts = TimeSeries._unchecked(seq.grid, P[u], seq.meas.signal_mapping)
                 res, pred_used, meas_used = self.modify_residual(
-                    work, pred_ts, seq.meas, models[seq.ms_index][u], details,
+                    work,
+                    pred_ts,
+                    seq.meas,
+                    models[seq.ms_index][u],
+                    details,
                     state=TimeSeries._unchecked(seq.grid, state[u], None),
                     sensor_weights=self.sensor_weights,
                 )
@@ -455,22 +526,33 @@ class ResidualFunction:
                     r = np.full_like(r, np.nan)
                 columns[j].append(r)
                 if details and j == 0:
-                    details_out.append(self._details(seq, P[u], None, meas_used, r, state[u],
-                                                     pred_used))
+                    details_out.append(
+                        self._details(seq, P[u], None, meas_used, r, state[u], pred_used)
+                    )
         out = [np.concatenate(c) if c else np.zeros(0) for c in columns]
         sizes = {c.size for c in out}
         if len(sizes) > 1:
-            raise ValueError(must_be("modify_residual output", "the same length for every "
-                                     "candidate (it must not depend on parameter values)",
-                                     sorted(sizes)))
+            raise ValueError(
+                must_be(
+                    "modify_residual output",
+                    "the same length for every candidate (it must not depend on parameter values)",
+                    sorted(sizes),
+                )
+            )
         if self.modify_residual is not None:
             self._offsets = np.cumsum([0] + [c.size for c in columns[0]])
         self.stats.time_total += _time.perf_counter() - t_start
         return out, details_out
 
-    def _rollout_group(self, mi: int, group: list[int], models: list[mujoco.MjModel],
-                       cand_params: list[ParameterDict], x0s: list[np.ndarray],
-                       preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    def _rollout_group(
+        self,
+        mi: int,
+        group: list[int],
+        models: list[mujoco.MjModel],
+        cand_params: list[ParameterDict],
+        x0s: list[np.ndarray],
+        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    ) -> None:
         n_unique = len(models)
         batch_models = [models[u] for _ in group for u in range(n_unique)]
         x0 = np.concatenate([x0s[i] for i in group])
@@ -478,11 +560,18 @@ class ResidualFunction:
         self.stats.rollouts += len(batch_models)
         if self.custom_rollout is not None:
             datas = self._runner.datas_for(batch_models[0])
-            trajs = self.custom_rollout(batch_models, datas, ctrl, x0,
-                                        [cand_params[u] for _ in group for u in range(n_unique)])
+            trajs = self.custom_rollout(
+                batch_models,
+                datas,
+                ctrl,
+                x0,
+                [cand_params[u] for _ in group for u in range(n_unique)],
+            )
             state = np.stack([t.state for t in trajs])
             sensordata = np.stack([t.sensordata for t in trajs])
-            ok = np.all(np.isfinite(state), axis=(1, 2)) & np.all(np.isfinite(sensordata), axis=(1, 2))
+            ok = np.all(np.isfinite(state), axis=(1, 2)) & np.all(
+                np.isfinite(sensordata), axis=(1, 2)
+            )
         else:
             state, sensordata, ok = self._runner.run(batch_models, x0, ctrl)
         for g, i in enumerate(group):
@@ -490,18 +579,35 @@ class ResidualFunction:
             preds[i] = (state[sl], sensordata[sl], ok[sl])
             for u in np.flatnonzero(~ok[sl]):
                 self.last_divergence.append(
-                    f"{self._sequences[i].label}: simulation diverged for candidate {u}")
+                    f"{self._sequences[i].label}: simulation diverged for candidate {u}"
+                )
 
-    def _details(self, seq: _Sequence, P: np.ndarray, at_meas: np.ndarray | None,
-                 meas_used: TimeSeries, r: np.ndarray, state: np.ndarray,
-                 pred_used: TimeSeries | None = None) -> SequencePrediction:
+    def _details(
+        self,
+        seq: _Sequence,
+        P: np.ndarray,
+        at_meas: np.ndarray | None,
+        meas_used: TimeSeries,
+        r: np.ndarray,
+        state: np.ndarray,
+        pred_used: TimeSeries | None = None,
+    ) -> SequencePrediction:
         ms = self.models_sequences[seq.ms_index]
         predicted = TimeSeries._unchecked(seq.grid, P, seq.meas.signal_mapping)
         if pred_used is None:
             assert at_meas is not None
             pred_used = TimeSeries._unchecked(seq.meas.times, at_meas, seq.meas.signal_mapping)
-        return SequencePrediction(ms.name, ms.sequence_name[seq.seq_index], predicted, seq.meas,
-                                  pred_used, meas_used, r, state, seq.control)
+        return SequencePrediction(
+            ms.name,
+            ms.sequence_name[seq.seq_index],
+            predicted,
+            seq.meas,
+            pred_used,
+            meas_used,
+            r,
+            state,
+            seq.control,
+        )
 
     # -- diagnostics ------------------------------------------------------------------------
     def describe_index(self, i: int) -> str:
@@ -512,11 +618,16 @@ class ResidualFunction:
         seq = self._sequences[b]
         local = i - int(self._offsets[b])
         ncol = seq.meas.data.shape[1]
-        if self.modify_residual is None or self._offsets[b + 1] - self._offsets[b] == seq.meas.data.size:
+        if (
+            self.modify_residual is None
+            or self._offsets[b + 1] - self._offsets[b] == seq.meas.data.size
+        ):
             row, col = divmod(local, ncol)
             if row < seq.meas.times.size:
-                return (f"{seq.label}, signal {seq.column_labels[col]!r} at t="
-                        f"{seq.meas.times[row]:.6g} s")
+                return (
+                    f"{seq.label}, signal {seq.column_labels[col]!r} at t="
+                    f"{seq.meas.times[row]:.6g} s"
+                )
         return f"{seq.label}, residual entry {local}"
 
     def signal_groups(self) -> np.ndarray | None:
@@ -551,8 +662,10 @@ class ResidualFunction:
         self._runner.close()
 
     def __repr__(self) -> str:
-        return (f"ResidualFunction({len(self.models_sequences)} ModelSequences, "
-                f"{len(self._sequences)} sequences)")
+        return (
+            f"ResidualFunction({len(self.models_sequences)} ModelSequences, "
+            f"{len(self._sequences)} sequences)"
+        )
 
 
 def build_residual_fn(
@@ -597,22 +710,33 @@ def build_residual_fn(
         models_sequences = [models_sequences]
     ms_list = list(models_sequences)
     if not ms_list or not all(isinstance(m, ModelSequences) for m in ms_list):
-        raise TypeError(must_be("models_sequences", "a non-empty list of ModelSequences",
-                                models_sequences))
+        raise TypeError(
+            must_be("models_sequences", "a non-empty list of ModelSequences", models_sequences)
+        )
     names = [m.name for m in ms_list]
     if len(set(names)) != len(names):
         raise ValueError(must_be("models_sequences", "ModelSequences with unique names", names))
     if control_interpolation not in ("zoh", "linear"):
-        raise ValueError(must_be("control_interpolation", "'zoh' or 'linear'", control_interpolation))
-    for what, fn in (("modify_residual", modify_residual), ("custom_rollout", custom_rollout),
-                     ("build_model", build_model)):
+        raise ValueError(
+            must_be("control_interpolation", "'zoh' or 'linear'", control_interpolation)
+        )
+    for what, fn in (
+        ("modify_residual", modify_residual),
+        ("custom_rollout", custom_rollout),
+        ("build_model", build_model),
+    ):
         if fn is not None and not callable(fn):
             raise TypeError(must_be(what, "callable or None", fn))
     return ResidualFunction(
-        ms_list, modify_residual=modify_residual, custom_rollout=custom_rollout,
+        ms_list,
+        modify_residual=modify_residual,
+        custom_rollout=custom_rollout,
         build_model=None if build_model is apply_param_modifiers else build_model,
-        sensor_weights=sensor_weights, enabled_observations=enabled_observations,
-        normalize=normalize, control_interpolation=control_interpolation, nthread=nthread,
+        sensor_weights=sensor_weights,
+        enabled_observations=enabled_observations,
+        normalize=normalize,
+        control_interpolation=control_interpolation,
+        nthread=nthread,
         fast_model_edits=fast_model_edits,
     )
 

@@ -40,17 +40,29 @@ _NUMBER = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a
 _INT = (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
 _STR = (lambda v: isinstance(v, str), "a string")
 _SUMMARY_KEYS = {
-    "schema": _STR, "schema_version": _INT, "optimizer": _STR, "status": _STR,
-    "success": (lambda v: isinstance(v, bool), "true or false"), "message": _STR,
-    "initial_cost": _NUMBER, "cost": _NUMBER, "nit": _INT, "nfev": _INT, "njev": _INT,
+    "schema": _STR,
+    "schema_version": _INT,
+    "optimizer": _STR,
+    "status": _STR,
+    "success": (lambda v: isinstance(v, bool), "true or false"),
+    "message": _STR,
+    "initial_cost": _NUMBER,
+    "cost": _NUMBER,
+    "nit": _INT,
+    "nfev": _INT,
+    "njev": _INT,
     "wall_time": _NUMBER,
-    "parameter_names": (lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
-                        "a list of names"),
+    "parameter_names": (
+        lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+        "a list of names",
+    ),
     "models": (lambda v: isinstance(v, dict), "a mapping"),
     "sequences": (lambda v: isinstance(v, dict), "a mapping"),
     "versions": (lambda v: isinstance(v, dict), "a mapping"),
-    "files": (lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
-              "a list of file names"),
+    "files": (
+        lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+        "a list of file names",
+    ),
 }
 
 
@@ -91,11 +103,16 @@ class Confidence:
         rows = []
         for n, v, h in zip(self.names, self.values, self.half_widths, strict=True):
             finite = bool(np.isfinite(h))
-            rows.append({"name": n, "value": float(v),
-                         "half_width": float(h) if finite else ".inf",
-                         "lower": float(v - h) if finite else "-.inf",
-                         "upper": float(v + h) if finite else ".inf",
-                         "identifiable": finite})
+            rows.append(
+                {
+                    "name": n,
+                    "value": float(v),
+                    "half_width": float(h) if finite else ".inf",
+                    "lower": float(v - h) if finite else "-.inf",
+                    "upper": float(v + h) if finite else ".inf",
+                    "identifiable": finite,
+                }
+            )
         return {"alpha": self.alpha, "parameters": rows}
 
 
@@ -112,8 +129,9 @@ class Results:
     summary: dict[str, Any]
 
 
-def compute_confidence(opt_result: OptimizeResult, residual_fn: Any = None,
-                       alpha: float = 0.05) -> Confidence:
+def compute_confidence(
+    opt_result: OptimizeResult, residual_fn: Any = None, alpha: float = 0.05
+) -> Confidence:
     """Intervals at the solution; noise variance estimated per measured signal when known."""
     groups = residual_fn.signal_groups() if hasattr(residual_fn, "signal_groups") else None
     if groups is not None and groups.size != opt_result.fun.size:
@@ -125,8 +143,12 @@ def compute_confidence(opt_result: OptimizeResult, residual_fn: Any = None,
 def _versions() -> dict[str, str]:
     from mjsysid import __version__
 
-    return {"mjsysid": __version__, "mujoco": mujoco.__version__, "numpy": np.__version__,
-            "python": platform.python_version()}
+    return {
+        "mjsysid": __version__,
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
 
 
 def save_results(
@@ -156,25 +178,37 @@ def save_results(
       OSError: The folder cannot be created or written (message names the path).
     """
     folder = Path(experiment_results_folder)
-    ms_list = [models_sequences] if isinstance(models_sequences, ModelSequences) else list(models_sequences)
+    ms_list = (
+        [models_sequences]
+        if isinstance(models_sequences, ModelSequences)
+        else list(models_sequences)
+    )
     if not isinstance(opt_result, OptimizeResult):
         raise TypeError(must_be("opt_result", "an OptimizeResult", type(opt_result).__name__))
+
     def dump(data: Any) -> bytes:
         return yaml.safe_dump(data, sort_keys=False).encode("utf-8")
 
-    files: dict[str, bytes] = {"params_x_0.yaml": dump(initial_params.to_dict()),
-                               "params_x_hat.yaml": dump(opt_params.to_dict())}
+    files: dict[str, bytes] = {
+        "params_x_0.yaml": dump(initial_params.to_dict()),
+        "params_x_hat.yaml": dump(opt_params.to_dict()),
+    }
     cand = opt_result.extras.get("candidate") or []
-    files["result.npz"] = npz_bytes({
-        "x": opt_result.x, "fun": opt_result.fun, "jac": opt_result.jac, "grad": opt_result.grad,
-        "objective": np.asarray(opt_result.extras.get("objective", []), dtype=np.float64),
-        "candidate": (np.stack(cand) if len(cand) else np.zeros((0, opt_result.x.size))),
-        "schema_version": np.array(RESULTS_SCHEMA_VERSION),
-    })
+    files["result.npz"] = npz_bytes(
+        {
+            "x": opt_result.x,
+            "fun": opt_result.fun,
+            "jac": opt_result.jac,
+            "grad": opt_result.grad,
+            "objective": np.asarray(opt_result.extras.get("objective", []), dtype=np.float64),
+            "candidate": (np.stack(cand) if len(cand) else np.zeros((0, opt_result.x.size))),
+            "schema_version": np.array(RESULTS_SCHEMA_VERSION),
+        }
+    )
     conf = compute_confidence(opt_result, residual_fn, alpha)
-    files["confidence.npz"] = npz_bytes({"covariance": conf.covariance,
-                                         "half_widths": conf.half_widths,
-                                         "alpha": np.array(alpha)})
+    files["confidence.npz"] = npz_bytes(
+        {"covariance": conf.covariance, "half_widths": conf.half_widths, "alpha": np.array(alpha)}
+    )
     files["confidence.yaml"] = dump(conf.to_dict())
     models: dict[str, str] = {}
     for ms in ms_list:
@@ -199,8 +233,14 @@ def save_results(
         "models": models,
         "sequences": {ms.name: list(ms.sequence_name) for ms in ms_list},
         "versions": _versions(),
-        "files": ["params_x_0.yaml", "params_x_hat.yaml", "result.npz", "confidence.npz",
-                  "confidence.yaml", *models.values()],
+        "files": [
+            "params_x_0.yaml",
+            "params_x_hat.yaml",
+            "result.npz",
+            "confidence.npz",
+            "confidence.yaml",
+            *models.values(),
+        ],
     }
     files["result.yaml"] = dump(summary)
     # Nothing in the folder changes until every file is on disk; result.yaml goes in last.
@@ -228,8 +268,10 @@ def load_results(folder: str | Path) -> Results:
         raise ValueError(must_be(f"{summary_path}", "an mjsysid results summary", summary))
     version = summary.get("schema_version")
     if not isinstance(version, int) or version > RESULTS_SCHEMA_VERSION:
-        raise ValueError(f"{summary_path}: schema_version must be <= {RESULTS_SCHEMA_VERSION}, got "
-                         f"{version!r}; upgrade mjsysid to read it")
+        raise ValueError(
+            f"{summary_path}: schema_version must be <= {RESULTS_SCHEMA_VERSION}, got "
+            f"{version!r}; upgrade mjsysid to read it"
+        )
     _check_summary(summary, summary_path)
     missing = [f for f in summary["files"] if not (folder / f).is_file()]
     if missing:
@@ -238,15 +280,26 @@ def load_results(folder: str | Path) -> Results:
     c = load_npz(folder / "confidence.npz", required=("covariance", "half_widths", "alpha"))
     names = list(summary["parameter_names"])
     if z["x"].shape != (len(names),):
-        raise ValueError(f"{folder / 'result.npz'}: x must have {len(names)} entries (one per "
-                         f"parameter name), got {z['x'].size}")
+        raise ValueError(
+            f"{folder / 'result.npz'}: x must have {len(names)} entries (one per "
+            f"parameter name), got {z['x'].size}"
+        )
     cand = z.get("candidate", np.zeros((0, len(names))))
     result = OptimizeResult(
-        x=z["x"], cost=float(summary["cost"]), fun=z["fun"], jac=z["jac"], grad=z["grad"],
-        status=str(summary["status"]), success=bool(summary["success"]),
-        message=str(summary["message"]), nfev=int(summary["nfev"]), njev=int(summary["njev"]),
-        nit=int(summary["nit"]), initial_cost=float(summary["initial_cost"]),
-        wall_time=float(summary["wall_time"]), parameter_names=names,
+        x=z["x"],
+        cost=float(summary["cost"]),
+        fun=z["fun"],
+        jac=z["jac"],
+        grad=z["grad"],
+        status=str(summary["status"]),
+        success=bool(summary["success"]),
+        message=str(summary["message"]),
+        nfev=int(summary["nfev"]),
+        njev=int(summary["njev"]),
+        nit=int(summary["nit"]),
+        initial_cost=float(summary["initial_cost"]),
+        wall_time=float(summary["wall_time"]),
+        parameter_names=names,
         optimizer=str(summary["optimizer"]),
         extras={"objective": list(z.get("objective", np.zeros(0))), "candidate": list(cand)},
     )
@@ -255,7 +308,8 @@ def load_results(folder: str | Path) -> Results:
         folder=folder,
         initial_params=ParameterDict.load_from_disk(folder / "params_x_0.yaml"),
         opt_params=ParameterDict.load_from_disk(folder / "params_x_hat.yaml"),
-        result=result, confidence=conf,
+        result=result,
+        confidence=conf,
         model_files={k: folder / v for k, v in summary.get("models", {}).items()},
         summary=summary,
     )

@@ -40,7 +40,9 @@ def _scalar_joints(model: mujoco.MjModel, joints: Iterable[str] | None) -> list[
             known = [model.joint(k).name for k in range(model.njnt)]
             raise KeyError(f"joints: the model has no joint named {name!r}; known: {known}")
         if int(model.jnt_type[j]) not in ok:
-            raise ValueError(must_be(f"joints: {name!r}", "a hinge or slide joint", "a free or ball joint"))
+            raise ValueError(
+                must_be(f"joints: {name!r}", "a hinge or slide joint", "a free or ball joint")
+            )
         out.append(j)
     return out
 
@@ -69,7 +71,11 @@ def initial_state_params(
       One parameter per sequence, joint and part, named
       ``"<model>/<sequence>/<joint>_qpos0"`` (``_qvel0``), nominal = the recorded initial value.
     """
-    ms_list = [models_sequences] if isinstance(models_sequences, ModelSequences) else list(models_sequences)
+    ms_list = (
+        [models_sequences]
+        if isinstance(models_sequences, ModelSequences)
+        else list(models_sequences)
+    )
     wanted = None if sequences is None else set(sequences)
     out = ParameterDict()
     found: set[str] = set()
@@ -85,21 +91,29 @@ def initial_state_params(
             for j in jids:
                 jname = model.joint(j).name
                 for part, use, adr, margin in (
-                        ("qpos", qpos, slices["qpos"].start + int(model.jnt_qposadr[j]), qpos_margin),
-                        ("qvel", qvel, slices["qvel"].start + int(model.jnt_dofadr[j]), qvel_margin)):
+                    ("qpos", qpos, slices["qpos"].start + int(model.jnt_qposadr[j]), qpos_margin),
+                    ("qvel", qvel, slices["qvel"].start + int(model.jnt_dofadr[j]), qvel_margin),
+                ):
                     if not use:
                         continue
                     v = float(x0[adr])
-                    out.add(Parameter(f"{label}/{jname}_{part}0", v, v - margin, v + margin,
-                                      meta={"kind": f"initial_{part}", "target": label,
-                                            "joint": jname}))
+                    out.add(
+                        Parameter(
+                            f"{label}/{jname}_{part}0",
+                            v,
+                            v - margin,
+                            v + margin,
+                            meta={"kind": f"initial_{part}", "target": label, "joint": jname},
+                        )
+                    )
     if wanted is not None and wanted - found:
         raise KeyError(f"sequences {sorted(wanted - found)} are not recorded sequences")
     return out
 
 
-def initial_state_overrides(params: ParameterDict, model: mujoco.MjModel,
-                            label: str) -> list[tuple[int, int]]:
+def initial_state_overrides(
+    params: ParameterDict, model: mujoco.MjModel, label: str
+) -> list[tuple[int, int]]:
     """``(state index, x index)`` pairs: where each initial-state parameter of ``label`` goes."""
     out = []
     slices = state_slices(model)
@@ -109,8 +123,9 @@ def initial_state_overrides(params: ParameterDict, model: mujoco.MjModel,
         if kind in INITIAL_KINDS and p.meta.get("target") == label:
             j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, p.meta.get("joint", ""))
             if j < 0:
-                raise KeyError(f"parameter {p.name!r}: the model has no joint named "
-                               f"{p.meta.get('joint')!r}")
+                raise KeyError(
+                    f"parameter {p.name!r}: the model has no joint named {p.meta.get('joint')!r}"
+                )
             if kind == "initial_qpos":
                 adr = slices["qpos"].start + int(model.jnt_qposadr[j])
             else:
@@ -164,13 +179,17 @@ def split_windows(
                 start_state = x0.copy()
             else:
                 qpos, qvel = initial_state_from_sensors(model, sub, fill=np.nan)
-                missing = [model.joint(j).name for j in range(model.njnt)
-                           if np.isnan(qpos[model.jnt_qposadr[j]]) or np.isnan(qvel[model.jnt_dofadr[j]])]
+                missing = [
+                    model.joint(j).name
+                    for j in range(model.njnt)
+                    if np.isnan(qpos[model.jnt_qposadr[j]]) or np.isnan(qvel[model.jnt_dofadr[j]])
+                ]
                 if missing:
                     raise ValueError(
                         f"split_windows: sequence {name!r} must measure the position and velocity "
                         f"of every joint to start a window from the data, got none for {missing}; "
-                        "record jointpos/jointvel sensors or <joint>_qpos/_qvel columns")
+                        "record jointpos/jointvel sensors or <joint>_qpos/_qvel columns"
+                    )
                 start_state = create_initial_state(model, qpos, qvel, time=float(sub.times[0]))
             names.append(f"{name}#{k}")
             x0s.append(start_state)

@@ -39,7 +39,11 @@ def get_sensor_indices(model: mujoco.MjModel, name: str) -> np.ndarray:
 
 
 def _value_of(param: Parameter | npt.ArrayLike) -> np.ndarray:
-    return param.value if isinstance(param, Parameter) else np.asarray(param, dtype=np.float64).reshape(-1)
+    return (
+        param.value
+        if isinstance(param, Parameter)
+        else np.asarray(param, dtype=np.float64).reshape(-1)
+    )
 
 
 def _scaled(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike, op: str) -> TimeSeries:
@@ -108,8 +112,9 @@ def delay_window(ref_times: np.ndarray, min_delay: float, max_delay: float) -> t
     return float(ref_times[0] + max(max_delay, 0.0)), float(ref_times[-1] + min(min_delay, 0.0))
 
 
-def apply_delayed_ts_window(ts: TimeSeries, ts_ref: TimeSeries, min_delay: float,
-                            max_delay: float) -> TimeSeries:
+def apply_delayed_ts_window(
+    ts: TimeSeries, ts_ref: TimeSeries, min_delay: float, max_delay: float
+) -> TimeSeries:
     """Keeps the samples of ``ts`` at which ``ts_ref`` can be read with any delay in range.
 
     Args:
@@ -165,8 +170,9 @@ def apply_resample_and_delay(
     return TimeSeries._unchecked(query, out, ts.signal_mapping)
 
 
-def _column_weights(meas: Any, model: mujoco.MjModel | None, weights: Mapping[str, Any] | None,
-                    ncol: int) -> np.ndarray:
+def _column_weights(
+    meas: Any, model: mujoco.MjModel | None, weights: Mapping[str, Any] | None, ncol: int
+) -> np.ndarray:
     w = np.ones(ncol)
     for name, value in (weights or {}).items():
         if isinstance(meas, TimeSeries) and meas.signal_mapping is not None:
@@ -196,11 +202,20 @@ def weighted_diff(
       model: Needed to name columns of plain arrays (all sensors, model order).
       weights: ``{signal_name: weight}`` (scalar or per column).
     """
-    p = predicted.data if isinstance(predicted, TimeSeries) else np.asarray(predicted, dtype=np.float64)
-    m = measured.data if isinstance(measured, TimeSeries) else np.asarray(measured, dtype=np.float64)
+    p = (
+        predicted.data
+        if isinstance(predicted, TimeSeries)
+        else np.asarray(predicted, dtype=np.float64)
+    )
+    m = (
+        measured.data
+        if isinstance(measured, TimeSeries)
+        else np.asarray(measured, dtype=np.float64)
+    )
     if p.shape != m.shape:
-        raise ValueError(must_be("weighted_diff: predicted", f"the measured shape {m.shape}",
-                                 f"shape {p.shape}"))
+        raise ValueError(
+            must_be("weighted_diff: predicted", f"the measured shape {m.shape}", f"shape {p.shape}")
+        )
     return (m - p) * _column_weights(measured, model, weights, m.shape[-1] if m.ndim > 1 else 1)
 
 
@@ -237,7 +252,11 @@ def normalize_residual(residual: npt.ArrayLike, measured: TimeSeries | npt.Array
       ValueError: A measured column is all zeros (its RMS is 0); drop or re-weight it instead.
     """
     r = np.asarray(residual, dtype=np.float64)
-    m = measured.data if isinstance(measured, TimeSeries) else np.asarray(measured, dtype=np.float64)
+    m = (
+        measured.data
+        if isinstance(measured, TimeSeries)
+        else np.asarray(measured, dtype=np.float64)
+    )
     rms = np.sqrt(np.mean(np.square(m), axis=0))
     zero = np.flatnonzero(rms == 0)
     if zero.size:

@@ -49,7 +49,9 @@ def _param_name(param: Parameter | str, what: str) -> str:
         return param.name
     if isinstance(param, str):
         return param
-    raise TypeError(must_be(f"SignalTransform.{what}: param", "a Parameter or parameter name", param))
+    raise TypeError(
+        must_be(f"SignalTransform.{what}: param", "a Parameter or parameter name", param)
+    )
 
 
 class SignalTransform:
@@ -72,23 +74,43 @@ class SignalTransform:
         self._delays.append(_Rule(self._pattern(pattern, "delay"), _param_name(param, "delay")))
         return self
 
-    def gain(self, pattern: str, param: Parameter | str, target: str = "predicted") -> SignalTransform:
+    def gain(
+        self, pattern: str, param: Parameter | str, target: str = "predicted"
+    ) -> SignalTransform:
         """Multiplies matching signals of ``target`` ("predicted" or "measured") by the value."""
-        self._gains.append(_Rule(self._pattern(pattern, "gain"), _param_name(param, "gain"),
-                                 self._target(target, "gain")))
+        self._gains.append(
+            _Rule(
+                self._pattern(pattern, "gain"),
+                _param_name(param, "gain"),
+                self._target(target, "gain"),
+            )
+        )
         return self
 
-    def bias(self, pattern: str, param: Parameter | str, target: str = "predicted") -> SignalTransform:
+    def bias(
+        self, pattern: str, param: Parameter | str, target: str = "predicted"
+    ) -> SignalTransform:
         """Adds the value to matching signals of ``target`` ("predicted" or "measured")."""
-        self._biases.append(_Rule(self._pattern(pattern, "bias"), _param_name(param, "bias"),
-                                  self._target(target, "bias")))
+        self._biases.append(
+            _Rule(
+                self._pattern(pattern, "bias"),
+                _param_name(param, "bias"),
+                self._target(target, "bias"),
+            )
+        )
         return self
 
     def enable_sensors(self, names: Iterable[str]) -> SignalTransform:
         """Uses only these signals (names or patterns) in the residual."""
         if isinstance(names, str):
-            raise TypeError(must_be("SignalTransform.enable_sensors: names",
-                                    "a list of names or patterns", names, f"pass [{names!r}]"))
+            raise TypeError(
+                must_be(
+                    "SignalTransform.enable_sensors: names",
+                    "a list of names or patterns",
+                    names,
+                    f"pass [{names!r}]",
+                )
+            )
         self._enabled = [self._pattern(n, "enable_sensors") for n in names]
         return self
 
@@ -104,14 +126,17 @@ class SignalTransform:
     @staticmethod
     def _pattern(pattern: str, what: str) -> str:
         if not isinstance(pattern, str) or not pattern:
-            raise TypeError(must_be(f"SignalTransform.{what}: pattern", "a non-empty string", pattern))
+            raise TypeError(
+                must_be(f"SignalTransform.{what}: pattern", "a non-empty string", pattern)
+            )
         return pattern
 
     @staticmethod
     def _target(target: str, what: str) -> str:
         if target not in _TARGETS:
-            raise ValueError(must_be(f"SignalTransform.{what}: target", "'predicted' or 'measured'",
-                                     target))
+            raise ValueError(
+                must_be(f"SignalTransform.{what}: target", "'predicted' or 'measured'", target)
+            )
         return target
 
     @property
@@ -124,15 +149,22 @@ class SignalTransform:
     def _match(pattern: str, names: Sequence[str]) -> list[str]:
         return [n for n in names if fnmatch.fnmatchcase(n, pattern)]
 
-    def validate_signals(self, names: Sequence[str], params: ParameterDict | None = None,
-                         widths: Mapping[str, int] | None = None) -> None:
+    def validate_signals(
+        self,
+        names: Sequence[str],
+        params: ParameterDict | None = None,
+        widths: Mapping[str, int] | None = None,
+    ) -> None:
         """Checks that every pattern matches a measured signal (and parameter names exist).
 
         Called by :func:`build_residual_fn` with the measured signal names, so mistakes
         surface before any simulation.
         """
-        rules = [("delay", r) for r in self._delays] + [("gain", r) for r in self._gains] + \
-                [("bias", r) for r in self._biases]
+        rules = (
+            [("delay", r) for r in self._delays]
+            + [("gain", r) for r in self._gains]
+            + [("bias", r) for r in self._biases]
+        )
         for kind, rule in rules:
             if not self._match(rule.pattern, names):
                 raise ValueError(
@@ -143,15 +175,22 @@ class SignalTransform:
                 raise KeyError(f"SignalTransform.{kind}: no parameter named {rule.param!r}")
         for pat in (self._enabled or []) + list(self._weights):
             if not self._match(pat, names):
-                raise ValueError(f"SignalTransform: pattern {pat!r} must match at least one measured "
-                                 f"signal, got none; measured signals: {list(names)}")
+                raise ValueError(
+                    f"SignalTransform: pattern {pat!r} must match at least one measured "
+                    f"signal, got none; measured signals: {list(names)}"
+                )
         for pat, value in self._weights.items():
             size = np.size(value)
             for n in self._match(pat, names):
                 width = (widths or {}).get(n, size)
                 if size not in (1, width):
-                    raise ValueError(must_be(f"weights[{pat!r}]", f"a scalar or {width} values "
-                                             "(one per column)", value))
+                    raise ValueError(
+                        must_be(
+                            f"weights[{pat!r}]",
+                            f"a scalar or {width} values (one per column)",
+                            value,
+                        )
+                    )
 
     # -- evaluation -------------------------------------------------------------------------
     def _delay_bounds(self, params: ParameterDict) -> tuple[float, float]:
@@ -207,5 +246,7 @@ class SignalTransform:
         return residual, pred, meas
 
     def __repr__(self) -> str:
-        return (f"SignalTransform(delays={len(self._delays)}, gains={len(self._gains)}, "
-                f"biases={len(self._biases)}, enabled={self._enabled})")
+        return (
+            f"SignalTransform(delays={len(self._delays)}, gains={len(self._gains)}, "
+            f"biases={len(self._biases)}, enabled={self._enabled})"
+        )

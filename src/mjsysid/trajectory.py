@@ -36,16 +36,24 @@ def state_size(model: mujoco.MjModel) -> int:
 def state_slices(model: mujoco.MjModel) -> dict[str, slice]:
     """Where ``time``, ``qpos``, ``qvel`` and ``act`` sit inside the full-physics state."""
     out, start = {}, 0
-    for key, bit in (("time", mujoco.mjtState.mjSTATE_TIME), ("qpos", mujoco.mjtState.mjSTATE_QPOS),
-                     ("qvel", mujoco.mjtState.mjSTATE_QVEL), ("act", mujoco.mjtState.mjSTATE_ACT)):
+    for key, bit in (
+        ("time", mujoco.mjtState.mjSTATE_TIME),
+        ("qpos", mujoco.mjtState.mjSTATE_QPOS),
+        ("qvel", mujoco.mjtState.mjSTATE_QVEL),
+        ("act", mujoco.mjtState.mjSTATE_ACT),
+    ):
         n = int(mujoco.mj_stateSize(model, bit.value))
         out[key] = slice(start, start + n)
         start += n
     return out
 
 
-def _joint_values(model: mujoco.MjModel, field: str, values: npt.ArrayLike | Mapping[str, npt.ArrayLike],
-                  base: np.ndarray) -> np.ndarray:
+def _joint_values(
+    model: mujoco.MjModel,
+    field: str,
+    values: npt.ArrayLike | Mapping[str, npt.ArrayLike],
+    base: np.ndarray,
+) -> np.ndarray:
     """Fills ``base`` (qpos or qvel) from a full vector or a ``{joint_name: value}`` mapping."""
     out = base.copy()
     if isinstance(values, Mapping):
@@ -96,8 +104,14 @@ def create_initial_state(
       ``(nstate,)`` state vector.
     """
     if not isinstance(model, mujoco.MjModel):
-        raise TypeError(must_be("model", "a compiled mujoco.MjModel", type(model).__name__,
-                                "did you pass an MjSpec? call spec.compile() first"))
+        raise TypeError(
+            must_be(
+                "model",
+                "a compiled mujoco.MjModel",
+                type(model).__name__,
+                "did you pass an MjSpec? call spec.compile() first",
+            )
+        )
     data = mujoco.MjData(model)
     data.qpos[:] = _joint_values(model, "qpos", model.qpos0 if qpos is None else qpos, model.qpos0)
     if qvel is not None:
@@ -171,7 +185,10 @@ def check_clock(states: np.ndarray, t0: np.ndarray, dt: np.ndarray) -> np.ndarra
     """
     nstep = states.shape[1]
     expected = t0[:, None] + dt[:, None] * np.arange(1, nstep + 1)[None, :]
-    ok_clock = np.abs(states[:, :, 0] - expected) <= 1e-9 * np.maximum(1.0, np.abs(expected)) + 1e-6 * dt[:, None]
+    ok_clock = (
+        np.abs(states[:, :, 0] - expected)
+        <= 1e-9 * np.maximum(1.0, np.abs(expected)) + 1e-6 * dt[:, None]
+    )
     ok = ok_clock.all(axis=1) & np.isfinite(states).all(axis=(1, 2))
     return np.flatnonzero(~ok)
 
@@ -237,11 +254,27 @@ class BatchRollout:
         x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
         ctrl = np.ascontiguousarray(control, dtype=np.float64)
         if self._runner is None:
-            mujoco.rollout.rollout(list(models), datas[0], x0, ctrl, skip_checks=True,
-                                   nstep=nstep, state=raw_state, sensordata=sensordata)
+            mujoco.rollout.rollout(
+                list(models),
+                datas[0],
+                x0,
+                ctrl,
+                skip_checks=True,
+                nstep=nstep,
+                state=raw_state,
+                sensordata=sensordata,
+            )
         else:
-            self._runner.rollout(list(models), datas, x0, ctrl, skip_checks=True, nstep=nstep,
-                                 state=raw_state, sensordata=sensordata)
+            self._runner.rollout(
+                list(models),
+                datas,
+                x0,
+                ctrl,
+                skip_checks=True,
+                nstep=nstep,
+                state=raw_state,
+                sensordata=sensordata,
+            )
         dt = np.array([m.opt.timestep for m in models])
         ok = np.ones(len(models), dtype=bool)
         ok[check_clock(raw_state, initial_states[:, 0], dt)] = False
@@ -303,18 +336,29 @@ def sysid_rollout(
     nbatch = max(len(model_list), ctrl.shape[0], x0.shape[0])
     if len(model_list) == 1:
         model_list = model_list * nbatch
-    for what, n in (("models", len(model_list)), ("control", ctrl.shape[0]),
-                    ("initial_states", x0.shape[0])):
+    for what, n in (
+        ("models", len(model_list)),
+        ("control", ctrl.shape[0]),
+        ("initial_states", x0.shape[0]),
+    ):
         if n not in (1, nbatch):
             raise ValueError(must_be(f"{what} batch size", f"1 or {nbatch}", n))
     ctrl = np.broadcast_to(ctrl, (nbatch, *ctrl.shape[1:])).copy()
     x0 = np.broadcast_to(x0, (nbatch, x0.shape[1])).copy()
     if ctrl.ndim != 3 or ctrl.shape[2] != m0.nu:
-        raise ValueError(must_be("control", f"shape (nbatch, nstep, {m0.nu})", ctrl,
-                                 hint=f"got shape {ctrl.shape}"))
+        raise ValueError(
+            must_be(
+                "control", f"shape (nbatch, nstep, {m0.nu})", ctrl, hint=f"got shape {ctrl.shape}"
+            )
+        )
     if x0.shape[1] != state_size(m0):
-        raise ValueError(must_be("initial_states", f"rows of length {state_size(m0)} "
-                                 "(full-physics state; see create_initial_state)", x0))
+        raise ValueError(
+            must_be(
+                "initial_states",
+                f"rows of length {state_size(m0)} (full-physics state; see create_initial_state)",
+                x0,
+            )
+        )
     for name, arr in (("control", ctrl), ("initial_states", x0)):
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite, got {short_repr(arr[~np.isfinite(arr)])}")
@@ -328,8 +372,9 @@ def sysid_rollout(
         state, sensordata, ok = runner.run(model_list, x0, ctrl)
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
-            raise divergence_error(runner.last_raw_state, i, float(x0[i, 0]),
-                                   float(model_list[i].opt.timestep))
+            raise divergence_error(
+                runner.last_raw_state, i, float(x0[i, 0]), float(model_list[i].opt.timestep)
+            )
     out = []
     for i, m in enumerate(model_list):
         times = x0[i, 0] + m.opt.timestep * np.arange(ctrl.shape[1])

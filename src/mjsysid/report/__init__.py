@@ -69,8 +69,9 @@ def missing_dependencies() -> list[str]:
     """
     import importlib.util
 
-    return [m for m in ("jinja2", "plotly", "matplotlib", "PIL")
-            if importlib.util.find_spec(m) is None]
+    return [
+        m for m in ("jinja2", "plotly", "matplotlib", "PIL") if importlib.util.find_spec(m) is None
+    ]
 
 
 def _require_report_dependencies() -> tuple[Any, Any]:
@@ -108,8 +109,13 @@ def _percent(v: float) -> str:
     return "—" if not math.isfinite(v) else f"{100.0 * v:+.3g} %"
 
 
-_FLAG_CSS = {"frozen": "frozen", "at lower bound": "bound", "at upper bound": "bound",
-             "unidentifiable": "unident", "large interval": "large"}
+_FLAG_CSS = {
+    "frozen": "frozen",
+    "at lower bound": "bound",
+    "at upper bound": "bound",
+    "unidentifiable": "unident",
+    "large interval": "large",
+}
 
 
 def _table_rows(rows: Sequence[ParameterRow]) -> list[dict[str, Any]]:
@@ -127,35 +133,63 @@ def _table_rows(rows: Sequence[ParameterRow]) -> list[dict[str, Any]]:
         else:
             interval = f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]"
         flags = [{"text": f, "css": _FLAG_CSS.get(f, "")} for f in r.flags]
-        out.append({
-            "group": r.group, "name": r.name, "kind": r.kind,
-            "group_start": prev is not None and r.group != prev and
-            (sizes[r.group] > 1 or sizes[prev] > 1),
-            "flags": flags,
-            "search": " ".join([r.group, r.name, r.kind, *r.flags]).lower(),
-            "v": {k: _num_attr(getattr(r, k)) for k in
-                  ("nominal", "initial", "identified", "lower", "upper", "half_width", "ci_low",
-                   "rel_change")},
-            "s": {"nominal": _fmt(r.nominal), "initial": _fmt(r.initial),
-                  "identified": _fmt(r.identified), "lower": _fmt(r.lower),
-                  "upper": _fmt(r.upper),
-                  "half_width": "—" if math.isnan(hw) else ("∞" if math.isinf(hw) else _fmt(hw, 3)),
-                  "interval": interval, "rel_change": _percent(r.rel_change)},
-        })
+        out.append(
+            {
+                "group": r.group,
+                "name": r.name,
+                "kind": r.kind,
+                "group_start": prev is not None
+                and r.group != prev
+                and (sizes[r.group] > 1 or sizes[prev] > 1),
+                "flags": flags,
+                "search": " ".join([r.group, r.name, r.kind, *r.flags]).lower(),
+                "v": {
+                    k: _num_attr(getattr(r, k))
+                    for k in (
+                        "nominal",
+                        "initial",
+                        "identified",
+                        "lower",
+                        "upper",
+                        "half_width",
+                        "ci_low",
+                        "rel_change",
+                    )
+                },
+                "s": {
+                    "nominal": _fmt(r.nominal),
+                    "initial": _fmt(r.initial),
+                    "identified": _fmt(r.identified),
+                    "lower": _fmt(r.lower),
+                    "upper": _fmt(r.upper),
+                    "half_width": "—"
+                    if math.isnan(hw)
+                    else ("∞" if math.isinf(hw) else _fmt(hw, 3)),
+                    "interval": interval,
+                    "rel_change": _percent(r.rel_change),
+                },
+            }
+        )
         prev = r.group
     return out
 
 
 def _error_rows(errors: Sequence[SignalError], large_error: float) -> list[dict[str, Any]]:
-    return [{
-        "sequence": e.sequence, "column": e.column,
-        "flagged": bool(not np.isfinite(e.identified) or e.identified > large_error),
-        "search": f"{e.sequence} {e.column}".lower(),
-        "initial": _fmt(e.initial, 3), "identified": _fmt(e.identified, 3),
-        "fit": "—" if not np.isfinite(e.identified) else f"{e.fit_percent:.1f}",
-        "v_initial": _num_attr(e.initial), "v_identified": _num_attr(e.identified),
-        "v_fit": _num_attr(e.fit_percent),
-    } for e in errors]
+    return [
+        {
+            "sequence": e.sequence,
+            "column": e.column,
+            "flagged": bool(not np.isfinite(e.identified) or e.identified > large_error),
+            "search": f"{e.sequence} {e.column}".lower(),
+            "initial": _fmt(e.initial, 3),
+            "identified": _fmt(e.identified, 3),
+            "fit": "—" if not np.isfinite(e.identified) else f"{e.fit_percent:.1f}",
+            "v_initial": _num_attr(e.initial),
+            "v_identified": _num_attr(e.identified),
+            "v_fit": _num_attr(e.fit_percent),
+        }
+        for e in errors
+    ]
 
 
 def _json_for_script(obj: Any) -> str:
@@ -167,24 +201,48 @@ def _json_for_script(obj: Any) -> str:
 def _versions(plotly_js_version: str) -> dict[str, str]:
     from mjsysid import __version__
 
-    return {"mjsysid": __version__, "mujoco": mujoco.__version__, "numpy": np.__version__,
-            "python": platform.python_version(), "plotly.js": plotly_js_version}
+    return {
+        "mjsysid": __version__,
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "plotly.js": plotly_js_version,
+    }
 
 
 # -- sections -------------------------------------------------------------------------------------
-def _summary(ms_list: Sequence[ModelSequences], rows: Sequence[ParameterRow], opt_result: Any,
-             condition: float, alpha: float | None, versions: dict[str, str]) -> dict[str, Any]:
+def _summary(
+    ms_list: Sequence[ModelSequences],
+    rows: Sequence[ParameterRow],
+    opt_result: Any,
+    condition: float,
+    alpha: float | None,
+    versions: dict[str, str],
+) -> dict[str, Any]:
     models = []
     for ms in ms_list:
         m = ms.model
         seqs = []
         for name, _, _, meas in ms.sequences():
             t0, t1 = float(meas.times[0]), float(meas.times[-1])
-            seqs.append({"name": name, "detail": f"{meas.times.size} samples, {t1 - t0:.4g} s, "
-                         f"{max(meas.n_signals, 1) if meas.signal_mapping else meas.dim} signals"})
-        models.append({"name": ms.name, "sequences": seqs, "detail": (
-            f"{len(ms)} sequence(s); {m.nq} qpos, {m.nv} dofs, {m.nu} actuators, {m.nsensor} "
-            f"sensors, timestep {m.opt.timestep:g} s")})
+            seqs.append(
+                {
+                    "name": name,
+                    "detail": f"{meas.times.size} samples, {t1 - t0:.4g} s, "
+                    f"{max(meas.n_signals, 1) if meas.signal_mapping else meas.dim} signals",
+                }
+            )
+        models.append(
+            {
+                "name": ms.name,
+                "sequences": seqs,
+                "detail": (
+                    f"{len(ms)} sequence(s); {m.nq} qpos, {m.nv} dofs, {m.nu} actuators, "
+                    f"{m.nsensor} "
+                    f"sensors, timestep {m.opt.timestep:g} s"
+                ),
+            }
+        )
     cost0 = float(getattr(opt_result, "initial_cost", math.nan))
     cost = float(getattr(opt_result, "cost", math.nan))
     reduction = ""
@@ -197,18 +255,23 @@ def _summary(ms_list: Sequence[ModelSequences], rows: Sequence[ParameterRow], op
         "success": bool(getattr(opt_result, "success", False)),
         "message": str(getattr(opt_result, "message", "")),
         "optimizer": str(getattr(opt_result, "optimizer", "?")),
-        "initial_cost": _fmt(cost0), "cost": _fmt(cost), "reduction": reduction,
-        "nit": getattr(opt_result, "nit", "?"), "nfev": getattr(opt_result, "nfev", "?"),
+        "initial_cost": _fmt(cost0),
+        "cost": _fmt(cost),
+        "reduction": reduction,
+        "nit": getattr(opt_result, "nit", "?"),
+        "nfev": getattr(opt_result, "nfev", "?"),
         "njev": getattr(opt_result, "njev", "?"),
         "wall_time": "—" if not math.isfinite(wall) else f"{wall:.3g} s",
         "n_free": sum(1 for r in rows if not r.frozen),
         "n_frozen": sum(1 for r in rows if r.frozen),
         "n_groups": len({r.group for r in rows}),
         "n_residuals": "—" if fun is None else int(np.asarray(fun).size),
-        "condition": "—" if math.isnan(condition) else ("∞" if math.isinf(condition)
-                                                         else f"{condition:.3g}"),
+        "condition": "—"
+        if math.isnan(condition)
+        else ("∞" if math.isinf(condition) else f"{condition:.3g}"),
         "confidence": "—" if alpha is None else f"{100.0 * (1.0 - alpha):g} %",
-        "models": models, "versions": versions,
+        "models": models,
+        "versions": versions,
         "generated": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
     }
 
@@ -226,9 +289,13 @@ def points_per_trace(preds: Sequence[Any], max_points: int, max_total_points: in
     return int(min(max_points, max(min(100, max_points), max_total_points // lines)))
 
 
-def _signal_sections(ms_list: Sequence[ModelSequences], preds0: Sequence[Any] | None,
-                     preds1: Sequence[Any], max_points: int, figures: dict[str, Any]
-                     ) -> list[dict[str, Any]]:
+def _signal_sections(
+    ms_list: Sequence[ModelSequences],
+    preds0: Sequence[Any] | None,
+    preds1: Sequence[Any],
+    max_points: int,
+    figures: dict[str, Any],
+) -> list[dict[str, Any]]:
     from mjsysid.report._figures import controls_figure, signal_figure
 
     by_name = {ms.name: ms for ms in ms_list}
@@ -243,40 +310,64 @@ def _signal_sections(ms_list: Sequence[ModelSequences], preds0: Sequence[Any] | 
         ms = by_name.get(p1.model_name)
         controls_fig = None
         if p1.control.shape[1] and p1.control.shape[0] == p1.predicted.times.size:
-            names = [ms.model.actuator(k).name or f"actuator {k}" for k in range(ms.model.nu)] \
-                if ms is not None and ms.model.nu == p1.control.shape[1] else \
-                [f"u{k}" for k in range(p1.control.shape[1])]
+            names = (
+                [ms.model.actuator(k).name or f"actuator {k}" for k in range(ms.model.nu)]
+                if ms is not None and ms.model.nu == p1.control.shape[1]
+                else [f"u{k}" for k in range(p1.control.shape[1])]
+            )
             controls_fig = f"s{i}u"
-            figures[controls_fig] = controls_figure(p1.predicted.times, p1.control, names,
-                                                    max_points)
+            figures[controls_fig] = controls_figure(
+                p1.predicted.times, p1.control, names, max_points
+            )
         groups: dict[str, list[dict[str, str]]] = {}
         labels = column_labels(meas)
         sigs = column_signals(meas)
         same = pred.data.shape == meas.data.shape
-        note = "" if same else (
-            f"The prediction the residual compared ({pred.data.shape[1]} columns) does not match "
-            f"the measured series ({meas.data.shape[1]} columns) column by column (a custom "
-            "residual), so no per-signal overlay is drawn.")
+        note = (
+            ""
+            if same
+            else (
+                f"The prediction the residual compared ({pred.data.shape[1]} columns) does not "
+                "match "
+                f"the measured series ({meas.data.shape[1]} columns) column by column (a custom "
+                "residual), so no per-signal overlay is drawn."
+            )
+        )
         for c in range(meas.data.shape[1] if same else 0):
             fid = f"s{i}c{c}"
             figures[fid] = signal_figure(
-                labels[c], meas.times, meas.data[:, c], pred.data[:, c],
-                None if init is None else init.data[:, c], max_points)
+                labels[c],
+                meas.times,
+                meas.data[:, c],
+                pred.data[:, c],
+                None if init is None else init.data[:, c],
+                max_points,
+            )
             groups.setdefault(sigs[c], []).append({"id": fid, "label": labels[c]})
         t0, t1 = float(meas.times[0]), float(meas.times[-1])
-        out.append({
-            "label": f"{p1.model_name}/{p1.sequence_name}",
-            "detail": f"{meas.times.size} samples over {t1 - t0:.4g} s, {len(groups)} signals",
-            "controls_fig": controls_fig, "note": note,
-            "groups": [{"name": k, "figs": v} for k, v in groups.items()],
-        })
+        out.append(
+            {
+                "label": f"{p1.model_name}/{p1.sequence_name}",
+                "detail": f"{meas.times.size} samples over {t1 - t0:.4g} s, {len(groups)} signals",
+                "controls_fig": controls_fig,
+                "note": note,
+                "groups": [{"name": k, "figs": v} for k, v in groups.items()],
+            }
+        )
     return out
 
 
-def _videos(ms_list: Sequence[ModelSequences], initial_params: Any, opt_params: Any,
-            preds0: Sequence[Any] | None, preds1: Sequence[Any] | None, videos: bool | str,
-            fps: float, size: tuple[int, int], max_seconds: float
-            ) -> tuple[list[Any], str]:
+def _videos(
+    ms_list: Sequence[ModelSequences],
+    initial_params: Any,
+    opt_params: Any,
+    preds0: Sequence[Any] | None,
+    preds1: Sequence[Any] | None,
+    videos: bool | str,
+    fps: float,
+    size: tuple[int, int],
+    max_seconds: float,
+) -> tuple[list[Any], str]:
     """Encoded clips and the reason text when some or all are missing."""
     from mjsysid.model_modifier import apply_param_modifiers
     from mjsysid.plotting import OffscreenRenderingError, render_rollout
@@ -301,8 +392,9 @@ def _videos(ms_list: Sequence[ModelSequences], initial_params: Any, opt_params: 
     def model_for(ms: ModelSequences, which: str) -> mujoco.MjModel:
         key = (ms.name, which)
         if key not in models:
-            models[key] = apply_param_modifiers(opt_params if which == "id" else initial_params,
-                                                ms.spec)
+            models[key] = apply_param_modifiers(
+                opt_params if which == "id" else initial_params, ms.spec
+            )
         return models[key]
 
     for i, p1 in enumerate(preds1):
@@ -318,14 +410,18 @@ def _videos(ms_list: Sequence[ModelSequences], initial_params: Any, opt_params: 
                 sel = p1.measured.times <= p1.measured.times[0] + max_seconds + 1e-12
                 ghost = states_from_qpos(model_id, st1[0], p1.measured.times[sel], qpos[sel])
                 ghost_model = model_id
-                caption = ("solid: identified model; translucent green: measured joint "
-                           "positions (replayed kinematically)")
+                caption = (
+                    "solid: identified model; translucent green: measured joint "
+                    "positions (replayed kinematically)"
+                )
             elif preds0 is not None:
                 ghost = crop_states(preds0[i].state, max_seconds)
                 ghost_model = model_for(ms, "init")
-                caption = ("solid: identified model; translucent green: initial parameters. The "
-                           "measured motion is not shown: the recording does not hold the "
-                           f"positions of joints {missing}")
+                caption = (
+                    "solid: identified model; translucent green: initial parameters. The "
+                    "measured motion is not shown: the recording does not hold the "
+                    f"positions of joints {missing}"
+                )
             else:
                 ghost, ghost_model, caption = None, None, "identified model"
             state = [st1] if ghost is None else [st1, ghost]
@@ -469,11 +565,17 @@ def default_report(
         raise ValueError(must_be("videos", "'auto', True or False", videos))
     if not isinstance(save_dir, str | os.PathLike):
         raise TypeError(must_be("save_dir", "a str or os.PathLike folder", type(save_dir).__name__))
-    ms_list = [models_sequences] if isinstance(models_sequences, ModelSequences) \
+    ms_list = (
+        [models_sequences]
+        if isinstance(models_sequences, ModelSequences)
         else list(models_sequences)
+    )
     if not ms_list or not all(isinstance(m, ModelSequences) for m in ms_list):
-        raise TypeError(must_be("models_sequences", "a ModelSequences or a non-empty list of them",
-                                models_sequences))
+        raise TypeError(
+            must_be(
+                "models_sequences", "a ModelSequences or a non-empty list of them", models_sequences
+            )
+        )
     for what, p in (("initial_params", initial_params), ("opt_params", opt_params)):
         if not (hasattr(p, "items") and hasattr(p, "get_non_frozen_parameter_names")):
             raise TypeError(must_be(what, "a ParameterDict", type(p).__name__))
@@ -481,12 +583,16 @@ def default_report(
         raise ValueError(must_be("max_points_per_trace", "an integer >= 10", max_points_per_trace))
     if not isinstance(max_total_points, int) or max_total_points < 1000:
         raise ValueError(must_be("max_total_points", "an integer >= 1000", max_total_points))
-    if not (isinstance(video_size, tuple | list) and len(video_size) == 2
-            and all(isinstance(v, int) and v > 0 for v in video_size)):
+    if not (
+        isinstance(video_size, tuple | list)
+        and len(video_size) == 2
+        and all(isinstance(v, int) and v > 0 for v in video_size)
+    ):
         raise ValueError(must_be("video_size", "(width, height) positive integers", video_size))
     folder = Path(save_dir)
-    names = list(getattr(opt_result, "parameter_names", None)
-                 or opt_params.get_non_frozen_parameter_names())
+    names = list(
+        getattr(opt_result, "parameter_names", None) or opt_params.get_non_frozen_parameter_names()
+    )
     notes: list[str] = []
 
     # Confidence intervals and correlation.
@@ -506,8 +612,11 @@ def default_report(
     figures: dict[str, Any] = {}
     from mjsysid.report._figures import correlation_figure, trace_figures
 
-    if conf is not None and np.asarray(conf.covariance).shape == (len(conf.names),) * 2 \
-            and len(conf.names) > 0:
+    if (
+        conf is not None
+        and np.asarray(conf.covariance).shape == (len(conf.names),) * 2
+        and len(conf.names) > 0
+    ):
         corr = correlation_from_covariance(conf.covariance)
         corr_pairs = strong_correlations(corr, conf.names, correlation_threshold)
         figures["corr"] = correlation_figure(corr, conf.names)
@@ -515,15 +624,20 @@ def default_report(
         if len(conf.names) > 60:
             correlation_note = "With this many parameters the axis labels are hidden; hover a cell."
     else:
-        correlation_reason = ("No correlation matrix: confidence intervals are not available"
-                              + (f" ({notes[-1]})" if notes else "."))
+        correlation_reason = "No correlation matrix: confidence intervals are not available" + (
+            f" ({notes[-1]})" if notes else "."
+        )
 
     # Jacobian diagnostics.
     condition = math.nan
     directions: list[Direction] = []
     jac = getattr(opt_result, "jac", None)
-    if jac is not None and np.ndim(jac) == 2 and np.shape(jac)[1] == len(names) \
-            and np.all(np.isfinite(jac)):
+    if (
+        jac is not None
+        and np.ndim(jac) == 2
+        and np.shape(jac)[1] == len(names)
+        and np.all(np.isfinite(jac))
+    ):
         condition = condition_number(jac)
         directions = unidentifiable_directions(jac, names)
 
@@ -531,8 +645,10 @@ def default_report(
     preds0 = preds1 = None
     signals_reason = ""
     if residual_fn is None or not hasattr(residual_fn, "predict"):
-        signals_reason = ("No signal plots: pass the ResidualFunction from build_residual_fn as "
-                          "residual_fn to draw measured vs predicted signals.")
+        signals_reason = (
+            "No signal plots: pass the ResidualFunction from build_residual_fn as "
+            "residual_fn to draw measured vs predicted signals."
+        )
     else:
         for which, params in (("identified", opt_params), ("initial", initial_params)):
             if which == "initial" and preds1 is None:
@@ -540,10 +656,11 @@ def default_report(
             try:
                 pred = residual_fn.predict(params)
             except Exception as e:  # shown in the report instead of failing it
-                logger.warning("default_report: %s predictions failed: %s", which, e,
-                               exc_info=True)
-                signals_reason = (f"The predictions with the {which} parameters could not be "
-                                  f"computed: {type(e).__name__}: {e}")
+                logger.warning("default_report: %s predictions failed: %s", which, e, exc_info=True)
+                signals_reason = (
+                    f"The predictions with the {which} parameters could not be "
+                    f"computed: {type(e).__name__}: {e}"
+                )
                 notes.append(signals_reason)
                 continue
             if which == "identified":
@@ -551,22 +668,37 @@ def default_report(
             else:
                 preds0 = pred
     errors = signal_errors(preds0, preds1) if preds1 else []
-    sequences = _signal_sections(
-        ms_list, preds0, preds1,
-        points_per_trace(preds1, max_points_per_trace, max_total_points), figures) \
-        if preds1 else []
+    sequences = (
+        _signal_sections(
+            ms_list,
+            preds0,
+            preds1,
+            points_per_trace(preds1, max_points_per_trace, max_total_points),
+            figures,
+        )
+        if preds1
+        else []
+    )
 
     warnings = collect_warnings(
-        rows, opt_result=opt_result, condition=condition, directions=directions,
-        correlations=corr_pairs, errors=errors, large_error=large_error,
-        cond_threshold=cond_threshold, notes=notes)
+        rows,
+        opt_result=opt_result,
+        condition=condition,
+        directions=directions,
+        correlations=corr_pairs,
+        errors=errors,
+        large_error=large_error,
+        cond_threshold=cond_threshold,
+        notes=notes,
+    )
 
     # Optimisation trace.
     trace = optimisation_trace(opt_result)
     trace_figs: list[dict[str, str]] = []
     trace_note = ""
-    trace_reason = ("No optimisation trace: the result has no per-iteration history "
-                    "(extras['objective']).")
+    trace_reason = (
+        "No optimisation trace: the result has no per-iteration history (extras['objective'])."
+    )
     if trace is not None:
         lower, upper = opt_params.get_bounds()
         if lower.size != len(names):
@@ -579,17 +711,31 @@ def default_report(
             trace_figs.append({"id": "trace_paths", "label": "parameter paths"})
 
     # Videos.
-    clips, videos_reason = _videos(ms_list, initial_params, opt_params, preds0, preds1, videos,
-                                   video_fps, (int(video_size[0]), int(video_size[1])),
-                                   max_video_seconds)
+    clips, videos_reason = _videos(
+        ms_list,
+        initial_params,
+        opt_params,
+        preds0,
+        preds1,
+        videos,
+        video_fps,
+        (int(video_size[0]), int(video_size[1])),
+        max_video_seconds,
+    )
     assets: dict[str, bytes] = {}
     video_items = []
     for k, clip in enumerate(clips):
         fname = f"video-{k}.gif"
         assets[fname] = clip.gif
-        video_items.append({"label": clip.label, "caption": clip.caption,
-                            "src": f"{ASSETS_DIR}/{fname}", "width": video_size[0],
-                            "height": video_size[1]})
+        video_items.append(
+            {
+                "label": clip.label,
+                "caption": clip.caption,
+                "src": f"{ASSETS_DIR}/{fname}",
+                "width": video_size[0],
+                "height": video_size[1],
+            }
+        )
 
     plotly_js = plotly_offline.get_plotlyjs()
     plotly_version = str(plotly_offline.get_plotlyjs_version())
@@ -598,25 +744,36 @@ def default_report(
         assets[plotly_name] = plotly_js.encode("utf-8")
 
     alpha_used = getattr(conf, "alpha", None) if conf is not None else None
-    summary = _summary(ms_list, rows, opt_result, condition, alpha_used,
-                       _versions(plotly_version))
+    summary = _summary(ms_list, rows, opt_result, condition, alpha_used, _versions(plotly_version))
     error_rows = _error_rows(errors, large_error)
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True
+    )
     template = env.from_string(_template_text("templates/report.html.j2"))
     table = _table_rows(rows)
     html = template.render(
         title=title or ("System identification: " + ", ".join(ms.name for ms in ms_list)),
-        css=_template_text("assets/report.css"), js=_template_text("assets/report.js"),
+        css=_template_text("assets/report.css"),
+        js=_template_text("assets/report.js"),
         plotly_inline=plotly_js.replace("</script", "<\\/script") if inline_plotly else "",
         plotly_src=f"{ASSETS_DIR}/{plotly_name}",
-        summary=summary, warnings=warnings, param_rows=table,
+        summary=summary,
+        warnings=warnings,
+        param_rows=table,
         n_flagged=sum(1 for r in table if r["flags"]),
-        error_rows=error_rows, n_error_flagged=sum(1 for e in error_rows if e["flagged"]),
-        large_error=large_error, signals_reason=signals_reason, sequences=sequences,
-        correlation_fig=correlation_fig, correlation_reason=correlation_reason,
-        correlation_note=correlation_note, trace_figs=trace_figs, trace_note=trace_note,
-        trace_reason=trace_reason, videos=video_items, videos_reason=videos_reason,
+        error_rows=error_rows,
+        n_error_flagged=sum(1 for e in error_rows if e["flagged"]),
+        large_error=large_error,
+        signals_reason=signals_reason,
+        sequences=sequences,
+        correlation_fig=correlation_fig,
+        correlation_reason=correlation_reason,
+        correlation_note=correlation_note,
+        trace_figs=trace_figs,
+        trace_note=trace_note,
+        trace_reason=trace_reason,
+        videos=video_items,
+        videos_reason=videos_reason,
         figures_json=_json_for_script(figures),
     )
     return _install(folder, html, assets)

@@ -53,8 +53,17 @@ def at_bound_flags(
     hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), x.shape)
     finite = np.isfinite(lo) & np.isfinite(hi)
     with np.errstate(invalid="ignore"):
-        span = np.where(finite, hi - lo, np.maximum(np.maximum(np.abs(np.where(
-            np.isfinite(lo), lo, 0.0)), np.abs(np.where(np.isfinite(hi), hi, 0.0))), 1.0))
+        span = np.where(
+            finite,
+            hi - lo,
+            np.maximum(
+                np.maximum(
+                    np.abs(np.where(np.isfinite(lo), lo, 0.0)),
+                    np.abs(np.where(np.isfinite(hi), hi, 0.0)),
+                ),
+                1.0,
+            ),
+        )
         tol = rtol * span + atol
         at_lo = np.isfinite(lo) & (x - lo <= tol)
         at_hi = np.isfinite(hi) & (hi - x <= tol)
@@ -68,7 +77,8 @@ def relative_change(initial: npt.ArrayLike, final: npt.ArrayLike) -> np.ndarray:
     out = np.full(np.broadcast_shapes(a.shape, b.shape), np.nan)
     nz = np.broadcast_to(a != 0, out.shape)
     out[nz] = (np.broadcast_to(b, out.shape)[nz] - np.broadcast_to(a, out.shape)[nz]) / np.abs(
-        np.broadcast_to(a, out.shape)[nz])
+        np.broadcast_to(a, out.shape)[nz]
+    )
     return out
 
 
@@ -147,8 +157,9 @@ def parameter_rows(
     """
     hw_by_name: dict[str, float] = {}
     if confidence is not None:
-        hw_by_name = {n: float(h) for n, h in zip(confidence.names, confidence.half_widths,
-                                                   strict=True)}
+        hw_by_name = {
+            n: float(h) for n, h in zip(confidence.names, confidence.half_widths, strict=True)
+        }
     rows: list[ParameterRow] = []
     for name, p in opt_params.items():
         init = initial_params[name].value if name in initial_params else p.nominal
@@ -158,18 +169,33 @@ def parameter_rows(
         kind = str(p.meta.get("kind", "")) if isinstance(p.meta, dict) else ""
         for i, label in enumerate(labels):
             hw = math.nan if p.frozen else hw_by_name.get(label, math.nan)
-            ident = not (math.isinf(hw) or (confidence is not None and math.isnan(hw)
-                                            and label in hw_by_name))
+            ident = not (
+                math.isinf(hw)
+                or (confidence is not None and math.isnan(hw) and label in hw_by_name)
+            )
             val = float(p.value[i])
-            large = bool(math.isfinite(hw) and hw > 0
-                         and (val == 0 or hw > large_interval * abs(val)))
-            rows.append(ParameterRow(
-                group=name, name=label, kind=kind, nominal=float(p.nominal[i]),
-                initial=float(init[i]), identified=val, lower=float(p.min_value[i]),
-                upper=float(p.max_value[i]), half_width=hw, rel_change=float(change[i]),
-                at_lower=bool(at_lo[i]) and not p.frozen, at_upper=bool(at_hi[i]) and not p.frozen,
-                frozen=bool(p.frozen), identifiable=ident or p.frozen, large_interval=large,
-            ))
+            large = bool(
+                math.isfinite(hw) and hw > 0 and (val == 0 or hw > large_interval * abs(val))
+            )
+            rows.append(
+                ParameterRow(
+                    group=name,
+                    name=label,
+                    kind=kind,
+                    nominal=float(p.nominal[i]),
+                    initial=float(init[i]),
+                    identified=val,
+                    lower=float(p.min_value[i]),
+                    upper=float(p.max_value[i]),
+                    half_width=hw,
+                    rel_change=float(change[i]),
+                    at_lower=bool(at_lo[i]) and not p.frozen,
+                    at_upper=bool(at_hi[i]) and not p.frozen,
+                    frozen=bool(p.frozen),
+                    identifiable=ident or p.frozen,
+                    large_interval=large,
+                )
+            )
     return rows
 
 
@@ -234,8 +260,10 @@ class Direction:
     weights: list[float]
 
     def describe(self) -> str:
-        terms = " ".join(f"{'+' if w >= 0 else '−'} {abs(w):.2f}·{n}"
-                         for n, w in zip(self.names, self.weights, strict=True))
+        terms = " ".join(
+            f"{'+' if w >= 0 else '−'} {abs(w):.2f}·{n}"
+            for n, w in zip(self.names, self.weights, strict=True)
+        )
         return terms.lstrip("+ ")
 
 
@@ -261,13 +289,19 @@ def unidentifiable_directions(
         v = v * (1.0 if v[np.argmax(np.abs(v))] >= 0 else -1.0)
         ranked = np.argsort(-np.abs(v))[:max_terms]
         order = [int(i) for i in ranked if abs(v[i]) >= 0.05] or [int(ranked[0])]
-        out.append(Direction(float(max(lam[k], 0.0) / lam_max) if lam_max > 0 else 0.0,
-                             [names[i] for i in order], [float(v[i]) for i in order]))
+        out.append(
+            Direction(
+                float(max(lam[k], 0.0) / lam_max) if lam_max > 0 else 0.0,
+                [names[i] for i in order],
+                [float(v[i]) for i in order],
+            )
+        )
     return out
 
 
-def strong_correlations(corr: np.ndarray, names: Sequence[str], threshold: float = 0.95
-                        ) -> list[tuple[str, str, float]]:
+def strong_correlations(
+    corr: np.ndarray, names: Sequence[str], threshold: float = 0.95
+) -> list[tuple[str, str, float]]:
     """Pairs with ``|ρ| ≥ threshold`` (NaN ignored), strongest first."""
     c = np.asarray(corr, dtype=np.float64)
     iu = np.triu_indices(c.shape[0], k=1)
@@ -288,16 +322,23 @@ def nrmse(measured: npt.ArrayLike, predicted: npt.ArrayLike) -> np.ndarray:
     y = np.atleast_2d(np.asarray(measured, dtype=np.float64).T).T
     yh = np.atleast_2d(np.asarray(predicted, dtype=np.float64).T).T
     if y.shape != yh.shape:
-        raise ValueError(must_be("predicted", f"shape {y.shape} like measured", yh,
-                                 hint=f"got shape {yh.shape}"))
+        raise ValueError(
+            must_be("predicted", f"shape {y.shape} like measured", yh, hint=f"got shape {yh.shape}")
+        )
     with np.errstate(invalid="ignore"):
         err = np.sqrt(np.mean((y - yh) ** 2, axis=0))
     spread = np.sqrt(np.mean((y - y.mean(axis=0)) ** 2, axis=0))
-    scale = np.asarray(np.where(spread > 1e-12 * np.maximum(np.abs(y).max(axis=0), 1e-300),
-                                spread, np.sqrt(np.mean(y**2, axis=0))))
+    scale = np.asarray(
+        np.where(
+            spread > 1e-12 * np.maximum(np.abs(y).max(axis=0), 1e-300),
+            spread,
+            np.sqrt(np.mean(y**2, axis=0)),
+        )
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(scale > 0, err / np.where(scale > 0, scale, 1.0),
-                       np.where(err == 0, 0.0, np.inf))
+        out = np.where(
+            scale > 0, err / np.where(scale > 0, scale, 1.0), np.where(err == 0, 0.0, np.inf)
+        )
     out[~np.all(np.isfinite(yh), axis=0)] = np.nan
     return out
 
@@ -342,24 +383,31 @@ class SignalError:
         return 100.0 * (1.0 - self.identified)
 
 
-def signal_errors(initial_predictions: Sequence[Any] | None,
-                  identified_predictions: Sequence[Any]) -> list[SignalError]:
+def signal_errors(
+    initial_predictions: Sequence[Any] | None, identified_predictions: Sequence[Any]
+) -> list[SignalError]:
     """NRMSE per sequence and measured column (``SequencePrediction`` lists, same order).
 
     Sequences whose compared prediction does not match the measured series column by column
     (a custom residual) are left out.
     """
     out = []
-    inits = list(initial_predictions) if initial_predictions is not None else \
-        [None] * len(identified_predictions)
+    inits = (
+        list(initial_predictions)
+        if initial_predictions is not None
+        else [None] * len(identified_predictions)
+    )
     for ini, fin in zip(inits, identified_predictions, strict=True):
         label = f"{fin.model_name}/{fin.sequence_name}"
         meas = fin.measured_used
         if fin.predicted_at_measured.data.shape != meas.data.shape:
             continue
         e1 = _safe_nrmse(meas.data, fin.predicted_at_measured.data)
-        e0 = _safe_nrmse(ini.measured_used.data, ini.predicted_at_measured.data) \
-            if ini is not None else np.full(e1.shape, np.nan)
+        e0 = (
+            _safe_nrmse(ini.measured_used.data, ini.predicted_at_measured.data)
+            if ini is not None
+            else np.full(e1.shape, np.nan)
+        )
         if e0.shape != e1.shape:
             e0 = np.full(e1.shape, np.nan)
         sigs, labs = column_signals(meas), column_labels(meas)
@@ -394,8 +442,9 @@ def optimisation_trace(opt_result: Any) -> Trace | None:
     p = np.asarray(opt_result.x).size
     cand = np.zeros((0, p))
     if len(cand_list):
-        stacked = np.asarray(np.stack([np.asarray(c, dtype=np.float64).reshape(-1)
-                                       for c in cand_list]))
+        stacked = np.asarray(
+            np.stack([np.asarray(c, dtype=np.float64).reshape(-1) for c in cand_list])
+        )
         if stacked.shape[1] == p:
             cand = stacked
     return Trace(np.arange(obj.size), obj, cand)
@@ -444,57 +493,95 @@ def collect_warnings(
     """
     out: list[ReportWarning] = []
     if opt_result is not None and not bool(getattr(opt_result, "success", True)):
-        out.append(ReportWarning(
-            "optimizer", f"The optimizer did not report convergence (status "
-            f"{getattr(opt_result, 'status', '?')!s}): {getattr(opt_result, 'message', '')}"))
+        out.append(
+            ReportWarning(
+                "optimizer",
+                f"The optimizer did not report convergence (status "
+                f"{getattr(opt_result, 'status', '?')!s}): {getattr(opt_result, 'message', '')}",
+            )
+        )
     for n in notes:
         out.append(ReportWarning("confidence", n))
     lo = [r for r in rows if r.at_lower]
     hi = [r for r in rows if r.at_upper]
     if lo or hi:
-        details = [f"{r.name} = {r.identified:.6g} at its {'lower' if r.at_lower else 'upper'} "
-                   f"bound {r.lower if r.at_lower else r.upper:.6g}" for r in lo + hi]
-        out.append(ReportWarning(
-            "bounds", f"{len(lo) + len(hi)} parameter(s) ended at a bound "
-            f"({_names_list([r.name for r in lo + hi])}): the data pull them further, so the "
-            "bound, the model structure or the data may be wrong; the interval of a parameter "
-            "at a bound is not meaningful", details))
+        details = [
+            f"{r.name} = {r.identified:.6g} at its {'lower' if r.at_lower else 'upper'} "
+            f"bound {r.lower if r.at_lower else r.upper:.6g}"
+            for r in lo + hi
+        ]
+        out.append(
+            ReportWarning(
+                "bounds",
+                f"{len(lo) + len(hi)} parameter(s) ended at a bound "
+                f"({_names_list([r.name for r in lo + hi])}): the data pull them further, so the "
+                "bound, the model structure or the data may be wrong; the interval of a parameter "
+                "at a bound is not meaningful",
+                details,
+            )
+        )
     unid = [r.name for r in rows if not r.identifiable and not r.frozen]
     if unid:
-        out.append(ReportWarning(
-            "identifiability", f"{len(unid)} parameter(s) are not identifiable from these data "
-            f"({_names_list(unid)}): their confidence interval is infinite. Excite them more "
-            "(richer controls), measure more signals, freeze them, or add a prior",
-            [f"direction: {d.describe()} (λ/λmax = {d.ratio:.1e})" for d in directions]))
+        out.append(
+            ReportWarning(
+                "identifiability",
+                f"{len(unid)} parameter(s) are not identifiable from these data "
+                f"({_names_list(unid)}): their confidence interval is infinite. Excite them more "
+                "(richer controls), measure more signals, freeze them, or add a prior",
+                [f"direction: {d.describe()} (λ/λmax = {d.ratio:.1e})" for d in directions],
+            )
+        )
     elif directions:
-        out.append(ReportWarning(
-            "identifiability", f"{len(directions)} parameter combination(s) are not determined "
-            "by the data", [d.describe() for d in directions]))
+        out.append(
+            ReportWarning(
+                "identifiability",
+                f"{len(directions)} parameter combination(s) are not determined by the data",
+                [d.describe() for d in directions],
+            )
+        )
     if math.isinf(condition) or (math.isfinite(condition) and condition > cond_threshold):
         kappa = "infinite" if math.isinf(condition) else f"{condition:.3g}"
-        out.append(ReportWarning(
-            "conditioning", f"The Gauss-Newton matrix JᵀJ (columns scaled to unit norm) is "
-            f"poorly conditioned: κ = {kappa} > {cond_threshold:.0e}. Some parameters have "
-            "nearly the same effect on the signals; their estimates are correlated and "
-            "sensitive to noise"))
+        out.append(
+            ReportWarning(
+                "conditioning",
+                f"The Gauss-Newton matrix JᵀJ (columns scaled to unit norm) is "
+                f"poorly conditioned: κ = {kappa} > {cond_threshold:.0e}. Some parameters have "
+                "nearly the same effect on the signals; their estimates are correlated and "
+                "sensitive to noise",
+            )
+        )
     if correlations:
-        out.append(ReportWarning(
-            "correlation", f"{len(correlations)} parameter pair(s) are strongly correlated "
-            f"(|ρ| ≥ {min(abs(c[2]) for c in correlations):.2f})",
-            [f"{a} ~ {b}: ρ = {c:+.3f}" for a, b, c in correlations[:20]]))
+        out.append(
+            ReportWarning(
+                "correlation",
+                f"{len(correlations)} parameter pair(s) are strongly correlated "
+                f"(|ρ| ≥ {min(abs(c[2]) for c in correlations):.2f})",
+                [f"{a} ~ {b}: ρ = {c:+.3f}" for a, b, c in correlations[:20]],
+            )
+        )
     big = [e for e in errors if np.isfinite(e.identified) and e.identified > large_error]
     bad = [e for e in errors if not np.isfinite(e.identified)]
     if big:
         big = sorted(big, key=lambda e: -e.identified)
-        out.append(ReportWarning(
-            "signals", f"{len(big)} signal column(s) keep a large error after the fit (NRMSE > "
-            f"{large_error:g}): the model cannot reproduce them with these parameters",
-            [f"{e.sequence}: {e.column}: NRMSE {e.initial:.3g} → {e.identified:.3g}" for e in
-             big[:30]]))
+        out.append(
+            ReportWarning(
+                "signals",
+                f"{len(big)} signal column(s) keep a large error after the fit (NRMSE > "
+                f"{large_error:g}): the model cannot reproduce them with these parameters",
+                [
+                    f"{e.sequence}: {e.column}: NRMSE {e.initial:.3g} → {e.identified:.3g}"
+                    for e in big[:30]
+                ],
+            )
+        )
     if bad:
-        out.append(ReportWarning(
-            "signals", f"{len(bad)} signal column(s) have no finite prediction (the simulation "
-            "diverged)", [f"{e.sequence}: {e.column}" for e in bad[:30]]))
+        out.append(
+            ReportWarning(
+                "signals",
+                f"{len(bad)} signal column(s) have no finite prediction (the simulation diverged)",
+                [f"{e.sequence}: {e.column}" for e in bad[:30]],
+            )
+        )
     return out
 
 

@@ -19,12 +19,27 @@ from mjsysid.report._data import Trace, decimate_indices
 MEASURED = "#222222"
 INITIAL = "#ff7f0e"
 IDENTIFIED = "#1f77b4"
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf", "#ff7f0e")
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#ff7f0e",
+)
 
 #: Diverging scale for ρ in [−1, 1]: blue negative, near-white 0, red positive.
-CORRELATION_SCALE = [[0.0, "#2166ac"], [0.25, "#67a9cf"], [0.5, "#f7f7f7"], [0.75, "#ef8a62"],
-                     [1.0, "#b2182b"]]
+CORRELATION_SCALE = [
+    [0.0, "#2166ac"],
+    [0.25, "#67a9cf"],
+    [0.5, "#f7f7f7"],
+    [0.75, "#ef8a62"],
+    [1.0, "#b2182b"],
+]
 #: Cells whose correlation is undefined (a parameter is unidentifiable).
 UNDEFINED = "#404040"
 
@@ -45,16 +60,39 @@ def numbers(values: Any) -> list[float | None]:
 
 
 def _axis(title: str, **extra: Any) -> dict[str, Any]:
-    return {"title": {"text": title}, "gridcolor": "#e5e5e5", "zerolinecolor": "#cccccc",
-            "automargin": True, **extra}
+    return {
+        "title": {"text": title},
+        "gridcolor": "#e5e5e5",
+        "zerolinecolor": "#cccccc",
+        "automargin": True,
+        **extra,
+    }
 
 
-def _line(x: Any, y: Any, name: str, color: str, *, dash: str = "solid", width: float = 1.5,
-          yaxis: str = "y", group: str = "", show: bool = True) -> dict[str, Any]:
-    return {"type": "scatter", "mode": "lines", "x": numbers(x), "y": numbers(y), "name": name,
-            "line": {"color": color, "dash": dash, "width": width}, "yaxis": yaxis,
-            "legendgroup": group or name, "showlegend": show,
-            "hovertemplate": "%{y:.6g}"}
+def _line(
+    x: Any,
+    y: Any,
+    name: str,
+    color: str,
+    *,
+    dash: str = "solid",
+    width: float = 1.5,
+    yaxis: str = "y",
+    group: str = "",
+    show: bool = True,
+) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": numbers(x),
+        "y": numbers(y),
+        "name": name,
+        "line": {"color": color, "dash": dash, "width": width},
+        "yaxis": yaxis,
+        "legendgroup": group or name,
+        "showlegend": show,
+        "hovertemplate": "%{y:.6g}",
+    }
 
 
 def signal_figure(
@@ -79,10 +117,20 @@ def signal_figure(
         data.append(_line(t, initial[idx], "initial", INITIAL, dash="dash"))
     data.append(_line(t, identified[idx], "identified", IDENTIFIED))
     if initial is not None:
-        data.append(_line(t, (measured - initial)[idx], "initial", INITIAL, dash="dash",
-                          yaxis="y2", show=False))
-    data.append(_line(t, (measured - identified)[idx], "identified", IDENTIFIED, yaxis="y2",
-                      show=False))
+        data.append(
+            _line(
+                t,
+                (measured - initial)[idx],
+                "initial",
+                INITIAL,
+                dash="dash",
+                yaxis="y2",
+                show=False,
+            )
+        )
+    data.append(
+        _line(t, (measured - identified)[idx], "identified", IDENTIFIED, yaxis="y2", show=False)
+    )
     layout = {
         **_BASE_LAYOUT,
         "meta": {"title": title},
@@ -94,17 +142,19 @@ def signal_figure(
     return {"data": data, "layout": layout}
 
 
-def controls_figure(times: np.ndarray, control: np.ndarray, names: Sequence[str],
-                    max_points: int) -> dict[str, Any]:
+def controls_figure(
+    times: np.ndarray, control: np.ndarray, names: Sequence[str], max_points: int
+) -> dict[str, Any]:
     """Every actuator's control on the simulation grid, ``(nstep, nu)``."""
     idx = decimate_indices(control, max_points)
     data = [
-        {**_line(times[idx], control[idx, j], names[j], PALETTE[j % len(PALETTE)]),
-         "line": {"color": PALETTE[j % len(PALETTE)], "shape": "hv", "width": 1.3}}
+        {
+            **_line(times[idx], control[idx, j], names[j], PALETTE[j % len(PALETTE)]),
+            "line": {"color": PALETTE[j % len(PALETTE)], "shape": "hv", "width": 1.3},
+        }
         for j in range(control.shape[1])
     ]
-    layout = {**_BASE_LAYOUT, "height": 300, "xaxis": _axis("time [s]"),
-              "yaxis": _axis("control")}
+    layout = {**_BASE_LAYOUT, "height": 300, "xaxis": _axis("time [s]"), "yaxis": _axis("control")}
     return {"data": data, "layout": layout}
 
 
@@ -112,45 +162,73 @@ def correlation_figure(corr: np.ndarray, names: Sequence[str]) -> dict[str, Any]
     """Heatmap of ``ρ`` in ``[−1, 1]``; undefined entries drawn grey and labelled on hover."""
     p = len(names)
     undefined = ~np.isfinite(corr)
-    labels = [n + (" (unidentifiable)" if undefined[i].all() and p > 0 else "")
-              for i, n in enumerate(names)]
+    labels = [
+        n + (" (unidentifiable)" if undefined[i].all() and p > 0 else "")
+        for i, n in enumerate(names)
+    ]
     z = [numbers(row) for row in corr]
-    data: list[dict[str, Any]] = [{
-        "type": "heatmap", "z": z, "x": labels, "y": labels, "zmin": -1, "zmax": 1,
-        "colorscale": CORRELATION_SCALE, "xgap": 1 if p <= 40 else 0,
-        "ygap": 1 if p <= 40 else 0,
-        "colorbar": {"title": {"text": "ρ"}},
-        "hovertemplate": "%{y}<br>%{x}<br>ρ = %{z:.3f}<extra></extra>",
-    }]
+    data: list[dict[str, Any]] = [
+        {
+            "type": "heatmap",
+            "z": z,
+            "x": labels,
+            "y": labels,
+            "zmin": -1,
+            "zmax": 1,
+            "colorscale": CORRELATION_SCALE,
+            "xgap": 1 if p <= 40 else 0,
+            "ygap": 1 if p <= 40 else 0,
+            "colorbar": {"title": {"text": "ρ"}},
+            "hovertemplate": "%{y}<br>%{x}<br>ρ = %{z:.3f}<extra></extra>",
+        }
+    ]
     if undefined.any():
-        data.append({
-            "type": "heatmap", "z": [[1 if u else None for u in row] for row in undefined],
-            "x": labels, "y": labels, "showscale": False,
-            "colorscale": [[0, UNDEFINED], [1, UNDEFINED]],
-            "xgap": 1 if p <= 40 else 0, "ygap": 1 if p <= 40 else 0,
-            "hovertemplate": "%{y}<br>%{x}<br>undefined: a parameter is unidentifiable"
-                             "<extra></extra>",
-            "name": "undefined",
-        })
+        data.append(
+            {
+                "type": "heatmap",
+                "z": [[1 if u else None for u in row] for row in undefined],
+                "x": labels,
+                "y": labels,
+                "showscale": False,
+                "colorscale": [[0, UNDEFINED], [1, UNDEFINED]],
+                "xgap": 1 if p <= 40 else 0,
+                "ygap": 1 if p <= 40 else 0,
+                "hovertemplate": "%{y}<br>%{x}<br>undefined: a parameter is unidentifiable"
+                "<extra></extra>",
+                "name": "undefined",
+            }
+        )
     side = int(min(900, max(420, 200 + 14 * p)))
     ticks = p <= 60
     layout = {
-        **_BASE_LAYOUT, "hovermode": "closest", "height": side,
+        **_BASE_LAYOUT,
+        "hovermode": "closest",
+        "height": side,
         "margin": {"l": 60, "r": 20, "t": 10, "b": 40},
-        "xaxis": {"showticklabels": ticks, "ticks": "outside" if ticks else "",
-                  "tickangle": -45, "automargin": True,
-                  "showgrid": False},
-        "yaxis": {"showticklabels": ticks, "ticks": "outside" if ticks else "",
-                  "autorange": "reversed", "automargin": True,
-                  "showgrid": False, "scaleanchor": "x"},
+        "xaxis": {
+            "showticklabels": ticks,
+            "ticks": "outside" if ticks else "",
+            "tickangle": -45,
+            "automargin": True,
+            "showgrid": False,
+        },
+        "yaxis": {
+            "showticklabels": ticks,
+            "ticks": "outside" if ticks else "",
+            "autorange": "reversed",
+            "automargin": True,
+            "showgrid": False,
+            "scaleanchor": "x",
+        },
     }
     if side + 240 <= 1000:  # small matrices: keep the colour bar next to the cells
         layout["width"] = side + 240
     return {"data": data, "layout": layout}
 
 
-def trace_figures(trace: Trace, names: Sequence[str], lower: np.ndarray, upper: np.ndarray,
-                  max_paths: int = 30) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
+def trace_figures(
+    trace: Trace, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, max_paths: int = 30
+) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
     """Cost per iteration and parameter paths (normalised to their bounds).
 
     Returns:
@@ -159,12 +237,24 @@ def trace_figures(trace: Trace, names: Sequence[str], lower: np.ndarray, upper: 
     """
     positive = bool(np.all(trace.cost[np.isfinite(trace.cost)] > 0))
     cost = {
-        "data": [{"type": "scatter", "mode": "lines+markers", "x": numbers(trace.iterations),
-                  "y": numbers(trace.cost), "name": "cost", "line": {"color": IDENTIFIED},
-                  "hovertemplate": "iteration %{x}<br>cost %{y:.6g}<extra></extra>"}],
-        "layout": {**_BASE_LAYOUT, "hovermode": "closest", "height": 320,
-                   "xaxis": _axis("iteration"),
-                   "yaxis": _axis("cost", type="log" if positive else "linear")},
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": numbers(trace.iterations),
+                "y": numbers(trace.cost),
+                "name": "cost",
+                "line": {"color": IDENTIFIED},
+                "hovertemplate": "iteration %{x}<br>cost %{y:.6g}<extra></extra>",
+            }
+        ],
+        "layout": {
+            **_BASE_LAYOUT,
+            "hovermode": "closest",
+            "height": 320,
+            "xaxis": _axis("iteration"),
+            "yaxis": _axis("cost", type="log" if positive else "linear"),
+        },
     }
     cand = trace.candidates
     if cand.shape[0] == 0:
@@ -177,19 +267,34 @@ def trace_figures(trace: Trace, names: Sequence[str], lower: np.ndarray, upper: 
     order = np.argsort(-moved, kind="stable")[:max_paths]
     note = ""
     if len(names) > max_paths:
-        note = (f"Showing the {max_paths} of {len(names)} parameters that moved most, relative to "
-                "their bound range.")
-    data = [{"type": "scatter", "mode": "lines", "x": numbers(np.arange(cand.shape[0])),
-             "y": numbers(norm[:, i]), "name": names[i],
-             "line": {"color": PALETTE[k % len(PALETTE)], "width": 1.3},
-             "customdata": numbers(cand[:, i]),
-             "hovertemplate": f"{names[i]}<br>iteration %{{x}}<br>value %{{customdata:.6g}}"
-                              "<extra></extra>"}
-            for k, i in enumerate(order)]
-    ylabel = "position in bounds (0 = lower, 1 = upper)" if finite.all() else \
-        "normalised value"
-    paths = {"data": data,
-             "layout": {**_BASE_LAYOUT, "hovermode": "closest", "height": 360,
-                        "legend": {"font": {"size": 10}},
-                        "xaxis": _axis("iteration"), "yaxis": _axis(ylabel)}}
+        note = (
+            f"Showing the {max_paths} of {len(names)} parameters that moved most, relative to "
+            "their bound range."
+        )
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": numbers(np.arange(cand.shape[0])),
+            "y": numbers(norm[:, i]),
+            "name": names[i],
+            "line": {"color": PALETTE[k % len(PALETTE)], "width": 1.3},
+            "customdata": numbers(cand[:, i]),
+            "hovertemplate": f"{names[i]}<br>iteration %{{x}}<br>value %{{customdata:.6g}}"
+            "<extra></extra>",
+        }
+        for k, i in enumerate(order)
+    ]
+    ylabel = "position in bounds (0 = lower, 1 = upper)" if finite.all() else "normalised value"
+    paths = {
+        "data": data,
+        "layout": {
+            **_BASE_LAYOUT,
+            "hovermode": "closest",
+            "height": 360,
+            "legend": {"font": {"size": 10}},
+            "xaxis": _axis("iteration"),
+            "yaxis": _axis(ylabel),
+        },
+    }
     return cost, paths, note

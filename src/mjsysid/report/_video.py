@@ -23,8 +23,9 @@ from mjsysid.trajectory import state_slices
 logger = logging.getLogger(__name__)
 
 
-def measured_qpos(model: mujoco.MjModel, measured: TimeSeries
-                  ) -> tuple[np.ndarray | None, list[str]]:
+def measured_qpos(
+    model: mujoco.MjModel, measured: TimeSeries
+) -> tuple[np.ndarray | None, list[str]]:
     """Joint positions ``(N, nq)`` reconstructed from a recording, or ``None``.
 
     Returns:
@@ -41,8 +42,10 @@ def measured_qpos(model: mujoco.MjModel, measured: TimeSeries
                 if sid < 0:
                     continue
                 stype_id = int(model.sensor_type[sid])
-                if stype_id not in (int(mujoco.mjtSensor.mjSENS_JOINTPOS),
-                                    int(mujoco.mjtSensor.mjSENS_BALLQUAT)):
+                if stype_id not in (
+                    int(mujoco.mjtSensor.mjSENS_JOINTPOS),
+                    int(mujoco.mjtSensor.mjSENS_BALLQUAT),
+                ):
                     continue
                 if int(model.sensor_objtype[sid]) != int(mujoco.mjtObj.mjOBJ_JOINT):
                     continue
@@ -56,13 +59,14 @@ def measured_qpos(model: mujoco.MjModel, measured: TimeSeries
     for j in range(model.njnt):
         adr = int(model.jnt_qposadr[j])
         width = {0: 7, 1: 4}.get(int(model.jnt_type[j]), 1)
-        if np.isnan(qpos[:, adr:adr + width]).any():
+        if np.isnan(qpos[:, adr : adr + width]).any():
             missing.append(model.joint(j).name or f"joint {j}")
     return (None if missing else qpos), missing
 
 
-def states_from_qpos(model: mujoco.MjModel, template: np.ndarray, times: np.ndarray,
-                     qpos: np.ndarray) -> np.ndarray:
+def states_from_qpos(
+    model: mujoco.MjModel, template: np.ndarray, times: np.ndarray, qpos: np.ndarray
+) -> np.ndarray:
     """Full-physics states ``(N, nstate)`` with the given times and ``qpos``, zero velocities."""
     sl = state_slices(model)
     out = np.tile(np.asarray(template, dtype=np.float64), (times.size, 1))
@@ -98,11 +102,19 @@ def encode_gif(frames: Sequence[np.ndarray], fps: float) -> bytes:
     picks = np.linspace(0, len(frames) - 1, min(6, len(frames))).astype(int)
     montage = Image.fromarray(np.concatenate([np.asarray(frames[i]) for i in picks], axis=0))
     palette = montage.quantize(colors=255, method=Image.Quantize.MEDIANCUT)
-    images = [Image.fromarray(np.ascontiguousarray(f)).quantize(
-        palette=palette, dither=Image.Dither.NONE) for f in frames]
+    images = [
+        Image.fromarray(np.ascontiguousarray(f)).quantize(palette=palette, dither=Image.Dither.NONE)
+        for f in frames
+    ]
     buf = io.BytesIO()
-    images[0].save(buf, format="GIF", save_all=True, append_images=images[1:],
-                   duration=max(round(1000.0 / fps), 20), loop=0)
+    images[0].save(
+        buf,
+        format="GIF",
+        save_all=True,
+        append_images=images[1:],
+        duration=max(round(1000.0 / fps), 20),
+        loop=0,
+    )
     return buf.getvalue()
 
 
