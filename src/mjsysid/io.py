@@ -108,7 +108,7 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
         if np.asarray(arr).dtype == object:
             raise TypeError(must_be(f"npz entry {key!r}", "a numeric or string array", arr))
     buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})  # type: ignore[arg-type]
     return buf.getvalue()
 
 

@@ -237,7 +237,7 @@ class ModelSequences:
                 self.sequence_name,
                 self.initial_state,
                 self.control,  # type: ignore[arg-type]
-                self.sensordata,
+                self.sensordata,  # type: ignore[arg-type]
                 strict=True,
             )
         )

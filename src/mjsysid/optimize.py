@@ -473,7 +473,7 @@ def optimize(
                 on_iter(it_counter["n"], x, 0.5 * float(r @ r))
                 return J
 
-            xs = "jac" if isinstance(x_scale, str) else x_scale
+            scale: Any = "jac" if isinstance(x_scale, str) else x_scale
             res = scipy.optimize.least_squares(
                 fun,
                 x0,
@@ -483,7 +483,7 @@ def optimize(
                 xtol=xtol,
                 gtol=gtol,
                 ftol=1e-10,
-                x_scale=xs,
+                x_scale=scale,
                 max_nfev=max(remaining, 1),
                 verbose=0,
             )

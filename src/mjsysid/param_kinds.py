@@ -331,8 +331,8 @@ def make_parameter(
         read = np.array([_SIGNAL_NOMINAL[kind]])
     nom = read if nominal is None else np.asarray(nominal, dtype=np.float64).reshape(-1)
     lo, hi = spec_kind.bounds(np.asarray(nom, dtype=np.float64))
-    lo = lo if min_value is None else min_value
-    hi = hi if max_value is None else max_value
+    lo = lo if min_value is None else np.asarray(min_value, dtype=np.float64)
+    hi = hi if max_value is None else np.asarray(max_value, dtype=np.float64)
     quantity = kind.split("_", 1)[1]
     param = Parameter(
         name or f"{target}_{quantity}",

@@ -6,7 +6,7 @@ know what a callback receives and must return.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import mujoco
@@ -65,7 +65,9 @@ class ModifyResidualFn(Protocol):
         model: mujoco.MjModel,
         return_pred_all: bool,
         /,
-        **kwargs: Any,
+        *,
+        state: TimeSeries | None = None,
+        sensor_weights: Mapping[str, Any] | None = None,
     ) -> tuple[np.ndarray, TimeSeries, TimeSeries]: ...
 
 

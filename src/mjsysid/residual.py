@@ -30,6 +30,7 @@ from __future__ import annotations
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -207,7 +208,7 @@ class ResidualFunction:
             for si in range(len(ms))
         ]
         self._check_names()
-        validate = getattr(modify_residual, "__self__", None)
+        validate: Any = getattr(modify_residual, "__self__", None)
         self._measured_names = list(dict.fromkeys(n for s in self._sequences for n in s.meas.names))
         self._widths = {n: len(s.meas.columns(n)) for s in self._sequences for n in s.meas.names}
         if hasattr(validate, "validate_signals"):
@@ -230,7 +231,7 @@ class ResidualFunction:
 
     def check_params(self, params: ParameterDict) -> None:
         """Checks, before any simulation, that the parameters a SignalTransform reads exist."""
-        owner = getattr(self.modify_residual, "__self__", None)
+        owner: Any = getattr(self.modify_residual, "__self__", None)
         if hasattr(owner, "validate_signals"):
             owner.validate_signals(self._measured_names, params, self._widths)
 
@@ -245,7 +246,7 @@ class ResidualFunction:
             known = {
                 n
                 for m in self.models_sequences
-                for s in m.sensordata
+                for s in m.sensordata  # type: ignore[union-attr]
                 for n in (
                     s.names
                     if s.signal_mapping
@@ -285,7 +286,10 @@ class ResidualFunction:
         x0 = x0.copy()
         x0[0] = t0
         slices = state_slices(model)
-        sens_cols, sens_src, state_cols, state_src = [], [], [], []
+        sens_cols: list[int] = []
+        sens_src: list[int] = []
+        state_cols: list[int] = []
+        state_src: list[int] = []
         col_labels = [""] * meas.data.shape[1]
         custom = []
         assert meas.signal_mapping is not None
