@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import mujoco
 import numpy as np
 
 
@@ -30,3 +31,17 @@ def must_be(what: str, expected: str, received: Any, hint: str = "") -> str:
 def first_bad_index(mask: np.ndarray) -> int:
     """Flat index of the first ``True`` entry of ``mask`` (which must have one)."""
     return int(np.flatnonzero(np.asarray(mask).ravel())[0])
+
+
+def require_model(model: Any, what: str = "model") -> mujoco.MjModel:
+    """``model`` if it is a compiled ``MjModel``; else a ``TypeError`` naming the likely fix."""
+    if not isinstance(model, mujoco.MjModel):
+        raise TypeError(
+            must_be(
+                what,
+                "a compiled mujoco.MjModel",
+                type(model).__name__,
+                "did you pass an MjSpec? call spec.compile() first",
+            )
+        )
+    return model

@@ -119,7 +119,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid import param_kinds
-from mjsysid._errors import must_be
+from mjsysid._errors import must_be, require_model
 from mjsysid.parameter import Parameter
 
 __all__ = [
@@ -396,7 +396,7 @@ def full_inertia_from_model(
       centre of mass in the body frame ``R(q) diag(body_inertia) R(q)ᵀ`` ``(3, 3)`` [kg·m²]
       with ``q = body_iquat``.
     """
-    _require_model(model)
+    require_model(model)
     if isinstance(body, str):
         b = param_kinds.element_id(model, "body", body)
     else:
@@ -624,18 +624,6 @@ for _kind in _BY_KIND:
 # ------------------------------------------------------------------------------------------------
 # Parameter factory
 # ------------------------------------------------------------------------------------------------
-def _require_model(model: Any) -> None:
-    if not isinstance(model, mujoco.MjModel):
-        raise TypeError(
-            must_be(
-                "model",
-                "a compiled mujoco.MjModel",
-                type(model).__name__,
-                "did you pass an MjSpec? call spec.compile() first",
-            )
-        )
-
-
 def _require_spec(spec: Any) -> None:
     if not isinstance(spec, mujoco.MjSpec):
         hint = (
@@ -747,7 +735,7 @@ def body_inertia_param(
         inertias, or bad bounds.
     """
     _require_spec(spec)
-    _require_model(model)
+    require_model(model)
     if isinstance(inertia_type, str) and inertia_type in InertiaType.__members__:
         inertia_type = InertiaType[inertia_type]
     if not isinstance(inertia_type, InertiaType):

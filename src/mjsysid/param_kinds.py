@@ -37,7 +37,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid._errors import must_be
+from mjsysid._errors import must_be, require_model
 from mjsysid.parameter import Parameter, ParameterDict
 
 _OBJ = {
@@ -313,15 +313,7 @@ def make_parameter(
     if spec_kind.element is not None:
         if model is None:
             raise ValueError(must_be("model", f"a compiled MjModel to read {kind} from", model))
-        if not isinstance(model, mujoco.MjModel):
-            raise TypeError(
-                must_be(
-                    "model",
-                    "a compiled mujoco.MjModel",
-                    type(model).__name__,
-                    "did you pass an MjSpec? call spec.compile() first",
-                )
-            )
+        require_model(model)
         i = element_id(model, spec_kind.element, target)
         if kind in ("actuator_kp", "actuator_kv"):
             _require_position_actuator(model, i, target)

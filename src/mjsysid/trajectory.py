@@ -23,7 +23,7 @@ import mujoco.rollout
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid._errors import must_be, short_repr
+from mjsysid._errors import must_be, require_model, short_repr
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -103,15 +103,7 @@ def create_initial_state(
     Returns:
       ``(nstate,)`` state vector.
     """
-    if not isinstance(model, mujoco.MjModel):
-        raise TypeError(
-            must_be(
-                "model",
-                "a compiled mujoco.MjModel",
-                type(model).__name__,
-                "did you pass an MjSpec? call spec.compile() first",
-            )
-        )
+    require_model(model)
     data = mujoco.MjData(model)
     data.qpos[:] = _joint_values(model, "qpos", model.qpos0 if qpos is None else qpos, model.qpos0)
     if qvel is not None:
