@@ -32,7 +32,7 @@ def test_help_on_every_level(capsys):
 def test_examples_listed():
     code, out, _ = run("examples")
     assert code == 0
-    assert {"arm", "box"} <= set(bundled_examples())
+    assert {"arm", "box", "cartpole"} <= set(bundled_examples())
     assert "example:arm" in out and "example:box" in out
 
 
@@ -50,6 +50,7 @@ def test_examples_listed():
             },
         ),
         ("box", {"box_floor_friction": 0.72}),
+        ("cartpole", {"pole_mass": 0.8, "slider_damping": 0.05, "hinge_damping": 0.002}),
     ],
 )
 def test_fit_bundled_examples(tmp_path, name, truth):
@@ -59,8 +60,11 @@ def test_fit_bundled_examples(tmp_path, name, truth):
     assert code == 0, err
     assert "Converged" in err
     res = ms.load_results(tmp_path / name)
+    conf = dict(zip(res.confidence.names, res.confidence.half_widths, strict=True))
     for key, value in truth.items():
-        assert res.opt_params[key].value[0] == pytest.approx(value, rel=2e-3), key
+        # noisy recordings: the truth lies within the (finite) 95 % interval, up to 3 widths
+        assert conf[key] < 0.01 * value, key
+        assert abs(res.opt_params[key].value[0] - value) <= 3 * conf[key], key
     assert (tmp_path / name / "run.yaml").is_file()
     assert (tmp_path / name / f"{name}.xml").is_file()
     for key in truth:

@@ -110,13 +110,14 @@ def test_recover_position_actuator_gains(make_problem, optimizer):
     _fit(p, servo_gains, truth, optimizer, 1e-6)
 
 
-def test_recover_motor_gear(make_problem):
+@pytest.mark.parametrize("optimizer", BACKENDS)
+def test_recover_motor_gear(make_problem, optimizer):
     truth = np.array([1.7])
     p = make_problem(ARM2, _with(arm_gear, truth), n=300, qpos=[0.3, -0.2])
-    _fit(p, arm_gear, truth, "mujoco", 1e-7)
+    _fit(p, arm_gear, truth, optimizer, 1e-6)
 
 
-@pytest.mark.parametrize("optimizer", ["mujoco", "scipy_parallel_fd"])
+@pytest.mark.parametrize("optimizer", BACKENDS)
 def test_recover_mass_and_com(make_problem, optimizer):
     spec = mujoco.MjSpec.from_string(ARM2)
     model = spec.compile()
@@ -134,7 +135,8 @@ def test_recover_mass_and_com(make_problem, optimizer):
     np.testing.assert_allclose(res.x[[0, 1, 3]], truth[[0, 1, 3]], rtol=1e-5, atol=1e-7)
 
 
-def test_recover_full_inertia(make_problem):
+@pytest.mark.parametrize("optimizer", BACKENDS)
+def test_recover_full_inertia(make_problem, optimizer):
     spec = mujoco.MjSpec.from_string(FREE)
     model = spec.compile()
 
@@ -146,7 +148,7 @@ def test_recover_full_inertia(make_problem):
     p = make_problem(FREE, _with(pseudo, truth), n=300, scale=3.0)
     params = pseudo(p.spec, p.model)
     rf = ms.build_residual_fn([p.sequences])
-    opt, res = ms.optimize(params, rf, max_iters=100)
+    opt, res = ms.optimize(params, rf, optimizer=optimizer, max_iters=100)
     np.testing.assert_allclose(res.x, truth, rtol=1e-5, atol=1e-6)
     m_hat, _com_hat, inertia_hat = ms.full_inertia_from_model(
         ms.apply_param_modifiers(opt, p.spec), p.model.body("rock").id
@@ -159,7 +161,8 @@ def test_recover_full_inertia(make_problem):
     np.testing.assert_allclose(inertia_hat, inertia_true, rtol=1e-4, atol=1e-8)
 
 
-def test_recover_contact_friction(make_problem):
+@pytest.mark.parametrize("optimizer", BACKENDS)
+def test_recover_contact_friction(make_problem, optimizer):
     def friction(spec, model):
         return ms.ParameterDict(
             [ms.make_parameter("pair_friction", model, "box_floor", min_value=0.05, max_value=2.0)]
@@ -171,7 +174,7 @@ def test_recover_contact_friction(make_problem):
     params = friction(p.spec, p.model)
     params["box_floor_friction"].value = [0.5]
     rf = ms.build_residual_fn([p.sequences])
-    _opt, res = ms.optimize(params, rf)
+    _opt, res = ms.optimize(params, rf, optimizer=optimizer)
     np.testing.assert_allclose(res.x, [0.8], rtol=1e-4)
 
 

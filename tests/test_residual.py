@@ -5,6 +5,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mjsysid as ms
 from conftest import ARM2, SERVO, excitation, simulate
@@ -48,6 +50,33 @@ def test_batched_equals_one_by_one(arm):
     R = rf(X, params)
     for j in range(X.shape[1]):
         np.testing.assert_allclose(R[:, j], rf(X[:, j], params), rtol=0, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.2, 3.0), st.floats(0.1, 2.0), st.floats(0.0, 0.9)),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_batched_equals_one_by_one_property(arm_problem_cached, columns):
+    _, params, rf = arm_problem_cached
+    X = np.array(columns, dtype=float).T
+    R = rf(X, params)
+    for j in range(X.shape[1]):
+        np.testing.assert_allclose(R[:, j], rf(X[:, j], params), rtol=0, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def arm_problem_cached():
+    spec = mujoco.MjSpec.from_string(ARM2)
+    model = spec.compile()
+    ctrl = excitation(200, 2)
+    x0 = ms.create_initial_state(model, qpos=[0.2, -0.3])
+    sens, control = simulate(spec, truth_arm(spec, model), ctrl, x0)
+    seq = ms.ModelSequences("arm", spec, "s", x0, control, sens)
+    return seq, arm_params(spec, model), ms.build_residual_fn([seq])
 
 
 def test_fast_path_equals_recompile(arm):
