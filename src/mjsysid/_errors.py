@@ -33,6 +33,11 @@ def first_bad_index(mask: np.ndarray) -> int:
     return int(np.flatnonzero(np.asarray(mask).ravel())[0])
 
 
+def model_key(model: mujoco.MjModel) -> tuple[int, int]:
+    """Identifies a model's structure and names (equal for copies), for caching element ids."""
+    return int(model.signature), hash(model.names)
+
+
 def require_model(model: Any, what: str = "model") -> mujoco.MjModel:
     """``model`` if it is a compiled ``MjModel``; else a ``TypeError`` naming the likely fix."""
     if not isinstance(model, mujoco.MjModel):

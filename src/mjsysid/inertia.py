@@ -119,7 +119,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid import param_kinds
-from mjsysid._errors import must_be, require_model
+from mjsysid._errors import model_key, must_be, require_model
 from mjsysid.parameter import Parameter
 
 __all__ = [
@@ -518,12 +518,13 @@ def _sameframe(
 
 def _write_model(
     model: mujoco.MjModel,
-    b: int,
+    element: tuple[int, np.ndarray, np.ndarray],
     values: Inertial,
     boundmass: float,
     boundinertia: float,
     target: str,
 ) -> None:
+    b, geoms, sites = element
     mass, ipos, inertia, iquat = values
     if boundmass > 0:
         mass = max(mass, boundmass)
@@ -532,6 +533,10 @@ def _write_model(
     quat = np.asarray(iquat, dtype=np.float64)
     quat = quat / math.sqrt(float(quat @ quat))
     ipos = np.asarray(ipos, dtype=np.float64)
+    model.body_mass[b] = mass
+    model.body_inertia[b] = inertia
+    if np.array_equal(model.body_ipos[b], ipos) and np.array_equal(model.body_iquat[b], quat):
+        return  # same inertial frame (always for InertiaType.Mass): frame flags are unchanged
     frame = _sameframe(ipos, quat)
     if model.body_simple[b] and frame != _SAME_BODY:
         raise RuntimeError(
@@ -539,14 +544,12 @@ def _write_model(
             "frame), so its centre of mass or principal axes cannot change without recompiling; "
             "apply this parameter with its spec modifier instead of model_modifier"
         )
-    model.body_mass[b] = mass
     model.body_ipos[b] = ipos
-    model.body_inertia[b] = inertia
     model.body_iquat[b] = quat
     model.body_sameframe[b] = frame
-    for g in np.flatnonzero(model.geom_bodyid == b):
+    for g in geoms:
         model.geom_sameframe[g] = _sameframe(model.geom_pos[g], model.geom_quat[g], ipos, quat)
-    for s in np.flatnonzero(model.site_bodyid == b):
+    for s in sites:
         model.site_sameframe[s] = _sameframe(model.site_pos[s], model.site_quat[s], ipos, quat)
 
 
@@ -609,9 +612,19 @@ def _bind(param: Parameter) -> None:
     def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
         _write_spec(param_kinds.spec_element(spec, "body", target), compute(p.value))
 
+    # Element ids per model structure (name lookups cost more than the write itself).
+    ids: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]] = {}
+
     def model_modifier(model: mujoco.MjModel, p: Parameter) -> None:
-        b = param_kinds.element_id(model, "body", target)
-        _write_model(model, b, compute(p.value), boundmass, boundinertia, target)
+        key = model_key(model)
+        if key not in ids:
+            b = param_kinds.element_id(model, "body", target)
+            ids[key] = (
+                b,
+                np.flatnonzero(model.geom_bodyid == b),
+                np.flatnonzero(model.site_bodyid == b),
+            )
+        _write_model(model, ids[key], compute(p.value), boundmass, boundinertia, target)
 
     param.modifier = modifier
     param.model_modifier = model_modifier if fast else None

@@ -8,6 +8,8 @@ left modified. A modifier that raises, or values that make the spec fail to comp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import mujoco
 import numpy as np
 
@@ -97,7 +99,11 @@ def supports_model_edits(params: ParameterDict) -> bool:
 
 
 def apply_param_model_modifiers(
-    params: ParameterDict, base: mujoco.MjModel, data: mujoco.MjData | None = None
+    params: ParameterDict,
+    base: mujoco.MjModel,
+    data: mujoco.MjData | None = None,
+    *,
+    only: Sequence[Parameter] | None = None,
 ) -> mujoco.MjModel:
     """Fast path: writes parameter values into a copy of a compiled model.
 
@@ -111,9 +117,13 @@ def apply_param_model_modifiers(
         ``model_modifier`` (see :func:`supports_model_edits`).
       base: The compiled nominal model (not modified).
       data: Scratch ``MjData`` for ``base`` (created when omitted).
+      only: Apply just these parameters (``base`` already holds the others' values, e.g. the
+        model of a neighbouring candidate); derived constants are recomputed all the same.
     """
     model = base.__copy__()
-    active = [p for p in params.non_frozen() if p.modifier is not None]
+    active = (
+        [p for p in params.non_frozen() if p.modifier is not None] if only is None else list(only)
+    )
     if not active:
         return model
     for p in active:

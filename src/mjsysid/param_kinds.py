@@ -37,7 +37,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid._errors import must_be, require_model
+from mjsysid._errors import model_key, must_be, require_model
 from mjsysid.parameter import Parameter, ParameterDict
 
 _OBJ = {
@@ -271,8 +271,13 @@ def _bind(param: Parameter, kind_name: str, target: str) -> None:
     def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
         set_spec(spec_element(spec, element, target), p.value)
 
+    ids: dict[tuple[int, int], int] = {}  # element id per model structure
+
     def model_modifier(model: mujoco.MjModel, p: Parameter) -> None:
-        set_model(model, element_id(model, element, target), p.value)
+        key = model_key(model)
+        if key not in ids:
+            ids[key] = element_id(model, element, target)
+        set_model(model, ids[key], p.value)
 
     param.modifier = modifier
     param.model_modifier = model_modifier

@@ -104,6 +104,7 @@ class _Sequence:
     interp_i: np.ndarray  # (N,) grid index per measured time
     interp_w: np.ndarray  # (N,) interpolation weight
     scale: np.ndarray  # (D,) weight / rms per measured column
+    on_grid: bool  # every measured time is a simulation instant (no interpolation needed)
     column_labels: list[str] = field(default_factory=list)
 
     @property
@@ -199,6 +200,8 @@ class ResidualFunction:
         self.fast_model_edits = fast_model_edits
         self.stats = ResidualStats()
         self.last_divergence: list[str] = []
+        self._work: ParameterDict | None = None
+        self._work_key: tuple[object, ...] | None = None
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
@@ -342,6 +345,7 @@ class ResidualFunction:
             interp_i,
             interp_w,
             scale,
+            bool(np.all(np.abs(interp_w) < 1e-9)),
             col_labels,
         )
 
@@ -391,16 +395,51 @@ class ResidualFunction:
             )
         return out
 
-    def _build_models(self, params: ParameterDict, mi: int) -> mujoco.MjModel:
+    def _build_model(
+        self,
+        params: ParameterDict,
+        mi: int,
+        reference: dict[int, tuple[mujoco.MjModel, dict[str, np.ndarray]]],
+    ) -> mujoco.MjModel:
+        """The model of one candidate for ModelSequences ``mi``.
+
+        On the compiled-model fast path the first candidate of a call is built from the nominal
+        model and becomes the reference; a candidate that differs from it in at most half of
+        the active parameters (a finite-difference column: one) is built from a copy of the
+        reference with only those parameters rewritten, then ``mj_setConst``.
+        """
         ms = self.models_sequences[mi]
         if self.build_model is not None:
             self.stats.compiles += 1
             return self.build_model(params, self._work_specs[mi])
-        if self.fast_model_edits and supports_model_edits(params):
-            self.stats.model_edits += 1
-            return apply_param_model_modifiers(params, ms.model, self._set_const_data[mi])
-        self.stats.compiles += 1
-        return compile_spec(run_modifiers(params, self._work_specs[mi]), params)
+        if not (self.fast_model_edits and supports_model_edits(params)):
+            self.stats.compiles += 1
+            return compile_spec(run_modifiers(params, self._work_specs[mi]), params)
+        self.stats.model_edits += 1
+        data = self._set_const_data[mi]
+        active = [p for p in params.non_frozen() if p.modifier is not None]
+        if mi in reference:
+            base, values = reference[mi]
+            changed = [p for p in active if not np.array_equal(p.value, values[p.name])]
+            if 2 * len(changed) <= len(active):
+                return apply_param_model_modifiers(params, base, data, only=changed)
+        model = apply_param_model_modifiers(params, ms.model, data)
+        reference[mi] = (model, {p.name: p.value.copy() for p in active})
+        return model
+
+    def _work_params(self, params: ParameterDict) -> ParameterDict:
+        """A private copy of ``params`` reused across calls while their structure is the same."""
+        key = tuple(
+            (p.name, p.frozen, id(p.modifier), id(p.model_modifier), p.size, p.value.tobytes())
+            if p.frozen
+            else (p.name, p.frozen, id(p.modifier), id(p.model_modifier), p.size)
+            for p in params.values()
+        )
+        if self._work_key != key:
+            self._work = params.copy()
+            self._work_key = key
+        assert self._work is not None
+        return self._work
 
     def _check_x(self, x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
         if not isinstance(params, ParameterDict):
@@ -431,8 +470,7 @@ class ResidualFunction:
         Candidates whose simulation diverges get NaN columns (see :attr:`last_divergence`).
         """
         flat = np.ndim(x) == 1
-        cols = self._evaluate(self._check_x(x, params), params, details=False)[0]
-        out = np.stack(cols, axis=1)
+        out = self._evaluate(self._check_x(x, params), params, details=False)[0]
         return out[:, 0] if flat else out
 
     def predict(
@@ -444,10 +482,10 @@ class ResidualFunction:
 
     def _evaluate(
         self, X: np.ndarray, params: ParameterDict, details: bool
-    ) -> tuple[list[np.ndarray], list[SequencePrediction]]:
+    ) -> tuple[np.ndarray, list[SequencePrediction]]:
         t_start = _time.perf_counter()
         k = X.shape[1]
-        work = params.copy()
+        work = self._work_params(params)
         model_mask, sim_mask = self._masks(work)
         _, unique_index, inverse = np.unique(
             X[sim_mask].T, axis=0, return_index=True, return_inverse=True
@@ -467,18 +505,20 @@ class ResidualFunction:
         )
         model_of = model_of.reshape(-1)
         built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
+        reference: dict[int, tuple[mujoco.MjModel, dict[str, np.ndarray]]] = {}
         for u in model_first:
             work.update_from_vector(X_sim[:, u])
             for mi in range(len(self.models_sequences)):
-                built[mi].append(self._build_models(work, mi))
+                built[mi].append(self._build_model(work, mi, reference))
         models = [
             [built[mi][model_of[u]] for u in range(n_unique)]
             for mi in range(len(self.models_sequences))
         ]
         cand_params: list[ParameterDict] = []
-        for u in range(n_unique):
-            work.update_from_vector(X_sim[:, u])
-            cand_params.append(work.copy())
+        if self.custom_rollout is not None:
+            for u in range(n_unique):
+                work.update_from_vector(X_sim[:, u])
+                cand_params.append(work.copy())
         self.stats.time_build += _time.perf_counter() - t0
         # 2. Rollouts, grouped by (ModelSequences, nstep).
         preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -489,8 +529,8 @@ class ResidualFunction:
                 group = [i for i in seqs if self._sequences[i].nstep == nstep]
                 self._rollout_group(mi, group, models[mi], cand_params, x0s, preds)
         self.stats.time_rollout += _time.perf_counter() - t0
-        # 3. Residuals per candidate column.
-        columns: list[list[np.ndarray]] = [[] for _ in range(k)]
+        # 3. Residual blocks, sequence by sequence.
+        blocks_out: list[np.ndarray] = []  # (m_seq, k) each
         details_out: list[SequencePrediction] = []
         for si, seq in enumerate(self._sequences):
             state, sensordata, ok = preds[si]
@@ -498,20 +538,23 @@ class ResidualFunction:
             P[:, :, seq.sens_cols] = sensordata[:, :, seq.sens_src]
             P[:, :, seq.state_cols] = state[:, :, seq.state_src]
             if self.modify_residual is None:
-                at_meas = (
-                    P[:, seq.interp_i] * (1.0 - seq.interp_w)[None, :, None]
-                    + P[:, np.minimum(seq.interp_i + 1, seq.nstep - 1)]
-                    * seq.interp_w[None, :, None]
-                )
+                if seq.on_grid:
+                    at_meas = P[:, seq.interp_i] if seq.interp_i.size != seq.nstep else P
+                else:
+                    at_meas = (
+                        P[:, seq.interp_i] * (1.0 - seq.interp_w)[None, :, None]
+                        + P[:, np.minimum(seq.interp_i + 1, seq.nstep - 1)]
+                        * seq.interp_w[None, :, None]
+                    )
                 blocks = ((seq.meas.data[None] - at_meas) * seq.scale).reshape(n_unique, -1)
                 blocks[~ok] = np.nan
-                for j in range(k):
-                    columns[j].append(blocks[inverse[j]])
+                blocks_out.append(blocks.T[:, inverse])
                 if details:
                     details_out.append(
                         self._details(seq, P[0], at_meas[0], seq.meas, blocks[0], state[0])
                     )
                 continue
+            cols: list[np.ndarray] = []
             for j in range(k):
                 u = inverse[j]
                 work.update_from_vector(X[:, j])
@@ -528,23 +571,25 @@ class ResidualFunction:
                 r = np.asarray(res, dtype=np.float64).reshape(-1)
                 if not ok[u]:
                     r = np.full_like(r, np.nan)
-                columns[j].append(r)
+                cols.append(r)
                 if details and j == 0:
                     details_out.append(
                         self._details(seq, P[u], None, meas_used, r, state[u], pred_used)
                     )
-        out = [np.concatenate(c) if c else np.zeros(0) for c in columns]
-        sizes = {c.size for c in out}
-        if len(sizes) > 1:
-            raise ValueError(
-                must_be(
-                    "modify_residual output",
-                    "the same length for every candidate (it must not depend on parameter values)",
-                    sorted(sizes),
+            sizes = {c.size for c in cols}
+            if len(sizes) > 1:
+                raise ValueError(
+                    must_be(
+                        "modify_residual output",
+                        "the same length for every candidate (it must not depend on parameter "
+                        "values)",
+                        sorted(sizes),
+                    )
                 )
-            )
+            blocks_out.append(np.stack(cols, axis=1))
         if self.modify_residual is not None:
-            self._offsets = np.cumsum([0] + [c.size for c in columns[0]])
+            self._offsets = np.cumsum([0] + [b.shape[0] for b in blocks_out])
+        out = np.concatenate(blocks_out, axis=0) if blocks_out else np.zeros((0, k))
         self.stats.time_total += _time.perf_counter() - t_start
         return out, details_out
 
