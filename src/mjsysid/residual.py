@@ -45,12 +45,12 @@ from mjsysid.model_modifier import (
     supports_model_edits,
 )
 from mjsysid.model_sequences import ModelSequences
-from mjsysid.parameter import ParameterDict
+from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
 from mjsysid.signal_modifier import signal_rms
 from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
-from mjsysid.trajectory import BatchRollout, state_slices
+from mjsysid.trajectory import BatchRollout, align_states, state_slices
 
 _STATE_TYPES = {
     SignalType.MjStateQPos: "qpos",
@@ -83,6 +83,10 @@ def linear_weights(
     w = u - i
     if nstep == 1:
         w = np.zeros_like(w)
+    # A time on a grid instant (the last one in particular) reads that instant exactly.
+    snap = w > 1.0 - 1e-9
+    i[snap] += 1
+    w[snap] = 0.0
     return i, w
 
 
@@ -105,6 +109,8 @@ class _Sequence:
     interp_w: np.ndarray  # (N,) interpolation weight
     scale: np.ndarray  # (D,) weight / rms per measured column
     on_grid: bool  # every measured time is a simulation instant (no interpolation needed)
+    identity_grid: bool  # the measured times are exactly the simulation instants
+    all_sensors: bool  # the measured columns are all model sensors in model order
     column_labels: list[str] = field(default_factory=list)
 
     @property
@@ -346,6 +352,13 @@ class ResidualFunction:
             interp_w,
             scale,
             bool(np.all(np.abs(interp_w) < 1e-9)),
+            bool(np.all(np.abs(interp_w) < 1e-9))
+            and interp_i.size == nstep
+            and bool(np.all(interp_i == np.arange(nstep))),
+            not state_cols
+            and len(sens_src) == model.nsensordata
+            and list(sens_src) == list(range(model.nsensordata))
+            and list(sens_cols) == list(range(model.nsensordata)),
             col_labels,
         )
 
@@ -399,14 +412,15 @@ class ResidualFunction:
         self,
         params: ParameterDict,
         mi: int,
-        reference: dict[int, tuple[mujoco.MjModel, dict[str, np.ndarray]]],
+        reference: dict[int, mujoco.MjModel],
+        changed: list[Parameter] | None,
     ) -> mujoco.MjModel:
         """The model of one candidate for ModelSequences ``mi``.
 
         On the compiled-model fast path the first candidate of a call is built from the nominal
         model and becomes the reference; a candidate that differs from it in at most half of
-        the active parameters (a finite-difference column: one) is built from a copy of the
-        reference with only those parameters rewritten, then ``mj_setConst``.
+        the active parameters (``changed``; a finite-difference column: one) is built from a
+        copy of the reference with only those parameters rewritten, then ``mj_setConst``.
         """
         ms = self.models_sequences[mi]
         if self.build_model is not None:
@@ -417,14 +431,12 @@ class ResidualFunction:
             return compile_spec(run_modifiers(params, self._work_specs[mi]), params)
         self.stats.model_edits += 1
         data = self._set_const_data[mi]
-        active = [p for p in params.non_frozen() if p.modifier is not None]
-        if mi in reference:
-            base, values = reference[mi]
-            changed = [p for p in active if not np.array_equal(p.value, values[p.name])]
-            if 2 * len(changed) <= len(active):
-                return apply_param_model_modifiers(params, base, data, only=changed)
+        if mi in reference and changed is not None:
+            active = sum(p.modifier is not None for p in params.non_frozen())
+            if 2 * len(changed) <= active:
+                return apply_param_model_modifiers(params, reference[mi], data, only=changed)
         model = apply_param_model_modifiers(params, ms.model, data)
-        reference[mi] = (model, {p.name: p.value.copy() for p in active})
+        reference.setdefault(mi, model)
         return model
 
     def _work_params(self, params: ParameterDict) -> ParameterDict:
@@ -471,7 +483,7 @@ class ResidualFunction:
         """
         flat = np.ndim(x) == 1
         out = self._evaluate(self._check_x(x, params), params, details=False)[0]
-        return out[:, 0] if flat else out
+        return np.ascontiguousarray(out[:, 0]) if flat else out
 
     def predict(
         self, params: ParameterDict, x: npt.ArrayLike | None = None
@@ -505,11 +517,17 @@ class ResidualFunction:
         )
         model_of = model_of.reshape(-1)
         built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
-        reference: dict[int, tuple[mujoco.MjModel, dict[str, np.ndarray]]] = {}
-        for u in model_first:
+        reference: dict[int, mujoco.MjModel] = {}
+        free = work.non_frozen()
+        owner = np.repeat(np.arange(len(free)), [p.size for p in free])  # entry -> parameter
+        for n, u in enumerate(model_first):
             work.update_from_vector(X_sim[:, u])
+            changed = None
+            if n:
+                differs = np.unique(owner[X_sim[:, u] != X_sim[:, model_first[0]]])
+                changed = [free[i] for i in differs if free[i].modifier is not None]
             for mi in range(len(self.models_sequences)):
-                built[mi].append(self._build_model(work, mi, reference))
+                built[mi].append(self._build_model(work, mi, reference, changed))
         models = [
             [built[mi][model_of[u]] for u in range(n_unique)]
             for mi in range(len(self.models_sequences))
@@ -521,7 +539,7 @@ class ResidualFunction:
                 cand_params.append(work.copy())
         self.stats.time_build += _time.perf_counter() - t0
         # 2. Rollouts, grouped by (ModelSequences, nstep).
-        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         t0 = _time.perf_counter()
         for mi in range(len(self.models_sequences)):
             seqs = [i for i, s in enumerate(self._sequences) if s.ms_index == mi]
@@ -529,31 +547,46 @@ class ResidualFunction:
                 group = [i for i in seqs if self._sequences[i].nstep == nstep]
                 self._rollout_group(mi, group, models[mi], cand_params, x0s, preds)
         self.stats.time_rollout += _time.perf_counter() - t0
-        # 3. Residual blocks, sequence by sequence.
-        blocks_out: list[np.ndarray] = []  # (m_seq, k) each
+        # 3. Residual blocks, sequence by sequence, written into one (k, n) array.
+        identity = n_unique == k and bool(np.all(inverse == np.arange(k)))
+        out: np.ndarray | None = None
+        if self.modify_residual is None:
+            out = np.empty((k, int(self._offsets[-1])))
+        blocks_out: list[np.ndarray] = []  # (m_seq, k) each, custom residuals only
         details_out: list[SequencePrediction] = []
         for si, seq in enumerate(self._sequences):
-            state, sensordata, ok = preds[si]
-            P = np.empty((n_unique, seq.nstep, seq.meas.data.shape[1]))
-            P[:, :, seq.sens_cols] = sensordata[:, :, seq.sens_src]
-            P[:, :, seq.state_cols] = state[:, :, seq.state_src]
+            raw_state, sensordata, ok, x0_seq = preds[si]
+            P = self._gather(seq, raw_state, sensordata, x0_seq)
             if self.modify_residual is None:
+                assert out is not None
                 if seq.on_grid:
-                    at_meas = P[:, seq.interp_i] if seq.interp_i.size != seq.nstep else P
+                    at_meas = P if seq.identity_grid else P[:, seq.interp_i]
                 else:
                     at_meas = (
                         P[:, seq.interp_i] * (1.0 - seq.interp_w)[None, :, None]
                         + P[:, np.minimum(seq.interp_i + 1, seq.nstep - 1)]
                         * seq.interp_w[None, :, None]
                     )
-                blocks = ((seq.meas.data[None] - at_meas) * seq.scale).reshape(n_unique, -1)
-                blocks[~ok] = np.nan
-                blocks_out.append(blocks.T[:, inverse])
+                lo, hi = int(self._offsets[si]), int(self._offsets[si + 1])
+                target = out[:, lo:hi].reshape(k, *seq.meas.data.shape)
+                if identity:
+                    np.subtract(seq.meas.data[None], at_meas, out=target)
+                    target *= seq.scale
+                else:
+                    target[...] = ((seq.meas.data[None] - at_meas) * seq.scale)[inverse]
+                bad = np.flatnonzero(~ok[inverse])
+                if bad.size:
+                    out[bad, lo:hi] = np.nan
                 if details:
+                    block = ((seq.meas.data - at_meas[0]) * seq.scale).reshape(-1)
+                    if not ok[0]:
+                        block[:] = np.nan
+                    state0 = align_states(raw_state[0], x0_seq[0])
                     details_out.append(
-                        self._details(seq, P[0], at_meas[0], seq.meas, blocks[0], state[0])
+                        self._details(seq, P[0], at_meas[0], seq.meas, block, state0)
                     )
                 continue
+            state = align_states(raw_state, x0_seq)
             cols: list[np.ndarray] = []
             for j in range(k):
                 u = inverse[j]
@@ -587,11 +620,27 @@ class ResidualFunction:
                     )
                 )
             blocks_out.append(np.stack(cols, axis=1))
-        if self.modify_residual is not None:
+        if out is None:
             self._offsets = np.cumsum([0] + [b.shape[0] for b in blocks_out])
-        out = np.concatenate(blocks_out, axis=0) if blocks_out else np.zeros((0, k))
+            result = np.concatenate(blocks_out, axis=0) if blocks_out else np.zeros((0, k))
+        else:
+            result = out.T
         self.stats.time_total += _time.perf_counter() - t_start
-        return out, details_out
+        return result, details_out
+
+    @staticmethod
+    def _gather(
+        seq: _Sequence, raw_state: np.ndarray, sensordata: np.ndarray, x0: np.ndarray
+    ) -> np.ndarray:
+        """Predicted measured columns on the simulation grid, ``(n_unique, nstep, D)``."""
+        if seq.all_sensors:
+            return sensordata
+        P = np.empty((sensordata.shape[0], seq.nstep, seq.meas.data.shape[1]))
+        P[:, :, seq.sens_cols] = sensordata[:, :, seq.sens_src]
+        if seq.state_cols.size:
+            P[:, 0, seq.state_cols] = x0[:, seq.state_src]
+            P[:, 1:, seq.state_cols] = raw_state[:, :-1, seq.state_src]
+        return P
 
     def _rollout_group(
         self,
@@ -600,7 +649,7 @@ class ResidualFunction:
         models: list[mujoco.MjModel],
         cand_params: list[ParameterDict],
         x0s: list[np.ndarray],
-        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],
+        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
     ) -> None:
         n_unique = len(models)
         batch_models = [models[u] for _ in group for u in range(n_unique)]
@@ -618,14 +667,16 @@ class ResidualFunction:
             )
             state = np.stack([t.state for t in trajs])
             sensordata = np.stack([t.sensordata for t in trajs])
+            # custom rollouts return aligned states; store them shifted like MuJoCo's
+            state = np.concatenate([state[:, 1:], state[:, -1:]], axis=1)
             ok = np.all(np.isfinite(state), axis=(1, 2)) & np.all(
                 np.isfinite(sensordata), axis=(1, 2)
             )
         else:
-            state, sensordata, ok = self._runner.run(batch_models, x0, ctrl)
+            state, sensordata, ok = self._runner.run(batch_models, x0, ctrl, align=False)
         for g, i in enumerate(group):
             sl = slice(g * n_unique, (g + 1) * n_unique)
-            preds[i] = (state[sl], sensordata[sl], ok[sl])
+            preds[i] = (state[sl], sensordata[sl], ok[sl], x0[sl])
             for u in np.flatnonzero(~ok[sl]):
                 self.last_divergence.append(
                     f"{self._sequences[i].label}: simulation diverged for candidate {u}"

@@ -11,11 +11,20 @@
 
 Patterns use :mod:`fnmatch` syntax (``"*_pos"``) and are matched against the measured signal
 names; a pattern matching nothing is an error, raised when the residual function is built.
+
+Speed. Everything that does not depend on the candidate's parameter *values* (the signals kept
+by :meth:`SignalTransform.enable_sensors`, the delay window, the per-signal RMS, the weights, the
+columns every delay, gain and bias rule touches) is compiled once into a plan per (measured
+series, prediction grid, delay bounds, sensor weights) and cached on the transform (the last
+:data:`_MAX_PLANS` plans). A call then costs one interpolation per distinct delay value, the
+gains and biases in place and one weighted difference. The results are those of the section-8
+functions (:mod:`mjsysid.signal_modifier`) applied one by one, to the last bit.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,15 +35,17 @@ import numpy as np
 from mjsysid._errors import must_be
 from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.signal_modifier import (
-    apply_bias,
+    _check_inside,
     apply_delayed_ts_window,
-    apply_gain,
-    apply_resample_and_delay,
     signal_rms,
 )
 from mjsysid.timeseries import TimeSeries
 
 _TARGETS = ("predicted", "measured")
+_MAX_PLANS = 64
+"""How many compiled plans a :class:`SignalTransform` keeps (oldest dropped first)."""
+
+_Index = slice | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,134 @@ def _param_name(param: Parameter | str, what: str) -> str:
     )
 
 
+def _index(cols: Sequence[int] | np.ndarray) -> _Index:
+    """``cols`` as a slice when they are consecutive and ascending (views, no gathers)."""
+    c = np.asarray(cols, dtype=np.intp).reshape(-1)
+    if c.size and int(c[-1]) - int(c[0]) == c.size - 1 and np.all(np.diff(c) == 1):
+        return slice(int(c[0]), int(c[-1]) + 1)
+    return c
+
+
+_Reader = tuple[_Index, _Index, np.ndarray, np.ndarray] | None
+_MAX_READERS = 32
+"""How many delay values a plan keeps the interpolation rows and weights of."""
+
+
+class _Plan:
+    """Everything :meth:`SignalTransform.apply` needs that does not depend on parameter values.
+
+    Built for one measured series, one prediction grid and mapping, one pair of delay bounds
+    and one set of sensor weights (the cache key); holds the measured series weakly.
+    """
+
+    __slots__ = (
+        "dts",
+        "main",
+        "mdata",
+        "meas_mapping",
+        "meas_ops",
+        "meas_ref",
+        "meas_ts",
+        "ops",
+        "pred_mapping",
+        "pred_mapping_out",
+        "pred_times",
+        "q_hi",
+        "q_lo",
+        "readers",
+        "scale",
+        "select",
+        "sources",
+        "times",
+        "zero",
+    )
+
+    def __init__(self) -> None:
+        self.meas_ref: weakref.ref[TimeSeries] | None = None
+        self.pred_times = np.zeros(0)
+        self.dts = np.zeros(0)  # pred_times[k + 1] - pred_times[k]
+        self.pred_mapping: Any = None
+        self.select: _Index | None = None  # prediction columns kept (enable_sensors)
+        self.times = np.zeros(0)  # windowed measured times = where the prediction is read
+        self.mdata = np.zeros((0, 0))  # windowed measured data (read-only)
+        self.meas_ts: TimeSeries | None = None  # the windowed measured series
+        self.meas_mapping: Any = None
+        self.pred_mapping_out: Any = None
+        self.scale = np.zeros(0)  # weight / RMS per column
+        # (delay parameter or None for 0, columns), the columns of each signal with that delay
+        self.sources: list[tuple[str | None, _Index]] = []
+        self.main = 0  # the source with most columns: its read becomes the output array
+        # (is_gain, parameter, signal name, columns, width, on the prediction)
+        self.ops: list[tuple[bool, str, str, _Index, int, bool]] = []
+        self.meas_ops = False  # some gain or bias edits the measurement (then copied)
+        self.q_lo = self.q_hi = 0.0
+        self.zero: _Reader = None
+        self.readers: dict[float, _Reader] = {}
+
+    def matches(self, pred: TimeSeries, meas: TimeSeries) -> bool:
+        ref = self.meas_ref
+        return (
+            ref is not None
+            and ref() is meas
+            and self.pred_mapping is pred.signal_mapping
+            and (self.pred_times is pred.times or np.array_equal(self.pred_times, pred.times))
+        )
+
+    def reader(self, d: float) -> _Reader:
+        """Rows and weights reading the prediction at ``times − d`` (``None``: one sample).
+
+        The arithmetic of :func:`mjsysid.signal_modifier.apply_resample_and_delay`; cached per
+        delay value (a finite-difference Jacobian reuses a few values many times).
+        """
+        if d == 0.0 and self.zero is not None:
+            return self.zero
+        readers = self.readers
+        if d in readers:
+            return readers[d]
+        q = self.times - d
+        if q[0] < self.q_lo or q[-1] > self.q_hi:  # q is increasing: its ends decide
+            _check_inside(self.pred_times, q, f"apply_resample_and_delay (delay {d!r} s)")
+        pt = self.pred_times
+        if pt.size == 1:
+            return None
+        i = pt.searchsorted(q, side="right")
+        i -= 1
+        np.minimum(i, pt.size - 2, out=i)
+        np.maximum(i, 0, out=i)
+        ip1 = i + 1
+        w = ((q - pt[i]) / self.dts[i])[:, None]
+        rows: tuple[_Index, _Index]
+        n = i.size
+        if int(i[-1]) - int(i[0]) == n - 1 and np.all(np.diff(i) == 1):
+            rows = slice(int(i[0]), int(i[0]) + n), slice(int(i[0]) + 1, int(i[0]) + n + 1)
+        else:
+            rows = i, ip1
+        out = (rows[0], rows[1], w, 1.0 - w)
+        readers[d] = out
+        while len(readers) > _MAX_READERS:
+            try:
+                del readers[next(iter(readers))]
+            except (KeyError, RuntimeError, StopIteration):  # pragma: no cover - races
+                break
+        return out
+
+    def read(self, pdata: np.ndarray, reader: _Reader) -> np.ndarray:
+        """A new ``(N, D)`` array: every column of ``pdata`` interpolated by ``reader``."""
+        if reader is None:
+            return np.repeat(pdata[:1], self.times.size, axis=0)
+        i, ip1, w, omw = reader
+        if isinstance(i, slice):
+            a = pdata[i] * omw
+            b = pdata[ip1] * w
+        else:
+            a = pdata.take(i, axis=0)
+            a *= omw
+            b = pdata.take(ip1, axis=0)
+            b *= w
+        a += b
+        return a
+
+
 class SignalTransform:
     """Sensor delays, gains, biases, selection and weights, applied after each rollout.
 
@@ -67,12 +206,26 @@ class SignalTransform:
         self._biases: list[_Rule] = []
         self._enabled: list[str] | None = None
         self._weights: dict[str, Any] = {}
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_plans"] = {}  # plans hold weak references and are rebuilt on demand
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._plans = {}
+
+    def _changed(self) -> SignalTransform:
+        self._plans.clear()
+        return self
 
     # -- declaration ------------------------------------------------------------------------
     def delay(self, pattern: str, param: Parameter | str) -> SignalTransform:
         """Delays the predicted signals matching ``pattern`` by ``param.value[0]`` seconds."""
         self._delays.append(_Rule(self._pattern(pattern, "delay"), _param_name(param, "delay")))
-        return self
+        return self._changed()
 
     def gain(
         self, pattern: str, param: Parameter | str, target: str = "predicted"
@@ -85,7 +238,7 @@ class SignalTransform:
                 self._target(target, "gain"),
             )
         )
-        return self
+        return self._changed()
 
     def bias(
         self, pattern: str, param: Parameter | str, target: str = "predicted"
@@ -98,7 +251,7 @@ class SignalTransform:
                 self._target(target, "bias"),
             )
         )
-        return self
+        return self._changed()
 
     def enable_sensors(self, names: Iterable[str]) -> SignalTransform:
         """Uses only these signals (names or patterns) in the residual."""
@@ -112,7 +265,7 @@ class SignalTransform:
                 )
             )
         self._enabled = [self._pattern(n, "enable_sensors") for n in names]
-        return self
+        return self._changed()
 
     def set_sensor_weights(self, weights: Mapping[str, Any]) -> SignalTransform:
         """Per-signal weights ``{name_or_pattern: weight}`` (scalar or per column)."""
@@ -121,7 +274,7 @@ class SignalTransform:
             if not np.all(np.isfinite(arr)) or np.any(arr < 0):
                 raise ValueError(must_be(f"set_sensor_weights[{k!r}]", "finite and >= 0", v))
         self._weights.update(weights)
-        return self
+        return self._changed()
 
     @staticmethod
     def _pattern(pattern: str, what: str) -> str:
@@ -216,34 +369,162 @@ class SignalTransform:
           ``(residual, predicted, measured)``: the residual and the aligned series used.
         """
         del model, return_pred_all, state
-        pred, meas = sensordata_predicted, sensordata_measured
+        pred = sensordata_predicted
+        plan = self._plan(params, pred, sensordata_measured, sensor_weights)
+        pdata = pred.data if plan.select is None else pred.data[:, plan.select]
+        # 1. The prediction read at times - d, one interpolation per distinct delay value;
+        #    readers are fetched first, in signal order, so a delay out of range is reported
+        #    as apply_resample_and_delay would.
+        sources = plan.sources
+        ds = [0.0 if pname is None else float(params[pname].value[0]) for pname, _ in sources]
+        readers = {d: plan.reader(d) for d in ds}
+        d_main = ds[plan.main]
+        out = plan.read(pdata, readers[d_main])
+        reads = {d_main: out}
+        for (_, cols), d in zip(sources, ds, strict=True):
+            if d != d_main:
+                y = reads.get(d)
+                if y is None:
+                    y = reads[d] = plan.read(pdata, readers[d])
+                out[:, cols] = y[:, cols]
+        # 2. Gains, then biases, in declaration order, in place.
+        mdata = plan.mdata
+        meas_ts = plan.meas_ts
+        if plan.meas_ops:
+            mdata = np.array(mdata, dtype=np.float64)
+            meas_ts = TimeSeries._unchecked(plan.times, mdata, plan.meas_mapping)
+        for is_gain, pname, name, cols, width, on_pred in plan.ops:
+            v = params[pname].value
+            if v.size not in (1, width):
+                raise ValueError(
+                    must_be(
+                        f"{'gain' if is_gain else 'bias'} value for {name!r}",
+                        f"1 or {width} entries",
+                        v,
+                    )
+                )
+            target = out if on_pred else mdata
+            if is_gain:
+                target[:, cols] *= v
+            else:
+                target[:, cols] += v
+        # 3. The weighted, normalised difference.
+        residual = np.subtract(mdata, out)
+        residual *= plan.scale
+        assert meas_ts is not None
+        return residual, TimeSeries._unchecked(plan.times, out, plan.pred_mapping_out), meas_ts
+
+    # -- plans ------------------------------------------------------------------------------
+    def _plan(
+        self,
+        params: ParameterDict,
+        pred: TimeSeries,
+        meas: TimeSeries,
+        sensor_weights: Mapping[str, Any] | None,
+    ) -> _Plan:
+        """The cached plan for these series, delay bounds and weights (built on a miss)."""
+        lo, hi = self._delay_bounds(params)
+        pt = pred.times
+        wkey: tuple[Any, ...] = ()
+        if sensor_weights:
+            arrays = [(k, np.asarray(v, dtype=np.float64)) for k, v in sensor_weights.items()]
+            wkey = tuple((k, a.shape, a.tobytes()) for k, a in arrays)
+        key = (
+            id(meas),
+            id(pred.signal_mapping),
+            pred.data.shape[1],
+            pt.shape[0],
+            float(pt[0]),
+            float(pt[-1]),
+            lo,
+            hi,
+            wkey,
+        )
+        plans = self._plans
+        plan = plans.get(key)
+        if plan is not None and plan.matches(pred, meas):
+            return plan
+        plan = self._build_plan(pred, meas, lo, hi, sensor_weights)
+        plans[key] = plan
+        while len(plans) > _MAX_PLANS:
+            try:
+                del plans[next(iter(plans))]
+            except (KeyError, RuntimeError, StopIteration):  # pragma: no cover - races
+                break
+        return plan
+
+    def _build_plan(
+        self,
+        pred: TimeSeries,
+        meas: TimeSeries,
+        lo: float,
+        hi: float,
+        sensor_weights: Mapping[str, Any] | None,
+    ) -> _Plan:
+        """Compiles, in the order the section-8 functions would run, what does not change."""
+        plan = _Plan()
+        plan.meas_ref = weakref.ref(meas)
+        plan.pred_times = pred.times
+        plan.pred_mapping = pred.signal_mapping
         names = meas.names
+        pred_sel = pred
         if self._enabled is not None:
             keep = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in self._enabled)]
-            meas, pred = meas.slice_by_name(keep), pred.slice_by_name(keep)
+            meas, pred_sel = meas.slice_by_name(keep), pred.slice_by_name(keep)
             names = keep
-        lo, hi = self._delay_bounds(params)
-        meas = apply_delayed_ts_window(meas, pred, lo, hi)
-        rms = signal_rms(meas, "SignalTransform")  # of the raw, windowed measurement
-        delays: dict[str, float] = {}
+            plan.select = _index(
+                np.concatenate([pred.columns(n) for n in keep]) if keep else np.zeros(0, int)
+            )
+        meas_w = apply_delayed_ts_window(meas, pred_sel, lo, hi)
+        rms = signal_rms(meas_w, "SignalTransform")  # of the raw, windowed measurement
+        delay_of: dict[str, str] = {}
         for rule in self._delays:
             for n in self._match(rule.pattern, names):
-                delays[n] = float(params[rule.param].value[0])
-        pred = apply_resample_and_delay(pred, meas.times, 0.0, delays)
-        for rules, fn in ((self._gains, apply_gain), (self._biases, apply_bias)):
+                delay_of[n] = rule.param
+        unknown = sorted(set(delay_of) - set(pred_sel.names))
+        if unknown:
+            raise KeyError(
+                f"sensor_delays names {unknown} are not signals of the series {pred_sel.names}"
+            )
+        groups: dict[str | None, list[int]] = {}
+        for name in pred_sel.names:
+            groups.setdefault(delay_of.get(name), []).extend(pred_sel.columns(name).tolist())
+        mapped = {c for cs in groups.values() for c in cs}
+        rest = [c for c in range(pred_sel.data.shape[1]) if c not in mapped]
+        if rest:
+            groups.setdefault(None, []).extend(rest)
+        plan.sources = [(pname, _index(cols)) for pname, cols in groups.items() if cols]
+        if not plan.sources:  # no columns at all
+            plan.sources = [(None, slice(0, 0))]
+        sizes = [len(groups.get(pname, ())) for pname, _ in plan.sources]
+        plan.main = sizes.index(max(sizes))
+        for is_gain, rules in ((True, self._gains), (False, self._biases)):
             for rule in rules:
                 for n in self._match(rule.pattern, names):
-                    if rule.target == "predicted":
-                        pred = fn(pred, n, params[rule.param])
-                    else:
-                        meas = fn(meas, n, params[rule.param])
-        w = np.ones(meas.data.shape[1])
+                    on_pred = rule.target == "predicted"
+                    cols = pred_sel.columns(n) if on_pred else meas_w.columns(n)
+                    plan.ops.append((is_gain, rule.param, n, _index(cols), cols.size, on_pred))
+        plan.meas_ops = any(not op[5] for op in plan.ops)
+        w = np.ones(meas_w.data.shape[1])
         for table in (self._weights, sensor_weights or {}):
             for pat, value in table.items():
                 for n in self._match(pat, names):
-                    w[meas.columns(n)] *= np.asarray(value, dtype=np.float64)
-        residual = (meas.data - pred.data) * (w / rms)
-        return residual, pred, meas
+                    w[meas_w.columns(n)] *= np.asarray(value, dtype=np.float64)
+        plan.scale = w / rms
+        plan.times = meas_w.times
+        plan.mdata = meas_w.data.view()
+        plan.mdata.flags.writeable = False
+        if meas_w is not meas:  # our own copy: keep it from being edited through the result
+            meas_w.data.flags.writeable = False
+        plan.meas_ts = meas_w
+        plan.meas_mapping = meas_w.signal_mapping
+        plan.pred_mapping_out = pred_sel.signal_mapping
+        pt = pred.times
+        tol = 1e-9 * max(pt[-1] - pt[0], 1.0)
+        plan.q_lo, plan.q_hi = pt[0] - tol, pt[-1] + tol
+        plan.dts = pt[1:] - pt[:-1]
+        plan.zero = plan.reader(0.0)
+        return plan
 
     def __repr__(self) -> str:
         return (

@@ -197,6 +197,14 @@ def divergence_error(states: np.ndarray, index: int, t0: float, dt: float) -> Ro
     return RolloutDivergedError(index, step, float(expected[step] - dt), reason)
 
 
+def align_states(raw_state: np.ndarray, initial_states: np.ndarray) -> np.ndarray:
+    """States at ``t_k`` from MuJoCo's states after each step, ``(..., nstep, nstate)``."""
+    state = np.empty_like(raw_state)
+    state[..., 0, :] = initial_states
+    state[..., 1:, :] = raw_state[..., :-1, :]
+    return state
+
+
 class BatchRollout:
     """A persistent thread pool plus per-thread ``MjData`` scratch, reused across calls.
 
@@ -224,6 +232,8 @@ class BatchRollout:
         models: Sequence[mujoco.MjModel],
         initial_states: np.ndarray,
         control: np.ndarray,
+        *,
+        align: bool = True,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rolls out ``nbatch`` models in one multithreaded call.
 
@@ -231,6 +241,8 @@ class BatchRollout:
           models: ``nbatch`` models with the same sizes.
           initial_states: ``(nbatch, nstate)`` full-physics states at ``t_0``.
           control: ``(nbatch, nstep, nu)`` controls.
+          align: Return states aligned with the sensors (row ``k`` at ``t_k``); ``False``
+            returns MuJoCo's states after each step (row ``k`` at ``t_{k+1}``), saving a copy.
 
         Returns:
           ``(state, sensordata, ok)``: ``(nbatch, nstep, nstate)`` and
@@ -272,10 +284,9 @@ class BatchRollout:
         ok[check_clock(raw_state, initial_states[:, 0], dt)] = False
         ok &= np.isfinite(sensordata).all(axis=(1, 2))
         self.last_raw_state = raw_state
-        state = np.empty_like(raw_state)
-        state[:, 0] = initial_states
-        state[:, 1:] = raw_state[:, :-1]
-        return state, sensordata, ok
+        if not align:
+            return raw_state, sensordata, ok
+        return align_states(raw_state, initial_states), sensordata, ok
 
     def close(self) -> None:
         """Stops the worker threads (also done when the object is garbage collected)."""
