@@ -341,3 +341,16 @@ def test_fd_jacobian_matches_analytic_linear():
         lambda X: A @ X, np.array([0.2, 0.9]), A @ np.array([0.2, 0.9]), (np.zeros(2), np.ones(2))
     )
     np.testing.assert_allclose(J, A, rtol=1e-6)
+
+
+def test_ftol_stops_on_a_plateau(make_problem):
+    p = make_problem(ARM2, _with(arm_masses, [1.3, 0.5]), n=200, qpos=[0.3, -0.2], noise=0.01)
+    params = arm_masses(p.spec, p.model)
+    rf = ms.build_residual_fn([p.sequences])
+    _, tight = ms.optimize(params, rf, xtol=0.0, gtol=0.0, max_iters=40)
+    _, loose = ms.optimize(params, rf, ftol=1e-3, xtol=0.0, gtol=0.0, max_iters=40)
+    assert loose.status == "ftol" and loose.success and "ftol" in loose.message
+    assert loose.nit <= tight.nit
+    assert loose.cost <= tight.cost * (1 + 1e-2)
+    with pytest.raises(ValueError, match="ftol must be a finite number >= 0"):
+        ms.optimize(params, rf, ftol=-1.0)

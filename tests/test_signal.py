@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import fnmatch
+import pickle
+
 import mujoco
 import numpy as np
 import pytest
@@ -192,3 +196,237 @@ def test_multidimensional_sensor_gain_per_axis(make_problem):
     t = ms.SignalTransform().gain("tip_gyro", d["g3"])
     rf = ms.build_residual_fn([seq], modify_residual=t.apply)
     assert np.all(np.isfinite(rf(d.as_vector(), d)))
+
+
+# -- the fast SignalTransform.apply against the section-8 functions --------------------------
+# (kind, pattern, parameter, target): declared on a SignalTransform and replayed by _reference.
+_SPEC = [
+    ("delay", "j*_pos", "d_pos", "predicted"),
+    ("delay", "tip_*", "d_tip", "predicted"),
+    ("delay", "tip_gyro", "d_gyro", "predicted"),  # overrides d_tip for the gyro
+    ("gain", "tip_gyro", "g3", "predicted"),  # one gain per axis
+    ("gain", "j1_vel", "g_meas", "measured"),
+    ("gain", "*_pos", "g1", "predicted"),  # j1_pos, j2_pos and the 3-D tip_pos
+    ("bias", "*_vel", "b", "predicted"),
+    ("bias", "tip_pos", "b3", "measured"),
+    ("bias", "tip_gyro", "b3g", "predicted"),
+]
+
+
+def _spec_params(rng: np.random.Generator) -> ms.ParameterDict:
+    d = ms.ParameterDict()
+    d.add(ms.Parameter("d_pos", 0.0, -0.01, 0.03))
+    d.add(ms.Parameter("d_tip", 0.0, 0.0, 0.02))
+    d.add(ms.Parameter("d_gyro", 0.0, -0.005, 0.01))
+    d.add(ms.Parameter("g3", [1.0] * 3, [0.5] * 3, [2.0] * 3))
+    d.add(ms.Parameter("g_meas", 1.0, 0.5, 2.0))
+    d.add(ms.Parameter("g1", 1.0, 0.5, 2.0))
+    d.add(ms.Parameter("b", 0.0, -1.0, 1.0))
+    d.add(ms.Parameter("b3", [0.0] * 3, [-1.0] * 3, [1.0] * 3))
+    d.add(ms.Parameter("b3g", [0.0] * 3, [-1.0] * 3, [1.0] * 3))
+    _randomize(d, rng)
+    return d
+
+
+def _randomize(params: ms.ParameterDict, rng: np.random.Generator) -> None:
+    for name in params:
+        p = params[name]
+        p.value = rng.uniform(p.min_value, p.max_value)
+
+
+def _transform(spec, weights=None, enabled=None) -> ms.SignalTransform:
+    t = ms.SignalTransform()
+    for kind, pattern, param, target in spec:
+        if kind == "delay":
+            t.delay(pattern, param)
+        else:
+            getattr(t, kind)(pattern, param, target=target)
+    if weights:
+        t.set_sensor_weights(weights)
+    if enabled is not None:
+        t.enable_sensors(enabled)
+    return t
+
+
+def _reference(spec, params, pred, meas, sensor_weights=None, weights=None, enabled=None):
+    """SignalTransform.apply spelled out with the section-8 functions, one step at a time."""
+    names = meas.names
+    if enabled is not None:
+        keep = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in enabled)]
+        meas, pred, names = meas.slice_by_name(keep), pred.slice_by_name(keep), keep
+
+    def match(pattern):
+        return [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+
+    delay_params = [p for kind, _, p, _ in spec if kind == "delay"]
+    lo = min([0.0] + [float(params[p].min_value[0]) for p in delay_params])
+    hi = max([0.0] + [float(params[p].max_value[0]) for p in delay_params])
+    meas = sm.apply_delayed_ts_window(meas, pred, lo, hi)
+    rms = sm.signal_rms(meas, "SignalTransform")
+    delays = {}
+    for kind, pattern, p, _ in spec:
+        for n in match(pattern) if kind == "delay" else []:
+            delays[n] = float(params[p].value[0])
+    pred = sm.apply_resample_and_delay(pred, meas.times, 0.0, delays)
+    for wanted, fn in (("gain", sm.apply_gain), ("bias", sm.apply_bias)):
+        for kind, pattern, p, target in spec:
+            for n in match(pattern) if kind == wanted else []:
+                if target == "predicted":
+                    pred = fn(pred, n, params[p])
+                else:
+                    meas = fn(meas, n, params[p])
+    w = np.ones(meas.dim)
+    for table in (weights or {}, sensor_weights or {}):
+        for pattern, value in table.items():
+            for n in match(pattern):
+                w[meas.columns(n)] *= np.asarray(value, dtype=np.float64)
+    return (meas.data - pred.data) * (w / rms), pred, meas
+
+
+def _assert_same(got, want):
+    (r, pred, meas), (r_ref, pred_ref, meas_ref) = got, want
+    assert r.shape == r_ref.shape
+    np.testing.assert_allclose(r, r_ref, rtol=0, atol=1e-12)
+    for a, b in ((pred, pred_ref), (meas, meas_ref)):
+        assert a.names == b.names
+        for n in a.names:
+            np.testing.assert_array_equal(a.columns(n), b.columns(n))
+        np.testing.assert_array_equal(a.times, b.times)
+        np.testing.assert_allclose(a.data, b.data, rtol=0, atol=1e-12)
+
+
+def _random_prediction(meas, rng, jitter=False):
+    """A random prediction on the measured grid, or on a non-uniform grid with the same ends."""
+    t = np.array(meas.times)
+    if jitter:
+        t[1:-1] += rng.uniform(-0.3, 0.3, t.size - 2) * np.min(np.diff(t))
+    data = meas.data + 0.1 * rng.standard_normal(meas.data.shape)
+    return ms.TimeSeries._unchecked(t, data, meas.signal_mapping)
+
+
+@pytest.mark.parametrize("jitter", [False, True], ids=["same-grid", "non-uniform-grid"])
+@pytest.mark.parametrize(
+    "enabled", [None, ["tip_gyro", "j*_pos", "j2_vel"]], ids=["all", "enabled"]
+)
+def test_fast_apply_matches_section8_reference(make_problem, jitter, enabled):
+    _, seq = _arm_with_measurement(make_problem, delay=0.01, gain=1.3, bias=0.1)
+    meas = seq.sensordata[0]
+    rng = np.random.default_rng(7)
+    weights = {"tip_*": [1.0, 2.0, 0.5], "j1_pos": 3.0}
+    sensor_weights = {"j2_vel": 0.25}
+    t = _transform(_SPEC, weights, enabled)
+    params = _spec_params(rng)
+    for k in range(12):
+        pred = _random_prediction(meas, rng, jitter)
+        if k % 3 == 1:
+            _randomize(params, rng)
+        elif k % 3 == 2:  # repeated and shared delay values, and an exact zero
+            params["d_tip"].value = params["d_gyro"].value
+            params["d_pos"].value = [0.0]
+        got = t.apply(params, pred, meas, None, sensor_weights=sensor_weights)
+        want = _reference(_SPEC, params, pred, meas, sensor_weights, weights, enabled)
+        _assert_same(got, want)
+
+
+def test_fast_apply_matches_reference_in_batched_residual(make_problem):
+    p, seq = _arm_with_measurement(make_problem, delay=0.01, gain=1.3, bias=0.1)
+    rng = np.random.default_rng(3)
+    params = _spec_params(rng)
+    params.add(ms.make_parameter("joint_damping", p.model, "j1"))
+    t = _transform(_SPEC, {"tip_pos": 2.0})
+
+    def reference(params, pred, meas, model, return_pred_all=False, state=None, **kw):
+        return _reference(_SPEC, params, pred, meas, kw.get("sensor_weights"), {"tip_pos": 2.0})
+
+    fast = ms.build_residual_fn([seq], modify_residual=t.apply, sensor_weights={"j1_vel": 0.5})
+    slow = ms.build_residual_fn([seq], modify_residual=reference, sensor_weights={"j1_vel": 0.5})
+    lo = np.concatenate([params[n].min_value for n in params])
+    hi = np.concatenate([params[n].max_value for n in params])
+    X = rng.uniform(lo[:, None], np.minimum(hi, 10.0)[:, None], (lo.size, 20))
+    X[:, 1:10] = X[:, :1]  # candidates sharing the delays
+    X[-1, 10:] = X[-1, 10]  # and one rollout for many signal-only candidates
+    np.testing.assert_allclose(fast(X, params), slow(X, params), rtol=0, atol=1e-12)
+
+
+def test_plan_cache_never_serves_a_stale_plan(make_problem):
+    _, seq = _arm_with_measurement(make_problem)
+    meas = seq.sensordata[0]
+    rng = np.random.default_rng(11)
+    other = ms.TimeSeries(meas.times, 1.5 * meas.data + 0.1, meas.signal_mapping)
+    spec = [
+        ("delay", "j*_pos", "delay", "predicted"),
+        ("gain", "tip_gyro", "gain", "predicted"),
+        ("bias", "*_vel", "bias", "measured"),
+    ]
+
+    def bounded(lo, hi):
+        d = ms.ParameterDict()
+        d.add(ms.Parameter("delay", 0.0, lo, hi))
+        d.add(ms.Parameter("gain", 1.2, 0.5, 2.0))
+        d.add(ms.Parameter("bias", 0.1, -1.0, 1.0))
+        return d
+
+    narrow, wide = bounded(-0.01, 0.03), bounded(0.0, 0.08)
+    narrow["delay"].value = wide["delay"].value = [0.005]
+    t = _transform(spec)
+    pred = _random_prediction(meas, rng)
+    sizes = set()
+    # the same transform, alternating recordings and delay bounds
+    for rec in (meas, other, meas, other):
+        for params in (narrow, wide, narrow):
+            got = t.apply(params, pred, rec, None)
+            _assert_same(got, _reference(spec, params, pred, rec))
+            sizes.add(got[0].shape[0])
+    assert len(sizes) == 2  # the wide bounds crop more samples
+    # recordings built and dropped: a new one may reuse the id of a dead one
+    for k in range(6):
+        rec = ms.TimeSeries(meas.times, (1.0 + k) * meas.data, meas.signal_mapping)
+        _assert_same(t.apply(narrow, pred, rec, None), _reference(spec, narrow, pred, rec))
+        del rec
+    # another prediction grid with the same size and ends
+    jittered = _random_prediction(meas, rng, jitter=True)
+    for p_ts in (jittered, pred, jittered):
+        _assert_same(t.apply(narrow, p_ts, meas, None), _reference(spec, narrow, p_ts, meas))
+    # other sensor weights, then weights and a selection declared after use
+    for sw in ({"j1_pos": 2.0}, {"j1_pos": 3.0}, None):
+        got = t.apply(narrow, pred, meas, None, sensor_weights=sw)
+        _assert_same(got, _reference(spec, narrow, pred, meas, sw))
+    t.set_sensor_weights({"tip_gyro": 4.0})
+    _assert_same(
+        t.apply(narrow, pred, meas, None),
+        _reference(spec, narrow, pred, meas, weights={"tip_gyro": 4.0}),
+    )
+    t.enable_sensors(["j*"])
+    want = _reference(spec, narrow, pred, meas, weights={"tip_gyro": 4.0}, enabled=["j*"])
+    _assert_same(t.apply(narrow, pred, meas, None), want)
+    # copies start with an empty cache and give the same results
+    for clone in (copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+        _assert_same(clone.apply(narrow, pred, meas, None), want)
+    # the cache stays bounded
+    recs = [ms.TimeSeries(meas.times, meas.data + k, meas.signal_mapping) for k in range(70)]
+    for rec in recs:
+        t.apply(narrow, pred, rec, None)
+    assert len(t._plans) <= ms.signal_transform._MAX_PLANS
+
+
+def test_fast_apply_reports_errors_like_section8(make_problem):
+    _, seq = _arm_with_measurement(make_problem)
+    meas = seq.sensordata[0]
+    pred = _random_prediction(meas, np.random.default_rng(0))
+    d = ms.ParameterDict()
+    d.add(ms.Parameter("delay", 0.0, -0.01, 0.03))
+    d.add(ms.Parameter("g2", [1.0, 1.0], [0.5] * 2, [2.0] * 2))
+    t = ms.SignalTransform().delay("j*_pos", "delay")
+    t.apply(d, pred, meas, None)  # builds the plan
+    d["delay"].value = [0.5]  # outside its bounds: reads beyond the prediction
+    with pytest.raises(ValueError, match=r"apply_resample_and_delay \(delay 0\.5 s\) must read"):
+        t.apply(d, pred, meas, None)
+    d["delay"].value = [0.0]
+    t.gain("tip_gyro", "g2")
+    with pytest.raises(ValueError, match="gain value for 'tip_gyro' must be 1 or 3 entries"):
+        t.apply(d, pred, meas, None)
+    flat = np.array(meas.data)
+    flat[:, meas.columns("tip_pos")] = 0.0
+    rec = ms.TimeSeries(meas.times, flat, meas.signal_mapping)
+    with pytest.raises(ValueError, match="SignalTransform: measured signal 'tip_pos' must not"):
+        ms.SignalTransform().apply(d, pred, rec, None)

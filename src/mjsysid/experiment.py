@@ -315,7 +315,7 @@ def load_experiment(path: str | Path) -> Experiment:
         max_iters = opt.get("max_iters", int, 100)
         if max_iters < 0:
             raise opt.err("max_iters", "a non-negative integer", max_iters)
-        for key in ("xtol", "gtol", "eps"):
+        for key in ("xtol", "gtol", "ftol", "eps"):
             v = opt.get(key, float, None)
             if v is not None:
                 if not v > 0:

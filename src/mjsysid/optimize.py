@@ -227,7 +227,7 @@ _MJ_STATUS = (
 _MESSAGES = {
     "xtol": "Converged: the parameter step fell below xtol.",
     "gtol": "Converged: the projected gradient fell below gtol.",
-    "ftol": "Converged: the cost reduction fell below ftol.",
+    "ftol": "Converged: the relative cost reduction stayed below ftol.",
     "max_iters": (
         "Stopped after max_iters={n} iterations before converging; raise max_iters or "
         "restart from this result (optimize accepts the returned parameters)."
@@ -244,6 +244,17 @@ _MESSAGES = {
     ),
     "interrupted": "Interrupted by the user; the best parameters found so far are returned.",
 }
+
+
+_FTOL_ITERS = 3
+
+
+class _Converged(Exception):
+    """Raised from the iteration callback to end the mujoco backend on a cost plateau."""
+
+    def __init__(self, iteration: int) -> None:
+        super().__init__(iteration)
+        self.iteration = iteration
 
 
 def _checkpoint_write(path: Path, x: np.ndarray, cost: float, it: int, names: list[str]) -> None:
@@ -284,6 +295,7 @@ def optimize(
     *,
     xtol: float = 1e-8,
     gtol: float = 1e-8,
+    ftol: float = 1e-8,
     eps: float = 1.5e-8,
     x_scale: str | float | npt.ArrayLike = "jac",
     allow_no_effect: bool = False,
@@ -301,6 +313,9 @@ def optimize(
       max_iters: Iteration limit (for the scipy backends: residual evaluations).
       verbose: Print one line per iteration to ``output`` (default stdout); silent otherwise.
       xtol, gtol: Termination tolerances on the relative step and the gradient.
+      ftol: Termination tolerance on the relative cost reduction: the fit stops when the cost
+        fell by less than ``ftol·cost`` in each of 3 consecutive iterations (a plateau, e.g.
+        with contacts; raise it, say to 1e-5, to stop stalled contact-rich fits early).
       eps: Relative finite-difference step.
       x_scale: ``"jac"`` (scale by Jacobian column norms, default), a scalar or ``(p,)`` array.
       allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
@@ -331,7 +346,7 @@ def optimize(
         )
     if not (isinstance(eps, (int, float, np.floating)) and np.isfinite(eps) and eps > 0):
         raise ValueError(must_be("eps", "a finite number > 0", eps))
-    for tol_name, tol in (("xtol", xtol), ("gtol", gtol)):
+    for tol_name, tol in (("xtol", xtol), ("gtol", gtol), ("ftol", ftol)):
         if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
             raise ValueError(must_be(tol_name, "a finite number >= 0", tol))
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
@@ -394,8 +409,12 @@ def optimize(
     history_obj: list[float] = [cost0]
     history_x: list[np.ndarray] = [x0.copy()]
     best = {"x": x0.copy(), "cost": cost0}
+    small = {"n": 0}  # consecutive iterations with a relative reduction below ftol
 
     def on_iter(it: int, x: np.ndarray, cost: float) -> None:
+        previous = history_obj[-1]
+        if optimizer == "mujoco" and ftol > 0 and np.isfinite(previous) and previous > 0:
+            small["n"] = small["n"] + 1 if (previous - cost) <= ftol * previous else 0
         history_obj.append(cost)
         history_x.append(x.copy())
         if cost <= best["cost"]:
@@ -406,6 +425,8 @@ def optimize(
             print(f"iter {start_iter + it:4d}  cost {cost:.6e}", file=out_stream)
         if callback is not None:
             callback(start_iter + it, x, cost)
+        if small["n"] >= _FTOL_ITERS:
+            raise _Converged(it)
 
     jac_cache: dict[bytes, np.ndarray] = {x0.tobytes(): J0}
 
@@ -482,7 +503,7 @@ def optimize(
                 method="trf",
                 xtol=xtol,
                 gtol=gtol,
-                ftol=1e-10,
+                ftol=max(ftol, np.finfo(float).eps),
                 x_scale=scale,
                 max_nfev=max(remaining, 1),
                 verbose=0,
@@ -494,6 +515,8 @@ def optimize(
             nit = int(res.nfev) if optimizer == "scipy" else it_counter["n"]
             if optimizer == "scipy":
                 njev += int(res.njev or 0)
+    except _Converged as stop:
+        status, nit, x_hat = "ftol", stop.iteration, best["x"]
     except KeyboardInterrupt:
         status = "interrupted"
         x_hat = best["x"]
