@@ -218,7 +218,14 @@ class BatchRollout:
             raise ValueError(must_be("nthread", "a positive integer", nthread))
         self._runner = mujoco.rollout.Rollout(nthread=self.nthread) if self.nthread > 1 else None
         self._datas: dict[int, list[mujoco.MjData]] = {}
-        self.last_raw_state = np.zeros((0, 0, 0))
+
+    def use_datas(self, model: mujoco.MjModel, datas: list[mujoco.MjData]) -> None:
+        """Uses the caller's per-thread ``MjData`` for models shaped like ``model``."""
+        if len(datas) != self.nthread:
+            raise ValueError(
+                must_be("datas", f"{self.nthread} MjData (one per thread)", len(datas))
+            )
+        self._datas[int(model.signature)] = list(datas)
 
     def datas_for(self, model: mujoco.MjModel) -> list[mujoco.MjData]:
         """Per-thread ``MjData`` compatible with ``model`` (cached by model signature)."""
@@ -283,7 +290,6 @@ class BatchRollout:
         ok = np.ones(len(models), dtype=bool)
         ok[check_clock(raw_state, initial_states[:, 0], dt)] = False
         ok &= np.isfinite(sensordata).all(axis=(1, 2))
-        self.last_raw_state = raw_state
         if not align:
             return raw_state, sensordata, ok
         return align_states(raw_state, initial_states), sensordata, ok
@@ -368,16 +374,15 @@ def sysid_rollout(
     if datas is not None:
         data_list = [datas] if isinstance(datas, mujoco.MjData) else list(datas)
         runner = BatchRollout(nthread=len(data_list))
-        runner._datas[int(m0.signature)] = data_list
+        runner.use_datas(m0, data_list)
     else:
         runner = BatchRollout(nthread=nthread)
     with runner:
-        state, sensordata, ok = runner.run(model_list, x0, ctrl)
-        if not ok.all():
-            i = int(np.flatnonzero(~ok)[0])
-            raise divergence_error(
-                runner.last_raw_state, i, float(x0[i, 0]), float(model_list[i].opt.timestep)
-            )
+        raw_state, sensordata, ok = runner.run(model_list, x0, ctrl, align=False)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise divergence_error(raw_state, i, float(x0[i, 0]), float(model_list[i].opt.timestep))
+    state = align_states(raw_state, x0)
     out = []
     for i, m in enumerate(model_list):
         times = x0[i, 0] + m.opt.timestep * np.arange(ctrl.shape[1])
