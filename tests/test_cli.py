@@ -225,3 +225,55 @@ def test_simulate_bad_set(tmp_path):
 def test_report_command_needs_fit_folder(tmp_path):
     code, _, err = run("report", str(tmp_path))
     assert code == 1 and "no result.yaml" in err
+
+
+URDF = """<?xml version="1.0"?>
+<robot name="pendulum">
+  <link name="base">
+    <inertial><origin xyz="0 0 0"/><mass value="1.0"/>
+      <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <link name="arm">
+    <inertial><origin xyz="0 0 -0.25"/><mass value="0.5"/>
+      <inertia ixx="0.01" iyy="0.01" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <joint name="swing" type="revolute">
+    <parent link="base"/><child link="arm"/><origin xyz="0 0 1"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="10" velocity="10"/>
+    <dynamics damping="0.02"/>
+  </joint>
+</robot>
+"""
+
+
+def test_fit_urdf_model_with_joint_state_columns(tmp_path):
+    import mujoco
+
+    (tmp_path / "pendulum.urdf").write_text(URDF)
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "pendulum.urdf"))
+    model = spec.compile()
+    truth = ms.ParameterDict([ms.make_parameter("joint_damping", model, "swing")])
+    truth.update_from_vector([0.05])
+    x0 = ms.create_initial_state(model, qpos=[1.0])
+    traj = ms.sysid_rollout(ms.apply_param_modifiers(truth, spec), None, np.zeros((400, 0)), x0)[0]
+    np.savez(
+        tmp_path / "swing.npz",
+        time=traj.times,
+        swing_qpos=traj.qpos()[:, 0],
+        swing_qvel=traj.qvel()[:, 0],
+        initial_qpos=traj.qpos()[0],
+        initial_qvel=traj.qvel()[0],
+    )
+    exp = {
+        "name": "pendulum",
+        "model": "pendulum.urdf",
+        "sequences": [{"name": "swing", "file": "swing.npz"}],
+        "parameters": [{"kind": "joint_damping", "target": "swing", "max": 1.0}],
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    code, _out, err = run(
+        "fit", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "res"), "--no-report", "-q"
+    )
+    assert code == 0, err
+    res = ms.load_results(tmp_path / "res")
+    assert res.opt_params["swing_damping"].value[0] == pytest.approx(0.05, rel=1e-6)

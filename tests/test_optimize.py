@@ -354,3 +354,21 @@ def test_ftol_stops_on_a_plateau(make_problem):
     assert loose.cost <= tight.cost * (1 + 1e-2)
     with pytest.raises(ValueError, match="ftol must be a finite number >= 0"):
         ms.optimize(params, rf, ftol=-1.0)
+
+
+def test_keyboard_interrupt_returns_best_so_far(arm_problem, tmp_path):
+    params = arm_masses(arm_problem.spec, arm_problem.model)
+    rf = ms.build_residual_fn([arm_problem.sequences])
+    seen = []
+
+    def stop_at_two(it, x, cost):
+        seen.append(cost)
+        if it == 2:
+            raise KeyboardInterrupt
+
+    ckpt = tmp_path / "c.npz"
+    _opt, res = ms.optimize(params, rf, callback=stop_at_two, checkpoint=ckpt)
+    assert res.status == "interrupted" and not res.success and "best parameters" in res.message
+    assert res.nit == 2
+    assert res.cost == pytest.approx(min(seen)) and res.cost < res.initial_cost
+    np.testing.assert_allclose(ms.optimize.__globals__["load_checkpoint"](ckpt, params)[0], res.x)

@@ -410,8 +410,10 @@ def optimize(
     history_x: list[np.ndarray] = [x0.copy()]
     best = {"x": x0.copy(), "cost": cost0}
     small = {"n": 0}  # consecutive iterations with a relative reduction below ftol
+    done = {"it": 0}  # iterations completed (for an interrupted fit)
 
     def on_iter(it: int, x: np.ndarray, cost: float) -> None:
+        done["it"] = it
         previous = history_obj[-1]
         if optimizer == "mujoco" and ftol > 0 and np.isfinite(previous) and previous > 0:
             small["n"] = small["n"] + 1 if (previous - cost) <= ftol * previous else 0
@@ -518,7 +520,7 @@ def optimize(
     except _Converged as stop:
         status, nit, x_hat = "ftol", stop.iteration, best["x"]
     except KeyboardInterrupt:
-        status = "interrupted"
+        status, nit = "interrupted", done["it"]
         x_hat = best["x"]
         logger.warning("optimisation interrupted; returning the best parameters found so far")
     r_hat = fn(x_hat)
