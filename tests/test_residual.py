@@ -293,3 +293,26 @@ def test_describe_index(arm):
     assert rf.describe_index(0) == "arm2/seq0, signal 'j1_pos' at t=0 s"
     assert rf.describe_index(10 + 10 * 400).startswith("arm2/seq1, signal")
     assert mujoco is not None
+
+
+def test_column_normalisation_option(arm):
+    params = arm_params(arm.spec, arm.model)
+    x = np.array([1.2, 0.6, 0.1])
+    by_signal = ms.build_residual_fn([arm.sequences])
+    by_column = ms.build_residual_fn([arm.sequences], normalize="column")
+    meas = arm.sequences.sensordata[0]
+    diff = meas.data - by_signal.predict(params, x)[0].predicted_at_measured.data
+    rs, rc = by_signal(x, params), by_column(x, params)
+    n = meas.data.size
+    np.testing.assert_allclose(
+        rs[:n].reshape(meas.data.shape), diff / ms.signal_modifier.signal_rms(meas)
+    )
+    np.testing.assert_allclose(
+        rc[:n].reshape(meas.data.shape), diff / ms.signal_modifier.column_rms(meas)
+    )
+    # tip_pos: y is always zero for a planar arm, so it keeps the signal's RMS
+    col = meas.columns("tip_pos")
+    scale = ms.signal_modifier.column_rms(meas)[col]
+    assert scale[1] == ms.signal_modifier.signal_rms(meas)[col][1] and scale[0] != scale[1]
+    with pytest.raises(ValueError, match="normalize must be True, False, 'signal' or 'column'"):
+        ms.build_residual_fn([arm.sequences], normalize="rows")

@@ -291,7 +291,10 @@ def load_experiment(path: str | Path) -> Experiment:
     residual_options: dict[str, Any] = {}
     res = top.child("residual")
     if res is not None:
-        residual_options["normalize"] = res.get("normalize", bool, True)
+        norm = res.get("normalize", (bool, str), True, expected="true, false, 'signal' or 'column'")
+        if norm not in (True, False, "signal", "column"):
+            raise res.err("normalize", "true, false, 'signal' or 'column'", norm)
+        residual_options["normalize"] = norm
         weights = res.get("sensor_weights", dict, None)
         if weights is not None:
             for k, v in weights.items():

@@ -48,7 +48,7 @@ from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
-from mjsysid.signal_modifier import signal_rms
+from mjsysid.signal_modifier import column_rms, signal_rms
 from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.trajectory import BatchRollout, align_states, state_slices
 
@@ -179,7 +179,7 @@ class ResidualFunction:
         build_model: BuildModelFn | None,
         sensor_weights: Mapping[str, npt.ArrayLike] | None,
         enabled_observations: Sequence[str] | None,
-        normalize: bool,
+        normalize: bool | str,
         control_interpolation: str,
         nthread: int | None,
         fast_model_edits: bool,
@@ -335,7 +335,8 @@ class ResidualFunction:
                     )
                 scale[cols] *= arr
         if self.normalize:
-            scale = scale / signal_rms(meas, label)
+            rms = column_rms if self.normalize == "column" else signal_rms
+            scale = scale / rms(meas, label)
         return _Sequence(
             mi,
             si,
@@ -776,7 +777,7 @@ def build_residual_fn(
     sensor_weights: Mapping[str, npt.ArrayLike] | None = None,
     enabled_observations: Sequence[str] | None = None,
     *,
-    normalize: bool = True,
+    normalize: bool | str = True,
     control_interpolation: str = "zoh",
     nthread: int | None = None,
     fast_model_edits: bool = True,
@@ -795,8 +796,11 @@ def build_residual_fn(
         A custom function receives the private working spec.
       sensor_weights: ``{signal_name: weight}`` (scalar, or one per column of the signal).
       enabled_observations: Signal names to use; the others are ignored.
-      normalize: Divide each measured column by its RMS (default); an all-zero column is then
-        an error.
+      normalize: ``True`` or ``"signal"`` (default): divide each measured signal by its RMS
+        over all its columns (:func:`~mjsysid.signal_modifier.signal_rms`; an all-zero signal
+        is then an error); ``"column"``: by each column's RMS
+        (:func:`~mjsysid.signal_modifier.column_rms`; can converge faster on orientation
+        sensors, but amplifies near-constant noisy columns); ``False``: no normalisation.
       control_interpolation: ``"zoh"`` (zero-order hold, default: what hardware does between
         commands) or ``"linear"``.
       nthread: Rollout threads (default: all available CPUs).
@@ -816,6 +820,8 @@ def build_residual_fn(
     names = [m.name for m in ms_list]
     if len(set(names)) != len(names):
         raise ValueError(must_be("models_sequences", "ModelSequences with unique names", names))
+    if normalize not in (True, False, "signal", "column"):
+        raise ValueError(must_be("normalize", "True, False, 'signal' or 'column'", normalize))
     if control_interpolation not in ("zoh", "linear"):
         raise ValueError(
             must_be("control_interpolation", "'zoh' or 'linear'", control_interpolation)

@@ -245,6 +245,19 @@ def signal_rms(measured: TimeSeries, label: str = "sensordata") -> np.ndarray:
     return rms
 
 
+def column_rms(measured: TimeSeries, label: str = "sensordata") -> np.ndarray:
+    """Per-column normalisation scale, ``(D,)``: each column's own RMS.
+
+    Gives small but informative components (the tilt entries of an orientation quaternion)
+    as much weight as large ones, which can speed up convergence, but also amplifies columns
+    that hold little more than noise. A column below ``1e-3`` of its signal's RMS (an
+    always-zero axis) falls back to the signal's RMS (:func:`signal_rms`).
+    """
+    signal = signal_rms(measured, label)
+    column = np.sqrt(np.mean(np.square(measured.data), axis=0))
+    return np.where(column >= 1e-3 * signal, column, signal)
+
+
 def normalize_residual(residual: npt.ArrayLike, measured: TimeSeries | npt.ArrayLike) -> np.ndarray:
     """Divides each residual column by the RMS of that measured column.
 
