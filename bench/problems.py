@@ -40,6 +40,8 @@ import mujoco
 import mujoco.rollout
 import numpy as np
 
+from mjsysid.inertia import inertial_from_theta, theta_from_inertial
+
 PHYSICS_KINDS = ("body_mass", "body_pseudo", "joint_damping", "actuator_kp")
 SIGNAL_KINDS = ("sensor_delay", "sensor_gain", "sensor_bias")
 
@@ -139,38 +141,9 @@ class Problem:
 # Applying a parameter vector to a spec (reference path used to synthesise the data; both tools
 # are checked to reproduce it: their residual at the truth must vanish).
 # ----------------------------------------------------------------------------------------------
-def inertia_from_theta(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """``theta (10,) -> (mass, com (3,), inertia about the com (3, 3))``.
-
-    ``U = e^a [[A, t], [0, 1]]`` with ``A`` upper triangular (diag ``e^d``, off-diagonal
-    ``s12, s23, s13``); ``m = e^{2a}``, ``c = t``, ``Sigma_c = m A A^T``,
-    ``I_c = tr(Sigma_c) 1 - Sigma_c`` (Rucker & Wensing 2022).
-    """
-    a, d1, d2, d3, s12, s23, s13, t1, t2, t3 = (float(v) for v in theta)
-    A = np.array([[math.exp(d1), s12, s13], [0.0, math.exp(d2), s23], [0.0, 0.0, math.exp(d3)]])
-    m = math.exp(2.0 * a)
-    sig = m * A @ A.T
-    return m, np.array([t1, t2, t3]), np.trace(sig) * np.eye(3) - sig
-
-
-def theta_from_inertia(m: float, c: np.ndarray, inertia_c: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`inertia_from_theta` (``A`` is the upper-lower Cholesky factor)."""
-    sig = 0.5 * np.trace(inertia_c) * np.eye(3) - inertia_c
-    P = np.eye(3)[::-1]
-    L = np.linalg.cholesky(P @ (sig / m) @ P)
-    A = P @ L @ P
-    return np.array(
-        [
-            0.5 * math.log(m),
-            math.log(A[0, 0]),
-            math.log(A[1, 1]),
-            math.log(A[2, 2]),
-            A[0, 1],
-            A[1, 2],
-            A[0, 2],
-            *c,
-        ]
-    )
+# The same maths as the package (the peer is driven with these values through plain lambdas).
+inertia_from_theta = inertial_from_theta
+theta_from_inertia = theta_from_inertial
 
 
 def principal_axes(inertia_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
