@@ -316,3 +316,13 @@ def test_column_normalisation_option(arm):
     assert scale[1] == ms.signal_modifier.signal_rms(meas)[col][1] and scale[0] != scale[1]
     with pytest.raises(ValueError, match="normalize must be True, False, 'signal' or 'column'"):
         ms.build_residual_fn([arm.sequences], normalize="rows")
+
+
+def test_work_copy_follows_changed_bounds_and_frozen_values(arm):
+    params = arm_params(arm.spec, arm.model)
+    params.add(ms.Parameter("delay", 0.0, -0.002, 0.004))
+    t = ms.SignalTransform().delay("j*_pos", "delay")
+    rf = ms.build_residual_fn([arm.sequences], modify_residual=t.apply)
+    n_before = rf(params.as_vector(), params).size
+    params["delay"].max_value[:] = 0.02  # a wider delay window drops more samples
+    assert rf(params.as_vector(), params).size < n_before

@@ -443,9 +443,15 @@ class ResidualFunction:
     def _work_params(self, params: ParameterDict) -> ParameterDict:
         """A private copy of ``params`` reused across calls while their structure is the same."""
         key = tuple(
-            (p.name, p.frozen, id(p.modifier), id(p.model_modifier), p.size, p.value.tobytes())
-            if p.frozen
-            else (p.name, p.frozen, id(p.modifier), id(p.model_modifier), p.size)
+            (
+                p.name,
+                p.frozen,
+                id(p.modifier),
+                id(p.model_modifier),
+                p.min_value.tobytes(),  # bounds matter: a SignalTransform's window uses them
+                p.max_value.tobytes(),
+                p.value.tobytes() if p.frozen else p.size,
+            )
             for p in params.values()
         )
         if self._work_key != key:
