@@ -54,8 +54,6 @@ FIT_SCRIPT = textwrap.dedent(
     import sys
     import time
 
-    sys.path.insert(0, {tests!r})
-
     import mujoco
     import numpy as np
 
@@ -100,7 +98,7 @@ FIT_SCRIPT = textwrap.dedent(
 @pytest.fixture(scope="module")
 def fit_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("script") / "slow_fit.py"
-    path.write_text(FIT_SCRIPT.format(tests=str(TESTS)))
+    path.write_text(FIT_SCRIPT)
     return path
 
 
@@ -388,6 +386,7 @@ def test_sigkill_mid_fit_then_resume_reaches_the_uninterrupted_answer(
         [sys.executable, str(fit_script), str(ckpt), "0.25"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(TESTS)},  # the script imports conftest's models
     )
     seen: list[int] = []
     try:
