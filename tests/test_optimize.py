@@ -287,6 +287,7 @@ def test_infinite_bounds_need_scipy(arm_problem):
         ({"optimizer": "adam"}, ValueError, r"optimizer must be one of \['mujoco', 'scipy'"),
         ({"max_iters": -1}, ValueError, "max_iters must be a non-negative integer"),
         ({"max_iters": 2.5}, ValueError, "max_iters must be a non-negative integer"),
+        ({"mu_factor": 1.0}, ValueError, "mu_factor must be a finite number > 1, got 1.0"),
     ],
 )
 def test_bad_options(arm_problem, kwargs, exc, match):
