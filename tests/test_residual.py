@@ -326,3 +326,32 @@ def test_work_copy_follows_changed_bounds_and_frozen_values(arm):
     n_before = rf(params.as_vector(), params).size
     params["delay"].max_value[:] = 0.02  # a wider delay window drops more samples
     assert rf(params.as_vector(), params).size < n_before
+
+
+def test_reused_candidate_models_stay_exact_across_calls(make_problem):
+    def params_of(spec, model):
+        d = ms.ParameterDict()
+        d.add(ms.body_inertia_param(spec, model, "link1", ms.InertiaType.Mass))
+        d.add(ms.body_inertia_param(spec, model, "link2", ms.InertiaType.MassIpos))
+        d.add(ms.make_parameter("joint_damping", model, "j1"))
+        d.add(ms.make_parameter("joint_armature", model, "j2"))
+        return d
+
+    p = make_problem(ARM2, None, n=150, qpos=[0.3, -0.2])
+    params = params_of(p.spec, p.model)
+    fast = ms.build_residual_fn([p.sequences])
+    slow = ms.build_residual_fn([p.sequences], fast_model_edits=False)
+    rng = np.random.default_rng(7)
+    lo, hi = params.get_bounds()
+    x = params.as_vector()
+    for k in (1, 4, 2, 6, 1):  # batches of different sizes reuse the pooled models
+        X = np.clip(
+            x[:, None] + 0.05 * rng.standard_normal((x.size, k)) * np.abs(x[:, None]),
+            lo[:, None],
+            hi[:, None],
+        )
+        X[:, 1:] = X[:, :1]
+        for j in range(1, k):  # finite-difference-like columns: one entry changed each
+            X[j % x.size, j] *= 1.01
+        np.testing.assert_allclose(fast(X, params), slow(X, params), rtol=0, atol=1e-10)
+    assert fast.stats.compiles == 0 and slow.stats.model_edits == 0

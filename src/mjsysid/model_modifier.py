@@ -98,35 +98,24 @@ def supports_model_edits(params: ParameterDict) -> bool:
     return all(p.model_modifier is not None for p in params.non_frozen() if p.modifier is not None)
 
 
-def apply_param_model_modifiers(
-    params: ParameterDict,
-    base: mujoco.MjModel,
-    data: mujoco.MjData | None = None,
-    *,
-    only: Sequence[Parameter] | None = None,
+def write_model_params(
+    model: mujoco.MjModel, params: Sequence[Parameter], data: mujoco.MjData | None = None
 ) -> mujoco.MjModel:
-    """Fast path: writes parameter values into a copy of a compiled model.
+    """Writes ``params`` into ``model`` in place, then refreshes its derived constants.
 
-    Runs every active ``model_modifier`` on ``copy(base)``, then recomputes the derived
-    constants with ``mj_setConst`` and the statistics MuJoCo 4.0's ``mj_setConst`` leaves
-    stale (``stat.meaninertia = tr M(qpos0) / nv`` and ``stat.meanmass``, which scale the
-    constraint solver's tolerances), so the result equals a recompile of the modified spec.
+    Runs each parameter's ``model_modifier``, then ``mj_setConst`` and the statistics MuJoCo
+    4.0's ``mj_setConst`` leaves stale (``stat.meaninertia = tr M(qpos0) / nv`` and
+    ``stat.meanmass``, which scale the constraint solver's tolerances). Every other field keeps
+    its value, so ``model`` must already hold the right values of all parameters not given.
 
     Args:
-      params: Parameters; every non-frozen one with a ``modifier`` must have a
-        ``model_modifier`` (see :func:`supports_model_edits`).
-      base: The compiled nominal model (not modified).
-      data: Scratch ``MjData`` for ``base`` (created when omitted).
-      only: Apply just these parameters (``base`` already holds the others' values, e.g. the
-        model of a neighbouring candidate); derived constants are recomputed all the same.
+      model: The compiled model to modify.
+      params: Parameters with a ``model_modifier``.
+      data: Scratch ``MjData`` for ``model`` (created when omitted).
     """
-    model = base.__copy__()
-    active = (
-        [p for p in params.non_frozen() if p.modifier is not None] if only is None else list(only)
-    )
-    if not active:
+    if not params:
         return model
-    for p in active:
+    for p in params:
         if p.model_modifier is None:
             raise ValueError(
                 f"parameter {p.name!r} has no model_modifier; use apply_param_modifiers"
@@ -151,6 +140,19 @@ def apply_param_model_modifiers(
     if model.nbody > 1:
         model.stat.meanmass = float(model.body_mass[1:].mean())
     return model
+
+
+def apply_param_model_modifiers(
+    params: ParameterDict, base: mujoco.MjModel, data: mujoco.MjData | None = None
+) -> mujoco.MjModel:
+    """Fast path: a copy of the compiled ``base`` with every active parameter written in.
+
+    Equals a recompile of the modified spec (see :func:`write_model_params`). Every
+    non-frozen parameter with a ``modifier`` must have a ``model_modifier``
+    (:func:`supports_model_edits`).
+    """
+    active = [p for p in params.non_frozen() if p.modifier is not None]
+    return write_model_params(base.__copy__(), active, data)
 
 
 # -- actuator gains ---------------------------------------------------------------------------

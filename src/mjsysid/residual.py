@@ -38,14 +38,14 @@ import numpy.typing as npt
 
 from mjsysid._errors import must_be
 from mjsysid.model_modifier import (
-    apply_param_model_modifiers,
     apply_param_modifiers,
     compile_spec,
     run_modifiers,
     supports_model_edits,
+    write_model_params,
 )
 from mjsysid.model_sequences import ModelSequences
-from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.parameter import ParameterDict
 from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
 from mjsysid.signal_modifier import column_rms, signal_rms
@@ -116,6 +116,15 @@ class _Sequence:
     @property
     def nstep(self) -> int:
         return self.grid.size
+
+
+@dataclass
+class _Slot:
+    """A reusable candidate model and the free-parameter vector it currently holds."""
+
+    model: mujoco.MjModel
+    x: np.ndarray | None = None
+    key: object = None
 
 
 @dataclass
@@ -207,6 +216,7 @@ class ResidualFunction:
         self.stats = ResidualStats()
         self.last_divergence: list[str] = []
         self._work: ParameterDict | None = None
+        self._pool: list[list[_Slot]] = [[] for _ in self.models_sequences]
         self._work_key: tuple[object, ...] | None = None
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
@@ -410,18 +420,14 @@ class ResidualFunction:
         return out
 
     def _build_model(
-        self,
-        params: ParameterDict,
-        mi: int,
-        reference: dict[int, mujoco.MjModel],
-        changed: list[Parameter] | None,
+        self, params: ParameterDict, mi: int, slot: int, x: np.ndarray, owner: np.ndarray
     ) -> mujoco.MjModel:
-        """The model of one candidate for ModelSequences ``mi``.
+        """The model of one candidate (the ``slot``-th distinct one of this call) for ``mi``.
 
-        On the compiled-model fast path the first candidate of a call is built from the nominal
-        model and becomes the reference; a candidate that differs from it in at most half of
-        the active parameters (``changed``; a finite-difference column: one) is built from a
-        copy of the reference with only those parameters rewritten, then ``mj_setConst``.
+        On the compiled-model fast path each slot keeps its model between calls, together
+        with the parameter vector it holds; a new candidate rewrites only the parameters whose
+        values differ (a finite-difference column of the next call: usually all, but as
+        in-place writes, which cost less than copying a model), then ``mj_setConst``.
         """
         ms = self.models_sequences[mi]
         if self.build_model is not None:
@@ -431,14 +437,19 @@ class ResidualFunction:
             self.stats.compiles += 1
             return compile_spec(run_modifiers(params, self._work_specs[mi]), params)
         self.stats.model_edits += 1
-        data = self._set_const_data[mi]
-        if mi in reference and changed is not None:
-            active = sum(p.modifier is not None for p in params.non_frozen())
-            if 2 * len(changed) <= active:
-                return apply_param_model_modifiers(params, reference[mi], data, only=changed)
-        model = apply_param_model_modifiers(params, ms.model, data)
-        reference.setdefault(mi, model)
-        return model
+        free = params.non_frozen()
+        pool = self._pool[mi]
+        while len(pool) <= slot:
+            pool.append(_Slot(ms.model.__copy__()))
+        entry = pool[slot]
+        if entry.x is None or entry.key != self._work_key or entry.x.shape != x.shape:
+            changed = [p for p in free if p.modifier is not None]
+        else:
+            differs = np.unique(owner[x != entry.x])
+            changed = [free[i] for i in differs if free[i].modifier is not None]
+        write_model_params(entry.model, changed, self._set_const_data[mi])
+        entry.x, entry.key = x.copy(), self._work_key
+        return entry.model
 
     def _work_params(self, params: ParameterDict) -> ParameterDict:
         """A private copy of ``params`` reused across calls while their structure is the same."""
@@ -524,17 +535,12 @@ class ResidualFunction:
         )
         model_of = model_of.reshape(-1)
         built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
-        reference: dict[int, mujoco.MjModel] = {}
         free = work.non_frozen()
         owner = np.repeat(np.arange(len(free)), [p.size for p in free])  # entry -> parameter
         for n, u in enumerate(model_first):
             work.update_from_vector(X_sim[:, u])
-            changed = None
-            if n:
-                differs = np.unique(owner[X_sim[:, u] != X_sim[:, model_first[0]]])
-                changed = [free[i] for i in differs if free[i].modifier is not None]
             for mi in range(len(self.models_sequences)):
-                built[mi].append(self._build_model(work, mi, reference, changed))
+                built[mi].append(self._build_model(work, mi, n, X_sim[:, u], owner))
         models = [
             [built[mi][model_of[u]] for u in range(n_unique)]
             for mi in range(len(self.models_sequences))
