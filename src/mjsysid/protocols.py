@@ -32,9 +32,11 @@ class ModifierFn(Protocol):
 class ModelModifierFn(Protocol):
     """Optional fast path: writes a parameter's value into a compiled ``MjModel``.
 
-    Called as ``model_modifier(model, param)`` on a private copy of the compiled model. It must
-    have exactly the effect the spec modifier plus a recompile would have (mjsysid calls
-    ``mj_setConst`` afterwards to refresh derived constants).
+    Called as ``model_modifier(model, param)`` on a private compiled model. It must have
+    exactly the effect the spec modifier plus a recompile would have (mjsysid calls
+    ``mj_setConst`` afterwards to refresh derived constants), and it must write every field it
+    can change, whatever the value: the residual function reuses its candidate models and
+    rewrites only the parameters whose values changed.
     """
 
     def __call__(self, model: mujoco.MjModel, param: Parameter, /) -> None: ...
