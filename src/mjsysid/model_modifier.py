@@ -37,13 +37,14 @@ def _check_spec(spec: object, where: str) -> mujoco.MjSpec:
     return spec
 
 
-def _run_modifier(p: Parameter, spec: mujoco.MjSpec) -> None:
-    assert p.modifier is not None
+def _call(p: Parameter, what: str, target: mujoco.MjSpec | mujoco.MjModel) -> None:
+    """Runs ``p.modifier`` or ``p.model_modifier`` on ``target``, naming ``p`` on failure."""
+    fn = getattr(p, what)
     try:
-        p.modifier(spec, p)
+        fn(target, p)
     except Exception as e:  # re-raised with the parameter's name and value
         raise ModifierError(
-            f"the modifier of parameter {p.name!r} failed for value {short_repr(p.value)}: "
+            f"the {what} of parameter {p.name!r} failed for value {short_repr(p.value)}: "
             f"{type(e).__name__}: {e}"
         ) from e
 
@@ -52,7 +53,7 @@ def run_modifiers(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjSpec:
     """Runs the modifiers of all non-frozen parameters on ``spec`` itself (no copy)."""
     for p in params.non_frozen():
         if p.modifier is not None:
-            _run_modifier(p, spec)
+            _call(p, "modifier", spec)
     return spec
 
 
@@ -120,13 +121,7 @@ def write_model_params(
             raise ValueError(
                 f"parameter {p.name!r} has no model_modifier; use apply_param_modifiers"
             )
-        try:
-            p.model_modifier(model, p)
-        except Exception as e:  # re-raised with the parameter's name and value
-            raise ModifierError(
-                f"the model_modifier of parameter {p.name!r} failed for value "
-                f"{short_repr(p.value)}: {type(e).__name__}: {e}"
-            ) from e
+        _call(p, "model_modifier", model)
     data = mujoco.MjData(model) if data is None else data
     mujoco.mj_setConst(model, data)
     data.qpos[:] = model.qpos0

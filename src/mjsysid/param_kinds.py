@@ -162,31 +162,22 @@ def _set_pair_friction_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
     m.pair_friction[i, 0:2] = v[0]
 
 
+def _dof_kind(field: str, spec_attr: str, unit: str) -> Kind:
+    """A joint quantity stored once per dof (``model.<field>``), the same for all its dofs."""
+
+    def read(m: mujoco.MjModel, i: int) -> np.ndarray:
+        return getattr(m, field)[_dofs(m, i)][:1].copy()
+
+    def write(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+        getattr(m, field)[_dofs(m, i)] = v[0]
+
+    return Kind("joint", read, _set0(spec_attr), write, _nonneg, unit)
+
+
 KINDS: dict[str, Kind] = {
-    "joint_damping": Kind(
-        "joint",
-        lambda m, i: m.dof_damping[_dofs(m, i)][:1].copy(),
-        _set0("damping"),
-        lambda m, i, v: m.dof_damping.__setitem__(_dofs(m, i), v[0]),
-        _nonneg,
-        "N·m·s/rad",
-    ),
-    "joint_armature": Kind(
-        "joint",
-        lambda m, i: m.dof_armature[_dofs(m, i)][:1].copy(),
-        _set0("armature"),
-        lambda m, i, v: m.dof_armature.__setitem__(_dofs(m, i), v[0]),
-        _nonneg,
-        "kg·m²",
-    ),
-    "joint_frictionloss": Kind(
-        "joint",
-        lambda m, i: m.dof_frictionloss[_dofs(m, i)][:1].copy(),
-        _set0("frictionloss"),
-        lambda m, i, v: m.dof_frictionloss.__setitem__(_dofs(m, i), v[0]),
-        _nonneg,
-        "N·m",
-    ),
+    "joint_damping": _dof_kind("dof_damping", "damping", "N·m·s/rad"),
+    "joint_armature": _dof_kind("dof_armature", "armature", "kg·m²"),
+    "joint_frictionloss": _dof_kind("dof_frictionloss", "frictionloss", "N·m"),
     "joint_stiffness": Kind(
         "joint",
         lambda m, i: m.jnt_stiffness[i : i + 1].copy(),

@@ -232,7 +232,9 @@ class ResidualFunction:
         self._widths = {n: len(s.meas.columns(n)) for s in self._sequences for n in s.meas.names}
         if hasattr(validate, "validate_signals"):
             validate.validate_signals(self._measured_names, widths=self._widths)
-        self._offsets = np.cumsum([0] + [self._block_size(s) for s in self._sequences])
+        # Block starts in the residual; a custom residual's sizes are known after one call.
+        sizes = [s.meas.data.size if modify_residual is None else 0 for s in self._sequences]
+        self._offsets = np.cumsum([0, *sizes])
 
     # -- construction -----------------------------------------------------------------------
     def _check_names(self) -> None:
@@ -372,11 +374,6 @@ class ResidualFunction:
             and list(sens_cols) == list(range(model.nsensordata)),
             col_labels,
         )
-
-    def _block_size(self, seq: _Sequence) -> int:
-        if self.modify_residual is None:
-            return int(seq.meas.data.size)
-        return -1  # known after the first evaluation
 
     # -- evaluation -------------------------------------------------------------------------
     def _masks(self, params: ParameterDict) -> tuple[np.ndarray, np.ndarray]:

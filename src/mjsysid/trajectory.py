@@ -264,28 +264,17 @@ class BatchRollout:
         sensordata = np.empty((nbatch, nstep, m0.nsensordata))
         x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
         ctrl = np.ascontiguousarray(control, dtype=np.float64)
-        if self._runner is None:
-            mujoco.rollout.rollout(
-                list(models),
-                datas[0],
-                x0,
-                ctrl,
-                skip_checks=True,
-                nstep=nstep,
-                state=raw_state,
-                sensordata=sensordata,
-            )
-        else:
-            self._runner.rollout(
-                list(models),
-                datas,
-                x0,
-                ctrl,
-                skip_checks=True,
-                nstep=nstep,
-                state=raw_state,
-                sensordata=sensordata,
-            )
+        runner = mujoco.rollout.rollout if self._runner is None else self._runner.rollout
+        runner(
+            list(models),
+            datas[0] if self._runner is None else datas,
+            x0,
+            ctrl,
+            skip_checks=True,
+            nstep=nstep,
+            state=raw_state,
+            sensordata=sensordata,
+        )
         dt = np.array([m.opt.timestep for m in models])
         ok = np.ones(len(models), dtype=bool)
         ok[check_clock(raw_state, initial_states[:, 0], dt)] = False
