@@ -355,3 +355,22 @@ def test_reused_candidate_models_stay_exact_across_calls(make_problem):
             X[j % x.size, j] *= 1.01
         np.testing.assert_allclose(fast(X, params), slow(X, params), rtol=0, atol=1e-10)
     assert fast.stats.compiles == 0 and slow.stats.model_edits == 0
+
+
+def test_distinct_columns_matches_numpy_unique():
+    from mjsysid.residual import _distinct_columns
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(4, 5))
+    A = base[:, [0, 1, 0, 2, 3, 1, 4, 4]]
+    first, inverse = _distinct_columns(A)
+    np.testing.assert_array_equal(A[:, first][:, inverse], A)
+    assert first.tolist() == [0, 1, 3, 4, 6]  # order of first appearance
+    ref = np.unique(A.T, axis=0)
+    assert first.size == ref.shape[0]
+    # all distinct: the identity (the residual's copy-free assembly path)
+    first, inverse = _distinct_columns(base)
+    assert first.tolist() == inverse.tolist() == list(range(5))
+    # no rows (no simulation-changing parameters): every column is the same
+    first, inverse = _distinct_columns(np.zeros((0, 3)))
+    assert first.tolist() == [0] and inverse.tolist() == [0, 0, 0]

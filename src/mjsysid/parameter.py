@@ -360,6 +360,18 @@ class ParameterDict:
             p._value = arr[i : i + p.size].copy()
             i += p.size
 
+    def _assign_checked_vector(self, x: np.ndarray, free: list[Parameter]) -> None:
+        """``update_from_vector`` for a ``(size,)`` float vector the caller already validated.
+
+        ``free`` is :meth:`non_frozen`, computed once by the caller (the residual's hot loop
+        writes every candidate this way).
+        """
+        i = 0
+        for p in free:
+            n = p.nominal.size
+            p._value = x[i : i + n].copy()
+            i += n
+
     def get_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` arrays of shape ``(size,)``."""
         ps = self.non_frozen()

@@ -45,7 +45,7 @@ from mjsysid.model_modifier import (
     write_model_params,
 )
 from mjsysid.model_sequences import ModelSequences
-from mjsysid.parameter import ParameterDict
+from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
 from mjsysid.signal_modifier import column_rms, signal_rms
@@ -125,6 +125,45 @@ class _Slot:
     model: mujoco.MjModel
     x: np.ndarray | None = None
     key: object = None
+
+
+@dataclass
+class _Layout:
+    """What one parameter structure implies, computed once per structure.
+
+    Attributes:
+      free: The non-frozen parameters of the private working copy, in vector order.
+      owner: ``(p,)`` index into ``free`` of every vector entry.
+      model_mask: ``(p,)`` entries that change the model. sim_mask: entries that change the
+        simulation (model entries and initial-state entries).
+    """
+
+    free: list[Parameter]
+    owner: np.ndarray
+    model_mask: np.ndarray
+    sim_mask: np.ndarray
+
+
+def _distinct_columns(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct columns of ``A (m, k)`` in order of first appearance.
+
+    Returns:
+      ``(first, inverse)``: ``(u,)`` index of the first column of each distinct value and
+      ``(k,)`` index into ``first`` of every column, so ``A[:, first][:, inverse] == A``.
+      Columns that are all distinct give ``first == inverse == arange(k)``.
+    """
+    seen: dict[bytes, int] = {}
+    first: list[int] = []
+    inverse = np.empty(A.shape[1], dtype=np.intp)
+    cols = np.ascontiguousarray(A.T)
+    for j in range(cols.shape[0]):
+        key = cols[j].tobytes()
+        u = seen.get(key)
+        if u is None:
+            u = seen[key] = len(first)
+            first.append(j)
+        inverse[j] = u
+    return np.asarray(first, dtype=np.intp), inverse
 
 
 @dataclass
@@ -218,6 +257,7 @@ class ResidualFunction:
         self._work: ParameterDict | None = None
         self._pool: list[list[_Slot]] = [[] for _ in self.models_sequences]
         self._work_key: tuple[object, ...] | None = None
+        self._layout: _Layout | None = None
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
@@ -442,8 +482,9 @@ class ResidualFunction:
         if entry.x is None or entry.key != self._work_key or entry.x.shape != x.shape:
             changed = [p for p in free if p.modifier is not None]
         else:
-            differs = np.unique(owner[x != entry.x])
-            changed = [free[i] for i in differs if free[i].modifier is not None]
+            hit = np.zeros(len(free), dtype=bool)
+            hit[owner[x != entry.x]] = True
+            changed = [free[i] for i in np.flatnonzero(hit) if free[i].modifier is not None]
         write_model_params(entry.model, changed, self._set_const_data[mi])
         entry.x, entry.key = x.copy(), self._work_key
         return entry.model
@@ -465,6 +506,14 @@ class ResidualFunction:
         if self._work_key != key:
             self._work = params.copy()
             self._work_key = key
+            free = self._work.non_frozen()
+            model_mask, sim_mask = self._masks(self._work)
+            self._layout = _Layout(
+                free,
+                np.repeat(np.arange(len(free)), [p.size for p in free]),
+                model_mask,
+                sim_mask,
+            )
         assert self._work is not None
         return self._work
 
@@ -513,11 +562,10 @@ class ResidualFunction:
         t_start = _time.perf_counter()
         k = X.shape[1]
         work = self._work_params(params)
-        model_mask, sim_mask = self._masks(work)
-        _, unique_index, inverse = np.unique(
-            X[sim_mask].T, axis=0, return_index=True, return_inverse=True
-        )
-        inverse = inverse.reshape(-1)
+        layout = self._layout
+        assert layout is not None
+        free, owner = layout.free, layout.owner
+        unique_index, inverse = _distinct_columns(X[layout.sim_mask])
         n_unique = unique_index.size
         self.stats.calls += 1
         self.stats.candidates += k
@@ -527,15 +575,10 @@ class ResidualFunction:
         x0s = self._initial_states(work, X_sim)
         # 1. Models, one per distinct model sub-vector and ModelSequences.
         t0 = _time.perf_counter()
-        _, model_first, model_of = np.unique(
-            X_sim[model_mask].T, axis=0, return_index=True, return_inverse=True
-        )
-        model_of = model_of.reshape(-1)
+        model_first, model_of = _distinct_columns(X_sim[layout.model_mask])
         built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
-        free = work.non_frozen()
-        owner = np.repeat(np.arange(len(free)), [p.size for p in free])  # entry -> parameter
         for n, u in enumerate(model_first):
-            work.update_from_vector(X_sim[:, u])
+            work._assign_checked_vector(X_sim[:, u], free)
             for mi in range(len(self.models_sequences)):
                 built[mi].append(self._build_model(work, mi, n, X_sim[:, u], owner))
         models = [
@@ -545,7 +588,7 @@ class ResidualFunction:
         cand_params: list[ParameterDict] = []
         if self.custom_rollout is not None:
             for u in range(n_unique):
-                work.update_from_vector(X_sim[:, u])
+                work._assign_checked_vector(X_sim[:, u], free)
                 cand_params.append(work.copy())
         self.stats.time_build += _time.perf_counter() - t0
         # 2. Rollouts, grouped by (ModelSequences, nstep).
@@ -600,7 +643,7 @@ class ResidualFunction:
             cols: list[np.ndarray] = []
             for j in range(k):
                 u = inverse[j]
-                work.update_from_vector(X[:, j])
+                work._assign_checked_vector(X[:, j], free)
                 pred_ts = TimeSeries._unchecked(seq.grid, P[u], seq.meas.signal_mapping)
                 res, pred_used, meas_used = self.modify_residual(
                     work,
