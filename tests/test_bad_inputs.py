@@ -985,7 +985,7 @@ CASES = [
         "opt-unknown-optimizer",
         lambda c: ms.optimize(c.masses(), c.rf, optimizer="adam"),
         ValueError,
-        r"optimizer must be one of \['mujoco', 'scipy', 'scipy_parallel_fd'\], got "
+        r"optimizer must be one of \['lm', 'mujoco', 'scipy', 'scipy_parallel_fd'\], got "
         r"'adam'",
     ),
     _case(
@@ -999,6 +999,7 @@ CASES = [
         lambda c: ms.optimize(
             ms.ParameterDict([ms.make_parameter("joint_damping", c.model, "j1", max_value=INF)]),
             c.rf,
+            optimizer="mujoco",
         ),
         ValueError,
         r"optimizer 'mujoco' needs finite bounds, got infinite bounds for "

@@ -267,7 +267,7 @@ def test_diverging_trial_step_is_rejected(make_problem):
     assert res.x[0] == pytest.approx(3.0, rel=1e-5)
 
 
-def test_infinite_bounds_need_scipy(arm_problem):
+def test_infinite_bounds_need_lm_or_scipy(arm_problem):
     params = ms.ParameterDict(
         [
             ms.make_parameter(
@@ -277,14 +277,20 @@ def test_infinite_bounds_need_scipy(arm_problem):
     )
     rf = ms.build_residual_fn([arm_problem.sequences])
     with pytest.raises(ValueError, match=r"optimizer 'mujoco' needs finite bounds.*j1_damping"):
-        ms.optimize(params, rf)
-    ms.optimize(params, rf, optimizer="scipy", max_iters=5)
+        ms.optimize(params, rf, optimizer="mujoco")
+    _, ref = ms.optimize(params, rf, optimizer="scipy", max_iters=50)
+    _, res = ms.optimize(params, rf)  # "lm" takes infinite bounds
+    # the masses are off, so the best damping is a compromise (slightly negative: unbounded)
+    assert res.optimizer == "lm" and res.success and res.cost < 0.2 * res.initial_cost
+    assert res.x[0] < 0
+    np.testing.assert_allclose(res.x, ref.x, rtol=1e-4)
+    np.testing.assert_allclose(res.cost, ref.cost, rtol=1e-8)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [
-        ({"optimizer": "adam"}, ValueError, r"optimizer must be one of \['mujoco', 'scipy'"),
+        ({"optimizer": "adam"}, ValueError, r"optimizer must be one of \['lm', 'mujoco', 'scip"),
         ({"max_iters": -1}, ValueError, "max_iters must be a non-negative integer"),
         ({"max_iters": 2.5}, ValueError, "max_iters must be a non-negative integer"),
         ({"mu_factor": 1.0}, ValueError, "mu_factor must be a finite number > 1, got 1.0"),
@@ -373,3 +379,35 @@ def test_keyboard_interrupt_returns_best_so_far(arm_problem, tmp_path):
     assert res.nit == 2
     assert res.cost == pytest.approx(min(seen)) and res.cost < res.initial_cost
     np.testing.assert_allclose(ms.optimize.__globals__["load_checkpoint"](ckpt, params)[0], res.x)
+
+
+def test_lm_backends_agree_and_secant_saves_evaluations(arm_problem):
+    """The default "lm" finds what the "mujoco" backend finds, with fewer evaluations."""
+    rf = ms.build_residual_fn([arm_problem.sequences])
+    params = arm_masses(arm_problem.spec, arm_problem.model)
+    runs = {
+        name: ms.optimize(params, rf, **kw)[1]
+        for name, kw in {
+            "lm": {},
+            "lm_fd": {"secant": False},
+            "lm_batched": {"trial_steps": 3},
+            "mujoco": {"optimizer": "mujoco"},
+        }.items()
+    }
+    for name, res in runs.items():
+        assert res.success, name
+        np.testing.assert_allclose(res.x, [1.3, 0.5], rtol=1e-7, err_msg=name)
+    assert runs["lm"].optimizer == "lm" and runs["lm"].extras["secant_steps"] > 0
+    assert runs["lm_fd"].extras["secant_steps"] == 0
+    assert runs["lm"].nfev < runs["lm_fd"].nfev and runs["lm"].nfev < runs["mujoco"].nfev
+    # the Jacobian handed back is a finite-difference one at the solution, never a secant one
+    r = rf(runs["lm"].x, params)
+    J = ms.fd_jacobian(lambda X: rf(X, params), runs["lm"].x, r, params.get_bounds())
+    np.testing.assert_array_equal(runs["lm"].jac, J)
+
+
+def test_bad_lm_option_fails_before_any_simulation(arm_problem):
+    rf = ms.build_residual_fn([arm_problem.sequences])
+    with pytest.raises(ValueError, match=r"LMOptions.trial_steps must be an integer >= 1, got 0"):
+        ms.optimize(arm_masses(arm_problem.spec, arm_problem.model), rf, trial_steps=0)
+    assert rf.stats.calls == 0

@@ -374,3 +374,16 @@ def test_distinct_columns_matches_numpy_unique():
     # no rows (no simulation-changing parameters): every column is the same
     first, inverse = _distinct_columns(np.zeros((0, 3)))
     assert first.tolist() == [0] and inverse.tolist() == [0, 0, 0]
+
+
+def test_other_parameters_leave_nothing_behind_in_reused_models(arm):
+    """A fit of (masses, damping) then one of the masses alone on the same residual function:
+    the second must see the model's own damping, not the first fit's last value."""
+    rf = ms.build_residual_fn([arm.sequences])
+    both = arm_params(arm.spec, arm.model)
+    masses = ms.ParameterDict([both["link1_mass"].copy(), both["link2_mass"].copy()])
+    X = np.array([[1.3, 1.2], [0.5, 0.6], [5.0, 7.0]])  # huge dampings
+    rf(X, both)
+    got = rf(X[:2], masses)
+    fresh = ms.build_residual_fn([arm.sequences])(X[:2], masses)
+    np.testing.assert_array_equal(got, fresh)

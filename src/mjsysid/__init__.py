@@ -10,6 +10,7 @@ from mjsysid.inertia import (
     body_inertia_param,
     full_inertia_from_model,
 )
+from mjsysid.lm import LMOptions, LMResult, levenberg_marquardt
 from mjsysid.model_modifier import (
     ModifierError,
     apply_dgain,
@@ -64,6 +65,8 @@ __all__ = [
     "CustomRolloutFn",
     "DtStatistics",
     "InertiaType",
+    "LMOptions",
+    "LMResult",
     "ModelModifierFn",
     "ModelSequences",
     "ModifierError",
@@ -95,6 +98,7 @@ __all__ = [
     "fd_jacobian",
     "full_inertia_from_model",
     "initial_state_params",
+    "levenberg_marquardt",
     "load_results",
     "make_parameter",
     "optimize",

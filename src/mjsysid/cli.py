@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--out", help="results folder (default: results/<experiment name>)")
     fit.add_argument(
         "--optimizer",
-        choices=["mujoco", "scipy", "scipy_parallel_fd"],
+        choices=["lm", "mujoco", "scipy", "scipy_parallel_fd"],
         help="override the experiment's optimizer",
     )
     fit.add_argument("--max-iters", type=int, help="override the iteration limit")

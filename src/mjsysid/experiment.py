@@ -14,7 +14,7 @@ Example (paths are relative to the experiment file)::
       - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
       - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
       - {kind: sensor_delay, target: "*_pos", max: 0.05}
-    optimizer: {method: mujoco, max_iters: 100}
+    optimizer: {method: lm, max_iters: 100}
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
 
 Parameter kinds: those of :mod:`mjsysid.param_kinds` plus ``body_mass``, ``body_mass_ipos``
@@ -167,7 +167,7 @@ class Experiment:
     params: ParameterDict
     transform: SignalTransform | None
     residual_options: dict[str, Any] = field(default_factory=dict)
-    optimizer: str = "mujoco"
+    optimizer: str = "lm"
     max_iters: int = 100
     optimizer_options: dict[str, Any] = field(default_factory=dict)
 
@@ -310,9 +310,9 @@ def load_experiment(path: str | Path) -> Experiment:
         residual_options["control_interpolation"] = interp
         res.finish()
     opt = top.child("optimizer")
-    method, max_iters, opt_options = "mujoco", 100, {}
+    method, max_iters, opt_options = "lm", 100, {}
     if opt is not None:
-        method = opt.get("method", str, "mujoco")
+        method = opt.get("method", str, "lm")
         if method not in OPTIMIZERS:
             raise opt.err("method", f"one of {list(OPTIMIZERS)}", method)
         max_iters = opt.get("max_iters", int, 100)

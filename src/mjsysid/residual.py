@@ -480,6 +480,8 @@ class ResidualFunction:
             pool.append(_Slot(ms.model.__copy__()))
         entry = pool[slot]
         if entry.x is None or entry.key != self._work_key or entry.x.shape != x.shape:
+            if entry.x is not None:  # other parameters: start again from the base model, so
+                entry.model = ms.model.__copy__()  # no value of theirs is left behind
             changed = [p for p in free if p.modifier is not None]
         else:
             hit = np.zeros(len(free), dtype=bool)

@@ -1,0 +1,298 @@
+"""Box-constrained Levenberg-Marquardt with secant Jacobian updates in the converging phase.
+
+Minimise ``c(x) = ½‖r(x)‖²`` subject to ``lo ≤ x ≤ hi``. With the Jacobian ``J`` and the
+column scaling ``D = diag(1 / ‖J_:,i‖)`` (computed from every finite-difference Jacobian,
+kept between them), the step in scaled coordinates ``z = D⁻¹x`` solves the box QP
+
+    dz = argmin  gᵀdz + ½ dzᵀ(H + μI)dz   s.t.  lo ≤ x + D·dz ≤ hi,
+    H = (JD)ᵀ(JD),  g = (JD)ᵀr,
+
+(``mujoco.mju_boxQP``). A trial point ``x + D·dz`` is accepted when the cost decreases by at
+least ``-c₁·gᵀdz`` (Armijo, ``c₁ = 10⁻²``); the reduction ratio
+``ρ = (c(x) − c(x + D·dz)) / (−gᵀdz − ½dzᵀH dz)`` then moves ``μ``: divided by
+``mu_factor²`` for ``ρ > 3/4`` (to 0 below ``mu_min``), multiplied by ``mu_factor`` for
+``ρ < 1/4``, as is a rejected trial's.
+
+**Secant phase.** A finite-difference Jacobian costs ``p`` candidate evaluations, a trial
+step one. Once an iteration with a fresh Jacobian shows the Gauss-Newton model to be accurate
+and convergence to be fast (``|ρ − 1| ≤ 1/4`` and the cost falling tenfold or more), the next
+Jacobians are Broyden updates instead,
+
+    J₊ = J + (Δr − J s) sᵀ / (sᵀs),   s = x₊ − x,  Δr = r(x₊) − r(x),
+
+which cost nothing. A secant iteration is kept only while its ``ρ`` stays within ``(1/2, 2)``
+and it gains at least as much, in ``ln(c_old / c_new)`` per candidate evaluation, as a
+finite-difference iteration (``p + 1`` evaluations) would gain now if convergence is quadratic:
+fitting ``ln c₊ = 2 ln c + const`` to the last finite-difference step ``c₀ → c₁``, that gain
+from the current cost ``c`` is ``ln(c₀/c₁) + ln(c₀/c)``. Otherwise, and before any
+convergence test is allowed to end the fit, the Jacobian is recomputed by finite differences.
+So the gradient and step tests always use a finite-difference Jacobian, and far from the
+solution (where the Jacobian changes quickly and a secant step could lead into another basin)
+every iteration uses one.
+
+**Batched trials.** ``trial_steps = m > 1`` evaluates the steps for ``μ, μ·16, …, μ·16^(m−1)``
+in one batched call and keeps the first (smallest ``μ``) acceptable one: on a machine with
+more threads than the rollouts of one candidate need, the extra candidates run in otherwise
+idle threads and save the sequential retries of rejected steps.
+
+Termination: ``"gtol"`` (``‖g_free‖ ≤ gtol``, the scaled gradient over the entries not held
+by an active bound), ``"xtol"`` (``‖Δx‖ < xtol·(xtol + ‖x‖)``), ``"max_iters"``,
+``"no_improvement"`` (``μ`` exceeded ``mu_max`` without an acceptable step) and
+``"factorization_failed"``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import mujoco
+import numpy as np
+
+from mjsysid._errors import must_be
+
+_ARMIJO = 1e-2
+_TAIL_REDUCTION = 0.1  # enter the secant phase after a fresh step that cut the cost 10x ...
+_TAIL_RHO = 0.25  # ... with |rho - 1| below this
+_SECANT_RHO = (0.5, 2.0)  # a secant step outside this range ends the secant phase
+_LADDER = 16.0
+
+
+class BatchResidual(Protocol):
+    """``residual(X)``: ``(p, k)`` candidates -> ``(n, k)`` residuals (NaN where diverged)."""
+
+    def __call__(self, X: np.ndarray, /) -> np.ndarray: ...
+
+
+class JacobianFn(Protocol):
+    """``jacobian(x, r)``: ``(n, p)`` finite-difference Jacobian at ``x`` with ``r = r(x)``."""
+
+    def __call__(self, x: np.ndarray, r: np.ndarray, /) -> np.ndarray: ...
+
+
+class StepCallback(Protocol):
+    """Called after every accepted step with ``(iteration, x, cost)``; may raise to stop."""
+
+    def __call__(self, iteration: int, x: np.ndarray, cost: float, /) -> None: ...
+
+
+@dataclass(frozen=True)
+class LMOptions:
+    """Settings of :func:`levenberg_marquardt`.
+
+    Attributes:
+      max_iters: Accepted steps at most.
+      xtol: Relative step tolerance. gtol: Scaled projected-gradient tolerance.
+      mu_min, mu_max: Smallest non-zero and largest damping (scaled problem: ``H`` has a unit
+        diagonal, so ``μ = 1`` halves the Gauss-Newton step along a well-scaled direction).
+      mu_factor: Growth of ``μ`` after a rejected or poor step (> 1).
+      secant: Use Broyden updates in the converging phase (see the module docstring).
+      trial_steps: Trial steps evaluated per batched call (>= 1).
+      x_scale: Fixed scaling ``D`` (scalar or ``(p,)``, positive) instead of the Jacobian
+        column norms.
+    """
+
+    max_iters: int = 200
+    xtol: float = 1e-8
+    gtol: float = 1e-8
+    mu_min: float = 1e-6
+    mu_max: float = 1e8
+    mu_factor: float = 4.0
+    secant: bool = True
+    trial_steps: int = 1
+    x_scale: float | np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("xtol", "gtol"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+                raise ValueError(must_be(f"LMOptions.{name}", "a finite number >= 0", v))
+        if not (0 < self.mu_min < self.mu_max and math.isfinite(self.mu_max)):
+            raise ValueError(
+                must_be(
+                    "LMOptions.mu_min, mu_max",
+                    "0 < mu_min < mu_max < inf",
+                    (self.mu_min, self.mu_max),
+                )
+            )
+        if not (math.isfinite(self.mu_factor) and self.mu_factor > 1):
+            raise ValueError(must_be("LMOptions.mu_factor", "a finite number > 1", self.mu_factor))
+        for name in ("max_iters", "trial_steps"):
+            v = getattr(self, name)
+            low = 0 if name == "max_iters" else 1
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ValueError(must_be(f"LMOptions.{name}", f"an integer >= {low}", v))
+
+
+@dataclass
+class LMResult:
+    """What :func:`levenberg_marquardt` ended with.
+
+    Attributes:
+      x: ``(p,)`` last accepted point. r: ``(n,)`` residual there. cost: ``½‖r‖²``.
+      status: See the module docstring. nit: Accepted steps.
+      njev: Finite-difference Jacobians computed (the one given at the start excluded).
+      nsecant: Accepted steps taken with a Broyden-updated Jacobian.
+      mu: Damping at the end.
+    """
+
+    x: np.ndarray
+    r: np.ndarray
+    cost: float
+    status: str
+    nit: int
+    njev: int
+    nsecant: int
+    mu: float
+
+
+def _box_step(
+    H: np.ndarray, g: np.ndarray, mu: float, lower: np.ndarray, upper: np.ndarray
+) -> np.ndarray | None:
+    """``argmin gᵀd + ½dᵀ(H + μI)d`` within ``[lower, upper]``, or ``None`` if singular."""
+    p = g.size
+    d = np.zeros((p, 1))
+    scratch = np.zeros((p, p + 7))
+    Hmu = H + mu * np.eye(p)
+    nfree = mujoco.mju_boxQP(
+        d, scratch, None, Hmu, g.reshape(p, 1), lower.reshape(p, 1), upper.reshape(p, 1)
+    )
+    return d.reshape(-1) if nfree >= 0 else None
+
+
+def levenberg_marquardt(
+    residual: BatchResidual,
+    jacobian: JacobianFn,
+    x0: np.ndarray,
+    r0: np.ndarray,
+    J0: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    options: LMOptions | None = None,
+    callback: StepCallback | None = None,
+) -> LMResult:
+    """Minimises ``½‖r(x)‖²`` within ``bounds`` from ``x0`` (see the module docstring).
+
+    Args:
+      residual: Batched residual, ``(p, k) -> (n, k)``.
+      jacobian: Finite-difference Jacobian ``(x, r) -> (n, p)``.
+      x0: ``(p,)`` start, within the bounds. r0: ``(n,)`` finite residual at ``x0``.
+      J0: ``(n, p)`` Jacobian at ``x0``.
+      bounds: ``(lo, hi)``, each ``(p,)``, finite or infinite.
+      options: :class:`LMOptions` (defaults if ``None``).
+      callback: Called after each accepted step; an exception it raises ends the fit.
+
+    Returns:
+      :class:`LMResult`.
+    """
+    opt = options if options is not None else LMOptions()
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
+    x = np.array(x0, dtype=np.float64)
+    r = np.array(r0, dtype=np.float64)
+    J = np.array(J0, dtype=np.float64)
+    p = x.size
+    cost = 0.5 * float(r @ r)
+    fresh, njev, nit, nsecant = True, 0, 0, 0
+    mu = 0.0
+    D = np.ones(p)
+    fresh_gain, fresh_base = 0.0, cost  # ln-cost reduction of the last fresh step, its start
+    spent = p  # evaluations spent on the current step (its Jacobian included)
+    status = "max_iters"
+
+    def refresh() -> None:
+        nonlocal J, fresh, njev, spent
+        J = np.array(jacobian(x, r), dtype=np.float64)
+        fresh, njev, spent = True, njev + 1, p
+
+    while nit < opt.max_iters:
+        if opt.x_scale is not None:
+            D = np.broadcast_to(np.asarray(opt.x_scale, dtype=np.float64), (p,)).copy()
+        elif fresh:
+            D = 1.0 / np.maximum(np.linalg.norm(J, axis=0), 1e-12)
+        Js = J * D
+        H = Js.T @ Js
+        g = Js.T @ r
+        held = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
+        if float(np.linalg.norm(g[~held])) <= opt.gtol:
+            if fresh:
+                status = "gtol"
+                break
+            refresh()
+            continue
+        dlo, dhi = (lo - x) / D, (hi - x) / D
+        # Trial steps for a ladder of damping values (the first one is mu itself).
+        steps: list[np.ndarray] = []
+        mus: list[float] = []
+        m = mu
+        while len(steps) < opt.trial_steps:
+            d = _box_step(H, g, m, dlo, dhi)
+            if d is None:
+                m = max(m * opt.mu_factor, opt.mu_min)
+                if m > opt.mu_max:
+                    break
+                continue
+            steps.append(d)
+            mus.append(m)
+            m = max(m * _LADDER, opt.mu_min)
+        if not steps:
+            status = "factorization_failed"
+            break
+        Z = np.stack(steps, axis=1)
+        X = np.clip(x[:, None] + D[:, None] * Z, lo[:, None], hi[:, None])
+        R = np.asarray(residual(X), dtype=np.float64).reshape(r.size, -1)
+        spent += Z.shape[1]
+        costs = 0.5 * np.einsum("ij,ij->j", R, R)
+        costs[~np.isfinite(costs)] = np.inf
+        slope = g @ Z  # gᵀdz < 0 for a descent step
+        predicted = -(slope + 0.5 * np.einsum("ij,ik,kj->j", Z, H, Z))
+        ok = (costs < cost) & (cost - costs >= -_ARMIJO * slope)
+        if not ok.any():
+            if not fresh:  # the secant model failed: get a true Jacobian first
+                refresh()
+                continue
+            mu = max(mus[-1] * opt.mu_factor, opt.mu_min)
+            if mu > opt.mu_max:
+                status = "no_improvement"
+                break
+            continue
+        k = int(np.flatnonzero(ok)[0])
+        new_cost = float(costs[k])
+        rho = (cost - new_cost) / predicted[k] if predicted[k] > 0 else 0.0
+        eff = math.log(cost / new_cost) / spent if new_cost > 0 else math.inf  # per evaluation
+        mu = mus[k]
+        if rho > 0.75:
+            mu = mu / opt.mu_factor**2 if mu / opt.mu_factor**2 >= opt.mu_min else 0.0
+        elif rho < 0.25:
+            mu = max(mu * opt.mu_factor, opt.mu_min)
+        s = X[:, k] - x
+        r_new = R[:, k].copy()
+        was_fresh = fresh
+        dr = r_new - r
+        old_cost = cost
+        x, r, cost = X[:, k].copy(), r_new, new_cost
+        nit += 1
+        nsecant += 0 if was_fresh else 1
+        spent = 0
+        if callback is not None:
+            callback(nit, x.copy(), cost)
+        if float(np.linalg.norm(s)) < opt.xtol * (opt.xtol + float(np.linalg.norm(x))):
+            if was_fresh:
+                status = "xtol"
+                break
+            refresh()
+            continue
+        if was_fresh:
+            fresh_gain, fresh_base = math.log(old_cost / new_cost), old_cost
+            tail = new_cost <= _TAIL_REDUCTION * old_cost and abs(rho - 1.0) <= _TAIL_RHO
+            keep_secant = opt.secant and tail
+        else:
+            # What a finite-difference step would gain now, if convergence is quadratic
+            # (ln c₊ = 2 ln c + const, fitted to the last one), per evaluation it costs.
+            fresh_eff = (fresh_gain + math.log(fresh_base / old_cost)) / (p + 1)
+            keep_secant = eff >= fresh_eff and _SECANT_RHO[0] < rho < _SECANT_RHO[1]
+        if keep_secant:
+            J = J + np.outer(dr - J @ s, s) / float(s @ s)
+            fresh = False
+        else:
+            refresh()
+    return LMResult(x, r, cost, status, nit, njev, nsecant, mu)

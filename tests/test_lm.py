@@ -1,0 +1,174 @@
+"""The Levenberg-Marquardt engine with secant updates (``mjsysid.lm``), on analytic problems."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize
+
+from mjsysid.lm import LMOptions, levenberg_marquardt
+from mjsysid.optimize import fd_jacobian
+
+T = np.linspace(0.0, 4.0, 60)
+
+
+def model(x: np.ndarray) -> np.ndarray:
+    """``(p, k) -> (60, k)``: a damped oscillation ``a·exp(−b t)·cos(ω t) + c``."""
+    a, b, w, c = (x[i][None, :] for i in range(4))
+    return a * np.exp(-b * T[:, None]) * np.cos(w * T[:, None]) + c
+
+
+TRUTH = np.array([1.5, 0.7, 2.2, 0.3])
+X0 = np.array([1.0, 0.4, 2.0, 0.0])
+
+
+class Problem:
+    """Counts evaluations and records where finite-difference Jacobians were taken."""
+
+    def __init__(self, y: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]) -> None:
+        self.y, self.bounds = y, bounds
+        self.nfev = 0
+        self.batches: list[int] = []
+        self.jac_at: list[np.ndarray] = []
+
+    def residual(self, X: np.ndarray) -> np.ndarray:
+        self.nfev += X.shape[1]
+        self.batches.append(X.shape[1])
+        return model(X) - self.y[:, None]
+
+    def jacobian(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+        self.jac_at.append(x.copy())
+        return fd_jacobian(self.residual, x, r, self.bounds)
+
+    def run(self, x0: np.ndarray = X0, **options: object):
+        r0 = self.residual(x0[:, None])[:, 0]
+        J0 = self.jacobian(x0, r0)
+        self.jac_at.clear()
+        return levenberg_marquardt(
+            self.residual, self.jacobian, x0, r0, J0, self.bounds, LMOptions(**options)
+        )
+
+
+WIDE = (np.full(4, -10.0), np.full(4, 10.0))
+
+
+def _scipy(y: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    res = scipy.optimize.least_squares(
+        lambda x: model(x[:, None])[:, 0] - y, X0, bounds=bounds, xtol=1e-15, ftol=1e-15, gtol=1e-15
+    )
+    return res.x
+
+
+@pytest.mark.parametrize("secant", [True, False])
+def test_recovers_truth_from_exact_data(secant):
+    prob = Problem(model(TRUTH[:, None])[:, 0], WIDE)
+    res = prob.run(secant=secant)
+    assert res.status in ("gtol", "xtol")
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-8)
+    assert res.cost < 1e-16  # limited by the finite-difference Jacobian (gtol 1e-8)
+    assert (res.nsecant > 0) == secant
+
+
+def test_secant_phase_saves_evaluations_and_converges_on_a_fresh_jacobian():
+    y = model(TRUTH[:, None])[:, 0]
+    with_secant, without = Problem(y, WIDE), Problem(y, WIDE)
+    a, b = with_secant.run(secant=True), without.run(secant=False)
+    assert with_secant.nfev < without.nfev
+    assert a.njev < b.njev
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-8)
+    # the convergence test used a finite-difference Jacobian at the final point
+    np.testing.assert_array_equal(with_secant.jac_at[-1], a.x)
+
+
+def test_noisy_data_same_minimum_as_scipy():
+    rng = np.random.default_rng(0)
+    y = model(TRUTH[:, None])[:, 0] + 0.05 * rng.normal(size=T.size)
+    res = Problem(y, WIDE).run()
+    ref = _scipy(y, WIDE)
+    np.testing.assert_allclose(res.x, ref, rtol=1e-6)
+    assert res.cost > 1e-3  # a true least-squares minimum, not a zero residual
+
+
+def test_active_bound_same_solution_as_scipy():
+    y = model(TRUTH[:, None])[:, 0]
+    bounds = (np.array([0.0, 0.0, 0.0, -1.0]), np.array([5.0, 0.5, 5.0, 1.0]))  # b* = 0.7 > 0.5
+    res = Problem(y, bounds).run()
+    ref = _scipy(y, bounds)
+    assert res.x[1] == 0.5
+    np.testing.assert_allclose(res.x, ref, rtol=1e-6, atol=1e-9)
+    assert np.all(res.x >= bounds[0]) and np.all(res.x <= bounds[1])
+
+
+def test_infinite_bounds():
+    y = model(TRUTH[:, None])[:, 0]
+    inf = (np.full(4, -np.inf), np.full(4, np.inf))
+    np.testing.assert_allclose(Problem(y, inf).run().x, TRUTH, rtol=1e-8)
+
+
+def test_batched_trial_steps():
+    y = model(TRUTH[:, None])[:, 0]
+    prob = Problem(y, WIDE)
+    res = prob.run(trial_steps=3)
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-8)
+    assert 3 in prob.batches  # three damping values in one call
+
+
+def test_no_acceptable_step_is_reported():
+    y = model(TRUTH[:, None])[:, 0]
+    prob = Problem(y, WIDE)
+    finite = prob.residual
+
+    def nan_away_from_start(X: np.ndarray) -> np.ndarray:
+        R = finite(X)
+        R[:, np.any(X != X0[:, None], axis=0) & (X.shape[1] == 1)] = np.nan
+        return R
+
+    prob.residual = nan_away_from_start  # type: ignore[method-assign]
+    res = prob.run()
+    assert res.status == "no_improvement" and res.nit == 0
+    np.testing.assert_array_equal(res.x, X0)
+
+
+def test_max_iters_and_callback():
+    y = model(TRUTH[:, None])[:, 0]
+    seen: list[tuple[int, float]] = []
+    prob = Problem(y, WIDE)
+    r0 = prob.residual(X0[:, None])[:, 0]
+    res = levenberg_marquardt(
+        prob.residual,
+        prob.jacobian,
+        X0,
+        r0,
+        prob.jacobian(X0, r0),
+        WIDE,
+        LMOptions(max_iters=2),
+        lambda it, x, cost: seen.append((it, cost)),
+    )
+    assert res.status == "max_iters" and res.nit == 2
+    assert [s[0] for s in seen] == [1, 2] and seen[1][1] == res.cost < seen[0][1]
+
+    class Stop(Exception):
+        pass
+
+    def stop(it: int, x: np.ndarray, cost: float) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        levenberg_marquardt(
+            prob.residual, prob.jacobian, X0, r0, prob.jacobian(X0, r0), WIDE, None, stop
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"xtol": -1.0}, "LMOptions.xtol must be a finite number >= 0, got -1.0"),
+        ({"mu_min": 0.0}, r"LMOptions.mu_min, mu_max must be 0 < mu_min < mu_max < inf"),
+        ({"mu_factor": 1.0}, "LMOptions.mu_factor must be a finite number > 1, got 1.0"),
+        ({"trial_steps": 0}, "LMOptions.trial_steps must be an integer >= 1, got 0"),
+        ({"max_iters": 1.5}, "LMOptions.max_iters must be an integer >= 0, got 1.5"),
+    ],
+)
+def test_bad_options(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LMOptions(**kwargs)
