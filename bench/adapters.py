@@ -123,11 +123,11 @@ def ours_cost(setup: Setup, x: np.ndarray) -> float:
     return 0.5 * float(r @ r)
 
 
-def ours_fit(setup: Setup, max_iters: int, **kw: Any) -> dict[str, Any]:
+def ours_fit(setup: Setup, max_iters: int, optimizer: str = "lm", **kw: Any) -> dict[str, Any]:
     stats0 = dict(vars(setup.residual.stats))
     t0 = time.perf_counter()
     _, res = ms.optimize(
-        setup.params, setup.residual, optimizer="mujoco", max_iters=max_iters, **kw
+        setup.params, setup.residual, optimizer=optimizer, max_iters=max_iters, **kw
     )
     wall = time.perf_counter() - t0
     stats = {k: v - stats0[k] for k, v in vars(setup.residual.stats).items()}

@@ -314,7 +314,7 @@ def run_problem(key: str, args: argparse.Namespace, sink: Any) -> dict[str, Any]
     peer = A.peer_setup(prob, args.threads, args.raw_peer_times) if args.peer else None
     out: dict[str, Any] = {"problem": key, "title": prob.title, "p": prob.nparam, "C": nseq}
     fits: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-        ("mjsysid", lambda: A.ours_fit(ours, args.max_iters))
+        ("mjsysid", lambda: A.ours_fit(ours, args.max_iters, args.optimizer))
     ]
     if peer is not None:
         fits.append(("peer", lambda: A.peer_fit(peer, args.max_iters, nseq)))
@@ -351,7 +351,7 @@ def memory_check(args: argparse.Namespace, sink: Any) -> list[dict[str, Any]]:
 
             def fit(tool: str = tool, s: A.Setup = setup, n: int = iters) -> dict[str, Any]:
                 if tool == "mjsysid":
-                    return A.ours_fit(s, n, xtol=1e-30, gtol=1e-30)
+                    return A.ours_fit(s, n, args.optimizer, xtol=1e-30, gtol=1e-30)
                 return A.peer_fit(s, n, len(prob.sequences), xtol=1e-30, gtol=1e-30)
 
             peak, res = traced_peak_mb(fit)
@@ -500,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the JSON lines here")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--max-iters", type=int, default=100)
+    ap.add_argument(
+        "--optimizer", default="lm", help="mjsysid backend (default: lm, mjsysid's default)"
+    )
     ap.add_argument("--repeats", type=int, default=7, help="Jacobian timing repeats (best of)")
     ap.add_argument(
         "--fit-repeats",
@@ -536,6 +539,7 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "peer": args.peer,
             "max_iters": args.max_iters,
+            "optimizer": args.optimizer,
             "loadavg": os.getloadavg(),
         },
         sink,

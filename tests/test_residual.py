@@ -124,6 +124,31 @@ def test_signal_only_parameters_cost_no_rollout(arm):
     assert not np.allclose(R[:, 0], R[:, 1])
 
 
+def test_last_trial_simulation_reused_by_the_next_jacobian(arm):
+    """A finite-difference Jacobian after a single evaluation of x: the delay column reuses
+    x's simulation (no rollout); the result equals that of a fresh residual function."""
+    params = arm_params(arm.spec, arm.model)
+    params.add(ms.make_parameter("sensor_delay", None, "j*_pos", name="delay", max_value=0.02))
+    transform = ms.SignalTransform().delay("j*_pos", params["delay"])
+    rf = ms.build_residual_fn([arm.sequences], modify_residual=transform.apply)
+    x = np.array([1.2, 0.6, 0.1, 0.005])
+    rf(x, params)
+    X = x[:, None] + np.diag([1e-6, 1e-6, 1e-6, 1e-4])
+    before = rf.stats.simulated_candidates
+    R = rf(X, params)
+    assert rf.stats.simulated_candidates - before == 3  # the three physics columns only
+    fresh = ms.build_residual_fn([arm.sequences], modify_residual=transform.apply)
+    np.testing.assert_array_equal(R, fresh(X, params))
+    # values changed in place by the caller's modify_residual never reach the cache
+    rf(x, params)
+    again = rf(X, params)
+    np.testing.assert_array_equal(again, R)
+    # another parameter structure does not see the cached simulation
+    other = params.copy()
+    other["link1_mass"].frozen = True  # same values, another structure
+    np.testing.assert_array_equal(rf(x[1:], other), fresh(x[1:], other))
+
+
 def test_joint_states_and_multidim_sensors_as_observations(make_problem):
     names = ["j1_qpos", "j2_qvel", "tip_pos", "tip_gyro"]
     p = make_problem(ARM2, truth_arm, n=300, names=names, qpos=[0.2, -0.3])

@@ -133,7 +133,7 @@ def _transform_params():
     return d, t
 
 
-@pytest.mark.parametrize("optimizer", ["mujoco", "scipy", "scipy_parallel_fd"])
+@pytest.mark.parametrize("optimizer", ["lm", "mujoco", "scipy", "scipy_parallel_fd"])
 def test_recover_delay_gain_bias(make_problem, optimizer):
     _, seq = _arm_with_measurement(make_problem, delay=0.012, gain=1.4, bias=0.2)
     params, transform = _transform_params()
@@ -142,9 +142,8 @@ def test_recover_delay_gain_bias(make_problem, optimizer):
     np.testing.assert_allclose(opt["delay"].value, 0.012, atol=2e-4)
     np.testing.assert_allclose(opt["gain"].value, 1.4, rtol=1e-4)
     np.testing.assert_allclose(opt["bias"].value, 0.2, atol=1e-4)
-    assert (
-        rf.stats.simulated_candidates == rf.stats.calls
-    )  # never more than one simulation per call
+    # only signal parameters: one simulation for the whole fit, reused by every later call
+    assert rf.stats.simulated_candidates == 1 < rf.stats.calls
 
 
 def test_transform_without_parameters_matches_default_residual(make_problem):

@@ -144,6 +144,9 @@ class _Layout:
     sim_mask: np.ndarray
 
 
+_SIM_CACHE = 4  # calls with at most this many distinct simulations keep them for the next
+
+
 def _distinct_columns(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct columns of ``A (m, k)`` in order of first appearance.
 
@@ -258,6 +261,8 @@ class ResidualFunction:
         self._pool: list[list[_Slot]] = [[] for _ in self.models_sequences]
         self._work_key: tuple[object, ...] | None = None
         self._layout: _Layout | None = None
+        self._sim_cache: dict[bytes, dict[int, tuple[np.ndarray, ...]]] = {}
+        self._sim_cache_key: tuple[object, ...] | None = None
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
@@ -571,12 +576,20 @@ class ResidualFunction:
         n_unique = unique_index.size
         self.stats.calls += 1
         self.stats.candidates += k
-        self.stats.simulated_candidates += n_unique
         self.last_divergence = []
         X_sim = X[:, unique_index]
-        x0s = self._initial_states(work, X_sim)
+        # Simulations of the last small call (trial steps) are reused: the signal-only columns
+        # of the next finite-difference Jacobian simulate that very point.
+        cacheable = self.build_model is None and self.custom_rollout is None
+        keys = [X_sim[layout.sim_mask, u].tobytes() for u in range(n_unique)]
+        cache = self._sim_cache if cacheable and self._sim_cache_key == self._work_key else {}
+        run = [u for u in range(n_unique) if keys[u] not in cache]
+        X_run = X_sim[:, run]
+        self.stats.simulated_candidates += len(run)
+        x0s = self._initial_states(work, X_run)
         # 1. Models, one per distinct model sub-vector and ModelSequences.
         t0 = _time.perf_counter()
+        # (every candidate gets its model, the cached ones too: modify_residual receives it)
         model_first, model_of = _distinct_columns(X_sim[layout.model_mask])
         built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
         for n, u in enumerate(model_first):
@@ -589,18 +602,28 @@ class ResidualFunction:
         ]
         cand_params: list[ParameterDict] = []
         if self.custom_rollout is not None:
-            for u in range(n_unique):
-                work._assign_checked_vector(X_sim[:, u], free)
+            for u in range(len(run)):
+                work._assign_checked_vector(X_run[:, u], free)
                 cand_params.append(work.copy())
         self.stats.time_build += _time.perf_counter() - t0
         # 2. Rollouts, grouped by (ModelSequences, nstep).
         preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         t0 = _time.perf_counter()
-        for mi in range(len(self.models_sequences)):
-            seqs = [i for i, s in enumerate(self._sequences) if s.ms_index == mi]
-            for nstep in sorted({self._sequences[i].nstep for i in seqs}):
-                group = [i for i in seqs if self._sequences[i].nstep == nstep]
-                self._rollout_group(mi, group, models[mi], cand_params, x0s, preds)
+        if run:
+            for mi in range(len(self.models_sequences)):
+                seqs = [i for i, s in enumerate(self._sequences) if s.ms_index == mi]
+                for nstep in sorted({self._sequences[i].nstep for i in seqs}):
+                    group = [i for i in seqs if self._sequences[i].nstep == nstep]
+                    run_models = [models[mi][u] for u in run]
+                    self._rollout_group(mi, group, run_models, cand_params, x0s, preds)
+        if len(run) < n_unique:
+            preds = self._with_cached(preds, run, keys, cache)
+        if cacheable and n_unique <= _SIM_CACHE:
+            self._sim_cache = {
+                key: {i: tuple(a[u].copy() for a in pr) for i, pr in preds.items()}
+                for u, key in enumerate(keys)
+            }
+            self._sim_cache_key = self._work_key
         self.stats.time_rollout += _time.perf_counter() - t0
         # 3. Residual blocks, sequence by sequence, written into one (k, n) array.
         identity = n_unique == k and bool(np.all(inverse == np.arange(k)))
@@ -696,6 +719,26 @@ class ResidualFunction:
             P[:, 0, seq.state_cols] = x0[:, seq.state_src]
             P[:, 1:, seq.state_cols] = raw_state[:, :-1, seq.state_src]
         return P
+
+    def _with_cached(
+        self,
+        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+        run: list[int],
+        keys: list[bytes],
+        cache: dict[bytes, dict[int, tuple[np.ndarray, ...]]],
+    ) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Per-sequence ``(raw_state, sensordata, ok, x0)`` of every distinct candidate: the
+        simulated ones (``run``, in ``preds``) and copies of the cached others."""
+        at = {u: j for j, u in enumerate(run)}
+        out = {}
+        for i in range(len(self._sequences)):
+            rows = [
+                tuple(a[at[u]] for a in preds[i]) if u in at else cache[key][i]
+                for u, key in enumerate(keys)
+            ]
+            state, sens, ok, x0 = (np.stack([row[f] for row in rows]) for f in range(4))
+            out[i] = (state, sens, ok, x0)
+        return out
 
     def _rollout_group(
         self,
