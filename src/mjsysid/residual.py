@@ -295,6 +295,11 @@ class ResidualFunction:
             if not np.all(np.isfinite(arr)) or np.any(arr < 0):
                 raise ValueError(must_be(f"sensor_weights[{name!r}]", "finite and >= 0", w))
 
+    def clear_cache(self) -> None:
+        """Forgets the simulations kept from the last small call (for timing full calls)."""
+        self._sim_cache = {}
+        self._sim_cache_key = None
+
     def check_params(self, params: ParameterDict) -> None:
         """Checks, before any simulation, that the parameters a SignalTransform reads exist."""
         owner: Any = getattr(self.modify_residual, "__self__", None)
