@@ -172,3 +172,28 @@ def test_max_iters_and_callback():
 def test_bad_options(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LMOptions(**kwargs)
+
+
+def test_linear_problem_exact_zero_residual():
+    """A linear residual with an exact solution: one Gauss-Newton step, then a cost of zero."""
+    A = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])  # exact arithmetic: r ends exactly 0
+    b = A @ np.array([2.0, -1.0])
+
+    def residual(X: np.ndarray) -> np.ndarray:
+        return A @ X - b[:, None]
+
+    def jacobian(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return A.copy()
+
+    x0 = np.zeros(2)
+    res = levenberg_marquardt(
+        residual,
+        jacobian,
+        x0,
+        residual(x0[:, None])[:, 0],
+        A.copy(),
+        (np.full(2, -5.0), np.full(2, 5.0)),
+    )
+    assert res.status == "gtol" and res.nit == 1
+    np.testing.assert_array_equal(res.x, [2.0, -1.0])
+    assert res.cost == 0.0

@@ -282,7 +282,8 @@ def levenberg_marquardt(
             refresh()
             continue
         if was_fresh:
-            fresh_gain, fresh_base = math.log(old_cost / new_cost), old_cost
+            fresh_gain = math.log(old_cost / new_cost) if new_cost > 0 else math.inf
+            fresh_base = old_cost
             tail = new_cost <= _TAIL_REDUCTION * old_cost and abs(rho - 1.0) <= _TAIL_RHO
             keep_secant = opt.secant and tail
         else:
@@ -290,7 +291,7 @@ def levenberg_marquardt(
             # (ln c₊ = 2 ln c + const, fitted to the last one), per evaluation it costs.
             fresh_eff = (fresh_gain + math.log(fresh_base / old_cost)) / (p + 1)
             keep_secant = eff >= fresh_eff and _SECANT_RHO[0] < rho < _SECANT_RHO[1]
-        if keep_secant:
+        if keep_secant and float(s @ s) > 0.0:
             J = J + np.outer(dr - J @ s, s) / float(s @ s)
             fresh = False
         else:
