@@ -261,3 +261,18 @@ def test_model_instead_of_spec(parts):
     _spec, model, _, x0, ctrl, sens = parts
     with pytest.raises(TypeError, match="did you pass a compiled MjModel instead of an MjSpec"):
         ms.ModelSequences("arm", model, "s", x0, ctrl, sens)
+
+
+def test_check_clock_flags_resets_and_non_finite_rollouts():
+    from mjsysid.trajectory import check_clock
+
+    nb, n, dt = 6, 300, 0.002
+    t0 = np.array([0.0, 0.0, 0.0, -0.3, 0.0, 1.0])
+    s = np.random.default_rng(0).normal(size=(nb, n, 5))
+    s[:, :, 0] = t0[:, None] + dt * np.arange(1, n + 1)
+    assert check_clock(s, t0, np.full(nb, dt)).size == 0
+    s[1, 40, 3] = np.nan  # a non-finite state entry
+    s[2, 150:, 0] = dt * np.arange(1, n - 150 + 1)  # reset to time 0 half-way
+    s[3, 150:, 0] = dt * np.arange(1, n - 150 + 1)  # negative start: the reset jumps forward
+    s[4, -1, 0] = np.inf
+    assert check_clock(s, t0, np.full(nb, dt)).tolist() == [1, 2, 3, 4]
