@@ -273,6 +273,6 @@ def test_check_clock_flags_resets_and_non_finite_rollouts():
     assert check_clock(s, t0, np.full(nb, dt)).size == 0
     s[1, 40, 3] = np.nan  # a non-finite state entry
     s[2, 150:, 0] = dt * np.arange(1, n - 150 + 1)  # reset to time 0 half-way
-    s[3, 150:, 0] = dt * np.arange(1, n - 150 + 1)  # negative start: the reset jumps forward
+    s[3, 100:, 0] = dt * np.arange(1, n - 100 + 1)  # negative start: the reset jumps forward
     s[4, -1, 0] = np.inf
     assert check_clock(s, t0, np.full(nb, dt)).tolist() == [1, 2, 3, 4]
