@@ -411,3 +411,20 @@ def test_bad_lm_option_fails_before_any_simulation(arm_problem):
     with pytest.raises(ValueError, match=r"LMOptions.trial_steps must be an integer >= 1, got 0"):
         ms.optimize(arm_masses(arm_problem.spec, arm_problem.model), rf, trial_steps=0)
     assert rf.stats.calls == 0
+
+
+def test_no_evaluation_is_repeated_at_the_end(arm_problem):
+    """The solution's residual comes from the trial step that found it, not a new rollout."""
+    rf = ms.build_residual_fn([arm_problem.sequences])
+    widths: list[int] = []
+
+    def counted(x, params):
+        widths.append(1 if np.ndim(x) == 1 else np.shape(x)[1])
+        return rf(x, params)
+
+    _, res = ms.optimize(arm_masses(arm_problem.spec, arm_problem.model), counted)
+    assert res.status == "gtol" and sum(widths) == res.nfev == rf.stats.candidates
+    assert widths[-1] == res.x.size  # the last call is the Jacobian that confirmed convergence
+    np.testing.assert_array_equal(
+        res.fun, rf(res.x, arm_masses(arm_problem.spec, arm_problem.model))
+    )

@@ -110,32 +110,33 @@ class OptimizeResult:
 
 
 class _Counted:
-    """Wraps the residual: counts candidates, caches the last small batch (trial steps)."""
+    """Wraps the residual: counts candidates and answers a single point from the last
+    small batch (the trial steps) even after a larger call (a Jacobian) came in between."""
 
     _CACHED = 8  # batches up to this many candidates are remembered
 
     def __init__(self, residual_fn: ResidualFn, params: ParameterDict) -> None:
         self.residual_fn, self.params = residual_fn, params
         self.nfev = 0
-        self._X: np.ndarray | None = None
-        self._R: np.ndarray | None = None
+        # the last single evaluation (key 1) and the last batch of 2 to _CACHED (key 2)
+        self._kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
         flat = X.ndim == 1
         X2 = X[:, None] if flat else X
-        if X2.shape[1] == 1 and self._X is not None and self._X.shape[0] == X2.shape[0]:
-            hit = np.flatnonzero(np.all(self._X == X2, axis=0))
-            if hit.size:
-                assert self._R is not None
-                r = self._R[:, hit[:1]]
-                return r[:, 0] if flat else r
+        if X2.shape[1] == 1:
+            for Xk, Rk in self._kept.values():
+                hit = np.flatnonzero(np.all(Xk == X2, axis=0)) if len(Xk) == len(X2) else ()
+                if len(hit):
+                    r = Rk[:, hit[:1]].copy()
+                    return r[:, 0] if flat else r
         r = np.asarray(self.residual_fn(X2, self.params), dtype=np.float64)
         if r.ndim == 1:
             r = r[:, None]
         self.nfev += X2.shape[1]
         if X2.shape[1] <= self._CACHED:
-            self._X, self._R = X2.copy(), r
+            self._kept[min(X2.shape[1], 2)] = (X2.copy(), r.copy())
         return r[:, 0] if flat else r
 
 
