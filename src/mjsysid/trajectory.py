@@ -180,12 +180,17 @@ def check_clock(states: np.ndarray, t0: np.ndarray, dt: np.ndarray) -> np.ndarra
       ``(nbad,)`` indices of bad rollouts.
     """
     nstep = states.shape[1]
-    expected = t0[:, None] + dt[:, None] * np.arange(1, nstep + 1)[None, :]
-    end = np.maximum(np.abs(t0), np.abs(expected[:, -1]))  # the largest |t| of each rollout
-    tol = 1e-9 * np.maximum(1.0, end) + 1e-6 * dt
+    t_end = t0 + dt * nstep
+    tol = 1e-9 * np.maximum(1.0, np.maximum(np.abs(t0), np.abs(t_end))) + 1e-6 * dt
     with np.errstate(over="ignore", invalid="ignore"):
-        expected -= states[:, :, 0]
-        ok = (np.abs(expected).max(axis=1) <= tol) & np.isfinite(states.sum(axis=(1, 2)))
+        ok = np.isfinite(states.sum(axis=(1, 2)))
+        # A reset sets the time to 0, so from t0 >= 0 the clock ends early; only a rollout
+        # that starts at a negative time can come back to the expected end, so check each step.
+        ok &= np.abs(states[:, -1, 0] - t_end) <= tol
+        neg = np.flatnonzero(t0 < 0)
+        if neg.size:
+            expected = t0[neg, None] + dt[neg, None] * np.arange(1, nstep + 1)[None, :]
+            ok[neg] &= (np.abs(states[neg, :, 0] - expected) <= tol[neg, None]).all(axis=1)
     return np.flatnonzero(~ok)
 
 
