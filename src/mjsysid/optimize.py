@@ -342,8 +342,9 @@ def optimize(
         the fit converges fast (convergence is still always confirmed with a
         finite-difference Jacobian); ``False`` computes one every iteration.
       trial_steps: ``"lm"`` backend: damping values tried per batched call (see
-        :mod:`mjsysid.lm`); more than 1 pays off when threads outnumber the rollouts of one
-        candidate (its sequences).
+        :mod:`mjsysid.lm`); more than 1 can pay off when threads outnumber the rollouts of
+        one candidate (its sequences), but it changes the path of the fit (on the benchmark
+        quadruped it led to another local minimum), so the default stays 1.
       x_scale: ``"jac"`` (scale by Jacobian column norms, default), a scalar or ``(p,)`` array.
       allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
         residual at the start; by default that is an error naming the parameter.
