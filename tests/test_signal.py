@@ -431,3 +431,36 @@ def test_fast_apply_reports_errors_like_section8(make_problem):
     rec = ms.TimeSeries(meas.times, flat, meas.signal_mapping)
     with pytest.raises(ValueError, match="SignalTransform: measured signal 'tip_pos' must not"):
         ms.SignalTransform().apply(d, pred, rec, None)
+
+
+def test_batched_transform_equals_one_call_per_candidate(make_problem):
+    """The residual function's batched SignalTransform path against apply() per candidate:
+    two delays, a per-column gain on a 3-D sensor, a gain on the measurement and a bias."""
+    _, seq = _arm_with_measurement(make_problem, delay=0.012, gain=1.4, bias=0.2)
+    spec_model = seq.spec.compile()
+    d = ms.ParameterDict()
+    d.add(ms.body_inertia_param(seq.spec, spec_model, "link1", ms.InertiaType.Mass))
+    d.add(ms.Parameter("delay", 0.0, -0.01, 0.03))
+    d.add(ms.Parameter("delay2", 0.004, -0.01, 0.03))
+    d.add(ms.Parameter("gyro_gain", [1.0, 1.0, 1.0], [0.5] * 3, [2.0] * 3))
+    d.add(ms.Parameter("meas_gain", 1.0, 0.5, 2.0))
+    d.add(ms.Parameter("bias", 0.0, -1.0, 1.0))
+    t = ms.SignalTransform()
+    t.delay("j1_pos", d["delay"]).delay("j2_pos", d["delay2"])
+    t.gain("tip_gyro", d["gyro_gain"]).gain("j*_vel", d["meas_gain"], target="measured")
+    t.bias("*_vel", d["bias"])
+    fast = ms.build_residual_fn([seq], modify_residual=t.apply)
+    slow = ms.build_residual_fn(  # not the bound method: the generic one-call-per-candidate path
+        [seq], modify_residual=lambda *a, **k: t.apply(*a, **k)
+    )
+    x = d.as_vector()
+    rng = np.random.default_rng(5)
+    X = np.clip(
+        x[:, None] + np.diag(rng.uniform(0.001, 0.01, x.size)),
+        *(b[:, None] for b in d.get_bounds()),
+    )
+    X = np.concatenate([x[:, None], X, X[:, 2:3]], axis=1)  # a repeated column too
+    R = fast(X, d)
+    np.testing.assert_array_equal(R, slow(X, d))
+    assert fast.stats.simulated_candidates == 2  # x and its mass column: the rest are signals
+    np.testing.assert_array_equal(fast(x, d), R[:, 0])

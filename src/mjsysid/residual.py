@@ -49,6 +49,7 @@ from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
 from mjsysid.signal_modifier import column_rms, signal_rms
+from mjsysid.signal_transform import SignalTransform
 from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.trajectory import BatchRollout, align_states, state_slices
 
@@ -142,6 +143,16 @@ class _Layout:
     owner: np.ndarray
     model_mask: np.ndarray
     sim_mask: np.ndarray
+
+
+def _bound_signal_transform(fn: object) -> SignalTransform | None:
+    """The transform when ``fn`` is a :class:`SignalTransform`'s own ``apply``."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, SignalTransform) and getattr(fn, "__func__", None) is (
+        SignalTransform.apply
+    ):
+        return owner
+    return None
 
 
 _SIM_CACHE = 4  # calls with at most this many distinct simulations keep them for the next
@@ -668,6 +679,21 @@ class ResidualFunction:
                     details_out.append(
                         self._details(seq, P[0], at_meas[0], seq.meas, block, state0)
                     )
+                continue
+            transform = _bound_signal_transform(self.modify_residual)
+            if transform is not None and not details:  # batched: same values, less per call
+                block = transform.residuals(
+                    work,
+                    lambda j: work._assign_checked_vector(X[:, j], free),
+                    inverse,
+                    P,
+                    seq.grid,
+                    seq.meas.signal_mapping,
+                    seq.meas,
+                    self.sensor_weights,
+                )
+                block[~ok[inverse]] = np.nan
+                blocks_out.append(block.T)
                 continue
             state = align_states(raw_state, x0_seq)
             cols: list[np.ndarray] = []

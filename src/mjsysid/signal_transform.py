@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -382,30 +382,99 @@ class SignalTransform:
         pred = sensordata_predicted
         plan = self._plan(params, pred, sensordata_measured, sensor_weights)
         pdata = pred.data if plan.select is None else pred.data[:, plan.select]
-        # 1. The prediction read at times - d, one interpolation per distinct delay value;
-        #    readers are fetched first, in signal order, so a delay out of range is reported
-        #    as apply_resample_and_delay would.
-        sources = plan.sources
-        ds = [0.0 if pname is None else float(params[pname].value[0]) for pname, _ in sources]
+        out = self._read_delayed(plan, params, pdata)
+        mdata = np.array(plan.mdata, dtype=np.float64) if plan.meas_ops else plan.mdata
+        self._gains_and_biases(plan, params, out, mdata)
+        meas_ts = plan.meas_ts
+        if plan.meas_ops:
+            meas_ts = TimeSeries._unchecked(plan.times, mdata, plan.meas_mapping)
+        residual = np.subtract(mdata, out)
+        residual *= plan.scale
+        assert meas_ts is not None
+        return residual, TimeSeries._unchecked(plan.times, out, plan.pred_mapping_out), meas_ts
+
+    def residuals(
+        self,
+        params: ParameterDict,
+        assign: Callable[[int], None],
+        which: np.ndarray,
+        predictions: np.ndarray,
+        grid: np.ndarray,
+        mapping: Any,
+        sensordata_measured: TimeSeries,
+        sensor_weights: Mapping[str, Any] | None = None,
+    ) -> np.ndarray:
+        """:meth:`apply`'s residuals of ``k`` candidates of one sequence, flattened.
+
+        The batched form the residual function uses: one plan lookup for all candidates, and
+        the interpolation of each distinct (simulation, delay values) pair done once (the
+        columns of a finite-difference Jacobian that change a gain or a bias reuse the read of
+        the reference candidate).
+
+        Args:
+          params: Parameters read for every candidate (after ``assign``).
+          assign: ``assign(j)`` writes candidate ``j``'s values into ``params``.
+          which: ``(k,)`` index of each candidate's simulation in ``predictions``.
+          predictions: ``(u, nstep, D)`` predicted signals on ``grid`` (``(nstep,)`` times),
+            columns as ``mapping`` says.
+          sensordata_measured: The recording. sensor_weights: As for :meth:`apply`.
+
+        Returns:
+          ``(k, m)``: row ``j`` equals ``apply(...)[0].reshape(-1)`` for candidate ``j``.
+        """
+        pred0 = TimeSeries._unchecked(grid, predictions[0], mapping)
+        plan = self._plan(params, pred0, sensordata_measured, sensor_weights)
+        rows, cols = plan.mdata.shape
+        out = np.empty((which.size, rows, cols))
+        reads: dict[tuple[int, tuple[float, ...]], np.ndarray] = {}
+        for j in range(which.size):
+            assign(j)
+            u = int(which[j])
+            key = (u, self._delays_of(plan, params))
+            y = reads.get(key)
+            if y is None:
+                pdata = predictions[u] if plan.select is None else predictions[u][:, plan.select]
+                y = reads[key] = self._read_delayed(plan, params, pdata)
+            pred = out[j]
+            pred[...] = y
+            mdata = np.array(plan.mdata, dtype=np.float64) if plan.meas_ops else plan.mdata
+            self._gains_and_biases(plan, params, pred, mdata)
+            np.subtract(mdata, pred, out=pred)
+            pred *= plan.scale
+        return out.reshape(which.size, rows * cols)
+
+    @staticmethod
+    def _delays_of(plan: _Plan, params: ParameterDict) -> tuple[float, ...]:
+        return tuple(
+            0.0 if pname is None else float(params[pname].value[0]) for pname, _ in plan.sources
+        )
+
+    def _read_delayed(self, plan: _Plan, params: ParameterDict, pdata: np.ndarray) -> np.ndarray:
+        """A new ``(N, D)`` array: the prediction read at the measured times, each signal at
+        its own delay (one interpolation per distinct delay value)."""
+        # Readers are fetched first, in signal order, so a delay out of range is reported as
+        # apply_resample_and_delay would.
+        ds = self._delays_of(plan, params)
         readers = {d: plan.reader(d) for d in ds}
         d_main = ds[plan.main]
         out = plan.read(pdata, readers[d_main])
         reads = {d_main: out}
-        for (_, cols), d in zip(sources, ds, strict=True):
+        for (_, cols), d in zip(plan.sources, ds, strict=True):
             if d != d_main:
                 y = reads.get(d)
                 if y is None:
                     y = reads[d] = plan.read(pdata, readers[d])
                 out[:, cols] = y[:, cols]
-        # 2. Gains, then biases, in declaration order, in place.
-        mdata = plan.mdata
-        meas_ts = plan.meas_ts
-        if plan.meas_ops:
-            mdata = np.array(mdata, dtype=np.float64)
-            meas_ts = TimeSeries._unchecked(plan.times, mdata, plan.meas_mapping)
+        return out
+
+    @staticmethod
+    def _gains_and_biases(
+        plan: _Plan, params: ParameterDict, pred: np.ndarray, mdata: np.ndarray
+    ) -> None:
+        """Gains, then biases, in declaration order, in place on ``pred`` or ``mdata``."""
         for is_gain, pname, all_cols, signals, on_pred in plan.ops:
             v = params[pname].value
-            target = out if on_pred else mdata
+            target = pred if on_pred else mdata
             for name, cols, width in [(None, all_cols, 1)] if v.size == 1 else signals:
                 if v.size not in (1, width):
                     raise ValueError(
@@ -419,11 +488,6 @@ class SignalTransform:
                     target[:, cols] *= v
                 else:
                     target[:, cols] += v
-        # 3. The weighted, normalised difference.
-        residual = np.subtract(mdata, out)
-        residual *= plan.scale
-        assert meas_ts is not None
-        return residual, TimeSeries._unchecked(plan.times, out, plan.pred_mapping_out), meas_ts
 
     # -- plans ------------------------------------------------------------------------------
     def _plan(
