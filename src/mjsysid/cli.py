@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 
 from mjsysid.io import atomic_write_text, read_yaml
+from mjsysid.optimize import OPTIMIZERS
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -250,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--out", help="results folder (default: results/<experiment name>)")
     fit.add_argument(
         "--optimizer",
-        choices=["lm", "mujoco", "scipy", "scipy_parallel_fd"],
+        choices=list(OPTIMIZERS),
         help="override the experiment's optimizer",
     )
     fit.add_argument("--max-iters", type=int, help="override the iteration limit")
