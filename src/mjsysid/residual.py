@@ -14,22 +14,25 @@ depend on the sign convention.
 Evaluation of ``k`` candidates (``x`` of shape ``(p, k)``) is batched:
 
 1. Candidates that differ only in parameters without a model modifier (sensor delay, gain,
-   bias, ...) share one simulation: only distinct *physics* sub-vectors are simulated.
+   bias, ...) share one simulation: only distinct *physics* sub-vectors are simulated, and
+   the simulations of the last small call (a trial step) are kept for the next one (the
+   signal-only columns of the Jacobian that follows).
 2. Each distinct candidate model is built once per ModelSequences: by writing values into a
-   copy of the compiled model (``Parameter.model_modifier`` + ``mj_setConst``) when every
-   active parameter offers that exact fast path, else by running the spec modifiers on a
-   private working spec and compiling it once.
+   pooled model reused between calls (``Parameter.model_modifier`` + ``mj_setConst``, only the
+   parameters whose values changed) when every active parameter offers that exact fast path,
+   else by running the spec modifiers on a private working spec and compiling it once.
 3. All candidates × sequences of one ModelSequences (of equal length) run in one call of a
    persistent multithreaded rollout with reused ``MjData``.
-4. Predictions are gathered and interpolated with precomputed index maps (no per-call
-   interpolator objects), vectorised over candidates.
+4. Predictions are gathered and interpolated with index maps precomputed per sequence
+   (:mod:`mjsysid.alignment`), vectorised over candidates; a :class:`SignalTransform` gets all
+   candidates of a sequence in one call.
 """
 
 from __future__ import annotations
 
 import time as _time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
@@ -37,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid._errors import must_be
+from mjsysid.alignment import PreparedSequence, prepare_sequence
 from mjsysid.model_modifier import (
     apply_param_modifiers,
     compile_spec,
@@ -48,75 +52,9 @@ from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
-from mjsysid.signal_modifier import column_rms, signal_rms
 from mjsysid.signal_transform import SignalTransform
-from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
-from mjsysid.trajectory import BatchRollout, align_states, state_slices
-
-_STATE_TYPES = {
-    SignalType.MjStateQPos: "qpos",
-    SignalType.MjStateQVel: "qvel",
-    SignalType.MjStateAct: "act",
-}
-
-
-def grid_length(t0: float, t1: float, dt: float) -> int:
-    """Number of simulation steps whose instants ``t0 + k·dt`` cover ``[t0, t1]``."""
-    return int(np.ceil((t1 - t0) / dt - 1e-9)) + 1
-
-
-def zoh_indices(sample_times: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Index of the last sample at or before each query time (zero-order hold).
-
-    A tolerance of 1e-9 of the sample spacing absorbs floating-point noise on exact hits.
-    """
-    tol = 1e-9 * (np.median(np.diff(sample_times)) if sample_times.size > 1 else 1.0)
-    idx = np.searchsorted(sample_times, query + tol, side="right") - 1
-    return np.clip(idx, 0, sample_times.size - 1)
-
-
-def linear_weights(
-    t0: float, dt: float, nstep: int, query: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Index ``i`` and weight ``w`` so that ``f(q) ≈ (1-w)·f[i] + w·f[i+1]`` on a uniform grid."""
-    u = (query - t0) / dt
-    i = np.clip(np.floor(u + 1e-9).astype(np.int64), 0, max(nstep - 2, 0))
-    w = u - i
-    if nstep == 1:
-        w = np.zeros_like(w)
-    # A time on a grid instant (the last one in particular) reads that instant exactly.
-    snap = w > 1.0 - 1e-9
-    i[snap] += 1
-    w[snap] = 0.0
-    return i, w
-
-
-@dataclass
-class _Sequence:
-    """Everything precomputed for one recorded sequence."""
-
-    ms_index: int
-    seq_index: int
-    label: str
-    meas: TimeSeries
-    x0: np.ndarray  # (nstate,) with time = t0
-    control: np.ndarray  # (nstep, nu) on the simulation grid
-    grid: np.ndarray  # (nstep,) simulation instants
-    sens_cols: np.ndarray  # measured columns fed by sensordata
-    sens_src: np.ndarray  # their sensordata indices
-    state_cols: np.ndarray  # measured columns fed by the state
-    state_src: np.ndarray  # their state indices
-    interp_i: np.ndarray  # (N,) grid index per measured time
-    interp_w: np.ndarray  # (N,) interpolation weight
-    scale: np.ndarray  # (D,) weight / rms per measured column
-    on_grid: bool  # every measured time is a simulation instant (no interpolation needed)
-    identity_grid: bool  # the measured times are exactly the simulation instants
-    all_sensors: bool  # the measured columns are all model sensors in model order
-    column_labels: list[str] = field(default_factory=list)
-
-    @property
-    def nstep(self) -> int:
-        return self.grid.size
+from mjsysid.timeseries import TimeSeries
+from mjsysid.trajectory import BatchRollout, align_states
 
 
 @dataclass
@@ -278,7 +216,16 @@ class ResidualFunction:
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
         self._sequences = [
-            self._prepare(mi, si)
+            prepare_sequence(
+                self.models_sequences,
+                mi,
+                si,
+                enabled_observations=self.enabled_observations,
+                control_interpolation=self.control_interpolation,
+                sensor_weights=self.sensor_weights,
+                normalize=self.normalize,
+                custom_residual=self.modify_residual is not None,
+            )
             for mi, ms in enumerate(self.models_sequences)
             for si in range(len(ms))
         ]
@@ -316,125 +263,6 @@ class ResidualFunction:
         owner: Any = getattr(self.modify_residual, "__self__", None)
         if hasattr(owner, "validate_signals"):
             owner.validate_signals(self._measured_names, params, self._widths)
-
-    def _prepare(self, mi: int, si: int) -> _Sequence:
-        ms = self.models_sequences[mi]
-        model = ms.model
-        name, x0, ctrl_ts, meas = ms.sequences()[si]
-        label = f"{ms.name}/{name}"
-        if meas.signal_mapping is None:
-            meas = TimeSeries.from_names(meas.times, meas.data, model)
-        if self.enabled_observations is not None:
-            known = {
-                n
-                for m in self.models_sequences
-                for s in m.sensordata  # type: ignore[union-attr]
-                for n in (
-                    s.names
-                    if s.signal_mapping
-                    else [model.sensor(k).name for k in range(model.nsensor)]
-                )
-            }
-            unknown = sorted(set(self.enabled_observations) - known)
-            if unknown:
-                raise KeyError(
-                    f"enabled_observations names {unknown} match no measured signal; measured "
-                    f"signals: {sorted(known)}"
-                )
-            keep = [n for n in self.enabled_observations if n in meas.names]
-            if not keep:
-                raise ValueError(
-                    f"{label}: enabled_observations {self.enabled_observations} "
-                    f"leave no measured signal; it has {meas.names}"
-                )
-            meas = meas.slice_by_name(keep)
-        if meas.times.size < 2:
-            raise ValueError(must_be(f"{label}: sensordata", "at least 2 samples", meas.times.size))
-        dt = float(model.opt.timestep)
-        t0 = float(meas.times[0])
-        nstep = grid_length(t0, float(meas.times[-1]), dt)
-        grid = t0 + dt * np.arange(nstep)
-        if model.nu:
-            assert ctrl_ts is not None
-            cols = ms.control_columns(si)
-            if self.control_interpolation == "zoh":
-                control = ctrl_ts.data[zoh_indices(ctrl_ts.times, grid)][:, cols]
-            else:
-                control = np.stack(
-                    [np.interp(grid, ctrl_ts.times, ctrl_ts.data[:, c]) for c in cols], axis=1
-                )
-        else:
-            control = np.zeros((nstep, 0))
-        x0 = x0.copy()
-        x0[0] = t0
-        slices = state_slices(model)
-        sens_cols: list[int] = []
-        sens_src: list[int] = []
-        state_cols: list[int] = []
-        state_src: list[int] = []
-        col_labels = [""] * meas.data.shape[1]
-        custom = []
-        assert meas.signal_mapping is not None
-        for sig, (stype, cols_) in meas.signal_mapping.items():
-            for j, c in enumerate(cols_):
-                col_labels[c] = sig if len(cols_) == 1 else f"{sig}[{j}]"
-            if stype == SignalType.CustomObs:
-                custom.append(sig)
-                continue
-            src = signal_source_indices(model, sig, stype)
-            if stype == SignalType.MjSensor:
-                sens_cols.extend(cols_)
-                sens_src.extend(src)
-            else:
-                state_cols.extend(cols_)
-                state_src.extend(slices[_STATE_TYPES[stype]].start + np.asarray(src))
-        if custom and self.modify_residual is None:
-            raise ValueError(
-                f"{label}: sensordata signals {custom} are SignalType.CustomObs, which the default "
-                "residual cannot predict; pass modify_residual= to compute them"
-            )
-        interp_i, interp_w = linear_weights(t0, dt, nstep, meas.times)
-        scale = np.ones(meas.data.shape[1])
-        for sig, w in self.sensor_weights.items():
-            if sig in meas.names:
-                cols, arr = meas.columns(sig), np.asarray(w, dtype=np.float64)
-                if arr.size not in (1, cols.size):
-                    raise ValueError(
-                        must_be(
-                            f"sensor_weights[{sig!r}]",
-                            f"a scalar or {cols.size} values (one per column)",
-                            w,
-                        )
-                    )
-                scale[cols] *= arr
-        if self.normalize:
-            rms = column_rms if self.normalize == "column" else signal_rms
-            scale = scale / rms(meas, label)
-        return _Sequence(
-            mi,
-            si,
-            label,
-            meas,
-            x0,
-            np.ascontiguousarray(control, dtype=np.float64),
-            grid,
-            np.asarray(sens_cols, dtype=np.int64),
-            np.asarray(sens_src, dtype=np.int64),
-            np.asarray(state_cols, dtype=np.int64),
-            np.asarray(state_src, dtype=np.int64),
-            interp_i,
-            interp_w,
-            scale,
-            bool(np.all(np.abs(interp_w) < 1e-9)),
-            bool(np.all(np.abs(interp_w) < 1e-9))
-            and interp_i.size == nstep
-            and bool(np.all(interp_i == np.arange(nstep))),
-            not state_cols
-            and len(sens_src) == model.nsensordata
-            and list(sens_src) == list(range(model.nsensordata))
-            and list(sens_cols) == list(range(model.nsensordata)),
-            col_labels,
-        )
 
     # -- evaluation -------------------------------------------------------------------------
     def _masks(self, params: ParameterDict) -> tuple[np.ndarray, np.ndarray]:
@@ -739,7 +567,7 @@ class ResidualFunction:
 
     @staticmethod
     def _gather(
-        seq: _Sequence, raw_state: np.ndarray, sensordata: np.ndarray, x0: np.ndarray
+        seq: PreparedSequence, raw_state: np.ndarray, sensordata: np.ndarray, x0: np.ndarray
     ) -> np.ndarray:
         """Predicted measured columns on the simulation grid, ``(n_unique, nstep, D)``."""
         if seq.all_sensors:
@@ -813,7 +641,7 @@ class ResidualFunction:
 
     def _details(
         self,
-        seq: _Sequence,
+        seq: PreparedSequence,
         P: np.ndarray,
         at_meas: np.ndarray | None,
         meas_used: TimeSeries,
