@@ -75,12 +75,14 @@ class _Layout:
       owner: ``(p,)`` index into ``free`` of every vector entry.
       model_mask: ``(p,)`` entries that change the model. sim_mask: entries that change the
         simulation (model entries and initial-state entries).
+      model_edits: Every active modifier has an exact compiled-model fast path.
     """
 
     free: list[Parameter]
     owner: np.ndarray
     model_mask: np.ndarray
     sim_mask: np.ndarray
+    model_edits: bool
 
 
 def _bound_signal_transform(fn: object) -> SignalTransform | None:
@@ -306,7 +308,7 @@ class ResidualFunction:
         return out
 
     def _build_model(
-        self, params: ParameterDict, mi: int, slot: int, x: np.ndarray, owner: np.ndarray
+        self, params: ParameterDict, mi: int, slot: int, x: np.ndarray, layout: _Layout
     ) -> mujoco.MjModel:
         """The model of one candidate (the ``slot``-th distinct one of this call) for ``mi``.
 
@@ -319,11 +321,11 @@ class ResidualFunction:
         if self.build_model is not None:
             self.stats.compiles += 1
             return self.build_model(params, self._work_specs[mi])
-        if not (self.fast_model_edits and supports_model_edits(params)):
+        if not (self.fast_model_edits and layout.model_edits):
             self.stats.compiles += 1
             return compile_spec(run_modifiers(params, self._work_specs[mi]), params)
         self.stats.model_edits += 1
-        free = params.non_frozen()
+        free = layout.free
         pool = self._pool[mi]
         while len(pool) <= slot:
             pool.append(_Slot(ms.model.__copy__()))
@@ -334,7 +336,7 @@ class ResidualFunction:
             changed = [p for p in free if p.modifier is not None]
         else:
             hit = np.zeros(len(free), dtype=bool)
-            hit[owner[x != entry.x]] = True
+            hit[layout.owner[x != entry.x]] = True
             changed = [free[i] for i in np.flatnonzero(hit) if free[i].modifier is not None]
         write_model_params(entry.model, changed, self._set_const_data[mi])
         entry.x, entry.key = x.copy(), self._work_key
@@ -364,6 +366,7 @@ class ResidualFunction:
                 np.repeat(np.arange(len(free)), [p.size for p in free]),
                 model_mask,
                 sim_mask,
+                supports_model_edits(self._work),
             )
         assert self._work is not None
         return self._work
@@ -415,7 +418,7 @@ class ResidualFunction:
         work = self._work_params(params)
         layout = self._layout
         assert layout is not None
-        free, owner = layout.free, layout.owner
+        free = layout.free
         unique_index, inverse = _distinct_columns(X[layout.sim_mask])
         n_unique = unique_index.size
         self.stats.calls += 1
@@ -439,7 +442,7 @@ class ResidualFunction:
         for n, u in enumerate(model_first):
             work._assign_checked_vector(X_sim[:, u], free)
             for mi in range(len(self.models_sequences)):
-                built[mi].append(self._build_model(work, mi, n, X_sim[:, u], owner))
+                built[mi].append(self._build_model(work, mi, n, X_sim[:, u], layout))
         models = [
             [built[mi][model_of[u]] for u in range(n_unique)]
             for mi in range(len(self.models_sequences))
