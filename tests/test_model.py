@@ -276,3 +276,5 @@ def test_check_clock_flags_resets_and_non_finite_rollouts():
     s[3, 100:, 0] = dt * np.arange(1, n - 100 + 1)  # negative start: the reset jumps forward
     s[4, -1, 0] = np.inf
     assert check_clock(s, t0, np.full(nb, dt)).tolist() == [1, 2, 3, 4]
+    # without the scan (MuJoCo's automatic reset on) only the clock is read
+    assert check_clock(s, t0, np.full(nb, dt), scan=False).tolist() == [2, 3, 4]

@@ -224,8 +224,16 @@ def test_bad_x(arm):
         rf(np.array([1.0, np.nan, 0.1]), params)
 
 
-def test_diverging_candidate_gives_nan_column(make_problem):
-    p = make_problem(SERVO, None, n=300)
+@pytest.mark.parametrize("autoreset", [True, False])
+def test_diverging_candidate_gives_nan_column(make_problem, autoreset):
+    """MuJoCo resets a diverging simulation (caught by the clock) or, with its automatic
+    reset disabled, lets NaN into the state (caught by the finiteness scan)."""
+    xml = (
+        SERVO
+        if autoreset
+        else SERVO.replace("<option ", '<option><flag autoreset="disable"/></option><option ')
+    )
+    p = make_problem(xml, None, n=300)
     params = ms.ParameterDict(
         [ms.make_parameter("actuator_kp", p.model, "servo", min_value=0.1, max_value=1e14)]
     )

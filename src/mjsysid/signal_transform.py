@@ -19,8 +19,8 @@ series, prediction grid, delay bounds, sensor weights) and cached on the transfo
 :data:`_MAX_PLANS` plans). A call then costs one interpolation per distinct delay value, the
 gains and biases in place and one weighted difference. :meth:`SignalTransform.residuals` does
 the same for all candidates of a sequence at once (what the residual function calls): one plan
-lookup, one interpolation per distinct (simulation, delays) pair. The results are those of the section-8
-functions (:mod:`mjsysid.signal_modifier`) applied one by one, to the last bit.
+lookup, one interpolation per distinct (simulation, delays) pair. The results are those of
+the section-8 functions (:mod:`mjsysid.signal_modifier`) applied one by one, to the last bit.
 """
 
 from __future__ import annotations

@@ -165,7 +165,9 @@ def default_nthread() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def check_clock(states: np.ndarray, t0: np.ndarray, dt: np.ndarray) -> np.ndarray:
+def check_clock(
+    states: np.ndarray, t0: np.ndarray, dt: np.ndarray, scan: bool = True
+) -> np.ndarray:
     """Indices of rollouts whose clock did not advance by ``dt`` per step, or that are not finite.
 
     A reset (MuJoCo's response to an unstable state) shows in the clock; a non-finite entry
@@ -175,6 +177,9 @@ def check_clock(states: np.ndarray, t0: np.ndarray, dt: np.ndarray) -> np.ndarra
       states: ``(nbatch, nstep, nstate)`` rollout output (state after each step; column 0 is
         the time).
       t0: ``(nbatch,)`` start times. dt: ``(nbatch,)`` timesteps.
+      scan: Look for non-finite entries. Without it only the clock is checked, which is
+        enough when MuJoCo's automatic reset is on: a non-finite position, velocity or
+        acceleration then resets the simulation instead of entering the state.
 
     Returns:
       ``(nbad,)`` indices of bad rollouts.
@@ -183,7 +188,7 @@ def check_clock(states: np.ndarray, t0: np.ndarray, dt: np.ndarray) -> np.ndarra
     t_end = t0 + dt * nstep
     tol = 1e-9 * np.maximum(1.0, np.maximum(np.abs(t0), np.abs(t_end))) + 1e-6 * dt
     with np.errstate(over="ignore", invalid="ignore"):
-        ok = np.isfinite(states.sum(axis=(1, 2)))
+        ok = np.isfinite(states.sum(axis=(1, 2))) if scan else np.ones(len(states), dtype=bool)
         # A reset sets the time to 0, so from t0 >= 0 the clock ends early; only a rollout
         # that starts at a negative time can come back to the expected end, so check each step.
         ok &= np.abs(states[:, -1, 0] - t_end) <= tol
@@ -284,10 +289,13 @@ class BatchRollout:
             state=raw_state,
             sensordata=sensordata,
         )
-        steps = {id(m): m.opt.timestep for m in models}  # models repeat across sequences
-        dt = np.array([steps[id(m)] for m in models])
+        opts = {id(m): m.opt for m in models}  # models repeat across sequences
+        dt = np.array([opts[id(m)].timestep for m in models])
+        autoreset = all(
+            not o.disableflags & mujoco.mjtDisableBit.mjDSBL_AUTORESET for o in opts.values()
+        )
         ok = np.ones(len(models), dtype=bool)
-        ok[check_clock(raw_state, initial_states[:, 0], dt)] = False
+        ok[check_clock(raw_state, initial_states[:, 0], dt, scan=not autoreset)] = False
         with np.errstate(over="ignore", invalid="ignore"):
             ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
         if not align:
