@@ -76,6 +76,7 @@ class _Layout:
       model_mask: ``(p,)`` entries that change the model. sim_mask: entries that change the
         simulation (model entries and initial-state entries).
       model_edits: Every active modifier has an exact compiled-model fast path.
+      overrides: Per sequence, ``(state index, x index)`` of its initial-state parameters.
     """
 
     free: list[Parameter]
@@ -83,6 +84,7 @@ class _Layout:
     model_mask: np.ndarray
     sim_mask: np.ndarray
     model_edits: bool
+    overrides: list[list[tuple[int, int]]]
 
 
 def _bound_signal_transform(fn: object) -> SignalTransform | None:
@@ -95,6 +97,7 @@ def _bound_signal_transform(fn: object) -> SignalTransform | None:
     return None
 
 
+_CONTROL_BATCHES = 8  # stacked control batches kept (by sequences and width)
 _SIM_CACHE = 4  # calls with at most this many distinct simulations keep them for the next
 
 
@@ -214,6 +217,7 @@ class ResidualFunction:
         self._layout: _Layout | None = None
         self._sim_cache: dict[bytes, dict[int, tuple[np.ndarray, ...]]] = {}
         self._sim_cache_key: tuple[object, ...] | None = None
+        self._controls: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
@@ -284,17 +288,17 @@ class ResidualFunction:
         init = np.concatenate([np.full(p.size, p.meta.get("kind") in INITIAL_KINDS) for p in ps])
         return model, model | init
 
-    def _initial_states(self, params: ParameterDict, X: np.ndarray) -> list[np.ndarray]:
-        """``(k, nstate)`` initial states of every sequence for the columns of ``X``."""
-        out = []
-        labels = set()
-        for seq in self._sequences:
-            model = self.models_sequences[seq.ms_index].model
-            x0 = np.repeat(seq.x0[None], X.shape[1], axis=0)
-            for adr, row in initial_state_overrides(params, model, seq.label):
-                x0[:, adr] = X[row]
-            labels.add(seq.label)
-            out.append(x0)
+    def _initial_overrides(self, params: ParameterDict) -> list[list[tuple[int, int]]]:
+        """Per sequence, ``(state index, x index)`` of each initial-state parameter of it.
+
+        Raises:
+          KeyError: An initial-state parameter names no recorded sequence.
+        """
+        out = [
+            initial_state_overrides(params, self.models_sequences[seq.ms_index].model, seq.label)
+            for seq in self._sequences
+        ]
+        labels = {seq.label for seq in self._sequences}
         unknown = [
             p.name
             for p in params.non_frozen()
@@ -305,6 +309,16 @@ class ResidualFunction:
                 f"initial-state parameters {unknown} name no recorded sequence; "
                 f"sequences: {sorted(labels)}"
             )
+        return out
+
+    def _initial_states(self, layout: _Layout, X: np.ndarray) -> list[np.ndarray]:
+        """``(k, nstate)`` initial states of every sequence for the columns of ``X``."""
+        out = []
+        for seq, overrides in zip(self._sequences, layout.overrides, strict=True):
+            x0 = np.repeat(seq.x0[None], X.shape[1], axis=0)
+            for adr, row in overrides:
+                x0[:, adr] = X[row]
+            out.append(x0)
         return out
 
     def _build_model(
@@ -357,17 +371,18 @@ class ResidualFunction:
             for p in params.values()
         )
         if self._work_key != key:
-            self._work = params.copy()
-            self._work_key = key
-            free = self._work.non_frozen()
-            model_mask, sim_mask = self._masks(self._work)
-            self._layout = _Layout(
+            work = params.copy()
+            free = work.non_frozen()
+            model_mask, sim_mask = self._masks(work)
+            layout = _Layout(
                 free,
                 np.repeat(np.arange(len(free)), [p.size for p in free]),
                 model_mask,
                 sim_mask,
-                supports_model_edits(self._work),
+                supports_model_edits(work),
+                self._initial_overrides(work),  # raises before anything is kept
             )
+            self._work, self._work_key, self._layout = work, key, layout
         assert self._work is not None
         return self._work
 
@@ -433,7 +448,7 @@ class ResidualFunction:
         run = [u for u in range(n_unique) if keys[u] not in cache]
         X_run = X_sim[:, run]
         self.stats.simulated_candidates += len(run)
-        x0s = self._initial_states(work, X_run)
+        x0s = self._initial_states(layout, X_run)
         # 1. Models, one per distinct model sub-vector and ModelSequences.
         t0 = _time.perf_counter()
         # (every candidate gets its model, the cached ones too: modify_residual receives it)
@@ -614,14 +629,20 @@ class ResidualFunction:
         n_unique = len(models)
         batch_models = [models[u] for _ in group for u in range(n_unique)]
         x0 = np.concatenate([x0s[i] for i in group])
-        ctrl = np.stack([self._sequences[i].control for i in group for _ in range(n_unique)])
+        ctrl = self._controls.get((tuple(group), n_unique))
+        if ctrl is None:  # controls never change: keep the batch for calls of the same width
+            ctrl = np.stack([self._sequences[i].control for i in group for _ in range(n_unique)])
+            ctrl.flags.writeable = False
+            if len(self._controls) >= _CONTROL_BATCHES:
+                self._controls.pop(next(iter(self._controls)))
+            self._controls[(tuple(group), n_unique)] = ctrl
         self.stats.rollouts += len(batch_models)
         if self.custom_rollout is not None:
             datas = self._runner.datas_for(batch_models[0])
             trajs = self.custom_rollout(
                 batch_models,
                 datas,
-                ctrl,
+                ctrl.copy(),  # the caller's to keep or edit
                 x0,
                 [cand_params[u] for _ in group for u in range(n_unique)],
             )

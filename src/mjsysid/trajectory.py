@@ -165,8 +165,19 @@ def default_nthread() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def clock_end(t0: np.ndarray, dt: np.ndarray, nstep: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(t_end, tol)``: the time each rollout must end at, and the tolerance on it."""
+    t_end = t0 + dt * nstep
+    tol = 1e-9 * np.maximum(1.0, np.maximum(np.abs(t0), np.abs(t_end))) + 1e-6 * dt
+    return t_end, tol
+
+
 def check_clock(
-    states: np.ndarray, t0: np.ndarray, dt: np.ndarray, scan: bool = True
+    states: np.ndarray,
+    t0: np.ndarray,
+    dt: np.ndarray,
+    scan: bool = True,
+    end: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Indices of rollouts whose clock did not advance by ``dt`` per step, or that are not finite.
 
@@ -180,13 +191,13 @@ def check_clock(
       scan: Look for non-finite entries. Without it only the clock is checked, which is
         enough when MuJoCo's automatic reset is on: a non-finite position, velocity or
         acceleration then resets the simulation instead of entering the state.
+      end: :func:`clock_end` computed beforehand (it does not depend on ``states``).
 
     Returns:
       ``(nbad,)`` indices of bad rollouts.
     """
     nstep = states.shape[1]
-    t_end = t0 + dt * nstep
-    tol = 1e-9 * np.maximum(1.0, np.maximum(np.abs(t0), np.abs(t_end))) + 1e-6 * dt
+    t_end, tol = clock_end(t0, dt, nstep) if end is None else end
     with np.errstate(over="ignore", invalid="ignore"):
         ok = np.isfinite(states.sum(axis=(1, 2))) if scan else np.ones(len(states), dtype=bool)
         # A reset sets the time to 0, so from t0 >= 0 the clock ends early; only a rollout
@@ -278,6 +289,15 @@ class BatchRollout:
         sensordata = np.empty((nbatch, nstep, m0.nsensordata))
         x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
         ctrl = np.ascontiguousarray(control, dtype=np.float64)
+        # Read what the checks need now: after the rollout the caches are cold, and every
+        # Python step costs several times more.
+        opts = {id(m): m.opt for m in models}  # models repeat across sequences
+        dt = np.array([opts[id(m)].timestep for m in models])
+        autoreset = all(
+            not o.disableflags & mujoco.mjtDisableBit.mjDSBL_AUTORESET for o in opts.values()
+        )
+        t0 = np.array(initial_states[:, 0], dtype=np.float64)
+        end = clock_end(t0, dt, nstep)
         runner = mujoco.rollout.rollout if self._runner is None else self._runner.rollout
         runner(
             list(models),
@@ -289,13 +309,8 @@ class BatchRollout:
             state=raw_state,
             sensordata=sensordata,
         )
-        opts = {id(m): m.opt for m in models}  # models repeat across sequences
-        dt = np.array([opts[id(m)].timestep for m in models])
-        autoreset = all(
-            not o.disableflags & mujoco.mjtDisableBit.mjDSBL_AUTORESET for o in opts.values()
-        )
         ok = np.ones(len(models), dtype=bool)
-        ok[check_clock(raw_state, initial_states[:, 0], dt, scan=not autoreset)] = False
+        ok[check_clock(raw_state, t0, dt, scan=not autoreset, end=end)] = False
         with np.errstate(over="ignore", invalid="ignore"):
             ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
         if not align:
