@@ -77,6 +77,7 @@ class _Layout:
         simulation (model entries and initial-state entries).
       model_edits: Every active modifier has an exact compiled-model fast path.
       overrides: Per sequence, ``(state index, x index)`` of its initial-state parameters.
+      spans: Rows of ``x`` of each non-frozen parameter, by name.
     """
 
     free: list[Parameter]
@@ -85,6 +86,13 @@ class _Layout:
     sim_mask: np.ndarray
     model_edits: bool
     overrides: list[list[tuple[int, int]]]
+    spans: dict[str, slice]
+
+
+def _spans(sizes: list[int]) -> list[slice]:
+    """Consecutive slices of the given sizes, from 0."""
+    ends = np.cumsum(sizes).tolist()
+    return [slice(e - n, e) for n, e in zip(sizes, ends, strict=True)]
 
 
 def _bound_signal_transform(fn: object) -> SignalTransform | None:
@@ -381,6 +389,7 @@ class ResidualFunction:
                 sim_mask,
                 supports_model_edits(work),
                 self._initial_overrides(work),  # raises before anything is kept
+                dict(zip([p.name for p in free], _spans([p.size for p in free]), strict=True)),
             )
             self._work, self._work_key, self._layout = work, key, layout
         assert self._work is not None
@@ -530,7 +539,11 @@ class ResidualFunction:
             if transform is not None and not details:  # batched: same values, less per call
                 block = transform.residuals(
                     work,
-                    lambda j: work._assign_checked_vector(X[:, j], free),
+                    lambda name: (
+                        X[layout.spans[name]].T
+                        if name in layout.spans
+                        else np.repeat(work[name].value[None], k, axis=0)
+                    ),
                     inverse,
                     P,
                     seq.grid,

@@ -75,7 +75,9 @@ def _index(cols: Sequence[int] | np.ndarray) -> _Index:
     return c
 
 
-_Reader = tuple[_Index, _Index, np.ndarray, np.ndarray] | None
+_Reader = tuple[_Index, _Index | None, np.ndarray | None, np.ndarray | None] | None
+"""``(rows, next rows, w, 1 − w)`` of a linear interpolation; ``(rows, None, None, None)`` when
+every weight is 0 (a plain copy of rows); ``None`` for a one-sample prediction."""
 _MAX_READERS = 16
 """How many delay values a plan keeps the interpolation rows and weights of."""
 _FULL_WIDTH = 1 << 16
@@ -179,7 +181,11 @@ class _Plan:
             rows = slice(int(i[0]), int(i[0]) + n), slice(int(i[0]) + 1, int(i[0]) + n + 1)
         else:
             rows = i, ip1
-        out = (rows[0], rows[1], w, 1.0 - w)
+        out: _Reader
+        if not np.any(w):  # every time on a grid instant: a copy of rows, no arithmetic
+            out = (rows[0], None, None, None)
+        else:
+            out = (rows[0], rows[1], w, 1.0 - w)
         readers[d] = out
         while len(readers) > _MAX_READERS:
             try:
@@ -193,6 +199,8 @@ class _Plan:
         if reader is None:
             return np.repeat(pdata[:1], self.times.size, axis=0)
         i, ip1, w, omw = reader
+        if ip1 is None or w is None or omw is None:
+            return pdata.take(i, axis=0) if isinstance(i, np.ndarray) else pdata[i].copy()
         if isinstance(i, np.ndarray) and isinstance(ip1, np.ndarray):
             a = pdata.take(i, axis=0)
             a *= omw
@@ -203,6 +211,15 @@ class _Plan:
             b = pdata[ip1] * w
         a += b
         return a
+
+
+def _check_width(is_gain: bool, name: str | None, width: int, v: np.ndarray) -> None:
+    if v.size not in (1, width):
+        raise ValueError(
+            must_be(
+                f"{'gain' if is_gain else 'bias'} value for {name!r}", f"1 or {width} entries", v
+            )
+        )
 
 
 class SignalTransform:
@@ -384,7 +401,7 @@ class SignalTransform:
         pred = sensordata_predicted
         plan = self._plan(params, pred, sensordata_measured, sensor_weights)
         pdata = pred.data if plan.select is None else pred.data[:, plan.select]
-        out = self._read_delayed(plan, params, pdata)
+        out = self._read_delayed(plan, pdata, self._delays_of(plan, params))
         mdata = np.array(plan.mdata, dtype=np.float64) if plan.meas_ops else plan.mdata
         self._gains_and_biases(plan, params, out, mdata)
         meas_ts = plan.meas_ts
@@ -398,7 +415,7 @@ class SignalTransform:
     def residuals(
         self,
         params: ParameterDict,
-        assign: Callable[[int], None],
+        values: Callable[[str], np.ndarray],
         which: np.ndarray,
         predictions: np.ndarray,
         grid: np.ndarray,
@@ -408,14 +425,14 @@ class SignalTransform:
     ) -> np.ndarray:
         """:meth:`apply`'s residuals of ``k`` candidates of one sequence, flattened.
 
-        The batched form the residual function uses: one plan lookup for all candidates, and
-        the interpolation of each distinct (simulation, delay values) pair done once (the
-        columns of a finite-difference Jacobian that change a gain or a bias reuse the read of
-        the reference candidate).
+        The batched form the residual function uses: one plan lookup, one interpolation per
+        distinct (simulation, delay values) pair (the columns of a finite-difference Jacobian
+        that change a gain or a bias reuse the read of the reference candidate), and the gains,
+        biases and weighted difference as array operations over all candidates.
 
         Args:
-          params: Parameters read for every candidate (after ``assign``).
-          assign: ``assign(j)`` writes candidate ``j``'s values into ``params``.
+          params: The parameters (their bounds set the delay window, as in :meth:`apply`).
+          values: ``values(name)``: ``(k, size)`` value of parameter ``name`` per candidate.
           which: ``(k,)`` index of each candidate's simulation in ``predictions``.
           predictions: ``(u, nstep, D)`` predicted signals on ``grid`` (``(nstep,)`` times),
             columns as ``mapping`` says.
@@ -424,26 +441,38 @@ class SignalTransform:
         Returns:
           ``(k, m)``: row ``j`` equals ``apply(...)[0].reshape(-1)`` for candidate ``j``.
         """
+        k = which.size
         pred0 = TimeSeries._unchecked(grid, predictions[0], mapping)
         plan = self._plan(params, pred0, sensordata_measured, sensor_weights)
         rows, cols = plan.mdata.shape
-        out = np.empty((which.size, rows, cols))
-        reads: dict[tuple[int, tuple[float, ...]], np.ndarray] = {}
-        for j in range(which.size):
-            assign(j)
+        delays = np.zeros((k, len(plan.sources)))
+        for c, (pname, _) in enumerate(plan.sources):
+            if pname is not None:
+                delays[:, c] = values(pname)[:, 0]
+        out = np.empty((k, rows, cols))
+        reads: dict[tuple[int, bytes], np.ndarray] = {}
+        for j in range(k):
             u = int(which[j])
-            key = (u, self._delays_of(plan, params))
+            key = (u, delays[j].tobytes())
             y = reads.get(key)
             if y is None:
                 pdata = predictions[u] if plan.select is None else predictions[u][:, plan.select]
-                y = reads[key] = self._read_delayed(plan, params, pdata)
-            pred = out[j]
-            pred[...] = y
-            mdata = np.array(plan.mdata, dtype=np.float64) if plan.meas_ops else plan.mdata
-            self._gains_and_biases(plan, params, pred, mdata)
-            np.subtract(mdata, pred, out=pred)
-            pred *= plan.scale
-        return out.reshape(which.size, rows * cols)
+                y = reads[key] = self._read_delayed(plan, pdata, tuple(delays[j].tolist()))
+            out[j] = y
+        mdata = np.repeat(plan.mdata[None], k, axis=0) if plan.meas_ops else plan.mdata[None]
+        for is_gain, pname, all_cols, signals, on_pred in plan.ops:
+            v = values(pname)
+            target = out if on_pred else mdata
+            for name, cols_, width in [(None, all_cols, 1)] if v.shape[1] == 1 else signals:
+                _check_width(is_gain, name, width, v[0])
+                vb = v[:, None, :]  # (k, 1, 1 or width) against (k, rows, columns)
+                if is_gain:
+                    target[:, :, cols_] *= vb
+                else:
+                    target[:, :, cols_] += vb
+        np.subtract(mdata, out, out=out)
+        out *= plan.scale
+        return out.reshape(k, rows * cols)
 
     @staticmethod
     def _delays_of(plan: _Plan, params: ParameterDict) -> tuple[float, ...]:
@@ -451,12 +480,12 @@ class SignalTransform:
             0.0 if pname is None else float(params[pname].value[0]) for pname, _ in plan.sources
         )
 
-    def _read_delayed(self, plan: _Plan, params: ParameterDict, pdata: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _read_delayed(plan: _Plan, pdata: np.ndarray, ds: tuple[float, ...]) -> np.ndarray:
         """A new ``(N, D)`` array: the prediction read at the measured times, each signal at
-        its own delay (one interpolation per distinct delay value)."""
+        its own delay ``ds`` (one per source; one interpolation per distinct value)."""
         # Readers are fetched first, in signal order, so a delay out of range is reported as
         # apply_resample_and_delay would.
-        ds = self._delays_of(plan, params)
         readers = {d: plan.reader(d) for d in ds}
         d_main = ds[plan.main]
         out = plan.read(pdata, readers[d_main])
@@ -478,14 +507,7 @@ class SignalTransform:
             v = params[pname].value
             target = pred if on_pred else mdata
             for name, cols, width in [(None, all_cols, 1)] if v.size == 1 else signals:
-                if v.size not in (1, width):
-                    raise ValueError(
-                        must_be(
-                            f"{'gain' if is_gain else 'bias'} value for {name!r}",
-                            f"1 or {width} entries",
-                            v,
-                        )
-                    )
+                _check_width(is_gain, name, width, v)
                 if is_gain:
                     target[:, cols] *= v
                 else:
