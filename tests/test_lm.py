@@ -223,3 +223,22 @@ def test_same_minimum_as_scipy_property(truth, noise, seed):
     cost0 = 0.5 * float(np.sum((model(x0[:, None])[:, 0] - y) ** 2))
     # gtol = 1e-8 on the scaled gradient: an exact fit ends below ~1e-16, scipy (told 1e-15) lower
     assert res.cost <= ref.cost * (1 + 1e-6) + 1e-14 * cost0
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"x0": np.array([np.nan, 0.4, 2.0, 0.0])}, r"x0 must be a non-empty finite 1-D array"),
+        ({"J0": np.zeros((3, 4))}, r"J0 must be shape \(60, 4\) \(residuals x parameters\), got"),
+        ({"x0": np.array([11.0, 0.4, 2.0, 0.0])}, r"x0 must be within bounds"),
+        ({"bounds": (np.zeros(4),)}, r"bounds must be a pair \(lower, upper\)"),
+    ],
+)
+def test_bad_inputs_are_named(change, match):
+    prob = Problem(model(TRUTH[:, None])[:, 0], WIDE)
+    args = {"x0": X0, "J0": None, "bounds": WIDE}
+    args.update(change)
+    r0 = prob.residual(X0[:, None])[:, 0]
+    J0 = args["J0"] if args["J0"] is not None else prob.jacobian(X0, r0)
+    with pytest.raises(ValueError, match=match):
+        levenberg_marquardt(prob.residual, prob.jacobian, args["x0"], r0, J0, args["bounds"])

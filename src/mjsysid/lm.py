@@ -184,13 +184,26 @@ def levenberg_marquardt(
 
     Returns:
       :class:`LMResult`.
+
+    Raises:
+      ValueError: Inputs of the wrong shape, non-finite, or a start outside the bounds.
     """
     opt = options if options is not None else LMOptions()
-    lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
     x = np.array(x0, dtype=np.float64)
     r = np.array(r0, dtype=np.float64)
     J = np.array(J0, dtype=np.float64)
     p = x.size
+    if x.ndim != 1 or p == 0 or not np.all(np.isfinite(x)):
+        raise ValueError(must_be("x0", "a non-empty finite 1-D array", x))
+    if r.ndim != 1 or not np.all(np.isfinite(r)):
+        raise ValueError(must_be("r0", "a finite 1-D array (the residual at x0)", r))
+    if J.shape != (r.size, p):
+        raise ValueError(must_be("J0", f"shape ({r.size}, {p}) (residuals x parameters)", J.shape))
+    if len(bounds) != 2:
+        raise ValueError(must_be("bounds", "a pair (lower, upper)", bounds))
+    lo, hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (p,)) for b in bounds)
+    if np.any(x < lo) or np.any(x > hi):
+        raise ValueError(must_be("x0", f"within bounds [{lo}, {hi}]", x))
     cost = 0.5 * float(r @ r)
     fresh, njev, nit, nsecant = True, 0, 0, 0
     mu = 0.0
