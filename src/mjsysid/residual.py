@@ -537,7 +537,7 @@ class ResidualFunction:
                 continue
             transform = _bound_signal_transform(self.modify_residual)
             if transform is not None and not details:  # batched: same values, less per call
-                block = transform.residuals(
+                block = transform._residuals(
                     work,
                     lambda name: (
                         X[layout.spans[name]].T
