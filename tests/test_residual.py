@@ -396,16 +396,17 @@ def test_distinct_columns_matches_numpy_unique():
     rng = np.random.default_rng(3)
     base = rng.normal(size=(4, 5))
     A = base[:, [0, 1, 0, 2, 3, 1, 4, 4]]
-    first, inverse = _distinct_columns(A)
+    first, inverse, keys = _distinct_columns(A)
     np.testing.assert_array_equal(A[:, first][:, inverse], A)
+    assert keys == [A[:, j].tobytes() for j in first]
     assert first.tolist() == [0, 1, 3, 4, 6]  # order of first appearance
     ref = np.unique(A.T, axis=0)
     assert first.size == ref.shape[0]
     # all distinct: the identity (the residual's copy-free assembly path)
-    first, inverse = _distinct_columns(base)
+    first, inverse, _ = _distinct_columns(base)
     assert first.tolist() == inverse.tolist() == list(range(5))
     # no rows (no simulation-changing parameters): every column is the same
-    first, inverse = _distinct_columns(np.zeros((0, 3)))
+    first, inverse, _ = _distinct_columns(np.zeros((0, 3)))
     assert first.tolist() == [0] and inverse.tolist() == [0, 0, 0]
 
 

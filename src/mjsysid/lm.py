@@ -217,10 +217,10 @@ def levenberg_marquardt(
         J = np.array(jacobian(x, r), dtype=np.float64)
         fresh, njev, spent = True, njev + 1, p
 
+    if opt.x_scale is not None:
+        D = np.broadcast_to(np.asarray(opt.x_scale, dtype=np.float64), (p,)).copy()
     while nit < opt.max_iters:
-        if opt.x_scale is not None:
-            D = np.broadcast_to(np.asarray(opt.x_scale, dtype=np.float64), (p,)).copy()
-        elif fresh:
+        if fresh and opt.x_scale is None:
             D = 1.0 / np.maximum(np.linalg.norm(J, axis=0), 1e-12)
         Js = J * D
         H = Js.T @ Js

@@ -109,13 +109,14 @@ _CONTROL_BATCHES = 8  # stacked control batches kept (by sequences and width)
 _SIM_CACHE = 4  # calls with at most this many distinct simulations keep them for the next
 
 
-def _distinct_columns(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_columns(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
     """Distinct columns of ``A (m, k)`` in order of first appearance.
 
     Returns:
-      ``(first, inverse)``: ``(u,)`` index of the first column of each distinct value and
-      ``(k,)`` index into ``first`` of every column, so ``A[:, first][:, inverse] == A``.
-      Columns that are all distinct give ``first == inverse == arange(k)``.
+      ``(first, inverse, keys)``: ``(u,)`` index of the first column of each distinct value,
+      ``(k,)`` index into ``first`` of every column, so ``A[:, first][:, inverse] == A``, and
+      the bytes of each distinct column. Columns that are all distinct give
+      ``first == inverse == arange(k)``.
     """
     seen: dict[bytes, int] = {}
     first: list[int] = []
@@ -128,7 +129,7 @@ def _distinct_columns(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             u = seen[key] = len(first)
             first.append(j)
         inverse[j] = u
-    return np.asarray(first, dtype=np.intp), inverse
+    return np.asarray(first, dtype=np.intp), inverse, list(seen)
 
 
 @dataclass
@@ -443,7 +444,7 @@ class ResidualFunction:
         layout = self._layout
         assert layout is not None
         free = layout.free
-        unique_index, inverse = _distinct_columns(X[layout.sim_mask])
+        unique_index, inverse, keys = _distinct_columns(X[layout.sim_mask])
         n_unique = unique_index.size
         self.stats.calls += 1
         self.stats.candidates += k
@@ -452,7 +453,6 @@ class ResidualFunction:
         # Simulations of the last small call (trial steps) are reused: the signal-only columns
         # of the next finite-difference Jacobian simulate that very point.
         cacheable = self.build_model is None and self.custom_rollout is None
-        keys = [X_sim[layout.sim_mask, u].tobytes() for u in range(n_unique)]
         cache = self._sim_cache if cacheable and self._sim_cache_key == self._work_key else {}
         run = [u for u in range(n_unique) if keys[u] not in cache]
         X_run = X_sim[:, run]
@@ -461,7 +461,7 @@ class ResidualFunction:
         # 1. Models, one per distinct model sub-vector and ModelSequences.
         t0 = _time.perf_counter()
         # (every candidate gets its model, the cached ones too: modify_residual receives it)
-        model_first, model_of = _distinct_columns(X_sim[layout.model_mask])
+        model_first, model_of, _ = _distinct_columns(X_sim[layout.model_mask])
         built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
         for n, u in enumerate(model_first):
             work._assign_checked_vector(X_sim[:, u], free)
