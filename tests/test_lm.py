@@ -169,6 +169,7 @@ def test_max_iters_and_callback():
         ({"mu_factor": 1.0}, "LMOptions.mu_factor must be a finite number > 1, got 1.0"),
         ({"trial_steps": 0}, "LMOptions.trial_steps must be an integer >= 1, got 0"),
         ({"max_iters": 1.5}, "LMOptions.max_iters must be an integer >= 0, got 1.5"),
+        ({"secant": "no"}, "LMOptions.secant must be True or False, got 'no'"),
     ],
 )
 def test_bad_options(kwargs, match):

@@ -118,6 +118,8 @@ class LMOptions:
             )
         if not (math.isfinite(self.mu_factor) and self.mu_factor > 1):
             raise ValueError(must_be("LMOptions.mu_factor", "a finite number > 1", self.mu_factor))
+        if not isinstance(self.secant, bool | np.bool_):
+            raise ValueError(must_be("LMOptions.secant", "True or False", self.secant))
         for name in ("max_iters", "trial_steps"):
             v = getattr(self, name)
             low = 0 if name == "max_iters" else 1

@@ -401,7 +401,7 @@ def optimize(
         xtol=float(xtol),
         gtol=float(gtol),
         mu_factor=float(mu_factor),
-        secant=bool(secant),
+        secant=secant,
         trial_steps=trial_steps,
         x_scale=None if isinstance(x_scale, str) else np.asarray(x_scale, dtype=np.float64),
     )
