@@ -530,12 +530,16 @@ def _write_model(
         mass = max(mass, boundmass)
     if boundinertia > 0:
         inertia = np.maximum(inertia, boundinertia)
-    quat = np.asarray(iquat, dtype=np.float64)
-    quat = quat / math.sqrt(float(quat @ quat))
+    q = [float(v) for v in iquat]
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    quat = np.array([v / norm for v in q])
     ipos = np.asarray(ipos, dtype=np.float64)
     model.body_mass[b] = mass
     model.body_inertia[b] = inertia
-    if np.array_equal(model.body_ipos[b], ipos) and np.array_equal(model.body_iquat[b], quat):
+    # (element-wise on lists: np.array_equal costs more than the whole write for 3-4 values)
+    if model.body_ipos[b].tolist() == ipos.tolist() and model.body_iquat[b].tolist() == (
+        quat.tolist()
+    ):
         return  # same inertial frame (always for InertiaType.Mass): frame flags are unchanged
     frame = _sameframe(ipos, quat)
     if model.body_simple[b] and frame != _SAME_BODY:

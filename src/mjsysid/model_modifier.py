@@ -131,9 +131,9 @@ def write_model_params(
     if model.nv:
         full = np.zeros((model.nv, model.nv))
         mujoco.mj_fullM(model, data, full)
-        model.stat.meaninertia = float(np.trace(full) / model.nv)
+        model.stat.meaninertia = float(full.trace()) / model.nv
     if model.nbody > 1:
-        model.stat.meanmass = float(model.body_mass[1:].mean())
+        model.stat.meanmass = float(model.body_mass[1:].sum()) / (model.nbody - 1)
     return model
 
 

@@ -68,10 +68,14 @@ def _param_name(param: Parameter | str, what: str) -> str:
 
 
 def _index(cols: Sequence[int] | np.ndarray) -> _Index:
-    """``cols`` as a slice when they are consecutive and ascending (views, no gathers)."""
+    """``cols`` as a slice when they are ascending with a constant step (views, no gathers)."""
     c = np.asarray(cols, dtype=np.intp).reshape(-1)
-    if c.size and int(c[-1]) - int(c[0]) == c.size - 1 and np.all(np.diff(c) == 1):
-        return slice(int(c[0]), int(c[-1]) + 1)
+    if c.size == 1:
+        return slice(int(c[0]), int(c[0]) + 1)
+    if c.size > 1:
+        step = int(c[1] - c[0])
+        if step > 0 and np.all(np.diff(c) == step):
+            return slice(int(c[0]), int(c[-1]) + 1, step)
     return c
 
 
@@ -195,20 +199,21 @@ class _Plan:
         return out
 
     def read(self, pdata: np.ndarray, reader: _Reader) -> np.ndarray:
-        """A new ``(N, D)`` array: every column of ``pdata`` interpolated by ``reader``."""
+        """A new ``(..., N, D)`` array: every column of ``pdata (..., nstep, D)`` interpolated
+        by ``reader`` (leading axes: candidates read at once)."""
         if reader is None:
-            return np.repeat(pdata[:1], self.times.size, axis=0)
+            return np.repeat(pdata[..., :1, :], self.times.size, axis=-2)
         i, ip1, w, omw = reader
         if ip1 is None or w is None or omw is None:
-            return pdata.take(i, axis=0) if isinstance(i, np.ndarray) else pdata[i].copy()
+            return pdata.take(i, axis=-2) if isinstance(i, np.ndarray) else pdata[..., i, :].copy()
         if isinstance(i, np.ndarray) and isinstance(ip1, np.ndarray):
-            a = pdata.take(i, axis=0)
+            a = pdata.take(i, axis=-2)
             a *= omw
-            b = pdata.take(ip1, axis=0)
+            b = pdata.take(ip1, axis=-2)
             b *= w
         else:  # consecutive rows: views, no gathers
-            a = pdata[i] * omw
-            b = pdata[ip1] * w
+            a = pdata[..., i, :] * omw
+            b = pdata[..., ip1, :] * w
         a += b
         return a
 
@@ -450,26 +455,42 @@ class SignalTransform:
             if pname is not None:
                 delays[:, c] = values(pname)[:, 0]
         out = np.empty((k, rows, cols))
-        reads: dict[tuple[int, bytes], np.ndarray] = {}
+        # One batched read per distinct delay vector, over the distinct simulations it needs.
+        groups: dict[bytes, list[int]] = {}
         for j in range(k):
-            u = int(which[j])
-            key = (u, delays[j].tobytes())
-            y = reads.get(key)
-            if y is None:
-                pdata = predictions[u] if plan.select is None else predictions[u][:, plan.select]
-                y = reads[key] = self._read_delayed(plan, pdata, tuple(delays[j].tolist()))
-            out[j] = y
+            groups.setdefault(delays[j].tobytes(), []).append(j)
+        for js in groups.values():
+            at: dict[int, int] = {}  # simulation -> its row in this group's read
+            inv = [at.setdefault(int(which[j]), len(at)) for j in js]
+            sims = list(at)
+            if sims == list(range(predictions.shape[0])):
+                pdata = predictions
+            elif len(sims) == 1:
+                pdata = predictions[sims[0] : sims[0] + 1]
+            else:
+                pdata = predictions[sims]
+            if plan.select is not None:
+                pdata = pdata[..., plan.select]
+            y = self._read_delayed(plan, pdata, tuple(delays[js[0]].tolist()))
+            if js == inv == list(range(k)):
+                out[...] = y
+            else:
+                out[js] = y[inv]
         mdata = np.repeat(plan.mdata[None], k, axis=0) if plan.meas_ops else plan.mdata[None]
         for is_gain, pname, all_cols, signals, on_pred in plan.ops:
             v = values(pname)
             target = out if on_pred else mdata
+            # Per candidate and column, 1 (gain) or 0 (bias) where the rule does not apply:
+            # one pass over whole rows costs less than one over a few columns of each row,
+            # and x·1 and x + 0 leave every value as it was.
+            vb = np.full((k, 1, cols), 1.0 if is_gain else 0.0)
             for name, cols_, width in [(None, all_cols, 1)] if v.shape[1] == 1 else signals:
                 _check_width(is_gain, name, width, v[0])
-                vb = v[:, None, :]  # (k, 1, 1 or width) against (k, rows, columns)
-                if is_gain:
-                    target[:, :, cols_] *= vb
-                else:
-                    target[:, :, cols_] += vb
+                vb[:, 0, cols_] = v
+            if is_gain:
+                target *= vb
+            else:
+                target += vb
         np.subtract(mdata, out, out=out)
         out *= plan.scale
         return out.reshape(k, rows * cols)
@@ -482,8 +503,9 @@ class SignalTransform:
 
     @staticmethod
     def _read_delayed(plan: _Plan, pdata: np.ndarray, ds: tuple[float, ...]) -> np.ndarray:
-        """A new ``(N, D)`` array: the prediction read at the measured times, each signal at
-        its own delay ``ds`` (one per source; one interpolation per distinct value)."""
+        """A new ``(..., N, D)`` array: the prediction ``(..., nstep, D)`` read at the measured
+        times, each signal at its own delay ``ds`` (one per source; one interpolation per
+        distinct value)."""
         # Readers are fetched first, in signal order, so a delay out of range is reported as
         # apply_resample_and_delay would.
         readers = {d: plan.reader(d) for d in ds}
@@ -495,7 +517,7 @@ class SignalTransform:
                 y = reads.get(d)
                 if y is None:
                     y = reads[d] = plan.read(pdata, readers[d])
-                out[:, cols] = y[:, cols]
+                out[..., cols] = y[..., cols]
         return out
 
     @staticmethod
