@@ -131,6 +131,24 @@ def test_fit_resume_from_checkpoint(tmp_path):
     assert code == 0 and "Converged" in err
 
 
+def test_fit_in_horizon_stages_from_the_file_or_the_command_line(tmp_path):
+    path = _write_exp(tmp_path, optimizer={"method": "lm", "horizons": [0.3, 1.0]})
+    assert load_experiment(path).optimizer_options == {"horizons": (0.3, 1.0)}
+    for name, extra in (("file", []), ("flag", ["--horizons", "0.5", "1"])):
+        code, _, err = run(
+            "fit", str(path), "--out", str(tmp_path / name), "--no-report", "-q", *extra
+        )
+        assert code == 0 and "Converged" in err, err
+        run_yaml = yaml.safe_load((tmp_path / name / "run.yaml").read_text())
+        want = [0.3, 1.0] if name == "file" else [0.5, 1.0]
+        assert run_yaml["optimizer_options"] == {"horizons": want}
+        stages = ms.load_results(tmp_path / name).result.extras.get("stages")
+        assert [s["horizon"] for s in stages] == want
+    assert ms.load_results(tmp_path / "file").opt_params["link1_mass"].value[0] == pytest.approx(
+        1.5, rel=1e-2
+    )
+
+
 def _write_exp(tmp_path: Path, **overrides) -> Path:
     base = bundled_examples()["arm"].parent
     exp = yaml.safe_load((base / "experiment.yaml").read_text())
@@ -166,6 +184,12 @@ def _write_exp(tmp_path: Path, **overrides) -> Path:
         ({"parameters": []}, r"parameters must be a non-empty list"),
         ({"optimizer": {"method": "adam"}}, r"optimizer.method must be one of"),
         ({"optimizer": {"max_iters": "many"}}, r"optimizer.max_iters must be int, got str 'many'"),
+        (
+            {"optimizer": {"horizons": [0.5, 0.3]}},
+            r"optimizer.horizons must be increasing fractions in \(0, 1\], e.g. \[0.3, 1.0\], "
+            r"got list \[0.5, 0.3\]",
+        ),
+        ({"optimizer": {"horizons": [0.3, 2]}}, r"optimizer.horizons must be increasing"),
         ({"sequences": [{"name": "x"}]}, r"sequences\[0\].file is required"),
         (
             {"residual": {"control_interpolation": "cubic"}},

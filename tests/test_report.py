@@ -380,6 +380,17 @@ def test_report_accepts_path_and_overwrites(fit: Fit, tmp_path: Path) -> None:
     assert not list((tmp_path / "report_assets").glob("*.gif"))
 
 
+def test_report_lists_horizon_stages(fit: Fit, tmp_path: Path) -> None:
+    opt, res = ms.optimize(fit.params, fit.rf, horizons=(0.5, 1.0))
+    html = default_report(fit.seq, fit.params, opt, res, fit.rf, tmp_path, videos=False).read_text(
+        encoding="utf-8"
+    )
+    first, last = res.extras["stages"]
+    assert "<th>Horizon stages</th>" in html
+    assert f"50 %: {first['nit']} iterations, {first['nfev']} evaluations" in html
+    assert f"100 %: {last['nit']} iterations" in html
+
+
 def test_report_with_a_signal_transform(fit: Fit, tmp_path: Path) -> None:
     params = fit.params.copy()
     params.add(ms.Parameter("pos_bias", 0.0, -1.0, 1.0))

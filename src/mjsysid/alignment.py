@@ -9,7 +9,7 @@ measured time ``t``, the grid row ``i`` and weight ``w`` with ``ȳ(t) = (1 − w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -84,6 +84,48 @@ class PreparedSequence:
     @property
     def nstep(self) -> int:
         return self.grid.size
+
+
+def sequence_head(seq: PreparedSequence, fraction: float) -> PreparedSequence:
+    """The first ``fraction`` of a prepared sequence: the measured samples up to
+    ``t0 + fraction·(t_last − t0)`` and the simulation grid covering them.
+
+    Everything else is kept, the column scales in particular, so the residual of the head is
+    the leading part of the whole sequence's residual.
+
+    Raises:
+      ValueError: Fewer than 2 measured samples would remain.
+    """
+    times = seq.meas.times
+    t0, t_last = float(times[0]), float(times[-1])
+    t_end = t0 + fraction * (t_last - t0)
+    n = int(np.searchsorted(times, t_end + 1e-9 * max(1.0, abs(t_end)), side="right"))
+    if n < 2:
+        raise ValueError(
+            must_be(
+                f"{seq.label}: the first {fraction:g} of the sequence",
+                "at least 2 measured samples",
+                n,
+                "use a larger horizon fraction",
+            )
+        )
+    if n == times.size:
+        return seq
+    dt = float(seq.grid[1] - seq.grid[0])
+    nstep = min(grid_length(t0, float(times[n - 1]), dt), seq.nstep)
+    meas = TimeSeries._unchecked(times[:n], seq.meas.data[:n], seq.meas.signal_mapping)
+    interp_i, interp_w = seq.interp_i[:n].copy(), seq.interp_w[:n].copy()
+    over = interp_i >= nstep - 1  # a time on the last instant reads it exactly
+    interp_i[over], interp_w[over] = nstep - 1, 0.0
+    return replace(
+        seq,
+        meas=meas,
+        control=seq.control[:nstep],
+        grid=seq.grid[:nstep],
+        interp_i=interp_i,
+        interp_w=interp_w,
+        identity_grid=seq.identity_grid and n == nstep,
+    )
 
 
 def prepare_sequence(

@@ -60,6 +60,9 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     out = Path(args.out) if args.out else Path("results") / exp.name
     optimizer = args.optimizer or exp.optimizer
     max_iters = exp.max_iters if args.max_iters is None else args.max_iters
+    options = dict(exp.optimizer_options)
+    if args.horizons is not None:
+        options["horizons"] = tuple(args.horizons)
     rf = exp.build_residual_fn()
     print(
         f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
@@ -81,7 +84,7 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
             checkpoint=checkpoint,
             resume=args.resume,
             callback=progress,
-            **exp.optimizer_options,
+            **options,
         )
     except KeyboardInterrupt:
         print(
@@ -98,6 +101,9 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
                 "experiment": str(Path(exp.path).resolve()),
                 "optimizer": optimizer,
                 "max_iters": max_iters,
+                "optimizer_options": {
+                    k: list(v) if isinstance(v, tuple) else v for k, v in options.items()
+                },
             },
             sort_keys=False,
         ),
@@ -255,6 +261,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="override the experiment's optimizer",
     )
     fit.add_argument("--max-iters", type=int, help="override the iteration limit")
+    fit.add_argument(
+        "--horizons",
+        type=float,
+        nargs="+",
+        metavar="FRACTION",
+        help="fit in stages on growing parts of every sequence, e.g. --horizons 0.3 1 "
+        "(overrides the experiment's optimizer.horizons)",
+    )
     fit.add_argument(
         "--resume",
         action="store_true",

@@ -14,7 +14,7 @@ Example (paths are relative to the experiment file)::
       - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
       - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
       - {kind: sensor_delay, target: "*_pos", max: 0.05}
-    optimizer: {method: lm, max_iters: 100}
+    optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol, eps, horizons: [0.3, 1.0]
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
 
 Parameter kinds: those of :mod:`mjsysid.param_kinds` plus ``body_mass``, ``body_mass_ipos``
@@ -24,6 +24,7 @@ key path (``parameters[3].max``), what was expected and what was found.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -324,6 +325,12 @@ def load_experiment(path: str | Path) -> Experiment:
                 if not v > 0:
                     raise opt.err(key, "a positive number", v)
                 opt_options[key] = v
+        horizons = _numbers(opt, "horizons")
+        if horizons is not None:
+            hs = horizons.tolist()
+            if not all(0 < h <= 1 for h in hs) or any(b <= a for a, b in itertools.pairwise(hs)):
+                raise opt.err("horizons", "increasing fractions in (0, 1], e.g. [0.3, 1.0]", hs)
+            opt_options["horizons"] = tuple(hs)
         opt.finish()
     top.finish()
     return Experiment(

@@ -530,9 +530,8 @@ def _write_model(
         mass = max(mass, boundmass)
     if boundinertia > 0:
         inertia = np.maximum(inertia, boundinertia)
-    q = [float(v) for v in iquat]
-    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    quat = np.array([v / norm for v in q])
+    quat = np.asarray(iquat, dtype=np.float64)
+    quat = quat / math.sqrt(float(quat @ quat))
     ipos = np.asarray(ipos, dtype=np.float64)
     model.body_mass[b] = mass
     model.body_inertia[b] = inertia

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -268,13 +269,16 @@ class _Converged(Exception):
         self.iteration = iteration
 
 
-def _checkpoint_write(path: Path, x: np.ndarray, cost: float, it: int, names: list[str]) -> None:
+def _checkpoint_write(
+    path: Path, x: np.ndarray, cost: float, it: int, names: list[str], horizon: float = 1.0
+) -> None:
     atomic_savez(
         path,
         {
             "x": x,
             "cost": np.array(cost),
             "iteration": np.array(it),
+            "horizon": np.array(horizon),
             "parameter_names": np.array(names),
             "schema_version": np.array(1),
         },
@@ -297,6 +301,307 @@ def load_checkpoint(path: str | Path, params: ParameterDict) -> tuple[np.ndarray
     return np.asarray(z["x"], dtype=np.float64), int(z["iteration"])
 
 
+_STAGE_SLOW = 0.9  # an early horizon stage ends after a step that cut its cost by < 10 %
+
+
+def _checkpoint_horizon(path: Path) -> float:
+    """The horizon stage a checkpoint was written in (1.0: the whole data, or older files)."""
+    z = load_npz(path)
+    return float(z["horizon"]) if "horizon" in z else 1.0
+
+
+def _check_horizons(horizons: Sequence[float] | None, residual_fn: Any) -> list[float]:
+    """``horizons`` as an increasing list of fractions ending with 1.0 (appended if missing)."""
+    if horizons is None:
+        return [1.0]
+    if isinstance(horizons, str) or not isinstance(horizons, Sequence | np.ndarray):
+        raise TypeError(must_be("horizons", "a sequence of fractions in (0, 1]", horizons))
+    hs = []
+    for h in horizons:
+        if isinstance(h, bool) or not isinstance(h, int | float | np.floating):
+            raise TypeError(must_be("horizons", "a sequence of numbers in (0, 1]", horizons))
+        hs.append(float(h))
+    if (
+        not hs
+        or not all(0.0 < h <= 1.0 for h in hs)
+        or any(b <= a for a, b in itertools.pairwise(hs))
+    ):
+        raise ValueError(
+            must_be(
+                "horizons", "strictly increasing fractions in (0, 1], e.g. (0.3, 1.0)", horizons
+            )
+        )
+    if hs[-1] < 1.0:
+        hs.append(1.0)
+    if len(hs) > 1 and not callable(getattr(residual_fn, "head", None)):
+        raise TypeError(
+            must_be(
+                "residual_fn",
+                "a residual with a head(fraction) method (build_residual_fn makes one) when "
+                "horizons are given",
+                type(residual_fn).__name__,
+            )
+        )
+    return hs
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The validated options of one :func:`optimize` call, shared by its horizon stages."""
+
+    optimizer: str
+    max_iters: int
+    xtol: float
+    gtol: float
+    ftol: float
+    eps: float
+    mu_factor: float
+    x_scale: Any
+    lm_options: LMOptions
+    verbose: bool
+    out: TextIO
+    callback: IterationCallback | None
+    names: list[str]
+    bounds: tuple[np.ndarray, np.ndarray]
+
+
+@dataclass
+class _Stage:
+    """What one horizon stage ended with (``r`` and ``J`` only for the last stage)."""
+
+    horizon: float
+    x: np.ndarray
+    cost0: float
+    cost: float
+    status: str
+    nit: int
+    nfev: int
+    njev: int
+    nsecant: int
+    history_obj: list[float]
+    history_x: list[np.ndarray]
+    r: np.ndarray | None = None
+    J: np.ndarray | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "horizon": self.horizon,
+            "status": self.status,
+            "nit": self.nit,
+            "nfev": self.nfev,
+            "initial_cost": self.cost0,
+            "cost": self.cost,
+        }
+
+
+def _dead_parameters(
+    J0: np.ndarray, x0: np.ndarray, full: _Counted | None, s: _Settings
+) -> list[int]:
+    """Parameters with a zero Jacobian column at the start. On a horizon stage (``full`` is
+    the whole residual), only those that have no effect on the whole data either."""
+    dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
+    if dead.size == 0 or full is None:
+        return dead.tolist()
+    hi = s.bounds[1]
+    h = s.eps * np.maximum(1.0, np.abs(x0[dead]))
+    h = np.where(x0[dead] + h > hi[dead], -h, h)
+    X = np.repeat(x0[:, None], dead.size + 1, axis=1)
+    X[dead, np.arange(1, dead.size + 1)] += h
+    R = full(X)
+    return [int(i) for j, i in enumerate(dead) if np.array_equal(R[:, j + 1], R[:, 0])]
+
+
+def _fit_stage(
+    residual_fn: ResidualFn,
+    params: ParameterDict,
+    x0: np.ndarray,
+    s: _Settings,
+    *,
+    horizon: float,
+    last: bool,
+    start_iter: int,
+    ckpt: Path | None,
+    check_effect: str | None,
+    full_fn: _Counted | None,
+) -> _Stage:
+    """Runs the backend on ``residual_fn`` from ``x0``.
+
+    An early stage (``last=False``) also ends after an iteration that cut its cost by less
+    than ``1 − _STAGE_SLOW``; only the last stage computes the residual and Jacobian at its
+    solution. ``check_effect``: ``"error"``, ``"warn"`` or ``None`` (no check) for parameters
+    without effect at ``x0``.
+    """
+    lo, hi = s.bounds
+    names, optimizer, eps = s.names, s.optimizer, s.eps
+    fn = _Counted(residual_fn, params)
+    r0 = fn(x0)
+    if not np.all(np.isfinite(r0)):
+        raise ValueError(
+            f"the residual must be finite at the start point, got a non-finite value at "
+            f"{_describe_nonfinite(residual_fn, r0)}; check the data and the initial parameters"
+        )
+    cost0 = 0.5 * float(r0 @ r0)
+    J0 = fd_jacobian(fn, x0, r0, (lo, hi), eps)
+    njev = 1
+    if check_effect is not None:
+        dead = _dead_parameters(J0, x0, full_fn, s)
+        if dead:
+            msg = (
+                f"parameters {[names[i] for i in dead]} have no effect on the residual at the "
+                "start point (zero Jacobian column): check their modifiers and that the data "
+                "excite them, or freeze them"
+            )
+            if check_effect == "error":
+                raise ValueError(msg)
+            logger.warning(msg)
+
+    history_obj: list[float] = [cost0]
+    history_x: list[np.ndarray] = [x0.copy()]
+    best = {"x": x0.copy(), "cost": cost0}
+    small = {"n": 0}  # consecutive iterations with a relative reduction below ftol
+    done = {"it": 0}  # iterations completed (for an interrupted fit)
+    ftol = s.ftol
+    label = "" if horizon == 1.0 else f"horizon {horizon:g}  "
+
+    def on_iter(it: int, x: np.ndarray, cost: float) -> None:
+        done["it"] = it
+        previous = history_obj[-1]
+        if optimizer in ("lm", "mujoco") and ftol > 0 and np.isfinite(previous) and previous > 0:
+            small["n"] = small["n"] + 1 if (previous - cost) <= ftol * previous else 0
+        history_obj.append(cost)
+        history_x.append(x.copy())
+        if cost <= best["cost"]:
+            best["x"], best["cost"] = x.copy(), cost
+        if ckpt is not None:
+            _checkpoint_write(ckpt, best["x"], best["cost"], start_iter + it, names, horizon)
+        if s.verbose:
+            print(f"{label}iter {start_iter + it:4d}  cost {cost:.6e}", file=s.out)
+        if s.callback is not None:
+            s.callback(start_iter + it, x, cost)
+        if small["n"] >= _FTOL_ITERS or (not last and cost > _STAGE_SLOW * previous):
+            raise _Converged(it)
+
+    jac_cache: dict[bytes, np.ndarray] = {x0.tobytes(): J0}
+
+    def jacobian(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+        nonlocal njev
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        key = x.tobytes()
+        if key not in jac_cache:
+            jac_cache.clear()
+            jac_cache[key] = fd_jacobian(fn, x, np.asarray(r).reshape(-1), (lo, hi), eps)
+            njev += 1
+        return jac_cache[key]
+
+    status, nit, nsecant = "max_iters", 0, 0
+    remaining = max(s.max_iters - start_iter, 0)
+    x_hat = x0
+    try:
+        if remaining == 0:
+            status = "max_iters"
+        elif optimizer == "mujoco":
+            capture = io.StringIO()
+
+            def mj_callback(trace: list[Any]) -> None:
+                if len(trace) > 1:  # trace[0] is the start point, already recorded
+                    log = trace[-1]
+                    on_iter(
+                        len(trace) - 1, np.asarray(log.candidate).reshape(-1), float(log.objective)
+                    )
+
+            x_hat, trace = mujoco.minimize.least_squares(
+                x0,
+                fn,
+                bounds=(lo, hi),
+                jacobian=jacobian,
+                xtol=s.xtol,
+                gtol=s.gtol,
+                max_iter=remaining,
+                verbose=mujoco.minimize.Verbosity.FINAL,
+                output=capture,
+                iter_callback=mj_callback,
+                x_scale=s.x_scale,
+                mu_factor=s.mu_factor,
+            )
+            x_hat = np.asarray(x_hat, dtype=np.float64).reshape(-1)
+            text = capture.getvalue()
+            status = next(
+                (st for frag, st in _MJ_STATUS if frag in text),
+                "gtol" if "Zero gradient" in text else "max_iters",
+            )
+            nit = max(len(trace) - 1, 0)
+        elif optimizer == "lm":
+            lm_result = levenberg_marquardt(
+                fn,
+                jacobian,
+                x0,
+                r0,
+                J0,
+                (lo, hi),
+                dataclasses.replace(s.lm_options, max_iters=remaining),
+                on_iter,
+            )
+            x_hat, status, nit = lm_result.x, lm_result.status, lm_result.nit
+            nsecant = lm_result.nsecant
+        else:
+            it_counter = {"n": 0}
+
+            def fun(x: np.ndarray) -> np.ndarray:
+                r = fn(x)
+                cost = 0.5 * float(r @ r)
+                if optimizer == "scipy" and np.isfinite(cost) and cost < best["cost"]:
+                    it_counter["n"] += 1
+                    on_iter(it_counter["n"], x, cost)
+                return r
+
+            def jac_scipy(x: np.ndarray) -> np.ndarray:
+                r = fn(x)
+                J = jacobian(x, r)
+                it_counter["n"] += 1
+                on_iter(it_counter["n"], x, 0.5 * float(r @ r))
+                return J
+
+            scale: Any = "jac" if isinstance(s.x_scale, str) else s.x_scale
+            res = scipy.optimize.least_squares(
+                fun,
+                x0,
+                jac="2-point" if optimizer == "scipy" else jac_scipy,
+                bounds=(lo, hi),
+                method="trf",
+                xtol=s.xtol,
+                gtol=s.gtol,
+                ftol=max(ftol, np.finfo(float).eps),
+                x_scale=scale,
+                max_nfev=max(remaining, 1),
+                verbose=0,
+            )
+            x_hat = np.asarray(res.x, dtype=np.float64)
+            status = {0: "max_iters", 1: "gtol", 2: "ftol", 3: "xtol", 4: "xtol"}.get(
+                res.status, "max_iters"
+            )
+            nit = int(res.nfev) if optimizer == "scipy" else it_counter["n"]
+            if optimizer == "scipy":
+                njev += int(res.njev or 0)
+    except _Converged as stop:
+        status, nit, x_hat = "ftol", stop.iteration, best["x"]
+    except KeyboardInterrupt:
+        status, nit = "interrupted", done["it"]
+        x_hat = best["x"]
+        logger.warning("optimisation interrupted; returning the best parameters found so far")
+    stage = _Stage(
+        horizon, x_hat, cost0, best["cost"], status, nit, 0, njev, nsecant, history_obj, history_x
+    )
+    if last:
+        r_hat = fn(x_hat)
+        if not np.all(np.isfinite(r_hat)):  # cannot happen for accepted steps; be explicit
+            x_hat, r_hat = best["x"], fn(best["x"])
+        stage.x, stage.r = x_hat, r_hat
+        stage.cost = 0.5 * float(r_hat @ r_hat)
+        stage.J = jacobian(x_hat, r_hat)
+    stage.nfev, stage.njev = fn.nfev, njev
+    return stage
+
+
 def optimize(
     initial_params: ParameterDict,
     residual_fn: ResidualFn,
@@ -312,6 +617,7 @@ def optimize(
     secant: bool = True,
     trial_steps: int = 1,
     x_scale: str | float | npt.ArrayLike = "jac",
+    horizons: Sequence[float] | None = None,
     allow_no_effect: bool = False,
     checkpoint: str | Path | None = None,
     resume: bool = False,
@@ -327,7 +633,8 @@ def optimize(
         Jacobians far from the solution and free secant updates while it converges),
         ``"mujoco"`` (``mujoco.minimize.least_squares``), ``"scipy"`` or
         ``"scipy_parallel_fd"``.
-      max_iters: Iteration limit (for the scipy backends: residual evaluations).
+      max_iters: Iteration limit, of all horizon stages together (for the scipy backends:
+        residual evaluations).
       verbose: Print one line per iteration to ``output`` (default stdout); silent otherwise.
       xtol, gtol: Termination tolerances on the relative step and the gradient.
       ftol: Termination tolerance on the relative cost reduction: the fit stops when the cost
@@ -348,11 +655,21 @@ def optimize(
         one candidate (its sequences), but it changes the path of the fit (on the benchmark
         quadruped it led to another local minimum), so the default stays 1.
       x_scale: ``"jac"`` (scale by Jacobian column norms, default), a scalar or ``(p,)`` array.
+      horizons: Fit in stages on growing parts of the data, e.g. ``(0.3, 1.0)``: first on the
+        first 30 % of every sequence (:meth:`ResidualFunction.head`), then, from there, on all
+        of it (``1.0`` is appended when missing). A short horizon costs less per evaluation
+        and its cost landscape has fewer local minima (a trajectory drifts less), so the
+        stage brings the fit near the solution cheaply; an early stage ends when it converges
+        or when an iteration cuts its cost by less than 10 %. ``result`` describes the last
+        stage (``extras["stages"]`` lists them all; ``nfev`` and ``nit`` count every stage).
+        ``None`` (default): one stage on the whole data.
       allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
         residual at the start; by default that is an error naming the parameter.
-      checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far).
-      resume: Start from ``checkpoint`` if it exists.
-      callback: ``callback(iteration, x, cost)`` after each iteration.
+      checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far,
+        and the horizon stage it belongs to).
+      resume: Start from ``checkpoint`` if it exists (in the stage it was written in).
+      callback: ``callback(iteration, x, cost)`` after each iteration (``cost`` on the
+        current stage's horizon; iterations are counted across stages).
       output: Stream for ``verbose``.
 
     Returns:
@@ -383,6 +700,7 @@ def optimize(
     for tol_name, tol in (("xtol", xtol), ("gtol", gtol), ("ftol", ftol)):
         if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
             raise ValueError(must_be(tol_name, "a finite number >= 0", tol))
+    stages = _check_horizons(horizons, residual_fn)
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
     x0, lo, hi = _check_start(params, optimizer)
     names = params.get_non_frozen_parameter_names()
@@ -396,14 +714,29 @@ def optimize(
                     xs if xs is not None else x_scale,
                 )
             )
-    lm_options = LMOptions(
+    settings = _Settings(
+        optimizer=optimizer,
         max_iters=int(max_iters),
         xtol=float(xtol),
         gtol=float(gtol),
+        ftol=float(ftol),
+        eps=float(eps),
         mu_factor=float(mu_factor),
-        secant=secant,
-        trial_steps=trial_steps,
-        x_scale=None if isinstance(x_scale, str) else np.asarray(x_scale, dtype=np.float64),
+        x_scale=x_scale,
+        lm_options=LMOptions(
+            max_iters=int(max_iters),
+            xtol=float(xtol),
+            gtol=float(gtol),
+            mu_factor=float(mu_factor),
+            secant=secant,
+            trial_steps=trial_steps,
+            x_scale=None if isinstance(x_scale, str) else np.asarray(x_scale, dtype=np.float64),
+        ),
+        verbose=verbose,
+        out=output if output is not None else sys.stdout,
+        callback=callback,
+        names=names,
+        bounds=(lo, hi),
     )
     check_params = getattr(residual_fn, "check_params", None)
     if callable(check_params):
@@ -423,175 +756,73 @@ def optimize(
                     f"[{float(lo[i])!r}, {float(hi[i])!r}], got {float(x0[i])!r}; the bounds "
                     "changed since it was written: widen them or start afresh (resume=False)"
                 )
+            written_in = _checkpoint_horizon(ckpt)
+            stages = [h for h in stages if h >= written_in] or [1.0]
             logger.info("resuming from %s at iteration %d", ckpt, start_iter)
     if ckpt is not None:  # fail now, not after the first iteration, if it cannot be written
-        _checkpoint_write(ckpt, x0, float("nan"), start_iter, names)
-    out_stream = output if output is not None else sys.stdout
+        _checkpoint_write(ckpt, x0, float("nan"), start_iter, names, stages[0])
 
-    fn = _Counted(residual_fn, params)
-    r0 = fn(x0)
-    if not np.all(np.isfinite(r0)):
-        raise ValueError(
-            f"the residual must be finite at the start point, got a non-finite value at "
-            f"{_describe_nonfinite(residual_fn, r0)}; check the data and the initial parameters"
+    full = _Counted(residual_fn, params) if len(stages) > 1 else None
+    initial_cost = float("nan")
+    if full is not None:  # the cost at the start on the whole data, for the result
+        r_start = full(x0)
+        initial_cost = 0.5 * float(r_start @ r_start)
+    done: list[_Stage] = []
+    x, it0 = x0, start_iter
+    stopped_in = 1.0  # the stage the fit ended in (an early one if interrupted there)
+    for k, h in enumerate(stages):
+        last = k == len(stages) - 1
+        stage = _fit_stage(
+            residual_fn if last else residual_fn.head(h),  # type: ignore[attr-defined]
+            params,
+            x,
+            settings,
+            horizon=h,
+            last=last,
+            start_iter=it0,
+            ckpt=ckpt,
+            check_effect=None if done else ("warn" if allow_no_effect else "error"),
+            full_fn=None if last else full,
         )
-    cost0 = 0.5 * float(r0 @ r0)
-    J0 = fd_jacobian(fn, x0, r0, (lo, hi), eps)
-    njev = 1
-    dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
-    if dead.size:
-        msg = (
-            f"parameters {[names[i] for i in dead]} have no effect on the residual at the start "
-            "point (zero Jacobian column): check their modifiers and that the data excite them, "
-            "or freeze them"
-        )
-        if not allow_no_effect:
-            raise ValueError(msg)
-        logger.warning(msg)
-
-    history_obj: list[float] = [cost0]
-    history_x: list[np.ndarray] = [x0.copy()]
-    best = {"x": x0.copy(), "cost": cost0}
-    small = {"n": 0}  # consecutive iterations with a relative reduction below ftol
-    done = {"it": 0}  # iterations completed (for an interrupted fit)
-
-    def on_iter(it: int, x: np.ndarray, cost: float) -> None:
-        done["it"] = it
-        previous = history_obj[-1]
-        if optimizer in ("lm", "mujoco") and ftol > 0 and np.isfinite(previous) and previous > 0:
-            small["n"] = small["n"] + 1 if (previous - cost) <= ftol * previous else 0
-        history_obj.append(cost)
-        history_x.append(x.copy())
-        if cost <= best["cost"]:
-            best["x"], best["cost"] = x.copy(), cost
-        if ckpt is not None:
-            _checkpoint_write(ckpt, best["x"], best["cost"], start_iter + it, names)
-        if verbose:
-            print(f"iter {start_iter + it:4d}  cost {cost:.6e}", file=out_stream)
-        if callback is not None:
-            callback(start_iter + it, x, cost)
-        if small["n"] >= _FTOL_ITERS:
-            raise _Converged(it)
-
-    jac_cache: dict[bytes, np.ndarray] = {x0.tobytes(): J0}
-
-    def jacobian(x: np.ndarray, r: np.ndarray) -> np.ndarray:
-        nonlocal njev
-        x = np.asarray(x, dtype=np.float64).reshape(-1)
-        key = x.tobytes()
-        if key not in jac_cache:
-            jac_cache.clear()
-            jac_cache[key] = fd_jacobian(fn, x, np.asarray(r).reshape(-1), (lo, hi), eps)
-            njev += 1
-        return jac_cache[key]
-
-    status, nit, nsecant = "max_iters", 0, 0
-    remaining = max(max_iters - start_iter, 0)
-    x_hat = x0
-    try:
-        if remaining == 0:
-            status = "max_iters"
-        elif optimizer == "mujoco":
-            capture = io.StringIO()
-
-            def mj_callback(trace: list[Any]) -> None:
-                if len(trace) > 1:  # trace[0] is the start point, already recorded
-                    log = trace[-1]
-                    on_iter(
-                        len(trace) - 1, np.asarray(log.candidate).reshape(-1), float(log.objective)
-                    )
-
-            x_hat, trace = mujoco.minimize.least_squares(
-                x0,
-                fn,
-                bounds=(lo, hi),
-                jacobian=jacobian,
-                xtol=xtol,
-                gtol=gtol,
-                max_iter=remaining,
-                verbose=mujoco.minimize.Verbosity.FINAL,
-                output=capture,
-                iter_callback=mj_callback,
-                x_scale=x_scale,
-                mu_factor=mu_factor,
+        done.append(stage)
+        x, it0 = stage.x, 0 if last else it0 + stage.nit
+        if stage.status == "interrupted" and not last:  # the whole data at this point, no fit
+            stopped_in = h
+            final = dataclasses.replace(settings, max_iters=0)
+            end = _fit_stage(
+                residual_fn,
+                params,
+                x,
+                final,
+                horizon=1.0,
+                last=True,
+                start_iter=0,
+                ckpt=ckpt,
+                check_effect=None,
+                full_fn=None,
             )
-            x_hat = np.asarray(x_hat, dtype=np.float64).reshape(-1)
-            text = capture.getvalue()
-            status = next(
-                (s for frag, s in _MJ_STATUS if frag in text),
-                "gtol" if "Zero gradient" in text else "max_iters",
-            )
-            nit = max(len(trace) - 1, 0)
-        elif optimizer == "lm":
-            lm_result = levenberg_marquardt(
-                fn,
-                jacobian,
-                x0,
-                r0,
-                J0,
-                (lo, hi),
-                dataclasses.replace(lm_options, max_iters=remaining),
-                on_iter,
-            )
-            x_hat, status, nit = lm_result.x, lm_result.status, lm_result.nit
-            nsecant = lm_result.nsecant
-        else:
-            it_counter = {"n": 0}
-
-            def fun(x: np.ndarray) -> np.ndarray:
-                r = fn(x)
-                cost = 0.5 * float(r @ r)
-                if optimizer == "scipy" and np.isfinite(cost) and cost < best["cost"]:
-                    it_counter["n"] += 1
-                    on_iter(it_counter["n"], x, cost)
-                return r
-
-            def jac_scipy(x: np.ndarray) -> np.ndarray:
-                r = fn(x)
-                J = jacobian(x, r)
-                it_counter["n"] += 1
-                on_iter(it_counter["n"], x, 0.5 * float(r @ r))
-                return J
-
-            scale: Any = "jac" if isinstance(x_scale, str) else x_scale
-            res = scipy.optimize.least_squares(
-                fun,
-                x0,
-                jac="2-point" if optimizer == "scipy" else jac_scipy,
-                bounds=(lo, hi),
-                method="trf",
-                xtol=xtol,
-                gtol=gtol,
-                ftol=max(ftol, np.finfo(float).eps),
-                x_scale=scale,
-                max_nfev=max(remaining, 1),
-                verbose=0,
-            )
-            x_hat = np.asarray(res.x, dtype=np.float64)
-            status = {0: "max_iters", 1: "gtol", 2: "ftol", 3: "xtol", 4: "xtol"}.get(
-                res.status, "max_iters"
-            )
-            nit = int(res.nfev) if optimizer == "scipy" else it_counter["n"]
-            if optimizer == "scipy":
-                njev += int(res.njev or 0)
-    except _Converged as stop:
-        status, nit, x_hat = "ftol", stop.iteration, best["x"]
-    except KeyboardInterrupt:
-        status, nit = "interrupted", done["it"]
-        x_hat = best["x"]
-        logger.warning("optimisation interrupted; returning the best parameters found so far")
-    r_hat = fn(x_hat)
-    if not np.all(np.isfinite(r_hat)):  # cannot happen for accepted steps; be explicit anyway
-        x_hat, r_hat = best["x"], fn(best["x"])
-    cost = 0.5 * float(r_hat @ r_hat)
-    J = jacobian(x_hat, r_hat)
+            end.status = "interrupted"
+            done.append(end)
+            break
+    stage = done[-1]
+    assert stage.r is not None and stage.J is not None
+    x_hat, r_hat, J, cost, status = stage.x, stage.r, stage.J, stage.cost, stage.status
+    nit = sum(st.nit for st in done)
     if ckpt is not None:
-        _checkpoint_write(ckpt, x_hat, cost, start_iter + nit, names)
+        _checkpoint_write(ckpt, x_hat, cost, start_iter + nit, names, stopped_in)
     opt_params = params.copy()
     opt_params.update_from_vector(x_hat)
     message = _MESSAGES[status].format(n=max_iters)
+    cost0 = stage.cost0 if full is None else initial_cost
     if verbose:
-        print(f"{message} cost {cost0:.6e} -> {cost:.6e} in {nit} iterations", file=out_stream)
+        print(f"{message} cost {cost0:.6e} -> {cost:.6e} in {nit} iterations", file=settings.out)
+    extras: dict[str, Any] = {
+        "objective": stage.history_obj,
+        "candidate": stage.history_x,
+        "secant_steps": sum(st.nsecant for st in done),
+    }
+    if len(done) > 1:
+        extras["stages"] = [st.summary() for st in done]
     result = OptimizeResult(
         x=x_hat,
         cost=cost,
@@ -601,14 +832,14 @@ def optimize(
         status=status,
         success=status in ("xtol", "gtol", "ftol"),
         message=message,
-        nfev=fn.nfev,
-        njev=njev,
+        nfev=sum(st.nfev for st in done) + (full.nfev if full is not None else 0),
+        njev=sum(st.njev for st in done),
         nit=nit,
         initial_cost=cost0,
         wall_time=time.perf_counter() - t_start,
         parameter_names=names,
         optimizer=optimizer,
-        extras={"objective": history_obj, "candidate": history_x, "secant_steps": nsecant},
+        extras=extras,
     )
     return opt_params, result
 

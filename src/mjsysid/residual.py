@@ -30,6 +30,7 @@ Evaluation of ``k`` candidates (``x`` of shape ``(p, k)``) is batched:
 
 from __future__ import annotations
 
+import copy
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid._errors import must_be
-from mjsysid.alignment import PreparedSequence, prepare_sequence
+from mjsysid.alignment import PreparedSequence, prepare_sequence, sequence_head
 from mjsysid.model_modifier import (
     apply_param_modifiers,
     compile_spec,
@@ -751,8 +752,37 @@ class ResidualFunction:
         """Start of each sequence's block in the residual vector (length nseq + 1)."""
         return self._offsets.copy()
 
+    def head(self, fraction: float) -> ResidualFunction:
+        """The residual of the first ``fraction`` of every sequence (a horizon stage).
+
+        Each sequence keeps its measured samples up to ``t0 + fraction·(t_last − t0)``, with
+        the same column weights, so its residual is the leading part of this one's. The head
+        shares this function's candidate models, rollout threads and :attr:`stats`; use one
+        at a time. ``fraction = 1`` returns this function itself.
+
+        Raises:
+          ValueError: ``fraction`` is not in ``(0, 1]``, or a sequence would keep fewer than 2
+            samples.
+        """
+        if not (
+            isinstance(fraction, int | float | np.floating)
+            and not isinstance(fraction, bool)
+            and 0.0 < fraction <= 1.0
+        ):
+            raise ValueError(must_be("fraction", "a number in (0, 1]", fraction))
+        if fraction == 1.0:
+            return self
+        view = copy.copy(self)
+        view._sequences = [sequence_head(seq, float(fraction)) for seq in self._sequences]
+        sizes = [s.meas.data.size if self.modify_residual is None else 0 for s in view._sequences]
+        view._offsets = np.cumsum([0, *sizes])
+        view._sim_cache, view._sim_cache_key = {}, None
+        view._controls = {}
+        view.last_divergence = []
+        return view
+
     def close(self) -> None:
-        """Stops the rollout threads."""
+        """Stops the rollout threads (of the function :meth:`head` was called on, too)."""
         self._runner.close()
 
     def __repr__(self) -> str:

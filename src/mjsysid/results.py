@@ -64,14 +64,23 @@ _SUMMARY_KEYS = {
         "a list of file names",
     ),
 }
+_OPTIONAL_KEYS = {
+    "stages": (  # horizon stages of the fit (optimize(horizons=...))
+        lambda v: isinstance(v, list) and all(isinstance(st, dict) for st in v),
+        "a list of mappings",
+    ),
+}
 
 
 def _check_summary(summary: dict[str, Any], where: Path) -> None:
-    unknown = sorted(set(summary) - set(_SUMMARY_KEYS))
+    allowed = {**_SUMMARY_KEYS, **_OPTIONAL_KEYS}
+    unknown = sorted(set(summary) - set(allowed))
     if unknown:
-        raise ValueError(f"{where}: unknown keys {unknown}; allowed: {sorted(_SUMMARY_KEYS)}")
-    for key, (ok, expected) in _SUMMARY_KEYS.items():
+        raise ValueError(f"{where}: unknown keys {unknown}; allowed: {sorted(allowed)}")
+    for key, (ok, expected) in allowed.items():
         if key not in summary:
+            if key in _OPTIONAL_KEYS:
+                continue
             raise ValueError(f"{where}: missing required key {key!r}")
         if not ok(summary[key]):
             raise ValueError(must_be(f"{where}: {key}", expected, summary[key]))
@@ -138,6 +147,14 @@ def compute_confidence(
         groups = None
     cov, half = calculate_intervals(opt_result.fun, opt_result.jac, alpha, groups=groups)
     return Confidence(list(opt_result.parameter_names), opt_result.x.copy(), half, cov, alpha)
+
+
+def _plain(stage: dict[str, Any]) -> dict[str, Any]:
+    """A horizon-stage summary with plain Python values (for YAML)."""
+    return {
+        k: v if isinstance(v, str) else (float(v) if isinstance(v, float) else int(v))
+        for k, v in stage.items()
+    }
 
 
 def _versions() -> dict[str, str]:
@@ -230,6 +247,11 @@ def save_results(
         "njev": int(opt_result.njev),
         "wall_time": float(opt_result.wall_time),
         "parameter_names": list(opt_result.parameter_names),
+        **(
+            {"stages": [_plain(st) for st in opt_result.extras["stages"]]}
+            if opt_result.extras.get("stages")
+            else {}
+        ),
         "models": models,
         "sequences": {ms.name: list(ms.sequence_name) for ms in ms_list},
         "versions": _versions(),
@@ -301,7 +323,11 @@ def load_results(folder: str | Path) -> Results:
         wall_time=float(summary["wall_time"]),
         parameter_names=names,
         optimizer=str(summary["optimizer"]),
-        extras={"objective": list(z.get("objective", np.zeros(0))), "candidate": list(cand)},
+        extras={
+            "objective": list(z.get("objective", np.zeros(0))),
+            "candidate": list(cand),
+            **({"stages": summary["stages"]} if summary.get("stages") else {}),
+        },
     )
     conf = Confidence(names, z["x"], c["half_widths"], c["covariance"], float(c["alpha"]))
     return Results(

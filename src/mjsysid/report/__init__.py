@@ -261,6 +261,11 @@ def _summary(
         "nit": getattr(opt_result, "nit", "?"),
         "nfev": getattr(opt_result, "nfev", "?"),
         "njev": getattr(opt_result, "njev", "?"),
+        "stages": [
+            f"{100.0 * float(st['horizon']):g} %: {st['nit']} iterations, "
+            f"{st['nfev']} evaluations, cost {_fmt(float(st['cost']))}"
+            for st in (getattr(opt_result, "extras", None) or {}).get("stages", [])
+        ],
         "wall_time": "—" if not math.isfinite(wall) else f"{wall:.3g} s",
         "n_free": sum(1 for r in rows if not r.frozen),
         "n_frozen": sum(1 for r in rows if r.frozen),

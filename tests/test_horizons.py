@@ -1,0 +1,223 @@
+"""Horizon stages: ResidualFunction.head and optimize(horizons=...)."""
+
+from __future__ import annotations
+
+import io
+
+import mujoco
+import numpy as np
+import pytest
+
+import mjsysid as ms
+from conftest import ARM2, excitation, simulate
+from mjsysid.optimize import _checkpoint_horizon, load_checkpoint
+
+
+def arm_masses(spec, model):
+    return ms.ParameterDict(
+        [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
+    )
+
+
+def _truth(x):
+    def make(spec, model):
+        d = arm_masses(spec, model)
+        d.update_from_vector(x)
+        return d
+
+    return make
+
+
+TRUTH = [1.3, 0.5]
+
+
+@pytest.fixture
+def arm2(make_problem):
+    return make_problem(ARM2, _truth(TRUTH), nseq=2, n=300, qpos=[0.3, -0.2])
+
+
+def test_head_is_the_leading_part_of_every_sequence(arm2):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    X = params.as_vector()[:, None] * np.array([[1.0, 1.1, 0.9]])
+    full, off = rf(X, params), rf.block_offsets
+    head = rf.head(0.3)
+    part, off_h = head(X, params), head.block_offsets
+    ncol = arm2.sequences.sensordata[0].data.shape[1]
+    for b in range(2):
+        rows = (off_h[b + 1] - off_h[b]) // ncol
+        times = arm2.sequences.sensordata[b].times
+        assert rows == np.count_nonzero(times <= times[0] + 0.3 * (times[-1] - times[0]))
+        np.testing.assert_array_equal(
+            part[off_h[b] : off_h[b + 1]], full[off[b] : off[b] + rows * ncol]
+        )
+    assert rf.head(1.0) is rf
+    assert head.stats is rf.stats  # one set of counters for the function and its heads
+    # the head's details are those of the shortened sequences
+    pred = head.predict(params)[0]
+    assert pred.measured.times[-1] <= 0.3 * arm2.sequences.sensordata[0].times[-1] + 1e-12
+    np.testing.assert_array_equal(rf(X, params), full)  # the function itself is unchanged
+
+
+@pytest.mark.parametrize("fraction", [0.0, -0.5, 1.5, True, "0.3", float("nan")])
+def test_head_rejects_bad_fractions(arm2, fraction):
+    rf = ms.build_residual_fn([arm2.sequences])
+    with pytest.raises(ValueError, match=r"fraction must be a number in \(0, 1\], got"):
+        rf.head(fraction)
+
+
+def test_head_keeps_at_least_two_samples(arm2):
+    rf = ms.build_residual_fn([arm2.sequences])
+    with pytest.raises(ValueError, match=r"arm2/seq0: the first 0\.001 of the sequence must be at"):
+        rf.head(0.001)
+
+
+def test_head_with_a_signal_transform(make_problem):
+    p = make_problem(ARM2, _truth(TRUTH), n=300, qpos=[0.3, -0.2])
+    params = arm_masses(p.spec, p.model)
+    params.add(ms.Parameter("gain", 1.0, 0.5, 2.0))
+    params.add(ms.Parameter("delay", 0.0, 0.0, 0.02))
+    t = ms.SignalTransform().gain("*_vel", "gain").delay("*_pos", "delay")
+    rf = ms.build_residual_fn([p.sequences], modify_residual=t.apply)
+    r_full = rf(params.as_vector(), params)
+    r_head = rf.head(0.5)(params.as_vector(), params)
+    assert np.all(np.isfinite(r_head)) and r_head.size < 0.55 * r_full.size
+
+
+def test_horizons_recover_the_truth_and_report_every_stage(arm2):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    out = io.StringIO()
+    opt, res = ms.optimize(params, rf, horizons=(0.3, 1.0), verbose=True, output=out)
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-7)
+    np.testing.assert_allclose(opt.as_vector(), res.x)
+    stages = res.extras["stages"]
+    assert [s["horizon"] for s in stages] == [0.3, 1.0]
+    assert res.nit == sum(s["nit"] for s in stages) and stages[0]["nit"] > 0
+    assert res.nfev == sum(s["nfev"] for s in stages) + 1  # + the whole data at the start
+    # the result describes the whole data: cost, residual and Jacobian
+    _, plain = ms.optimize(params, rf, max_iters=0)
+    assert res.initial_cost == pytest.approx(plain.initial_cost, rel=1e-12)
+    assert res.fun.shape == plain.fun.shape and res.jac.shape == plain.jac.shape
+    assert res.cost == pytest.approx(0.5 * float(rf(res.x, params) @ rf(res.x, params)))
+    assert "horizon 0.3  iter" in out.getvalue()
+    # a missing 1.0 is appended
+    _, res2 = ms.optimize(params, rf, horizons=[0.3])
+    assert [s["horizon"] for s in res2.extras["stages"]] == [0.3, 1.0]
+    np.testing.assert_allclose(res2.x, res.x)
+
+
+def test_an_early_stage_ends_when_it_slows_down(arm2):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    costs: list[float] = []
+    _, res = ms.optimize(params, rf, horizons=(0.3, 1.0), callback=lambda it, x, c: costs.append(c))
+    first = res.extras["stages"][0]
+    early = costs[: first["nit"]]
+    ratios = np.array(early[1:]) / np.array(early[:-1])
+    # every step but the last cut the cost by 10 % or more; the last one ended the stage
+    assert np.all(ratios[:-1] <= 0.9)
+    assert first["status"] in ("gtol", "xtol") or ratios[-1] > 0.9
+
+
+@pytest.mark.parametrize(
+    ("horizons", "exc", "match"),
+    [
+        ((1.0, 0.3), ValueError, "horizons must be strictly increasing fractions in"),
+        ((0.0, 1.0), ValueError, "horizons must be strictly increasing fractions in"),
+        ((0.3, 1.2), ValueError, "horizons must be strictly increasing fractions in"),
+        ((), ValueError, "horizons must be strictly increasing fractions in"),
+        ("0.3", TypeError, "horizons must be a sequence of fractions in"),
+        (0.3, TypeError, "horizons must be a sequence of fractions in"),
+        ((True, 1.0), TypeError, "horizons must be a sequence of numbers in"),
+    ],
+)
+def test_bad_horizons(arm2, horizons, exc, match):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    calls = rf.stats.calls
+    with pytest.raises(exc, match=match):
+        ms.optimize(params, rf, horizons=horizons)
+    assert rf.stats.calls == calls  # nothing was simulated
+
+
+def test_horizons_need_a_residual_with_head(arm2):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    with pytest.raises(TypeError, match=r"residual_fn must be a residual with a head\(fraction\)"):
+        ms.optimize(params, lambda x, p: rf(x, p), horizons=(0.3, 1.0))
+    _, res = ms.optimize(params, lambda x, p: rf(x, p), horizons=(1.0,))  # one stage: fine
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-7)
+
+
+def _late_gear_problem():
+    """m1 pushes only in the second half: its gear has no effect on the first 30 %."""
+    spec = mujoco.MjSpec.from_string(ARM2)
+    model = spec.compile()
+    ctrl = excitation(300, 2, seed=3)
+    ctrl[:150, 0] = 0.0
+
+    def truth_fn(spec, model):
+        d = ms.ParameterDict([ms.make_parameter("actuator_gear", model, "m1")])
+        d.update_from_vector([1.4])
+        return d
+
+    x0 = ms.create_initial_state(model, qpos=[0.3, -0.2])
+    sens, control = simulate(spec, truth_fn(spec, model), ctrl, x0)
+    return model, ms.ModelSequences("arm2", spec, "s", x0, control, sens)
+
+
+def test_a_parameter_excited_only_later_is_fitted_and_a_dead_one_named():
+    model, seq = _late_gear_problem()
+    params = ms.ParameterDict([ms.make_parameter("actuator_gear", model, "m1")])
+    rf = ms.build_residual_fn([seq])
+    head = rf.head(0.3)
+    assert not np.any(
+        ms.fd_jacobian(
+            lambda X: head(X, params),
+            params.as_vector(),
+            head(params.as_vector(), params),
+            params.get_bounds(),
+        )
+    )
+    _, res = ms.optimize(params, rf, horizons=(0.3, 1.0))
+    np.testing.assert_allclose(res.x, [1.4], rtol=1e-7)
+    params.add(ms.Parameter("unused", 1.0, 0.0, 2.0, modifier=lambda s, p: None))
+    calls = rf.stats.calls
+    with pytest.raises(ValueError, match=r"parameters \['unused'\] have no effect on the residual"):
+        ms.optimize(params, rf, horizons=(0.3, 1.0))
+    # the whole data at the start, r and J on the head, then the dead column on the whole data
+    assert rf.stats.calls - calls == 4
+
+
+def test_checkpoint_names_the_stage_and_resume_continues_there(arm2, tmp_path):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    ckpt = tmp_path / "fit.npz"
+
+    def stop_at_one(it, x, cost):
+        if it == 1:
+            raise KeyboardInterrupt
+
+    _, cut = ms.optimize(params, rf, horizons=(0.3, 1.0), checkpoint=ckpt, callback=stop_at_one)
+    assert cut.status == "interrupted" and cut.nit == 1
+    assert [s["horizon"] for s in cut.extras["stages"]] == [0.3, 1.0]
+    assert cut.fun.shape == rf(cut.x, params).shape  # the result is on the whole data
+    assert _checkpoint_horizon(ckpt) == 0.3
+    np.testing.assert_allclose(load_checkpoint(ckpt, params)[0], cut.x)
+    _, resumed = ms.optimize(params, rf, horizons=(0.3, 1.0), checkpoint=ckpt, resume=True)
+    assert [s["horizon"] for s in resumed.extras["stages"]] == [0.3, 1.0]
+    np.testing.assert_allclose(resumed.x, TRUTH, rtol=1e-7)
+    assert _checkpoint_horizon(ckpt) == 1.0
+    # written in the last stage: no early stage is run again
+    _, again = ms.optimize(params, rf, horizons=(0.3, 1.0), checkpoint=ckpt, resume=True)
+    assert "stages" not in again.extras
+    np.testing.assert_allclose(again.x, TRUTH, rtol=1e-7)
+
+
+def test_max_iters_counts_every_stage(arm2):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    _, res = ms.optimize(params, rf, horizons=(0.3, 1.0), max_iters=2)
+    assert res.nit <= 2 and res.status == "max_iters"
+    assert "max_iters=2" in res.message
