@@ -328,6 +328,13 @@ def run_problem(key: str, args: argparse.Namespace, sink: Any) -> dict[str, Any]
     fits: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("mjsysid", lambda: A.ours_fit(ours, args.max_iters, args.optimizer))
     ]
+    if args.horizons:
+        fits.append(
+            (
+                "mjsysid+h",
+                lambda: A.ours_fit(ours, args.max_iters, args.optimizer, horizons=args.horizons),
+            )
+        )
     if peer is not None:
         fits.append(("peer", lambda: A.peer_fit(peer, args.max_iters, nseq)))
     best: dict[str, dict[str, Any]] = {}
@@ -343,7 +350,7 @@ def run_problem(key: str, args: argparse.Namespace, sink: Any) -> dict[str, Any]
     for tool, rec in best.items():
         rec["wall_all_s"] = walls[tool]
         emit(rec, sink)
-        out["ours" if tool == "mjsysid" else "peer"] = rec
+        out[{"mjsysid": "ours", "mjsysid+h": "ours_h"}.get(tool, "peer")] = rec
     jac = jacobian_timing(prob, ours, peer, args.threads, args.repeats)
     emit(jac, sink)
     out["jac"] = jac
@@ -403,7 +410,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 def report(results: list[dict[str, Any]], mem: list[dict[str, Any]], peer_note: str) -> str:
     fit_rows, ratio_rows = [], []
     for r in results:
-        for tool in ("ours", "peer"):
+        for tool in ("ours", "ours_h", "peer"):
             f = r.get(tool)
             if f is None:
                 continue
@@ -423,13 +430,15 @@ def report(results: list[dict[str, Any]], mem: list[dict[str, Any]], peer_note: 
                     f["status"],
                 ]
             )
-        j, o, p = r["jac"], r["ours"], r.get("peer")
+        j, o, p, oh = r["jac"], r["ours"], r.get("peer"), r.get("ours_h")
         ratio_rows.append(
             [
                 r["problem"],
                 r["title"],
                 _fmt(o["wall_s"] / p["wall_s"], ".2f") if p else "-",
                 (f"{o['max_rel_err']:.1e}/{p['max_rel_err']:.1e}") if p else "-",
+                _fmt(oh["wall_s"] / p["wall_s"], ".2f") if p and oh else "-",
+                (f"{oh['max_rel_err']:.1e}") if oh else "-",
                 _fmt(j["ours_over_floor"], ".2f"),
                 _fmt(j["ours_fd_over_floor"], ".2f"),
                 _fmt(j["cpu_ours_over_floor"], ".2f"),
@@ -472,6 +481,8 @@ def report(results: list[dict[str, Any]], mem: list[dict[str, Any]], peer_note: 
                     "title",
                     "wall ours/peer",
                     "err ours/peer",
+                    "wall ours+h/peer",
+                    "err ours+h",
                     "jac ours/floor",
                     "fdjac ours/floor",
                     "cpu ours/floor",
@@ -515,6 +526,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--optimizer", default="lm", help="mjsysid backend (default: lm, mjsysid's default)"
     )
+    ap.add_argument(
+        "--horizons",
+        type=lambda v: () if v == "none" else tuple(float(h) for h in v.split(",")),
+        default=(0.1, 0.3, 1.0),
+        help="also fit with optimize(horizons=...) (row mjsysid+h; default 0.1,0.3,1; "
+        "'none' to skip)",
+    )
     ap.add_argument("--repeats", type=int, default=7, help="Jacobian timing repeats (best of)")
     ap.add_argument(
         "--fit-repeats",
@@ -552,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
             "peer": args.peer,
             "max_iters": args.max_iters,
             "optimizer": args.optimizer,
+            "horizons": args.horizons,
             "loadavg": os.getloadavg(),
         },
         sink,
