@@ -228,19 +228,28 @@ def jacobian_timing(
     X, _ = fd_candidates(prob)
     floor = Floor(prob, X, nthread)
     floor_fd = Floor(prob, X, nthread, with_base=False)
-    x = prob.start
-    r = ours.residual(x, ours.params)
     lo = np.concatenate([p.lo for p in prob.params])
     hi = np.concatenate([p.hi for p in prob.params])
     rf = ours.residual
+    # As in a fit, where every Jacobian is taken at a new point, mjsysid gets a new point
+    # each repeat: it alternates between the start and the start moved by 1e-6 (relative) in
+    # every entry, so every candidate model is rewritten in every call (the floor's models
+    # are prebuilt and not timed).
+    points = [prob.start, np.clip(prob.start * (1 + 1e-6), lo, hi)]
+    Xs = [X, X + (points[1] - points[0])[:, None]]
+    rs = [rf(x, ours.params) for x in points]
+    turn = {"call": 0, "fd": 0}
 
     def ours_call() -> None:
         rf.clear_cache()  # time the whole call, never the previous repeat's simulations
-        rf(X, ours.params)
+        turn["call"] ^= 1
+        rf(Xs[turn["call"]], ours.params)
 
     def ours_fd() -> None:
         # as inside a fit: r(x) was just evaluated, so its simulation may be reused
         rf.clear_cache()
+        turn["fd"] ^= 1
+        x, r = points[turn["fd"]], rs[turn["fd"]]
         rf(x, ours.params)
         t0 = time.perf_counter()
         ms.fd_jacobian(lambda Z: rf(Z, ours.params), x, r, (lo, hi))

@@ -221,3 +221,14 @@ def test_max_iters_counts_every_stage(arm2):
     _, res = ms.optimize(params, rf, horizons=(0.3, 1.0), max_iters=2)
     assert res.nit <= 2 and res.status == "max_iters"
     assert "max_iters=2" in res.message
+
+
+@pytest.mark.parametrize("optimizer", ["lm", "mujoco", "scipy", "scipy_parallel_fd"])
+def test_horizons_with_every_backend(arm2, optimizer):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    _, res = ms.optimize(params, rf, optimizer=optimizer, horizons=(0.3, 1.0))
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-6)
+    first, last = res.extras["stages"]
+    assert first["nit"] > 1 and first["cost"] < 1e-3 * first["initial_cost"]  # real progress
+    assert last["nit"] <= 2  # the whole data only confirms

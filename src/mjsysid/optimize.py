@@ -463,10 +463,12 @@ def _fit_stage(
     ftol = s.ftol
     label = "" if horizon == 1.0 else f"horizon {horizon:g}  "
 
+    steps = optimizer in ("lm", "mujoco")  # on_iter follows accepted steps (not scipy's calls)
+
     def on_iter(it: int, x: np.ndarray, cost: float) -> None:
         done["it"] = it
         previous = history_obj[-1]
-        if optimizer in ("lm", "mujoco") and ftol > 0 and np.isfinite(previous) and previous > 0:
+        if steps and ftol > 0 and np.isfinite(previous) and previous > 0:
             small["n"] = small["n"] + 1 if (previous - cost) <= ftol * previous else 0
         history_obj.append(cost)
         history_x.append(x.copy())
@@ -478,7 +480,7 @@ def _fit_stage(
             print(f"{label}iter {start_iter + it:4d}  cost {cost:.6e}", file=s.out)
         if s.callback is not None:
             s.callback(start_iter + it, x, cost)
-        if small["n"] >= _FTOL_ITERS or (not last and cost > _STAGE_SLOW * previous):
+        if small["n"] >= _FTOL_ITERS or (steps and not last and cost > _STAGE_SLOW * previous):
             raise _Converged(it)
 
     jac_cache: dict[bytes, np.ndarray] = {x0.tobytes(): J0}
@@ -660,8 +662,9 @@ def optimize(
         of it (``1.0`` is appended when missing). A short horizon costs less per evaluation
         and its cost landscape has fewer local minima (a trajectory drifts less), so the
         stage brings the fit near the solution cheaply; an early stage ends when it converges
-        or when an iteration cuts its cost by less than 10 %. ``result`` describes the last
-        stage (``extras["stages"]`` lists them all; ``nfev`` and ``nit`` count every stage).
+        or (``"lm"``, ``"mujoco"``) when an iteration cuts its cost by less than 10 %.
+        ``result`` describes the last stage (``extras["stages"]`` lists them all; ``nfev``
+        and ``nit`` count every stage).
         ``None`` (default): one stage on the whole data.
       allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
         residual at the start; by default that is an error naming the parameter.
