@@ -232,3 +232,11 @@ def test_horizons_with_every_backend(arm2, optimizer):
     first, last = res.extras["stages"]
     assert first["nit"] > 1 and first["cost"] < 1e-3 * first["initial_cost"]  # real progress
     assert last["nit"] <= 2  # the whole data only confirms
+
+
+def test_a_too_short_head_fails_before_any_simulation(arm2):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    with pytest.raises(ValueError, match=r"the first 0\.001 of the sequence must be at least 2"):
+        ms.optimize(params, rf, horizons=(0.001, 1.0))
+    assert rf.stats.calls == 0

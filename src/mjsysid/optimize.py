@@ -765,6 +765,8 @@ def optimize(
     if ckpt is not None:  # fail now, not after the first iteration, if it cannot be written
         _checkpoint_write(ckpt, x0, float("nan"), start_iter, names, stages[0])
 
+    # every head is made (and a too-short sequence reported) before anything is simulated
+    fns = [residual_fn.head(h) for h in stages[:-1]] + [residual_fn]  # type: ignore[attr-defined]
     full = _Counted(residual_fn, params) if len(stages) > 1 else None
     initial_cost = float("nan")
     if full is not None:  # the cost at the start on the whole data, for the result
@@ -776,7 +778,7 @@ def optimize(
     for k, h in enumerate(stages):
         last = k == len(stages) - 1
         stage = _fit_stage(
-            residual_fn if last else residual_fn.head(h),  # type: ignore[attr-defined]
+            fns[k],
             params,
             x,
             settings,
