@@ -345,3 +345,57 @@ def test_kind_modifiers_rebound_after_load(tmp_path):
         and back["pos_delay" if False else "*_pos_delay"].modifier is None
     )
     assert ms.apply_param_modifiers(back, spec).dof_damping[0] == pytest.approx(0.9)
+
+
+def _model_arrays(model):
+    return {
+        name: getattr(model, name).copy()
+        for name in dir(model)
+        if not name.startswith("_") and isinstance(getattr(model, name, None), np.ndarray)
+    }
+
+
+def test_write_plan_equals_every_model_modifier_bit_for_bit():
+    """All kinds at once through WritePlan (one array write per field) against each
+    parameter's model_modifier, from two different previous contents of the model."""
+    from mjsysid.model_modifier import WritePlan, refresh_constants, write_model_params
+
+    spec = mujoco.MjSpec.from_string(KIND_XML)
+    model = spec.compile()
+    d = ms.ParameterDict([ms.make_parameter(k, model, t) for k, (t, _) in KIND_TARGETS.items()])
+    d.add(ms.body_inertia_param(spec, model, "b", ms.InertiaType.Mass))
+    d.add(ms.body_inertia_param(spec, model, "c", ms.InertiaType.MassIpos))  # no elementwise map
+    free = d.non_frozen()
+    plan = WritePlan(model, free)
+    assert [free[i].name for i in plan.other] == ["c_mass_ipos"]
+    assert {f[0] for f in plan.fields} >= {"dof_damping", "actuator_biasprm", "body_inertia"}
+    rng = np.random.default_rng(4)
+    lo, hi = d.get_bounds()
+    fast, slow = model.__copy__(), model.__copy__()
+    data_f, data_s = mujoco.MjData(fast), mujoco.MjData(slow)
+    for _ in range(3):
+        x = lo + (np.minimum(hi, 10.0) - lo) * rng.uniform(0.1, 0.9, lo.size)
+        d.update_from_vector(x)
+        plan.write(fast, x, [free[i] for i in plan.other])
+        refresh_constants(fast, data_f)
+        write_model_params(slow, free, data_s)
+        a, b = _model_arrays(fast), _model_arrays(slow)
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+        assert fast.stat.meaninertia == slow.stat.meaninertia
+        assert fast.stat.meanmass == slow.stat.meanmass
+
+
+def test_write_plan_falls_back_where_the_map_does_not_hold():
+    from mjsysid.model_modifier import WritePlan
+
+    spec = mujoco.MjSpec.from_string(KIND_XML)
+    model = spec.compile()
+    plain = ms.body_inertia_param(spec, model, "c", ms.InertiaType.Mass)
+    spec.compiler.boundmass = 0.01  # the compiler's mass floor: a max(), not a linear map
+    bounded = ms.body_inertia_param(spec, model, "b", ms.InertiaType.Mass)
+    assert bounded.meta["boundmass"] == 0.01
+    moved = model.__copy__()
+    moved.body_ipos[model.body("c").id] += 0.01  # the model's frame is not the parameter's
+    assert WritePlan(model, [bounded]).other == [0]
+    assert WritePlan(moved, [plain]).other == [0] and WritePlan(model, [plain]).other == []

@@ -120,6 +120,7 @@ import numpy.typing as npt
 
 from mjsysid import param_kinds
 from mjsysid._errors import model_key, must_be, require_model
+from mjsysid.model_modifier import FieldWrite
 from mjsysid.parameter import Parameter
 
 __all__ = [
@@ -629,6 +630,35 @@ def _bind(param: Parameter) -> None:
             )
         _write_model(model, ids[key], compute(p.value), boundmass, boundinertia, target)
 
+    if kind is InertiaType.Mass and meta.get("scale_rot_inertia", True):
+        mass0 = _meta_float(meta, "mass0")
+        inertia0 = _meta_vec(meta, "inertia0", 3)
+        ipos0 = _meta_vec(meta, "ipos0", 3)
+        iquat0 = _meta_vec(meta, "iquat0", 4)
+        iquat0 = iquat0 / math.sqrt(float(iquat0 @ iquat0))  # as _write_model normalises it
+
+        def field_writes(model: mujoco.MjModel) -> list[FieldWrite] | None:
+            """``body_mass = m``, ``body_inertia = (m / mass0)·inertia0``: what
+            ``model_modifier`` writes while no bound is active and the frame is unchanged."""
+            b = param_kinds.element_id(model, "body", target)
+            same_frame = (
+                model.body_ipos[b].tolist() == ipos0.tolist()
+                and model.body_iquat[b].tolist() == iquat0.tolist()
+            )
+            if boundmass > 0 or boundinertia > 0 or not same_frame:
+                return None
+            return [
+                FieldWrite("body_mass", np.array([b]), np.zeros(1, int), np.ones(1), np.ones(1)),
+                FieldWrite(
+                    "body_inertia",
+                    3 * b + np.arange(3),
+                    np.zeros(3, int),
+                    np.full(3, mass0),
+                    inertia0.copy(),
+                ),
+            ]
+
+        model_modifier.field_writes = field_writes  # type: ignore[attr-defined]
     param.modifier = modifier
     param.model_modifier = model_modifier if fast else None
 

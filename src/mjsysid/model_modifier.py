@@ -9,6 +9,7 @@ left modified. A modifier that raises, or values that make the spec fail to comp
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -37,16 +38,20 @@ def _check_spec(spec: object, where: str) -> mujoco.MjSpec:
     return spec
 
 
+def _failure(p: Parameter, what: str, e: Exception) -> ModifierError:
+    return ModifierError(
+        f"the {what} of parameter {p.name!r} failed for value {short_repr(p.value)}: "
+        f"{type(e).__name__}: {e}"
+    )
+
+
 def _call(p: Parameter, what: str, target: mujoco.MjSpec | mujoco.MjModel) -> None:
     """Runs ``p.modifier`` or ``p.model_modifier`` on ``target``, naming ``p`` on failure."""
     fn = getattr(p, what)
     try:
         fn(target, p)
     except Exception as e:  # re-raised with the parameter's name and value
-        raise ModifierError(
-            f"the {what} of parameter {p.name!r} failed for value {short_repr(p.value)}: "
-            f"{type(e).__name__}: {e}"
-        ) from e
+        raise _failure(p, what, e) from e
 
 
 def run_modifiers(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjSpec:
@@ -99,6 +104,97 @@ def supports_model_edits(params: ParameterDict) -> bool:
     return all(p.model_modifier is not None for p in params.non_frozen() if p.modifier is not None)
 
 
+@dataclass(frozen=True)
+class FieldWrite:
+    """A parameter's exact compiled-model write as an elementwise map, so that many
+    parameters can be written with one array operation per model field:
+
+        model.<field>.flat[index] = value[component] / divisor * factor
+
+    A ``model_modifier`` may carry ``field_writes(model) -> list[FieldWrite] | None`` (``None``
+    where the map does not apply to this model); :class:`WritePlan` then writes the parameter
+    without calling it. The result must equal the ``model_modifier``'s bit for bit.
+    """
+
+    field: str
+    index: np.ndarray  # flat indices into model.<field>
+    component: np.ndarray  # entry of the parameter value written to each index
+    divisor: np.ndarray
+    factor: np.ndarray
+
+
+class WritePlan:
+    """Writes the free parameters of one structure into models of one structure.
+
+    Parameters whose ``model_modifier`` has ``field_writes`` are written as one gather and one
+    scatter per model field, straight from the parameter vector ``x``; the others through their
+    ``model_modifier``, and only when their value changed.
+
+    Args:
+      model: A model of the structure the plan is for (element ids are read from it).
+      free: The non-frozen parameters, in vector order.
+    """
+
+    def __init__(self, model: mujoco.MjModel, free: Sequence[Parameter]) -> None:
+        sizes = [p.size for p in free]
+        starts = np.cumsum([0, *sizes])[:-1]
+        parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self.other: list[int] = []  # indices into free written by their model_modifier
+        for k, p in enumerate(free):
+            if p.modifier is None:
+                continue
+            make = getattr(p.model_modifier, "field_writes", None)
+            try:
+                writes = make(model) if callable(make) else None
+            except Exception as e:  # reported as the model_modifier's own failure would be
+                raise _failure(p, "model_modifier", e) from e
+            if writes is None:
+                self.other.append(k)
+                continue
+            for w in writes:
+                parts.setdefault(w.field, []).append(
+                    (w.index, starts[k] + w.component, w.divisor, w.factor)
+                )
+        # (field, flat indices, entries of x, divisors, factors), one per model field
+        self.fields: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [
+            (
+                field,
+                np.concatenate([q[0] for q in qs]),
+                np.concatenate([q[1] for q in qs]),
+                np.concatenate([q[2] for q in qs]),
+                np.concatenate([q[3] for q in qs]),
+            )
+            for field, qs in parts.items()
+        ]
+
+    def write(self, model: mujoco.MjModel, x: np.ndarray, changed: Sequence[Parameter]) -> None:
+        """Writes ``x`` (the free vector) and the ``changed`` other parameters into ``model``
+        (then call :func:`refresh_constants`)."""
+        for field, index, src, divisor, factor in self.fields:
+            values = x[src] / divisor
+            values *= factor
+            getattr(model, field).reshape(-1)[index] = values
+        for p in changed:
+            _call(p, "model_modifier", model)
+
+
+def refresh_constants(model: mujoco.MjModel, data: mujoco.MjData) -> None:
+    """``mj_setConst`` plus the statistics MuJoCo 4.0's ``mj_setConst`` leaves stale
+    (``stat.meaninertia = tr M(qpos0) / nv`` and ``stat.meanmass``, which scale the
+    constraint solver's tolerances), after fields of ``model`` were written."""
+    mujoco.mj_setConst(model, data)
+    data.qpos[:] = model.qpos0
+    mujoco.mj_kinematics(model, data)
+    mujoco.mj_comPos(model, data)
+    mujoco.mj_crb(model, data)
+    if model.nv:
+        full = np.zeros((model.nv, model.nv))
+        mujoco.mj_fullM(model, data, full)
+        model.stat.meaninertia = float(full.trace()) / model.nv
+    if model.nbody > 1:
+        model.stat.meanmass = float(model.body_mass[1:].sum()) / (model.nbody - 1)
+
+
 def write_model_params(
     model: mujoco.MjModel, params: Sequence[Parameter], data: mujoco.MjData | None = None
 ) -> mujoco.MjModel:
@@ -122,18 +218,7 @@ def write_model_params(
                 f"parameter {p.name!r} has no model_modifier; use apply_param_modifiers"
             )
         _call(p, "model_modifier", model)
-    data = mujoco.MjData(model) if data is None else data
-    mujoco.mj_setConst(model, data)
-    data.qpos[:] = model.qpos0
-    mujoco.mj_kinematics(model, data)
-    mujoco.mj_comPos(model, data)
-    mujoco.mj_crb(model, data)
-    if model.nv:
-        full = np.zeros((model.nv, model.nv))
-        mujoco.mj_fullM(model, data, full)
-        model.stat.meaninertia = float(full.trace()) / model.nv
-    if model.nbody > 1:
-        model.stat.meanmass = float(model.body_mass[1:].sum()) / (model.nbody - 1)
+    refresh_constants(model, mujoco.MjData(model) if data is None else data)
     return model
 
 

@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid._errors import model_key, must_be, require_model
+from mjsysid.model_modifier import FieldWrite
 from mjsysid.parameter import Parameter, ParameterDict
 
 _OBJ = {
@@ -104,6 +105,9 @@ class Kind:
       set_model: ``set_model(model, id, value)``; exact equivalent of set_spec + compile.
       bounds: ``bounds(nominal) -> (lo, hi)`` defaults.
       unit: SI unit, for reports.
+      fields: ``fields(model, id) -> [(field, flat indices, factor)]``: what ``set_model``
+        writes, ``model.<field>.flat[index] = factor · value[0]`` (for batched writes, see
+        :class:`mjsysid.model_modifier.WritePlan`).
     """
 
     element: str | None
@@ -112,6 +116,13 @@ class Kind:
     set_model: Callable[[mujoco.MjModel, int, np.ndarray], None] | None
     bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
     unit: str
+    fields: Callable[[mujoco.MjModel, int], list[tuple[str, list[int], float]]] | None = None
+
+
+def _at(model: mujoco.MjModel, field: str, row: int, col: int = 0) -> int:
+    """Flat index of ``model.<field>[row, col]`` (``row`` for a 1-D field)."""
+    shape = getattr(model, field).shape
+    return row if len(shape) == 1 else row * shape[1] + col
 
 
 def _nonneg(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -171,7 +182,11 @@ def _dof_kind(field: str, spec_attr: str, unit: str) -> Kind:
     def write(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
         getattr(m, field)[_dofs(m, i)] = v[0]
 
-    return Kind("joint", read, _set0(spec_attr), write, _nonneg, unit)
+    def fields(m: mujoco.MjModel, i: int) -> list[tuple[str, list[int], float]]:
+        d = _dofs(m, i)
+        return [(field, list(range(d.start, d.stop)), 1.0)]
+
+    return Kind("joint", read, _set0(spec_attr), write, _nonneg, unit, fields)
 
 
 KINDS: dict[str, Kind] = {
@@ -185,6 +200,7 @@ KINDS: dict[str, Kind] = {
         lambda m, i, v: m.jnt_stiffness.__setitem__(i, v[0]),
         _nonneg,
         "N·m/rad",
+        lambda m, i: [("jnt_stiffness", [i], 1.0)],
     ),
     "actuator_kp": Kind(
         "actuator",
@@ -193,6 +209,10 @@ KINDS: dict[str, Kind] = {
         _set_kp_model,
         _positive,
         "N·m/rad",
+        lambda m, i: [
+            ("actuator_gainprm", [_at(m, "actuator_gainprm", i, 0)], 1.0),
+            ("actuator_biasprm", [_at(m, "actuator_biasprm", i, 1)], -1.0),
+        ],
     ),
     "actuator_kv": Kind(
         "actuator",
@@ -201,6 +221,7 @@ KINDS: dict[str, Kind] = {
         _set_kv_model,
         _nonneg,
         "N·m·s/rad",
+        lambda m, i: [("actuator_biasprm", [_at(m, "actuator_biasprm", i, 2)], -1.0)],
     ),
     "actuator_gear": Kind(
         "actuator",
@@ -209,6 +230,7 @@ KINDS: dict[str, Kind] = {
         lambda m, i, v: m.actuator_gear.__setitem__((i, 0), v[0]),
         _positive,
         "N·m/ctrl",
+        lambda m, i: [("actuator_gear", [_at(m, "actuator_gear", i, 0)], 1.0)],
     ),
     "geom_friction": Kind(
         "geom",
@@ -217,6 +239,7 @@ KINDS: dict[str, Kind] = {
         lambda m, i, v: m.geom_friction.__setitem__((i, 0), v[0]),
         _nonneg,
         "1",
+        lambda m, i: [("geom_friction", [_at(m, "geom_friction", i, 0)], 1.0)],
     ),
     "pair_friction": Kind(
         "pair",
@@ -225,6 +248,9 @@ KINDS: dict[str, Kind] = {
         _set_pair_friction_model,
         _nonneg,
         "1",
+        lambda m, i: [
+            ("pair_friction", [_at(m, "pair_friction", i, 0), _at(m, "pair_friction", i, 1)], 1.0)
+        ],
     ),
     "sensor_delay": Kind(
         None, None, None, None, lambda n: (np.full_like(n, -0.05), np.full_like(n, 0.1)), "s"
@@ -270,6 +296,18 @@ def _bind(param: Parameter, kind_name: str, target: str) -> None:
             ids[key] = element_id(model, element, target)
         set_model(model, ids[key], p.value)
 
+    fields = kind.fields
+    if fields is not None:
+
+        def field_writes(model: mujoco.MjModel) -> list[FieldWrite]:
+            out = []
+            for field, index, factor in fields(model, element_id(model, element, target)):
+                n = len(index)
+                one = np.ones(n)
+                out.append(FieldWrite(field, np.array(index), np.zeros(n, int), one, factor * one))
+            return out
+
+        model_modifier.field_writes = field_writes  # type: ignore[attr-defined]
     param.modifier = modifier
     param.model_modifier = model_modifier
 

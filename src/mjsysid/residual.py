@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import time as _time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mujoco
@@ -43,11 +43,12 @@ import numpy.typing as npt
 from mjsysid._errors import must_be
 from mjsysid.alignment import PreparedSequence, prepare_sequence, sequence_head
 from mjsysid.model_modifier import (
+    WritePlan,
     apply_param_modifiers,
     compile_spec,
+    refresh_constants,
     run_modifiers,
     supports_model_edits,
-    write_model_params,
 )
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import Parameter, ParameterDict
@@ -79,6 +80,7 @@ class _Layout:
       model_edits: Every active modifier has an exact compiled-model fast path.
       overrides: Per sequence, ``(state index, x index)`` of its initial-state parameters.
       spans: Rows of ``x`` of each non-frozen parameter, by name.
+      plans: :class:`WritePlan` per ModelSequences index (made on first use).
     """
 
     free: list[Parameter]
@@ -88,6 +90,7 @@ class _Layout:
     model_edits: bool
     overrides: list[list[tuple[int, int]]]
     spans: dict[str, slice]
+    plans: dict[int, WritePlan] = field(default_factory=dict)
 
 
 def _spans(sizes: list[int]) -> list[slice]:
@@ -337,9 +340,9 @@ class ResidualFunction:
         """The model of one candidate (the ``slot``-th distinct one of this call) for ``mi``.
 
         On the compiled-model fast path each slot keeps its model between calls, together
-        with the parameter vector it holds; a new candidate rewrites only the parameters whose
-        values differ (a finite-difference column of the next call: usually all, but as
-        in-place writes, which cost less than copying a model), then ``mj_setConst``.
+        with the parameter vector it holds. A new candidate is written in place (less work than
+        copying a model): the parameters with an elementwise write (:class:`WritePlan`) all at
+        once, the others only where their values differ; then ``mj_setConst``.
         """
         ms = self.models_sequences[mi]
         if self.build_model is not None:
@@ -354,15 +357,22 @@ class ResidualFunction:
         while len(pool) <= slot:
             pool.append(_Slot(ms.model.__copy__()))
         entry = pool[slot]
+        plan = layout.plans.get(mi)
+        if plan is None:
+            plan = layout.plans[mi] = WritePlan(ms.model, free)
         if entry.x is None or entry.key != self._work_key or entry.x.shape != x.shape:
             if entry.x is not None:  # other parameters: start again from the base model, so
                 entry.model = ms.model.__copy__()  # no value of theirs is left behind
-            changed = [p for p in free if p.modifier is not None]
+            others = [free[i] for i in plan.other]
         else:
+            differs = x != entry.x
+            if not differs.any():
+                return entry.model
             hit = np.zeros(len(free), dtype=bool)
-            hit[layout.owner[x != entry.x]] = True
-            changed = [free[i] for i in np.flatnonzero(hit) if free[i].modifier is not None]
-        write_model_params(entry.model, changed, self._set_const_data[mi])
+            hit[layout.owner[differs]] = True
+            others = [free[i] for i in plan.other if hit[i]]
+        plan.write(entry.model, x, others)
+        refresh_constants(entry.model, self._set_const_data[mi])
         entry.x, entry.key = x.copy(), self._work_key
         return entry.model
 
