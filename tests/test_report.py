@@ -25,7 +25,8 @@ import pytest
 
 import mjsysid as ms
 from mjsysid import report as rep
-from mjsysid.optimize import OptimizeResult, calculate_intervals
+from mjsysid.intervals import calculate_intervals
+from mjsysid.optimize import OptimizeResult
 from mjsysid.report import (
     Direction,
     ParameterRow,

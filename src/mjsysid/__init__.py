@@ -10,6 +10,7 @@ from mjsysid.inertia import (
     body_inertia_param,
     full_inertia_from_model,
 )
+from mjsysid.intervals import calculate_intervals
 from mjsysid.lm import LMOptions, LMResult, levenberg_marquardt
 from mjsysid.model_modifier import (
     ModifierError,
@@ -23,7 +24,6 @@ from mjsysid.model_modifier import (
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.optimize import (
     OptimizeResult,
-    calculate_intervals,
     fd_jacobian,
     optimize,
     sweep_parameter,

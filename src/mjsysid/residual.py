@@ -766,9 +766,11 @@ class ResidualFunction:
         """The residual of the first ``fraction`` of every sequence (a horizon stage).
 
         Each sequence keeps its measured samples up to ``t0 + fraction·(t_last − t0)``, with
-        the same column weights, so its residual is the leading part of this one's. The head
-        shares this function's candidate models, rollout threads and :attr:`stats`; use one
-        at a time. ``fraction = 1`` returns this function itself.
+        the same column weights, so the built-in residual of the head is the leading part of
+        this one's (a ``modify_residual`` receives the shortened series; a
+        :class:`SignalTransform` normalises by their RMS). The head shares this function's
+        candidate models, rollout threads and :attr:`stats`; use one at a time.
+        ``fraction = 1`` returns this function itself.
 
         Raises:
           ValueError: ``fraction`` is not in ``(0, 1]``, or a sequence would keep fewer than 2

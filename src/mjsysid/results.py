@@ -27,10 +27,11 @@ import numpy as np
 import yaml
 
 from mjsysid._errors import must_be
+from mjsysid.intervals import calculate_intervals
 from mjsysid.io import atomic_write_files, load_npz, npz_bytes, read_yaml
 from mjsysid.model_modifier import apply_param_modifiers_spec
 from mjsysid.model_sequences import ModelSequences
-from mjsysid.optimize import OptimizeResult, calculate_intervals
+from mjsysid.optimize import OptimizeResult
 from mjsysid.parameter import ParameterDict
 
 RESULTS_SCHEMA_VERSION = 1
