@@ -220,6 +220,27 @@ class Floor:
             self.runner.close()
 
 
+def moved_start(prob: P.Problem) -> np.ndarray:
+    """The start moved by 1e-6 (relative) in every entry, within the bounds."""
+    lo = np.concatenate([p.lo for p in prob.params])
+    hi = np.concatenate([p.hi for p in prob.params])
+    return np.clip(prob.start * (1 + 1e-6), lo, hi)
+
+
+def alternating(X: np.ndarray, shift: np.ndarray) -> Callable[[], np.ndarray]:
+    """``X`` and ``X + shift`` in turn. As in a fit, where every Jacobian is taken at a new
+    point, mjsysid then rewrites every candidate model in every timed call (the floor's models
+    are prebuilt and not timed)."""
+    both = [X, X + shift[:, None]]
+    turn = [0]
+
+    def next_X() -> np.ndarray:
+        turn[0] ^= 1
+        return both[turn[0]]
+
+    return next_X
+
+
 def jacobian_timing(
     prob: P.Problem, ours: A.Setup, peer: A.Setup | None, nthread: int, repeats: int
 ) -> dict[str, Any]:
@@ -231,19 +252,14 @@ def jacobian_timing(
     lo = np.concatenate([p.lo for p in prob.params])
     hi = np.concatenate([p.hi for p in prob.params])
     rf = ours.residual
-    # As in a fit, where every Jacobian is taken at a new point, mjsysid gets a new point
-    # each repeat: it alternates between the start and the start moved by 1e-6 (relative) in
-    # every entry, so every candidate model is rewritten in every call (the floor's models
-    # are prebuilt and not timed).
-    points = [prob.start, np.clip(prob.start * (1 + 1e-6), lo, hi)]
-    Xs = [X, X + (points[1] - points[0])[:, None]]
+    points = [prob.start, moved_start(prob)]
     rs = [rf(x, ours.params) for x in points]
-    turn = {"call": 0, "fd": 0}
+    turn = {"fd": 0}
+    next_X = alternating(X, points[1] - points[0])
 
     def ours_call() -> None:
         rf.clear_cache()  # time the whole call, never the previous repeat's simulations
-        turn["call"] ^= 1
-        rf(Xs[turn["call"]], ours.params)
+        rf(next_X(), ours.params)
 
     def ours_fd() -> None:
         # as inside a fit: r(x) was just evaluated, so its simulation may be reused

@@ -48,7 +48,8 @@ def measure(prob: P.Problem, threads: int, repeats: int, peer: bool) -> dict[str
     ours = A.ours_setup(prob, threads)
     X, _ = R.fd_candidates(prob)
     floor = R.Floor(prob, X, threads)
-    fns = {"floor": floor, "ours": lambda: ours.residual(X, ours.params)}
+    next_X = R.alternating(X, R.moved_start(prob) - prob.start)
+    fns = {"floor": floor, "ours": lambda: ours.residual(next_X(), ours.params)}
     if peer:
         ps = A.peer_setup(prob, threads)
         fns["peer"] = lambda: A.peer_residual_vector(ps, X)
