@@ -137,6 +137,7 @@ def ours_fit(setup: Setup, max_iters: int, optimizer: str = "lm", **kw: Any) -> 
         "nit": int(res.nit),
         "nfev": int(res.nfev),
         "rollouts": int(stats["rollouts"]),
+        "steps": int(stats["steps"]),
         "cost_own": float(res.cost),
         "status": res.status,
         "compiles": int(stats["compiles"]),

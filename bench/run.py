@@ -325,6 +325,8 @@ def fit_record(
     prob: P.Problem, tool: str, res: dict[str, Any], ours: A.Setup, rss: RssPeak
 ) -> dict[str, Any]:
     x = res.pop("x")
+    if "steps" in res:  # mjsysid: rollouts as full-length equivalents (horizon stages are shorter)
+        res["rollouts"] = round(res["steps"] / prob.sequences[0].ctrl.shape[0])
     rec = {
         "kind": "fit",
         "problem": prob.key,

@@ -53,6 +53,10 @@ def test_head_is_the_leading_part_of_every_sequence(arm2):
         )
     assert rf.head(1.0) is rf
     assert head.stats is rf.stats  # one set of counters for the function and its heads
+    steps = rf.stats.steps
+    head.clear_cache()  # (the last call's simulations would be reused)
+    head(X, params)
+    assert rf.stats.steps - steps == 3 * 2 * 90  # candidates x sequences x steps of the head
     # the head's details are those of the shortened sequences
     pred = head.predict(params)[0]
     assert pred.measured.times[-1] <= 0.3 * arm2.sequences.sensordata[0].times[-1] + 1e-12

@@ -138,12 +138,15 @@ def _distinct_columns(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[bytes
 
 @dataclass
 class ResidualStats:
-    """Counters for benchmarks and diagnostics (cumulative since creation)."""
+    """Counters for benchmarks and diagnostics (cumulative since creation; shared with the
+    function's :meth:`~ResidualFunction.head` views). ``steps``: simulation steps of all
+    rollouts (a head's rollouts are shorter)."""
 
     calls: int = 0
     candidates: int = 0
     simulated_candidates: int = 0
     rollouts: int = 0
+    steps: int = 0
     compiles: int = 0
     model_edits: int = 0
     time_build: float = 0.0
@@ -661,6 +664,7 @@ class ResidualFunction:
                 self._controls.pop(next(iter(self._controls)))
             self._controls[(tuple(group), n_unique)] = ctrl
         self.stats.rollouts += len(batch_models)
+        self.stats.steps += len(batch_models) * ctrl.shape[1]
         if self.custom_rollout is not None:
             datas = self._runner.datas_for(batch_models[0])
             trajs = self.custom_rollout(
