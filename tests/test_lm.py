@@ -243,3 +243,39 @@ def test_bad_inputs_are_named(change, match):
     J0 = args["J0"] if args["J0"] is not None else prob.jacobian(X0, r0)
     with pytest.raises(ValueError, match=match):
         levenberg_marquardt(prob.residual, prob.jacobian, args["x0"], r0, J0, args["bounds"])
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_broyden_update_in_place_matches_the_formula(order):
+    from mjsysid.lm import _broyden
+
+    rng = np.random.default_rng(2)
+    J0 = rng.normal(size=(40, 5))
+    s, dr = rng.normal(size=5), rng.normal(size=40)
+    want = J0 + np.outer(dr - J0 @ s, s) / (s @ s)  # J₊ s = Δr, unchanged orthogonally to s
+    J = np.array(J0, order=order)
+    JtJ = _broyden(J, J0.T @ J0, s, dr)
+    np.testing.assert_allclose(J, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(JtJ, want.T @ want, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(J @ s, dr, rtol=1e-12, atol=1e-12)
+    J = np.array(J0, order=order)
+    np.testing.assert_allclose(_broyden(J, None, s, dr), want.T @ want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_callers_jacobians_are_never_written():
+    """Broyden updates work on a copy: J0 and every finite-difference Jacobian handed in
+    (which optimize keeps for its result) stay as they were."""
+    prob = Problem(model(TRUTH[:, None])[:, 0], WIDE)
+    handed: list[tuple[np.ndarray, np.ndarray]] = []
+    jacobian = prob.jacobian
+
+    def keep(x, r):
+        J = jacobian(x, r)
+        handed.append((J, J.copy()))
+        return J
+
+    prob.jacobian = keep
+    res = prob.run()
+    assert res.nsecant > 0 and len(handed) >= 2  # secant steps happened after handed ones
+    for J, before in handed:
+        np.testing.assert_array_equal(J, before)

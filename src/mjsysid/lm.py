@@ -49,6 +49,7 @@ from typing import Protocol
 
 import mujoco
 import numpy as np
+import scipy.linalg.blas
 
 from mjsysid._errors import must_be
 
@@ -163,6 +164,26 @@ def _box_step(
     return d.reshape(-1) if nfree >= 0 else None
 
 
+def _broyden(J: np.ndarray, JtJ: np.ndarray | None, s: np.ndarray, dr: np.ndarray) -> np.ndarray:
+    """``J ← J + u vᵀ`` in place (``u = Δr − J s``, ``v = s / sᵀs``, Broyden's update) and the
+    matching ``JᵀJ``, updated in ``O(np)``: ``JᵀJ + Jᵀu vᵀ + v uᵀJ + (uᵀu) v vᵀ``.
+
+    ``J`` must be Fortran- or C-contiguous and writable; returns the new ``JᵀJ`` (computed
+    afresh when ``JtJ`` is ``None``).
+    """
+    u = dr - J @ s
+    v = s / float(s @ s)
+    Jtu = J.T @ u if JtJ is not None else None
+    a = J if J.flags.f_contiguous else J.T  # a Fortran-ordered view for BLAS
+    x_, y_ = (u, v) if a is J else (v, u)
+    out = scipy.linalg.blas.dger(1.0, x_, y_, a=a, overwrite_a=True)
+    if not np.shares_memory(out, a):  # the wrapper had to copy: write the result back
+        a[...] = out
+    if JtJ is None or Jtu is None:
+        return J.T @ J
+    return JtJ + np.outer(Jtu, v) + np.outer(v, Jtu) + float(u @ u) * np.outer(v, v)
+
+
 def levenberg_marquardt(
     residual: BatchResidual,
     jacobian: JacobianFn,
@@ -193,7 +214,7 @@ def levenberg_marquardt(
     opt = options if options is not None else LMOptions()
     x = np.array(x0, dtype=np.float64)
     r = np.array(r0, dtype=np.float64)
-    J = np.array(J0, dtype=np.float64)
+    J = np.asarray(J0, dtype=np.float64)  # not written to: Broyden updates work on a copy
     p = x.size
     if x.ndim != 1 or p == 0 or not np.all(np.isfinite(x)):
         raise ValueError(must_be("x0", "a non-empty finite 1-D array", x))
@@ -214,19 +235,29 @@ def levenberg_marquardt(
     spent = p  # evaluations spent on the current step (its Jacobian included)
     status = "max_iters"
 
+    # JᵀJ and Jᵀr are kept while J and r stay (a rejected step changes neither): for a tall
+    # Jacobian they cost more than everything else in an iteration.
+    JtJ: np.ndarray | None = None
+    Jtr: np.ndarray | None = None
+    owned = False  # J is this function's own copy (finite-difference ones are the caller's)
+
     def refresh() -> None:
-        nonlocal J, fresh, njev, spent
-        J = np.array(jacobian(x, r), dtype=np.float64)
-        fresh, njev, spent = True, njev + 1, p
+        nonlocal J, fresh, njev, spent, JtJ, Jtr, owned
+        J = np.asarray(jacobian(x, r), dtype=np.float64)
+        fresh, njev, spent, owned = True, njev + 1, p, False
+        JtJ = Jtr = None
 
     if opt.x_scale is not None:
         D = np.broadcast_to(np.asarray(opt.x_scale, dtype=np.float64), (p,)).copy()
     while nit < opt.max_iters:
-        if fresh and opt.x_scale is None:
-            D = 1.0 / np.maximum(np.linalg.norm(J, axis=0), 1e-12)
-        Js = J * D
-        H = Js.T @ Js
-        g = Js.T @ r
+        if JtJ is None:
+            JtJ = J.T @ J
+        if Jtr is None:
+            Jtr = J.T @ r
+        if fresh and opt.x_scale is None:  # column norms of J
+            D = 1.0 / np.maximum(np.sqrt(np.maximum(np.diag(JtJ), 0.0)), 1e-12)
+        H = JtJ * np.outer(D, D)
+        g = D * Jtr
         held = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
         if float(np.linalg.norm(g[~held])) <= opt.gtol:
             if fresh:
@@ -285,6 +316,7 @@ def levenberg_marquardt(
         dr = r_new - r
         old_cost = cost
         x, r, cost = X[:, k].copy(), r_new, new_cost
+        Jtr = None
         nit += 1
         nsecant += 0 if was_fresh else 1
         spent = 0
@@ -307,7 +339,9 @@ def levenberg_marquardt(
             fresh_eff = (fresh_gain + math.log(fresh_base / old_cost)) / (p + 1)
             keep_secant = eff >= fresh_eff and _SECANT_RHO[0] < rho < _SECANT_RHO[1]
         if keep_secant and float(s @ s) > 0.0:
-            J = J + np.outer(dr - J @ s, s) / float(s @ s)
+            if not owned:
+                J, owned = np.array(J, order="F"), True
+            JtJ = _broyden(J, JtJ, s, dr)
             fresh = False
         else:
             refresh()
