@@ -244,3 +244,37 @@ def test_a_too_short_head_fails_before_any_simulation(arm2):
     with pytest.raises(ValueError, match=r"the first 0\.001 of the sequence must be at least 2"):
         ms.optimize(params, rf, horizons=(0.001, 1.0))
     assert rf.stats.calls == 0
+
+
+def test_horizons_with_two_models_of_different_lengths_and_custom_callbacks(make_problem):
+    """Two ModelSequences (other structures, 300 and 200 samples), then the same data through a
+    custom residual and a custom rollout: every stage and the result stay consistent."""
+    a = make_problem(ARM2, _truth(TRUTH), n=300, qpos=[0.3, -0.2])
+    payload = ARM2.replace(
+        '<site name="tip2" pos="0.3 0 0"/>',
+        '<site name="tip2" pos="0.3 0 0"/><body name="payload" pos="0.3 0 0">'
+        '<geom type="sphere" size="0.04" mass="0.3"/></body>',
+    )
+    b = make_problem(payload, _truth(TRUTH), n=200, qpos=[0.1, 0.2])
+    b.sequences.name = "arm_payload"
+    params = arm_masses(a.spec, a.model)
+    rf = ms.build_residual_fn([a.sequences, b.sequences])
+    head = rf.head(0.5)
+    assert np.diff(head.block_offsets).tolist() == [150 * 10, 100 * 10]
+    _, res = ms.optimize(params, rf, horizons=(0.5, 1.0))
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-7)
+    assert res.fun.size == (300 + 200) * 10
+
+    lengths: list[int] = []
+
+    def residual(params, pred, meas, model, return_pred_all=False, state=None, **kw):
+        lengths.append(meas.times.size)
+        return (meas.data - pred.get(meas.times)) / 0.1, pred, meas
+
+    def rollout(models, datas, control, initial_states, param_dicts):
+        return ms.sysid_rollout(models, datas, control, initial_states)
+
+    custom = ms.build_residual_fn([a.sequences], modify_residual=residual, custom_rollout=rollout)
+    _, res = ms.optimize(params, custom, horizons=(0.5, 1.0))
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-6)
+    assert min(lengths) == 150 and max(lengths) == 300  # the custom residual saw both stages
