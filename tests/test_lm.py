@@ -279,3 +279,19 @@ def test_the_callers_jacobians_are_never_written():
     assert res.nsecant > 0 and len(handed) >= 2  # secant steps happened after handed ones
     for J, before in handed:
         np.testing.assert_array_equal(J, before)
+
+
+@pytest.mark.parametrize("x0", [[3.0, 2.0, 3.0, -1.0], [1.0, 0.1, 3.5, 0.0]])
+def test_rejected_steps_are_not_retried_almost_unchanged(monkeypatch, x0):
+    """After a rejection the next damping must shorten the step by >= 3 %; from μ = 0 the
+    first rungs of the damping ladder hardly change it, and each would cost an evaluation."""
+    import mjsysid.lm as lm_module
+
+    y = model(TRUTH[:, None])[:, 0]
+    skipping, retrying = Problem(y, WIDE), Problem(y, WIDE)
+    a = skipping.run(np.array(x0))
+    monkeypatch.setattr(lm_module, "_SHORTER", 1.0)  # every rung of the ladder evaluated
+    b = retrying.run(np.array(x0))
+    np.testing.assert_allclose(a.x, TRUTH, rtol=1e-8)
+    np.testing.assert_allclose(b.x, TRUTH, rtol=1e-8)
+    assert skipping.nfev < retrying.nfev

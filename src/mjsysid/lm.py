@@ -11,7 +11,9 @@ kept between them), the step in scaled coordinates ``z = D⁻¹x`` solves the bo
 least ``-c₁·gᵀdz`` (Armijo, ``c₁ = 10⁻²``); the reduction ratio
 ``ρ = (c(x) − c(x + D·dz)) / (−gᵀdz − ½dzᵀH dz)`` then moves ``μ``: divided by
 ``mu_factor²`` for ``ρ > 3/4`` (to 0 below ``mu_min``), multiplied by ``mu_factor`` for
-``ρ < 1/4``, as is a rejected trial's.
+``ρ < 1/4``, as is a rejected trial's, further until the step is at least 3 % shorter than the
+rejected one (from ``μ = 0`` the first values barely change it, and each trial costs an
+evaluation).
 
 **Secant phase.** A finite-difference Jacobian costs ``p`` candidate evaluations, a trial
 step one. Once an iteration with a fresh Jacobian shows the Gauss-Newton model to be accurate
@@ -58,6 +60,7 @@ _TAIL_REDUCTION = 0.1  # enter the secant phase after a fresh step that cut the 
 _TAIL_RHO = 0.25  # ... with |rho - 1| below this
 _SECANT_RHO = (0.5, 2.0)  # a secant step outside this range ends the secant phase
 _LADDER = 16.0
+_SHORTER = 0.97  # after a rejection, the next trial step is at most this long (relative)
 
 
 class BatchResidual(Protocol):
@@ -297,6 +300,14 @@ def levenberg_marquardt(
                 refresh()
                 continue
             mu = max(mus[-1] * opt.mu_factor, opt.mu_min)
+            # Damping values that leave the rejected step almost as long are skipped: each
+            # would cost an evaluation (from μ = 0, the first few steps of the ladder do).
+            target = _SHORTER * float(np.linalg.norm(steps[-1]))
+            while mu <= opt.mu_max:
+                d = _box_step(H, g, mu, dlo, dhi)
+                if d is None or float(np.linalg.norm(d)) <= target:
+                    break
+                mu *= opt.mu_factor
             if mu > opt.mu_max:
                 status = "no_improvement"
                 break
