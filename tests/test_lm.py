@@ -295,3 +295,15 @@ def test_rejected_steps_are_not_retried_almost_unchanged(monkeypatch, x0):
     np.testing.assert_allclose(a.x, TRUTH, rtol=1e-8)
     np.testing.assert_allclose(b.x, TRUTH, rtol=1e-8)
     assert skipping.nfev < retrying.nfev
+
+
+def test_damping_after_an_accepted_step():
+    from mjsysid.lm import _damping_after
+
+    opt = LMOptions(mu_factor=4.0, mu_min=1e-6)
+    assert _damping_after(16.0, 0.9, True, opt) == 1.0  # good step at once: mu / 16
+    assert _damping_after(16.0, 0.9, False, opt) == 4.0  # after rejections: only mu / 4
+    assert _damping_after(1e-6, 0.9, True, opt) == 0.0  # below mu_min: undamped
+    assert _damping_after(1.0, 0.1, True, opt) == 4.0  # poor model: more damping
+    assert _damping_after(0.0, 0.1, True, opt) == 1e-6
+    assert _damping_after(2.0, 0.5, False, opt) == 2.0

@@ -10,10 +10,10 @@ kept between them), the step in scaled coordinates ``z = D⁻¹x`` solves the bo
 (``mujoco.mju_boxQP``). A trial point ``x + D·dz`` is accepted when the cost decreases by at
 least ``-c₁·gᵀdz`` (Armijo, ``c₁ = 10⁻²``); the reduction ratio
 ``ρ = (c(x) − c(x + D·dz)) / (−gᵀdz − ½dzᵀH dz)`` then moves ``μ``: divided by
-``mu_factor²`` for ``ρ > 3/4`` (to 0 below ``mu_min``), multiplied by ``mu_factor`` for
-``ρ < 1/4``, as is a rejected trial's, further until the step is at least 3 % shorter than the
-rejected one (from ``μ = 0`` the first values barely change it, and each trial costs an
-evaluation).
+``mu_factor²`` for ``ρ > 3/4`` (by ``mu_factor`` if trials were rejected before; to 0 below
+``mu_min``), multiplied by ``mu_factor`` for ``ρ < 1/4``. A rejected trial's ``μ`` is multiplied
+by ``mu_factor`` until the step is at least 3 % shorter than the rejected one (from ``μ = 0``
+the first values barely change it, and each trial costs an evaluation).
 
 **Secant phase.** A finite-difference Jacobian costs ``p`` candidate evaluations, a trial
 step one. Once an iteration with a fresh Jacobian shows the Gauss-Newton model to be accurate
@@ -167,6 +167,22 @@ def _box_step(
     return d.reshape(-1) if nfree >= 0 else None
 
 
+def _damping_after(mu: float, rho: float, first_call: bool, opt: LMOptions) -> float:
+    """``μ`` for the next step after a step accepted at ``μ`` with reduction ratio ``ρ``.
+
+    ``ρ > 3/4``: divided by ``mu_factor²``, or by ``mu_factor`` when the step was not found
+    by the first trial call (the accepted damping is then about what the model needs, and a
+    full decrease would be rejected again next time); below ``mu_min`` it becomes 0.
+    ``ρ < 1/4``: multiplied by ``mu_factor`` (at least ``mu_min``). Otherwise unchanged.
+    """
+    if rho > 0.75:
+        cut = opt.mu_factor ** (2 if first_call else 1)
+        return mu / cut if mu / cut >= opt.mu_min else 0.0
+    if rho < 0.25:
+        return max(mu * opt.mu_factor, opt.mu_min)
+    return mu
+
+
 def _broyden(J: np.ndarray, JtJ: np.ndarray | None, s: np.ndarray, dr: np.ndarray) -> np.ndarray:
     """``J ← J + u vᵀ`` in place (``u = Δr − J s``, ``v = s / sᵀs``, Broyden's update) and the
     matching ``JᵀJ``, updated in ``O(np)``: ``JᵀJ + Jᵀu vᵀ + v uᵀJ + (uᵀu) v vᵀ``.
@@ -236,6 +252,7 @@ def levenberg_marquardt(
     D = np.ones(p)
     fresh_gain, fresh_base = 0.0, cost  # ln-cost reduction of the last fresh step, its start
     spent = p  # evaluations spent on the current step (its Jacobian included)
+    trials = 0  # trial candidates evaluated for the current step
     status = "max_iters"
 
     # JᵀJ and Jᵀr are kept while J and r stay (a rejected step changes neither): for a tall
@@ -290,6 +307,7 @@ def levenberg_marquardt(
         X = np.clip(x[:, None] + D[:, None] * Z, lo[:, None], hi[:, None])
         R = np.asarray(residual(X), dtype=np.float64).reshape(r.size, -1)
         spent += Z.shape[1]
+        trials += Z.shape[1]
         costs = 0.5 * np.einsum("ij,ij->j", R, R)
         costs[~np.isfinite(costs)] = np.inf
         slope = g @ Z  # gᵀdz < 0 for a descent step
@@ -316,11 +334,7 @@ def levenberg_marquardt(
         new_cost = float(costs[k])
         rho = (cost - new_cost) / predicted[k] if predicted[k] > 0 else 0.0
         eff = math.log(cost / new_cost) / spent if new_cost > 0 else math.inf  # per evaluation
-        mu = mus[k]
-        if rho > 0.75:
-            mu = mu / opt.mu_factor**2 if mu / opt.mu_factor**2 >= opt.mu_min else 0.0
-        elif rho < 0.25:
-            mu = max(mu * opt.mu_factor, opt.mu_min)
+        mu = _damping_after(mus[k], rho, trials == Z.shape[1], opt)
         s = X[:, k] - x
         r_new = R[:, k].copy()
         was_fresh = fresh
@@ -330,7 +344,7 @@ def levenberg_marquardt(
         Jtr = None
         nit += 1
         nsecant += 0 if was_fresh else 1
-        spent = 0
+        spent = trials = 0
         if callback is not None:
             callback(nit, x.copy(), cost)
         if float(np.linalg.norm(s)) < opt.xtol * (opt.xtol + float(np.linalg.norm(x))):
