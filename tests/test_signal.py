@@ -464,3 +464,31 @@ def test_batched_transform_equals_one_call_per_candidate(make_problem):
     np.testing.assert_array_equal(R, slow(X, d))
     assert fast.stats.simulated_candidates == 2  # x and its mass column: the rest are signals
     np.testing.assert_array_equal(fast(x, d), R[:, 0])
+
+
+def test_batched_transform_on_interleaved_columns(make_problem):
+    """Signals interleaved in the recording (j1_pos, j1_vel, j2_pos, j2_vel): the gain and bias
+    columns are strided slices; the batched path still equals apply() per candidate."""
+    p = make_problem(ARM2, None, n=300, qpos=[0.3, -0.2])
+    meas = p.sequences.sensordata[0]
+    order = ["j1_pos", "j1_vel", "j2_pos", "j2_vel"]
+    data = np.concatenate([meas.signal(n).reshape(len(meas.times), -1) for n in order], axis=1)
+    rec = ms.TimeSeries.from_names(meas.times, data, p.model, names=order)
+    seq = ms.ModelSequences(
+        "arm", p.spec, "s", p.sequences.initial_state[0], p.sequences.control[0], rec
+    )
+    d = ms.ParameterDict()
+    d.add(ms.body_inertia_param(seq.spec, p.model, "link1", ms.InertiaType.Mass))
+    d.add(ms.Parameter("delay", 0.004, -0.01, 0.03))
+    d.add(ms.Parameter("vel_gain", 1.1, 0.5, 2.0))
+    d.add(ms.Parameter("pos_bias", 0.05, -1.0, 1.0))
+    t = ms.SignalTransform().delay("*_pos", d["delay"]).gain("*_vel", d["vel_gain"])
+    t.bias("*_pos", d["pos_bias"])
+    from mjsysid.signal_transform import _index
+
+    assert _index(rec.columns("j1_vel").tolist() + rec.columns("j2_vel").tolist()) == slice(1, 4, 2)
+    fast = ms.build_residual_fn([seq], modify_residual=t.apply)
+    slow = ms.build_residual_fn([seq], modify_residual=lambda *a, **k: t.apply(*a, **k))
+    x = d.as_vector()
+    X = x[:, None] * (1.0 + 0.01 * np.vstack([np.zeros(4), np.eye(4)]).T)
+    np.testing.assert_array_equal(fast(X, d), slow(X, d))
