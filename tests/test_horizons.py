@@ -154,43 +154,56 @@ def test_horizons_need_a_residual_with_head(arm2):
     np.testing.assert_allclose(res.x, TRUTH, rtol=1e-7)
 
 
-def _late_gear_problem():
+def _late_gear_params(spec, model):
+    d = arm_masses(spec, model)
+    d.add(ms.make_parameter("actuator_gear", model, "m1"))
+    return d
+
+
+def _late_gear_problem(masses=TRUTH):
     """m1 pushes only in the second half: its gear has no effect on the first 30 %."""
     spec = mujoco.MjSpec.from_string(ARM2)
     model = spec.compile()
     ctrl = excitation(300, 2, seed=3)
     ctrl[:150, 0] = 0.0
-
-    def truth_fn(spec, model):
-        d = ms.ParameterDict([ms.make_parameter("actuator_gear", model, "m1")])
-        d.update_from_vector([1.4])
-        return d
-
+    truth = _late_gear_params(spec, model)
+    truth.update_from_vector([*masses, 1.4])
     x0 = ms.create_initial_state(model, qpos=[0.3, -0.2])
-    sens, control = simulate(spec, truth_fn(spec, model), ctrl, x0)
-    return model, ms.ModelSequences("arm2", spec, "s", x0, control, sens)
+    sens, control = simulate(spec, truth, ctrl, x0)
+    return spec, model, ms.ModelSequences("arm2", spec, "s", x0, control, sens)
 
 
-def test_a_parameter_excited_only_later_is_fitted_and_a_dead_one_named():
-    model, seq = _late_gear_problem()
+def test_a_stage_that_hardly_sees_the_misfit_is_skipped():
+    _, model, seq = _late_gear_problem(masses=[1.0, 0.7])  # the model's own masses
     params = ms.ParameterDict([ms.make_parameter("actuator_gear", model, "m1")])
     rf = ms.build_residual_fn([seq])
     head = rf.head(0.3)
-    assert not np.any(
-        ms.fd_jacobian(
-            lambda X: head(X, params),
-            params.as_vector(),
-            head(params.as_vector(), params),
-            params.get_bounds(),
-        )
+    x = params.as_vector()
+    assert 0.5 * float(head(x, params) @ head(x, params)) < 1e-3 * 0.5 * float(
+        rf(x, params) @ rf(x, params)
     )
     _, res = ms.optimize(params, rf, horizons=(0.3, 1.0))
-    np.testing.assert_allclose(res.x, [1.4], rtol=1e-7)
+    first = res.extras["stages"][0]
+    assert (first["horizon"], first["status"], first["nit"]) == (0.3, "skipped", 0)
+    np.testing.assert_allclose(res.x, [1.4], rtol=1e-6)
+
+
+def test_a_parameter_excited_only_later_is_fitted_and_a_dead_one_named():
+    spec, model, seq = _late_gear_problem()
+    params = _late_gear_params(spec, model)
+    rf = ms.build_residual_fn([seq])
+    head = rf.head(0.3)
+    x = params.as_vector()
+    J = ms.fd_jacobian(lambda X: head(X, params), x, head(x, params), params.get_bounds())
+    assert np.any(J[:, :2]) and not np.any(J[:, 2])  # the gear: no effect on the head
+    _, res = ms.optimize(params, rf, horizons=(0.3, 1.0))
+    assert res.extras["stages"][0]["nit"] > 0
+    np.testing.assert_allclose(res.x, [*TRUTH, 1.4], rtol=1e-6)
     params.add(ms.Parameter("unused", 1.0, 0.0, 2.0, modifier=lambda s, p: None))
     calls = rf.stats.calls
     with pytest.raises(ValueError, match=r"parameters \['unused'\] have no effect on the residual"):
         ms.optimize(params, rf, horizons=(0.3, 1.0))
-    # the whole data at the start, r and J on the head, then the dead column on the whole data
+    # the whole data at the start, r and J on the head, then the dead columns on the whole data
     assert rf.stats.calls - calls == 4
 
 

@@ -294,6 +294,10 @@ def load_checkpoint(path: str | Path, params: ParameterDict) -> tuple[np.ndarray
 
 
 _STAGE_SLOW = 0.9  # an early horizon stage ends after a step that cut its cost by < 10 %
+# An early stage whose data holds less than this share of the whole data's cost at its start
+# is skipped: it barely sees the misfit (a push whose first part is the box at rest), so
+# fitting it can only lead the fit astray. (Benchmark and example stages hold 0.5-60 %.)
+_UNINFORMATIVE = 1e-3
 
 
 def _checkpoint_horizon(path: Path) -> float:
@@ -415,13 +419,15 @@ def _fit_stage(
     ckpt: Path | None,
     check_effect: str | None,
     full_fn: _Counted | None,
+    skip_below: float | None = None,
 ) -> _Stage:
     """Runs the backend on ``residual_fn`` from ``x0``.
 
     An early stage (``last=False``) also ends after an iteration that cut its cost by less
-    than ``1 − _STAGE_SLOW``; only the last stage computes the residual and Jacobian at its
-    solution. ``check_effect``: ``"error"``, ``"warn"`` or ``None`` (no check) for parameters
-    without effect at ``x0``.
+    than ``1 − _STAGE_SLOW``, and is skipped (status ``"skipped"``, nothing but its residual
+    at ``x0`` evaluated) when its cost there is below ``skip_below``; only the last stage
+    computes the residual and Jacobian at its solution. ``check_effect``: ``"error"``,
+    ``"warn"`` or ``None`` (no check) for parameters without effect at ``x0``.
     """
     lo, hi = s.bounds
     names, optimizer, eps = s.names, s.optimizer, s.eps
@@ -433,6 +439,8 @@ def _fit_stage(
             f"{_describe_nonfinite(residual_fn, r0)}; check the data and the initial parameters"
         )
     cost0 = 0.5 * float(r0 @ r0)
+    if skip_below is not None and cost0 < skip_below:
+        return _Stage(horizon, x0, cost0, cost0, "skipped", 0, fn.nfev, 0, 0, [cost0], [x0])
     J0 = fd_jacobian(fn, x0, r0, (lo, hi), eps)
     njev = 1
     if check_effect is not None:
@@ -654,7 +662,9 @@ def optimize(
         of it (``1.0`` is appended when missing). A short horizon costs less per evaluation
         and its cost landscape has fewer local minima (a trajectory drifts less), so the
         stage brings the fit near the solution cheaply; an early stage ends when it converges
-        or (``"lm"``, ``"mujoco"``) when an iteration cuts its cost by less than 10 %.
+        or (``"lm"``, ``"mujoco"``) when an iteration cuts its cost by less than 10 %, and is
+        skipped when its data hold less than 0.1 % of the whole data's cost at its start (it
+        would barely see the misfit).
         ``result`` describes the last stage (``extras["stages"]`` lists them all; ``nfev``
         and ``nit`` count every stage).
         ``None`` (default): one stage on the whole data.
@@ -760,15 +770,20 @@ def optimize(
     # every head is made (and a too-short sequence reported) before anything is simulated
     fns = [residual_fn.head(h) for h in stages[:-1]] + [residual_fn]  # type: ignore[attr-defined]
     full = _Counted(residual_fn, params) if len(stages) > 1 else None
-    initial_cost = float("nan")
-    if full is not None:  # the cost at the start on the whole data, for the result
-        r_start = full(x0)
-        initial_cost = 0.5 * float(r_start @ r_start)
+    # the whole data at the start: the result's initial cost, the first stage's yardstick
+    r_start = full(x0) if full is not None else None
+    initial_cost = float("nan") if r_start is None else 0.5 * float(r_start @ r_start)
     done: list[_Stage] = []
     x, it0 = x0, start_iter
     stopped_in = 1.0  # the stage the fit ended in (an early one if interrupted there)
+    checked = False  # parameters without effect are looked for in the first stage that runs
     for k, h in enumerate(stages):
         last = k == len(stages) - 1
+        skip_below = None
+        if not last:
+            assert full is not None and r_start is not None
+            r_here = r_start if x is x0 else full(x)
+            skip_below = _UNINFORMATIVE * 0.5 * float(r_here @ r_here)
         stage = _fit_stage(
             fns[k],
             params,
@@ -778,9 +793,11 @@ def optimize(
             last=last,
             start_iter=it0,
             ckpt=ckpt,
-            check_effect=None if done else ("warn" if allow_no_effect else "error"),
+            check_effect=None if checked else ("warn" if allow_no_effect else "error"),
             full_fn=None if last else full,
+            skip_below=skip_below,
         )
+        checked = checked or stage.status != "skipped"
         done.append(stage)
         x, it0 = stage.x, 0 if last else it0 + stage.nit
         if stage.status == "interrupted" and not last:  # the whole data at this point, no fit
