@@ -291,3 +291,25 @@ def test_horizons_with_two_models_of_different_lengths_and_custom_callbacks(make
     _, res = ms.optimize(params, custom, horizons=(0.5, 1.0))
     np.testing.assert_allclose(res.x, TRUTH, rtol=1e-6)
     assert min(lengths) == 150 and max(lengths) == 300  # the custom residual saw both stages
+
+
+def test_head_of_measurements_between_simulation_instants(make_problem):
+    """Measured times off the simulation grid (interpolated predictions), a sensor subset
+    and a weight: the head's residual is still the leading part of the whole one."""
+    p = make_problem(ARM2, _truth(TRUTH), n=300, qpos=[0.3, -0.2])
+    meas = p.sequences.sensordata[0]
+    t = meas.times[:-1] + 0.37 * (meas.times[1] - meas.times[0])
+    data = np.stack([np.interp(t, meas.times, c) for c in meas.data.T], axis=1)
+    rec = ms.TimeSeries(t, data, meas.signal_mapping)
+    seq = ms.ModelSequences(
+        "arm2", p.spec, "s", p.sequences.initial_state[0], p.sequences.control[0], rec
+    )
+    params = arm_masses(p.spec, p.model)
+    rf = ms.build_residual_fn(
+        [seq], enabled_observations=["j1_pos", "tip_pos"], sensor_weights={"tip_pos": 3.0}
+    )
+    X = params.as_vector()[:, None] * np.array([[1.0, 1.2]])
+    full, part = rf(X, params), rf.head(0.4)(X, params)
+    n = np.count_nonzero(t <= t[0] + 0.4 * (t[-1] - t[0]))
+    assert part.shape == (n * 4, 2)  # j1_pos + tip_pos (3) columns
+    np.testing.assert_array_equal(part, full[: n * 4])
