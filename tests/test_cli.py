@@ -139,6 +139,8 @@ def test_fit_in_horizon_stages_from_the_file_or_the_command_line(tmp_path):
             "fit", str(path), "--out", str(tmp_path / name), "--no-report", "-q", *extra
         )
         assert code == 0 and "Converged" in err, err
+        shares = "30 %, 100 %" if name == "file" else "50 %, 100 %"
+        assert f"in stages on the first {shares} of every sequence" in err
         run_yaml = yaml.safe_load((tmp_path / name / "run.yaml").read_text())
         want = [0.3, 1.0] if name == "file" else [0.5, 1.0]
         assert run_yaml["optimizer_options"] == {"horizons": want}

@@ -69,6 +69,14 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
         f"{len(exp.sequences)} sequences of {exp.name!r} with {optimizer} ...",
         file=err,
     )
+    if options.get("horizons"):
+        hs = [*options["horizons"], *([] if options["horizons"][-1] >= 1 else [1.0])]
+        shares = ", ".join(f"{100 * h:g} %" for h in hs)
+        print(
+            f"  in stages on the first {shares} of every sequence (the cost shown is the "
+            "current stage's)",
+            file=err,
+        )
 
     def progress(it: int, x: np.ndarray, cost: float) -> None:
         if not args.quiet:
