@@ -133,6 +133,12 @@ class _Counted:
         return r[:, 0] if flat else r
 
 
+def _fd_steps(x: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
+    """``h_i = ±ε·max(1, |x_i|)``, negative where the forward step would leave ``hi``."""
+    h = eps * np.maximum(1.0, np.abs(x))
+    return np.where(x + h > hi, -h, h)
+
+
 def fd_jacobian(
     residual: Callable[[np.ndarray], np.ndarray],
     x: np.ndarray,
@@ -156,8 +162,7 @@ def fd_jacobian(
       ``(n, p)`` Jacobian (non-finite columns after the retry are set to 0 and logged).
     """
     lo, hi = bounds
-    h = eps * np.maximum(1.0, np.abs(x))
-    h = np.where(x + h > hi, -h, h)
+    h = _fd_steps(x, hi, eps)
     X = x[:, None] + np.diag(h)
     R = residual(X)
     J = (R - r[:, None]) / h[None, :]
@@ -398,9 +403,7 @@ def _dead_parameters(
     dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
     if dead.size == 0 or full is None:
         return dead.tolist()
-    hi = s.bounds[1]
-    h = s.eps * np.maximum(1.0, np.abs(x0[dead]))
-    h = np.where(x0[dead] + h > hi[dead], -h, h)
+    h = _fd_steps(x0[dead], s.bounds[1][dead], s.eps)
     X = np.repeat(x0[:, None], dead.size + 1, axis=1)
     X[dead, np.arange(1, dead.size + 1)] += h
     R = full(X)
