@@ -355,11 +355,11 @@ def run_problem(key: str, args: argparse.Namespace, sink: Any) -> dict[str, Any]
     fits: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("mjsysid", lambda: A.ours_fit(ours, args.max_iters, args.optimizer))
     ]
-    if args.horizons:
+    if args.one_stage:
         fits.append(
             (
-                "mjsysid+h",
-                lambda: A.ours_fit(ours, args.max_iters, args.optimizer, horizons=args.horizons),
+                "mjsysid-1",
+                lambda: A.ours_fit(ours, args.max_iters, args.optimizer, horizons=None),
             )
         )
     if peer is not None:
@@ -377,7 +377,7 @@ def run_problem(key: str, args: argparse.Namespace, sink: Any) -> dict[str, Any]
     for tool, rec in best.items():
         rec["wall_all_s"] = walls[tool]
         emit(rec, sink)
-        out[{"mjsysid": "ours", "mjsysid+h": "ours_h"}.get(tool, "peer")] = rec
+        out[{"mjsysid": "ours", "mjsysid-1": "ours_1"}.get(tool, "peer")] = rec
     jac = jacobian_timing(prob, ours, peer, args.threads, args.repeats)
     emit(jac, sink)
     out["jac"] = jac
@@ -437,7 +437,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 def report(results: list[dict[str, Any]], mem: list[dict[str, Any]], peer_note: str) -> str:
     fit_rows, ratio_rows = [], []
     for r in results:
-        for tool in ("ours", "ours_h", "peer"):
+        for tool in ("ours", "ours_1", "peer"):
             f = r.get(tool)
             if f is None:
                 continue
@@ -457,15 +457,15 @@ def report(results: list[dict[str, Any]], mem: list[dict[str, Any]], peer_note: 
                     f["status"],
                 ]
             )
-        j, o, p, oh = r["jac"], r["ours"], r.get("peer"), r.get("ours_h")
+        j, o, p, o1 = r["jac"], r["ours"], r.get("peer"), r.get("ours_1")
         ratio_rows.append(
             [
                 r["problem"],
                 r["title"],
                 _fmt(o["wall_s"] / p["wall_s"], ".2f") if p else "-",
                 (f"{o['max_rel_err']:.1e}/{p['max_rel_err']:.1e}") if p else "-",
-                _fmt(oh["wall_s"] / p["wall_s"], ".2f") if p and oh else "-",
-                (f"{oh['max_rel_err']:.1e}") if oh else "-",
+                _fmt(o1["wall_s"] / p["wall_s"], ".2f") if p and o1 else "-",
+                (f"{o1['max_rel_err']:.1e}") if o1 else "-",
                 _fmt(j["ours_over_floor"], ".2f"),
                 _fmt(j["ours_fd_over_floor"], ".2f"),
                 _fmt(j["cpu_ours_over_floor"], ".2f"),
@@ -508,8 +508,8 @@ def report(results: list[dict[str, Any]], mem: list[dict[str, Any]], peer_note: 
                     "title",
                     "wall ours/peer",
                     "err ours/peer",
-                    "wall ours+h/peer",
-                    "err ours+h",
+                    "wall ours-1/peer",
+                    "err ours-1",
                     "jac ours/floor",
                     "fdjac ours/floor",
                     "cpu ours/floor",
@@ -554,11 +554,10 @@ def main(argv: list[str] | None = None) -> int:
         "--optimizer", default="lm", help="mjsysid backend (default: lm, mjsysid's default)"
     )
     ap.add_argument(
-        "--horizons",
-        type=lambda v: () if v == "none" else tuple(float(h) for h in v.split(",")),
-        default=(0.1, 0.3, 1.0),
-        help="also fit with optimize(horizons=...) (row mjsysid+h; default 0.1,0.3,1; "
-        "'none' to skip)",
+        "--no-one-stage",
+        dest="one_stage",
+        action="store_false",
+        help="leave out the row mjsysid-1 (the fit in one stage, optimize(horizons=None))",
     )
     ap.add_argument("--repeats", type=int, default=7, help="Jacobian timing repeats (best of)")
     ap.add_argument(
@@ -597,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
             "peer": args.peer,
             "max_iters": args.max_iters,
             "optimizer": args.optimizer,
-            "horizons": args.horizons,
+            "one_stage_row": args.one_stage,
             "loadavg": os.getloadavg(),
         },
         sink,

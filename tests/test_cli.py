@@ -151,6 +151,25 @@ def test_fit_in_horizon_stages_from_the_file_or_the_command_line(tmp_path):
     )
 
 
+def test_horizons_auto_by_default_and_none_for_one_stage(tmp_path):
+    assert load_experiment(
+        _write_exp(tmp_path, optimizer={"horizons": "none"})
+    ).optimizer_options == {"horizons": None}
+    path = _write_exp(tmp_path, optimizer={"horizons": "auto"})
+    assert load_experiment(path).optimizer_options == {"horizons": "auto"}
+    for name, extra in (("auto", []), ("none", ["--horizons", "none"])):
+        code, _, err = run(
+            "fit", str(path), "--out", str(tmp_path / name), "--no-report", "-q", *extra
+        )
+        assert code == 0 and "Converged" in err, err
+        staged = "in stages on the first 10 %, 30 %, 100 % of every sequence" in err
+        stages = ms.load_results(tmp_path / name).result.extras.get("stages")
+        assert staged == (name == "auto") and bool(stages) == (name == "auto")
+    code, _, err = run("fit", str(path), "--out", str(tmp_path / "x"), "--horizons", "0.3", "all")
+    want = "error: --horizons must be 'auto', 'none' or fractions in (0, 1] (e.g. 0.3 1), got "
+    assert code == 1 and want + "'0.3 all'" in err
+
+
 def _write_exp(tmp_path: Path, **overrides) -> Path:
     base = bundled_examples()["arm"].parent
     exp = yaml.safe_load((base / "experiment.yaml").read_text())
@@ -188,10 +207,14 @@ def _write_exp(tmp_path: Path, **overrides) -> Path:
         ({"optimizer": {"max_iters": "many"}}, r"optimizer.max_iters must be int, got str 'many'"),
         (
             {"optimizer": {"horizons": [0.5, 0.3]}},
-            r"optimizer.horizons must be increasing fractions in \(0, 1\], e.g. \[0.3, 1.0\], "
-            r"got list \[0.5, 0.3\]",
+            r"optimizer.horizons must be 'auto', 'none' or increasing fractions in \(0, 1\], "
+            r"e.g. \[0.3, 1.0\], got list \[0.5, 0.3\]",
         ),
-        ({"optimizer": {"horizons": [0.3, 2]}}, r"optimizer.horizons must be increasing"),
+        ({"optimizer": {"horizons": [0.3, 2]}}, r"optimizer.horizons must be 'auto', 'none' or"),
+        (
+            {"optimizer": {"horizons": "always"}},
+            r"optimizer.horizons must be 'auto', 'none' or increasing fractions .*got str 'always'",
+        ),
         ({"sequences": [{"name": "x"}]}, r"sequences\[0\].file is required"),
         (
             {"residual": {"control_interpolation": "cubic"}},

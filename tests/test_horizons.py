@@ -10,7 +10,7 @@ import pytest
 
 import mjsysid as ms
 from conftest import ARM2, excitation, simulate
-from mjsysid.optimize import _checkpoint_horizon, load_checkpoint
+from mjsysid.optimize import _checkpoint_horizon, load_checkpoint, resolve_horizons
 
 
 def arm_masses(spec, model):
@@ -131,8 +131,9 @@ def test_an_early_stage_ends_when_it_slows_down(arm2):
         ((0.0, 1.0), ValueError, "horizons must be strictly increasing fractions in"),
         ((0.3, 1.2), ValueError, "horizons must be strictly increasing fractions in"),
         ((), ValueError, "horizons must be strictly increasing fractions in"),
-        ("0.3", TypeError, "horizons must be a sequence of fractions in"),
-        (0.3, TypeError, "horizons must be a sequence of fractions in"),
+        ("0.3", TypeError, "horizons must be 'auto', None or a sequence of fractions in"),
+        ("Auto", TypeError, "horizons must be 'auto', None or a sequence of fractions in"),
+        (0.3, TypeError, "horizons must be 'auto', None or a sequence of fractions in"),
         ((True, 1.0), TypeError, "horizons must be a sequence of numbers in"),
     ],
 )
@@ -152,6 +153,38 @@ def test_horizons_need_a_residual_with_head(arm2):
         ms.optimize(params, lambda x, p: rf(x, p), horizons=(0.3, 1.0))
     _, res = ms.optimize(params, lambda x, p: rf(x, p), horizons=(1.0,))  # one stage: fine
     np.testing.assert_allclose(res.x, TRUTH, rtol=1e-7)
+
+
+def test_auto_horizons_by_sequence_length_residual_and_backend(make_problem):
+    def rf_of(n, **kw):
+        p = make_problem(ARM2, _truth(TRUTH), n=n, qpos=[0.3, -0.2])
+        return ms.build_residual_fn([p.sequences], **kw)
+
+    long, mid, short = rf_of(300), rf_of(100), rf_of(40)
+    # every sequence must keep >= 20 samples in a stage: 300 samples -> 30 (10 %), 90 (30 %)
+    assert long.head_samples(0.1) == [30] and long.head_samples(0.3) == [90]
+    assert mid.head_samples(0.1) == [10] and short.head_samples(0.3) == [12]
+    assert resolve_horizons("auto", long) == (0.1, 0.3, 1.0)
+    assert resolve_horizons("auto", long, "mujoco") == (0.1, 0.3, 1.0)
+    assert resolve_horizons("auto", mid) == (0.3, 1.0)
+    assert resolve_horizons("auto", short) == (1.0,)
+    # one stage: scipy backends (no slow-iteration stop), a custom residual, any plain callable
+    assert resolve_horizons("auto", long, "scipy") == (1.0,)
+    assert resolve_horizons("auto", rf_of(300, modify_residual=lambda *a: a[0])) == (1.0,)
+    assert resolve_horizons("auto", lambda x, p: x) == (1.0,)
+    assert resolve_horizons(None, long) == (1.0,)
+    assert resolve_horizons([0.5], long) == (0.5, 1.0)
+
+
+def test_optimize_fits_in_stages_by_default(arm2):
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    _, auto = ms.optimize(params, rf)
+    _, one = ms.optimize(params, rf, horizons=None)
+    assert [s["horizon"] for s in auto.extras["stages"]] == [0.1, 0.3, 1.0]
+    assert "stages" not in one.extras
+    np.testing.assert_allclose(auto.x, TRUTH, rtol=1e-7)
+    np.testing.assert_allclose(one.x, TRUTH, rtol=1e-7)
 
 
 def _late_gear_params(spec, model):

@@ -289,7 +289,15 @@ def test_section_data_from_a_real_fit(fit: Fit) -> None:
     assert [e.column for e in errs] == ["j1_pos", "j2_pos", "j1_vel", "j2_vel"]
     assert all(e.identified < e.initial for e in errs)
     trace = optimisation_trace(fit.result)
-    assert trace is not None and trace.cost[0] == pytest.approx(fit.result.initial_cost)
+    # 800 samples: the default horizons="auto" fits on the first 10 % and 30 % first
+    stages = fit.result.extras["stages"]
+    assert trace is not None and [st.label for st in trace.early] == ["first 10 %", "first 30 %"]
+    assert trace.early[0].cost[0] == stages[0]["initial_cost"]
+    assert trace.early[0].cost[-1] == stages[0]["cost"]
+    assert trace.early[1].iterations[0] == trace.early[0].iterations[-1] == stages[0]["nit"]
+    assert trace.iterations[0] == stages[0]["nit"] + stages[1]["nit"]
+    assert trace.cost[0] == stages[2]["initial_cost"]
+    assert trace.cost[-1] == pytest.approx(fit.result.cost, rel=1e-12)
     assert trace.candidates.shape == (trace.cost.size, 2)
     assert math.isfinite(condition_number(fit.result.jac))
 
@@ -390,6 +398,13 @@ def test_report_lists_horizon_stages(fit: Fit, tmp_path: Path) -> None:
     assert "<th>Horizon stages</th>" in html
     assert f"50 %: {first['nit']} iterations, {first['nfev']} evaluations" in html
     assert f"100 %: {last['nit']} iterations" in html
+    # the cost trace: the early stage dotted on its own data, then the whole data from there
+    head, whole = _figures(html)["trace_cost"]["data"]
+    assert head["name"] == "first 50 % of the data" and whole["name"] == "whole data"
+    assert head["y"] == pytest.approx(first["objective"]) and head["line"]["dash"] == "dot"
+    assert head["x"][-1] == whole["x"][0] == first["nit"]
+    assert whole["y"][0] == pytest.approx(last["initial_cost"])
+    assert "the dotted costs are on the first part of every sequence" in html
 
 
 def test_report_with_a_signal_transform(fit: Fit, tmp_path: Path) -> None:

@@ -86,6 +86,14 @@ class PreparedSequence:
         return self.grid.size
 
 
+def head_samples(times: np.ndarray, fraction: float) -> int:
+    """How many of the sorted sample ``times`` lie in the first ``fraction`` of their span:
+    those up to ``t0 + fraction·(t_last − t0)`` (within rounding)."""
+    t0, t_last = float(times[0]), float(times[-1])
+    t_end = t0 + fraction * (t_last - t0)
+    return int(np.searchsorted(times, t_end + 1e-9 * max(1.0, abs(t_end)), side="right"))
+
+
 def sequence_head(seq: PreparedSequence, fraction: float) -> PreparedSequence:
     """The first ``fraction`` of a prepared sequence: the measured samples up to
     ``t0 + fraction·(t_last − t0)`` and the simulation grid covering them.
@@ -97,9 +105,8 @@ def sequence_head(seq: PreparedSequence, fraction: float) -> PreparedSequence:
       ValueError: Fewer than 2 measured samples would remain.
     """
     times = seq.meas.times
-    t0, t_last = float(times[0]), float(times[-1])
-    t_end = t0 + fraction * (t_last - t0)
-    n = int(np.searchsorted(times, t_end + 1e-9 * max(1.0, abs(t_end)), side="right"))
+    t0 = float(times[0])
+    n = head_samples(times, fraction)
     if n < 2:
         raise ValueError(
             must_be(

@@ -53,7 +53,7 @@ def _table(result, conf, params) -> str:
 
 def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     from mjsysid.experiment import load_experiment
-    from mjsysid.optimize import optimize
+    from mjsysid.optimize import optimize, resolve_horizons
     from mjsysid.results import compute_confidence, save_results
 
     exp = load_experiment(args.experiment)
@@ -62,15 +62,15 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     max_iters = exp.max_iters if args.max_iters is None else args.max_iters
     options = dict(exp.optimizer_options)
     if args.horizons is not None:
-        options["horizons"] = tuple(args.horizons)
+        options["horizons"] = _parse_horizons(args.horizons)
     rf = exp.build_residual_fn()
     print(
         f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
         f"{len(exp.sequences)} sequences of {exp.name!r} with {optimizer} ...",
         file=err,
     )
-    if options.get("horizons"):
-        hs = [*options["horizons"], *([] if options["horizons"][-1] >= 1 else [1.0])]
+    hs = resolve_horizons(options.get("horizons", "auto"), rf, optimizer)
+    if len(hs) > 1:
         shares = ", ".join(f"{100 * h:g} %" for h in hs)
         print(
             f"  in stages on the first {shares} of every sequence (the cost shown is the "
@@ -157,6 +157,18 @@ def cmd_report(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int
         return EXIT_ERROR
     _write_report(exp.sequences, params, opt_params, results.result, rf, folder, err)
     return EXIT_OK
+
+
+def _parse_horizons(items: Sequence[str]) -> str | tuple[float, ...] | None:
+    if len(items) == 1 and items[0] in ("auto", "none"):
+        return None if items[0] == "none" else "auto"
+    try:
+        return tuple(float(v) for v in items)
+    except ValueError:
+        raise ValueError(
+            f"--horizons must be 'auto', 'none' or fractions in (0, 1] (e.g. 0.3 1), got "
+            f"{' '.join(items)!r}"
+        ) from None
 
 
 def _parse_set(items: Sequence[str]) -> list[tuple[str, str, float]]:
@@ -271,11 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--max-iters", type=int, help="override the iteration limit")
     fit.add_argument(
         "--horizons",
-        type=float,
         nargs="+",
         metavar="FRACTION",
-        help="fit in stages on growing parts of every sequence, e.g. --horizons 0.3 1 "
-        "(overrides the experiment's optimizer.horizons)",
+        help="fit in stages on growing parts of every sequence, e.g. --horizons 0.3 1; "
+        "'auto' (default: 0.1 0.3 1 where the sequences are long enough) or 'none' (one "
+        "stage); overrides the experiment's optimizer.horizons",
     )
     fit.add_argument(
         "--resume",

@@ -14,7 +14,8 @@ Example (paths are relative to the experiment file)::
       - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
       - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
       - {kind: sensor_delay, target: "*_pos", max: 0.05}
-    optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol, eps, horizons: [0.3, 1.0]
+    optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol, eps, horizons
+    # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0])
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
 
 Parameter kinds: those of :mod:`mjsysid.param_kinds` plus ``body_mass``, ``body_mass_ipos``
@@ -122,6 +123,9 @@ class _Node:
                 f"{self.source}: {self.path or 'top level'} has unknown keys "
                 f"{unknown}; allowed: {sorted(self.used)}"
             )
+
+
+_HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
 
 
 def _numbers(node: _Node, key: str, size: int | None = None) -> np.ndarray | None:
@@ -325,11 +329,15 @@ def load_experiment(path: str | Path) -> Experiment:
                 if not v > 0:
                     raise opt.err(key, "a positive number", v)
                 opt_options[key] = v
-        horizons = _numbers(opt, "horizons")
-        if horizons is not None:
+        raw_horizons = opt.get("horizons", (int, float, list, str), None, expected=_HORIZONS)
+        if isinstance(raw_horizons, str):
+            if raw_horizons not in ("auto", "none"):
+                raise opt.err("horizons", _HORIZONS, raw_horizons)
+            opt_options["horizons"] = None if raw_horizons == "none" else "auto"
+        elif raw_horizons is not None and (horizons := _numbers(opt, "horizons")) is not None:
             hs = horizons.tolist()
             if not all(0 < h <= 1 for h in hs) or any(b <= a for a, b in itertools.pairwise(hs)):
-                raise opt.err("horizons", "increasing fractions in (0, 1], e.g. [0.3, 1.0]", hs)
+                raise opt.err("horizons", _HORIZONS, hs)
             opt_options["horizons"] = tuple(hs)
         opt.finish()
     top.finish()

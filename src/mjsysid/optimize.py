@@ -311,12 +311,49 @@ def _checkpoint_horizon(path: Path) -> float:
     return float(z["horizon"]) if "horizon" in z else 1.0
 
 
-def _check_horizons(horizons: Sequence[float] | None, residual_fn: Any) -> list[float]:
-    """``horizons`` as an increasing list of fractions ending with 1.0 (appended if missing)."""
+# horizons="auto": the early stages, each used only if every sequence keeps this many samples
+AUTO_HORIZONS = (0.1, 0.3)
+_AUTO_MIN_SAMPLES = 20
+
+
+def resolve_horizons(
+    horizons: Sequence[float] | str | None, residual_fn: Any, optimizer: str = "lm"
+) -> tuple[float, ...]:
+    """The horizon stages :func:`optimize` runs: increasing fractions ending with 1.0.
+
+    ``None``: one stage. A sequence: validated, 1.0 appended when missing. ``"auto"``: the
+    fractions of :data:`AUTO_HORIZONS` at which every sequence keeps at least 20 measured
+    samples, then 1.0, when the fit can use them: ``residual_fn`` has
+    :meth:`~mjsysid.ResidualFunction.head`, no ``modify_residual`` (a custom residual never
+    receives shortened series unasked) and the backend is ``"lm"`` or ``"mujoco"`` (an early
+    stage ends on a slow iteration, which the scipy backends do not report); otherwise one
+    stage.
+
+    Raises:
+      TypeError: ``horizons`` is not ``"auto"``, ``None`` or a sequence of numbers, or stages
+        are asked of a residual without ``head``.
+      ValueError: The fractions are not strictly increasing in ``(0, 1]``.
+    """
     if horizons is None:
-        return [1.0]
-    if isinstance(horizons, str) or not isinstance(horizons, Sequence | np.ndarray):
-        raise TypeError(must_be("horizons", "a sequence of fractions in (0, 1]", horizons))
+        return (1.0,)
+    if isinstance(horizons, str):
+        if horizons != "auto":
+            raise TypeError(
+                must_be("horizons", "'auto', None or a sequence of fractions in (0, 1]", horizons)
+            )
+        head_samples = getattr(residual_fn, "head_samples", None)
+        if (
+            optimizer not in ("lm", "mujoco")
+            or not callable(head_samples)
+            or getattr(residual_fn, "modify_residual", None) is not None
+        ):
+            return (1.0,)
+        early = [h for h in AUTO_HORIZONS if min(head_samples(h)) >= _AUTO_MIN_SAMPLES]
+        return (*early, 1.0)
+    if not isinstance(horizons, Sequence | np.ndarray):
+        raise TypeError(
+            must_be("horizons", "'auto', None or a sequence of fractions in (0, 1]", horizons)
+        )
     hs = []
     for h in horizons:
         if isinstance(h, bool) or not isinstance(h, int | float | np.floating):
@@ -343,7 +380,7 @@ def _check_horizons(horizons: Sequence[float] | None, residual_fn: Any) -> list[
                 type(residual_fn).__name__,
             )
         )
-    return hs
+    return tuple(hs)
 
 
 @dataclass(frozen=True)
@@ -392,6 +429,7 @@ class _Stage:
             "nfev": self.nfev,
             "initial_cost": self.cost0,
             "cost": self.cost,
+            "objective": [float(c) for c in self.history_obj],  # on this stage's data
         }
 
 
@@ -622,7 +660,7 @@ def optimize(
     secant: bool = True,
     trial_steps: int = 1,
     x_scale: str | float | npt.ArrayLike = "jac",
-    horizons: Sequence[float] | None = None,
+    horizons: Sequence[float] | str | None = "auto",
     allow_no_effect: bool = False,
     checkpoint: str | Path | None = None,
     resume: bool = False,
@@ -670,7 +708,11 @@ def optimize(
         would barely see the misfit).
         ``result`` describes the last stage (``extras["stages"]`` lists them all; ``nfev``
         and ``nit`` count every stage).
-        ``None`` (default): one stage on the whole data.
+        ``"auto"`` (default): ``(0.1, 0.3, 1.0)`` with the built-in residual and the
+        ``"lm"``/``"mujoco"`` backends, leaving out a fraction at which a sequence would
+        keep fewer than 20 samples (see :func:`resolve_horizons`); on the benchmark this made
+        the fits 1.2-6x faster and the frictional-contact one reach the truth.
+        ``None``: one stage on the whole data.
       allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
         residual at the start; by default that is an error naming the parameter.
       checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far,
@@ -708,7 +750,7 @@ def optimize(
     for tol_name, tol in (("xtol", xtol), ("gtol", gtol), ("ftol", ftol)):
         if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
             raise ValueError(must_be(tol_name, "a finite number >= 0", tol))
-    stages = _check_horizons(horizons, residual_fn)
+    stages = list(resolve_horizons(horizons, residual_fn, optimizer))
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
     x0, lo, hi = _check_start(params, optimizer)
     names = params.get_non_frozen_parameter_names()

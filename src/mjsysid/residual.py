@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid._errors import must_be
-from mjsysid.alignment import PreparedSequence, prepare_sequence, sequence_head
+from mjsysid.alignment import PreparedSequence, head_samples, prepare_sequence, sequence_head
 from mjsysid.model_modifier import (
     WritePlan,
     apply_param_modifiers,
@@ -765,6 +765,10 @@ class ResidualFunction:
     def block_offsets(self) -> np.ndarray:
         """Start of each sequence's block in the residual vector (length nseq + 1)."""
         return self._offsets.copy()
+
+    def head_samples(self, fraction: float) -> list[int]:
+        """Measured samples each sequence keeps in :meth:`head` ``(fraction)``, in order."""
+        return [head_samples(seq.meas.times, float(fraction)) for seq in self._sequences]
 
     def head(self, fraction: float) -> ResidualFunction:
         """The residual of the first ``fraction`` of every sequence (a horizon stage).

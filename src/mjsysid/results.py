@@ -152,10 +152,15 @@ def compute_confidence(
 
 def _plain(stage: dict[str, Any]) -> dict[str, Any]:
     """A horizon-stage summary with plain Python values (for YAML)."""
-    return {
-        k: v if isinstance(v, str) else (float(v) if isinstance(v, float) else int(v))
-        for k, v in stage.items()
-    }
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, list | tuple):
+            return [plain(e) for e in v]
+        return float(v) if isinstance(v, float) else int(v)
+
+    return {k: plain(v) for k, v in stage.items()}
 
 
 def _versions() -> dict[str, str]:

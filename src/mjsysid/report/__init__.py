@@ -38,6 +38,7 @@ from mjsysid.report._data import (
     ParameterRow,
     ReportWarning,
     SignalError,
+    StageTrace,
     Trace,
     at_bound_flags,
     collect_warnings,
@@ -709,6 +710,12 @@ def default_report(
         if lower.size != len(names):
             lower, upper = np.full(len(names), -np.inf), np.full(len(names), np.inf)
         cost_fig, paths_fig, trace_note = trace_figures(trace, names, lower, upper)
+        if trace.early:
+            trace_note = (
+                "The fit ran in horizon stages: the dotted costs are on the first part of "
+                "every sequence only; the parameter paths are those of the stage on the whole "
+                f"data. {trace_note}"
+            ).strip()
         figures["trace_cost"] = cost_fig
         trace_figs.append({"id": "trace_cost", "label": "cost ½‖r‖² per iteration"})
         if paths_fig is not None:
@@ -789,6 +796,7 @@ __all__ = [
     "ParameterRow",
     "ReportWarning",
     "SignalError",
+    "StageTrace",
     "Trace",
     "at_bound_flags",
     "collect_warnings",

@@ -424,16 +424,28 @@ def _safe_nrmse(y: np.ndarray, yh: np.ndarray) -> np.ndarray:
 
 # -- optimisation trace ---------------------------------------------------------------------------
 @dataclass(frozen=True)
+class StageTrace:
+    """The cost per iteration of an early horizon stage, on that stage's part of the data."""
+
+    label: str  # "first 10 %"
+    iterations: np.ndarray  # counted across stages
+    cost: np.ndarray
+
+
+@dataclass(frozen=True)
 class Trace:
-    """Cost and parameter values per iteration (``iterations`` starts at 0, the start point)."""
+    """Cost and parameter values per iteration of the fit on the whole data (``iterations``
+    starts at the start point: 0, or after the early horizon stages in ``early``)."""
 
     iterations: np.ndarray
     cost: np.ndarray
     candidates: np.ndarray  # (niter, p), may have 0 rows
+    early: tuple[StageTrace, ...] = ()
 
 
 def optimisation_trace(opt_result: Any) -> Trace | None:
-    """From ``opt_result.extras["objective"]`` / ``["candidate"]``; ``None`` when absent."""
+    """From ``opt_result.extras["objective"]`` / ``["candidate"]`` / ``["stages"]``; ``None``
+    when absent. Early stages that ran (not skipped) become :class:`StageTrace` entries."""
     extras = getattr(opt_result, "extras", None) or {}
     obj = np.asarray(extras.get("objective", []) or [], dtype=np.float64).reshape(-1)
     if obj.size == 0:
@@ -447,7 +459,14 @@ def optimisation_trace(opt_result: Any) -> Trace | None:
         )
         if stacked.shape[1] == p:
             cand = stacked
-    return Trace(np.arange(obj.size), obj, cand)
+    early, offset = [], 0
+    for st in (extras.get("stages") or [])[:-1]:
+        cost = np.asarray(st.get("objective", []), dtype=np.float64).reshape(-1)
+        if st.get("status") != "skipped" and cost.size:
+            label = f"first {100.0 * float(st['horizon']):g} %"
+            early.append(StageTrace(label, offset + np.arange(cost.size), cost))
+        offset += int(st.get("nit", 0))
+    return Trace(offset + np.arange(obj.size), obj, cand, tuple(early))
 
 
 # -- warnings -------------------------------------------------------------------------------------

@@ -235,18 +235,32 @@ def trace_figures(
       ``(cost figure, paths figure or None, note)``; with more than ``max_paths`` parameters,
       only those that moved most are drawn and ``note`` says so.
     """
-    positive = bool(np.all(trace.cost[np.isfinite(trace.cost)] > 0))
+    costs = [trace.cost, *(st.cost for st in trace.early)]
+    positive = all(bool(np.all(c[np.isfinite(c)] > 0)) for c in costs)
+    stages = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "x": numbers(st.iterations),
+            "y": numbers(st.cost),
+            "name": f"{st.label} of the data",
+            "line": {"color": PALETTE[k % len(PALETTE)], "dash": "dot"},
+            "hovertemplate": f"{st.label}<br>iteration %{{x}}<br>cost %{{y:.6g}}<extra></extra>",
+        }
+        for k, st in enumerate(trace.early)
+    ]
     cost = {
         "data": [
+            *stages,
             {
                 "type": "scatter",
                 "mode": "lines+markers",
                 "x": numbers(trace.iterations),
                 "y": numbers(trace.cost),
-                "name": "cost",
+                "name": "whole data" if stages else "cost",
                 "line": {"color": IDENTIFIED},
                 "hovertemplate": "iteration %{x}<br>cost %{y:.6g}<extra></extra>",
-            }
+            },
         ],
         "layout": {
             **_BASE_LAYOUT,
@@ -275,7 +289,7 @@ def trace_figures(
         {
             "type": "scatter",
             "mode": "lines",
-            "x": numbers(np.arange(cand.shape[0])),
+            "x": numbers(trace.iterations[0] + np.arange(cand.shape[0])),
             "y": numbers(norm[:, i]),
             "name": names[i],
             "line": {"color": PALETTE[k % len(PALETTE)], "width": 1.3},
