@@ -171,6 +171,8 @@ def test_auto_horizons_by_sequence_length_residual_and_backend(make_problem):
     # one stage: scipy backends (no slow-iteration stop), a custom residual, any plain callable
     assert resolve_horizons("auto", long, "scipy") == (1.0,)
     assert resolve_horizons("auto", rf_of(300, modify_residual=lambda *a: a[0])) == (1.0,)
+    bias = ms.SignalTransform().bias("*_pos", "b")
+    assert resolve_horizons("auto", rf_of(300, modify_residual=bias.apply)) == (0.1, 0.3, 1.0)
     assert resolve_horizons("auto", lambda x, p: x) == (1.0,)
     assert resolve_horizons(None, long) == (1.0,)
     assert resolve_horizons([0.5], long) == (0.5, 1.0)

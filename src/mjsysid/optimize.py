@@ -43,6 +43,7 @@ from mjsysid._errors import must_be
 from mjsysid.io import atomic_savez, load_npz
 from mjsysid.lm import LMOptions, levenberg_marquardt
 from mjsysid.parameter import ParameterDict
+from mjsysid.signal_transform import SignalTransform
 
 logger = logging.getLogger(__name__)
 
@@ -324,7 +325,8 @@ def resolve_horizons(
     ``None``: one stage. A sequence: validated, 1.0 appended when missing. ``"auto"``: the
     fractions of :data:`AUTO_HORIZONS` at which every sequence keeps at least 20 measured
     samples, then 1.0, when the fit can use them: ``residual_fn`` has
-    :meth:`~mjsysid.ResidualFunction.head`, no ``modify_residual`` (a custom residual never
+    :meth:`~mjsysid.ResidualFunction.head`, no ``modify_residual`` but a
+    :meth:`SignalTransform.apply <mjsysid.SignalTransform.apply>` (a custom residual never
     receives shortened series unasked) and the backend is ``"lm"`` or ``"mujoco"`` (an early
     stage ends on a slow iteration, which the scipy backends do not report); otherwise one
     stage.
@@ -342,11 +344,9 @@ def resolve_horizons(
                 must_be("horizons", "'auto', None or a sequence of fractions in (0, 1]", horizons)
             )
         head_samples = getattr(residual_fn, "head_samples", None)
-        if (
-            optimizer not in ("lm", "mujoco")
-            or not callable(head_samples)
-            or getattr(residual_fn, "modify_residual", None) is not None
-        ):
+        custom = getattr(residual_fn, "modify_residual", None)
+        built_in = custom is None or isinstance(getattr(custom, "__self__", None), SignalTransform)
+        if optimizer not in ("lm", "mujoco") or not callable(head_samples) or not built_in:
             return (1.0,)
         early = [h for h in AUTO_HORIZONS if min(head_samples(h)) >= _AUTO_MIN_SAMPLES]
         return (*early, 1.0)
@@ -710,9 +710,12 @@ def optimize(
         and ``nit`` count every stage).
         ``"auto"`` (default): ``(0.1, 0.3, 1.0)`` with the built-in residual and the
         ``"lm"``/``"mujoco"`` backends, leaving out a fraction at which a sequence would
-        keep fewer than 20 samples (see :func:`resolve_horizons`); on the benchmark this made
-        the fits 1.2-6x faster and the frictional-contact one reach the truth.
-        ``None``: one stage on the whole data.
+        keep fewer than 20 samples (see :func:`resolve_horizons`). It changes the path of a
+        fit: on smooth problems it reaches the same solution for fewer full-length rollouts
+        (the benchmark's fits ran 1.2-3x faster); where the landscape is rugged (stick-slip
+        contacts) or flat along unidentifiable directions, where a fit ends depends on its
+        path either way.
+        ``None``: one stage on the whole data (``mjsysid fit --horizons none``).
       allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
         residual at the start; by default that is an error naming the parameter.
       checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far,
