@@ -69,7 +69,7 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
         f"{len(exp.sequences)} sequences of {exp.name!r} with {optimizer} ...",
         file=err,
     )
-    hs = resolve_horizons(options.get("horizons", "auto"), rf, optimizer)
+    hs = resolve_horizons(options.get("horizons", "auto"), rf, optimizer, exp.params)
     if len(hs) > 1:
         shares = ", ".join(f"{100 * h:g} %" for h in hs)
         print(

@@ -318,7 +318,10 @@ _AUTO_MIN_SAMPLES = 20
 
 
 def resolve_horizons(
-    horizons: Sequence[float] | str | None, residual_fn: Any, optimizer: str = "lm"
+    horizons: Sequence[float] | str | None,
+    residual_fn: Any,
+    optimizer: str = "lm",
+    params: ParameterDict | None = None,
 ) -> tuple[float, ...]:
     """The horizon stages :func:`optimize` runs: increasing fractions ending with 1.0.
 
@@ -327,9 +330,10 @@ def resolve_horizons(
     samples, then 1.0, when the fit can use them: ``residual_fn`` has
     :meth:`~mjsysid.ResidualFunction.head`, no ``modify_residual`` but a
     :meth:`SignalTransform.apply <mjsysid.SignalTransform.apply>` (a custom residual never
-    receives shortened series unasked) and the backend is ``"lm"`` or ``"mujoco"`` (an early
-    stage ends on a slow iteration, which the scipy backends do not report); otherwise one
-    stage.
+    receives shortened series unasked), the backend is ``"lm"`` or ``"mujoco"`` (an early
+    stage ends on a slow iteration, which the scipy backends do not report) and a free
+    parameter of ``params`` (when given) changes the simulation (signal-only fits simulate
+    once in all, so stages cannot save anything); otherwise one stage.
 
     Raises:
       TypeError: ``horizons`` is not ``"auto"``, ``None`` or a sequence of numbers, or stages
@@ -346,7 +350,13 @@ def resolve_horizons(
         head_samples = getattr(residual_fn, "head_samples", None)
         custom = getattr(residual_fn, "modify_residual", None)
         built_in = custom is None or isinstance(getattr(custom, "__self__", None), SignalTransform)
-        if optimizer not in ("lm", "mujoco") or not callable(head_samples) or not built_in:
+        simulates = getattr(residual_fn, "simulates", None)
+        if (
+            optimizer not in ("lm", "mujoco")
+            or not callable(head_samples)
+            or not built_in
+            or (params is not None and callable(simulates) and not simulates(params))
+        ):
             return (1.0,)
         early = [h for h in AUTO_HORIZONS if min(head_samples(h)) >= _AUTO_MIN_SAMPLES]
         return (*early, 1.0)
@@ -753,9 +763,9 @@ def optimize(
     for tol_name, tol in (("xtol", xtol), ("gtol", gtol), ("ftol", ftol)):
         if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
             raise ValueError(must_be(tol_name, "a finite number >= 0", tol))
-    stages = list(resolve_horizons(horizons, residual_fn, optimizer))
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
     x0, lo, hi = _check_start(params, optimizer)
+    stages = list(resolve_horizons(horizons, residual_fn, optimizer, params))
     names = params.get_non_frozen_parameter_names()
     if not (isinstance(x_scale, str) and x_scale == "jac"):
         xs = np.asarray(x_scale, dtype=np.float64) if not isinstance(x_scale, str) else None

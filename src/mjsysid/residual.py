@@ -766,6 +766,11 @@ class ResidualFunction:
         """Start of each sequence's block in the residual vector (length nseq + 1)."""
         return self._offsets.copy()
 
+    def simulates(self, params: ParameterDict) -> bool:
+        """Whether a free parameter of ``params`` changes the simulation (else one rollout
+        per sequence serves every candidate: sensor delays, gains and biases only)."""
+        return bool(self._masks(params)[1].any())
+
     def head_samples(self, fraction: float) -> list[int]:
         """Measured samples each sequence keeps in :meth:`head` ``(fraction)``, in order."""
         return [head_samples(seq.meas.times, float(fraction)) for seq in self._sequences]
