@@ -260,11 +260,12 @@ _FTOL_ITERS = 3
 
 
 class _Converged(Exception):
-    """Raised from the iteration callback to end the mujoco backend on a cost plateau."""
+    """Raised from the iteration callback to end a stage early: ``reason`` ``"ftol"`` (a cost
+    plateau) or ``"slowed"`` (an early horizon stage gaining less than 10 % per iteration)."""
 
-    def __init__(self, iteration: int) -> None:
-        super().__init__(iteration)
-        self.iteration = iteration
+    def __init__(self, iteration: int, reason: str) -> None:
+        super().__init__(iteration, reason)
+        self.iteration, self.reason = iteration, reason
 
 
 def _checkpoint_write(
@@ -531,8 +532,10 @@ def _fit_stage(
             print(f"{label}iter {start_iter + it:4d}  cost {cost:.6e}", file=s.out)
         if s.callback is not None:
             s.callback(start_iter + it, x, cost)
-        if small["n"] >= _FTOL_ITERS or (steps and not last and cost > _STAGE_SLOW * previous):
-            raise _Converged(it)
+        if small["n"] >= _FTOL_ITERS:
+            raise _Converged(it, "ftol")
+        if steps and not last and cost > _STAGE_SLOW * previous:
+            raise _Converged(it, "slowed")
 
     jac_cache: dict[bytes, np.ndarray] = {x0.tobytes(): J0}
 
@@ -636,7 +639,7 @@ def _fit_stage(
             if optimizer == "scipy":
                 njev += int(res.njev or 0)
     except _Converged as stop:
-        status, nit, x_hat = "ftol", stop.iteration, best["x"]
+        status, nit, x_hat = stop.reason, stop.iteration, best["x"]
     except KeyboardInterrupt:
         status, nit = "interrupted", done["it"]
         x_hat = best["x"]
@@ -713,9 +716,9 @@ def optimize(
         of it (``1.0`` is appended when missing). A short horizon costs less per evaluation
         and its cost landscape has fewer local minima (a trajectory drifts less), so the
         stage brings the fit near the solution cheaply; an early stage ends when it converges
-        or (``"lm"``, ``"mujoco"``) when an iteration cuts its cost by less than 10 %, and is
-        skipped when its data hold less than 0.1 % of the whole data's cost at its start (it
-        would barely see the misfit).
+        or (``"lm"``, ``"mujoco"``) when an iteration cuts its cost by less than 10 % (status
+        ``"slowed"``), and is skipped when its data hold less than 0.1 % of the whole data's
+        cost at its start (status ``"skipped"``: it would barely see the misfit).
         ``result`` describes the last stage (``extras["stages"]`` lists them all; ``nfev``
         and ``nit`` count every stage).
         ``"auto"`` (default): ``(0.1, 0.3, 1.0)`` with the built-in residual and the
