@@ -696,7 +696,7 @@ def optimize(
       ftol: Termination tolerance on the relative cost reduction: the fit stops when the cost
         fell by less than ``ftol·cost`` in each of 3 consecutive iterations (a plateau, e.g.
         with contacts; raise it, say to 1e-4, to stop stalled contact-rich fits early: on the
-        frictional-contact benchmark problem 4 that saves 38 % of the evaluations at the same
+        frictional-contact benchmark problem 4 that saves a third of the rollouts at the same
         final cost).
       eps: Relative finite-difference step.
       mu_factor: ``"lm"`` and ``"mujoco"`` backends: factor by which the Levenberg-Marquardt
