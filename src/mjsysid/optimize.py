@@ -444,21 +444,6 @@ class _Stage:
         }
 
 
-def _dead_parameters(
-    J0: np.ndarray, x0: np.ndarray, full: _Counted | None, s: _Settings
-) -> list[int]:
-    """Parameters with a zero Jacobian column at the start. On a horizon stage (``full`` is
-    the whole residual), only those that have no effect on the whole data either."""
-    dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
-    if dead.size == 0 or full is None:
-        return dead.tolist()
-    h = _fd_steps(x0[dead], s.bounds[1][dead], s.eps)
-    X = np.repeat(x0[:, None], dead.size + 1, axis=1)
-    X[dead, np.arange(1, dead.size + 1)] += h
-    R = full(X)
-    return [int(i) for j, i in enumerate(dead) if np.array_equal(R[:, j + 1], R[:, 0])]
-
-
 def _fit_stage(
     residual_fn: ResidualFn,
     params: ParameterDict,
@@ -470,7 +455,6 @@ def _fit_stage(
     start_iter: int,
     ckpt: Path | None,
     check_effect: str | None,
-    full_fn: _Counted | None,
     skip_below: float | None = None,
 ) -> _Stage:
     """Runs the backend on ``residual_fn`` from ``x0``.
@@ -496,12 +480,12 @@ def _fit_stage(
     J0 = fd_jacobian(fn, x0, r0, (lo, hi), eps)
     njev = 1
     if check_effect is not None:
-        dead = _dead_parameters(J0, x0, full_fn, s)
-        if dead:
+        dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
+        if dead.size:
             msg = (
-                f"parameters {[names[i] for i in dead]} have no effect on the residual at the "
-                "start point (zero Jacobian column): check their modifiers and that the data "
-                "excite them, or freeze them"
+                f"parameters {[names[i] for i in dead.tolist()]} have no effect on the "
+                "residual at the start point (zero Jacobian column): check their modifiers and "
+                "that the data excite them, or freeze them"
             )
             if check_effect == "error":
                 raise ValueError(msg)
@@ -730,7 +714,9 @@ def optimize(
         path either way.
         ``None``: one stage on the whole data (``mjsysid fit --horizons none``).
       allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
-        residual at the start; by default that is an error naming the parameter.
+        residual at the start of the fit on the whole data (after the early horizon stages,
+        where a parameter the first part of the data does not excite is fitted later); by
+        default that is an error naming the parameter.
       checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far,
         and the horizon stage it belongs to).
       resume: Start from ``checkpoint`` if it exists (in the stage it was written in).
@@ -837,13 +823,16 @@ def optimize(
     done: list[_Stage] = []
     x, it0 = x0, start_iter
     stopped_in = 1.0  # the stage the fit ended in (an early one if interrupted there)
-    checked = False  # parameters without effect are looked for in the first stage that runs
+    full_at = (x0, r_start)  # the last whole-data residual (a stage may end where it began)
     for k, h in enumerate(stages):
         last = k == len(stages) - 1
         skip_below = None
         if not last:
             assert full is not None and r_start is not None
-            r_here = r_start if x is x0 else full(x)
+            if not np.array_equal(x, full_at[0]):
+                full_at = (x, full(x))
+            r_here = full_at[1]
+            assert r_here is not None
             skip_below = _UNINFORMATIVE * 0.5 * float(r_here @ r_here)
         stage = _fit_stage(
             fns[k],
@@ -854,11 +843,11 @@ def optimize(
             last=last,
             start_iter=it0,
             ckpt=ckpt,
-            check_effect=None if checked else ("warn" if allow_no_effect else "error"),
-            full_fn=None if last else full,
+            # parameters without effect are looked for on the whole data: on a head a
+            # parameter may have none yet (the part of the data that excites it comes later)
+            check_effect=("warn" if allow_no_effect else "error") if last else None,
             skip_below=skip_below,
         )
-        checked = checked or stage.status != "skipped"
         done.append(stage)
         x, it0 = stage.x, 0 if last else it0 + stage.nit
         if stage.status == "interrupted" and not last:  # the whole data at this point, no fit
@@ -874,7 +863,6 @@ def optimize(
                 start_iter=0,
                 ckpt=ckpt,
                 check_effect=None,
-                full_fn=None,
             )
             end.status = "interrupted"
             done.append(end)
