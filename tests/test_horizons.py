@@ -187,6 +187,24 @@ def test_auto_horizons_by_sequence_length_residual_and_backend(make_problem):
     assert resolve_horizons([0.5], long) == (0.5, 1.0)
 
 
+def test_auto_horizons_leave_room_for_sensor_delays(make_problem):
+    """A head must be longer than the delay window: a SignalTransform reads the prediction
+    at t - delay, and a 60 ms head holds no sample that every delay up to 0.1 s can read."""
+    p = make_problem(ARM2, _truth(TRUTH), n=300, qpos=[0.3, -0.2])
+    params = arm_masses(p.spec, p.model)
+    params.add(ms.Parameter("delay", 0.0, 0.0, 0.1))
+    t = ms.SignalTransform().delay("*_pos", "delay")
+    rf = ms.build_residual_fn([p.sequences], modify_residual=t.apply)
+    assert rf.head_samples(0.1) == [30] and rf.head_samples(0.1, (0.0, 0.1)) == [0]
+    assert rf.head_samples(0.3, (0.0, 0.1)) == [40]  # 90 samples, the first 50 unreadable
+    assert resolve_horizons("auto", rf, "lm", params) == (0.3, 1.0)
+    with pytest.raises(ValueError, match=r"the delay window .* leaves 0 samples"):
+        ms.optimize(params, rf, horizons=(0.1, 1.0))  # asked for: reported, not dropped
+    _, res = ms.optimize(params, rf)
+    assert [s["horizon"] for s in res.extras["stages"]] == [0.3, 1.0]
+    np.testing.assert_allclose(res.x[:2], TRUTH, rtol=1e-6)
+
+
 def test_optimize_fits_in_stages_by_default(arm2):
     params = arm_masses(arm2.spec, arm2.model)
     rf = ms.build_residual_fn([arm2.sequences])

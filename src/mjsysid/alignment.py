@@ -86,12 +86,21 @@ class PreparedSequence:
         return self.grid.size
 
 
-def head_samples(times: np.ndarray, fraction: float) -> int:
+def head_samples(
+    times: np.ndarray, fraction: float, delays: tuple[float, float] = (0.0, 0.0)
+) -> int:
     """How many of the sorted sample ``times`` lie in the first ``fraction`` of their span:
-    those up to ``t0 + fraction·(t_last − t0)`` (within rounding)."""
+    those up to ``t0 + fraction·(t_last − t0)`` (within rounding). With ``delays = (lo, hi)``
+    (s) only those at which a series spanning the head can be read with every delay in
+    ``[lo, hi]``: ``t0 + max(hi, 0) <= t <= t_head_end + min(lo, 0)``."""
     t0, t_last = float(times[0]), float(times[-1])
     t_end = t0 + fraction * (t_last - t0)
-    return int(np.searchsorted(times, t_end + 1e-9 * max(1.0, abs(t_end)), side="right"))
+    n = int(np.searchsorted(times, t_end + 1e-9 * max(1.0, abs(t_end)), side="right"))
+    lo, hi = delays
+    if n == 0 or (lo >= 0.0 and hi <= 0.0):
+        return n
+    head = times[:n]
+    return int(np.count_nonzero((head >= t0 + max(hi, 0.0)) & (head <= head[-1] + min(lo, 0.0))))
 
 
 def sequence_head(seq: PreparedSequence, fraction: float) -> PreparedSequence:

@@ -328,7 +328,8 @@ def resolve_horizons(
 
     ``None``: one stage. A sequence: validated, 1.0 appended when missing. ``"auto"``: the
     fractions of :data:`AUTO_HORIZONS` at which every sequence keeps at least 20 measured
-    samples, then 1.0, when the fit can use them: ``residual_fn`` has
+    samples (that a :class:`SignalTransform`'s delay bounds leave readable), then 1.0, when
+    the fit can use them: ``residual_fn`` has
     :meth:`~mjsysid.ResidualFunction.head`, no ``modify_residual`` but a
     :meth:`SignalTransform.apply <mjsysid.SignalTransform.apply>` (a custom residual never
     receives shortened series unasked), the backend is ``"lm"`` or ``"mujoco"`` (an early
@@ -359,7 +360,11 @@ def resolve_horizons(
             or (params is not None and callable(simulates) and not simulates(params))
         ):
             return (1.0,)
-        early = [h for h in AUTO_HORIZONS if min(head_samples(h)) >= _AUTO_MIN_SAMPLES]
+        # a SignalTransform's delays need room: it reads the prediction at t - delay
+        delays = (0.0, 0.0)
+        if custom is not None and params is not None:
+            delays = custom.__self__._delay_bounds(params)
+        early = [h for h in AUTO_HORIZONS if min(head_samples(h, delays)) >= _AUTO_MIN_SAMPLES]
         return (*early, 1.0)
     if not isinstance(horizons, Sequence | np.ndarray):
         raise TypeError(
@@ -754,7 +759,6 @@ def optimize(
             raise ValueError(must_be(tol_name, "a finite number >= 0", tol))
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
     x0, lo, hi = _check_start(params, optimizer)
-    stages = list(resolve_horizons(horizons, residual_fn, optimizer, params))
     names = params.get_non_frozen_parameter_names()
     if not (isinstance(x_scale, str) and x_scale == "jac"):
         xs = np.asarray(x_scale, dtype=np.float64) if not isinstance(x_scale, str) else None
@@ -793,6 +797,7 @@ def optimize(
     check_params = getattr(residual_fn, "check_params", None)
     if callable(check_params):
         check_params(params)
+    stages = list(resolve_horizons(horizons, residual_fn, optimizer, params))
     ckpt = Path(checkpoint) if checkpoint is not None else None
     start_iter = 0
     if resume:

@@ -771,9 +771,11 @@ class ResidualFunction:
         per sequence serves every candidate: sensor delays, gains and biases only)."""
         return bool(self._masks(params)[1].any())
 
-    def head_samples(self, fraction: float) -> list[int]:
-        """Measured samples each sequence keeps in :meth:`head` ``(fraction)``, in order."""
-        return [head_samples(seq.meas.times, float(fraction)) for seq in self._sequences]
+    def head_samples(self, fraction: float, delays: tuple[float, float] = (0.0, 0.0)) -> list[int]:
+        """Measured samples each sequence keeps in :meth:`head` ``(fraction)``, in order;
+        with ``delays = (lo, hi)`` (s), only those that every delay in that range can read
+        (a :class:`SignalTransform` drops the others)."""
+        return [head_samples(seq.meas.times, float(fraction), delays) for seq in self._sequences]
 
     def head(self, fraction: float) -> ResidualFunction:
         """The residual of the first ``fraction`` of every sequence (a horizon stage).
