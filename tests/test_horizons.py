@@ -172,6 +172,7 @@ def test_auto_horizons_by_sequence_length_residual_and_backend(make_problem):
     # one stage: scipy backends (no slow-iteration stop), a custom residual, any plain callable
     assert resolve_horizons("auto", long, "scipy") == (1.0,)
     assert resolve_horizons("auto", rf_of(300, modify_residual=lambda *a: a[0])) == (1.0,)
+    assert resolve_horizons("auto", rf_of(300, custom_rollout=lambda *a: None)) == (1.0,)
     bias = ms.SignalTransform().bias("*_pos", "b")
     with_bias = rf_of(300, modify_residual=bias.apply)
     assert resolve_horizons("auto", with_bias) == (0.1, 0.3, 1.0)

@@ -330,8 +330,8 @@ def resolve_horizons(
     fractions of :data:`AUTO_HORIZONS` at which every sequence keeps at least 20 measured
     samples (that a :class:`SignalTransform`'s delay bounds leave readable), then 1.0, when
     the fit can use them: ``residual_fn`` has
-    :meth:`~mjsysid.ResidualFunction.head`, no ``modify_residual`` but a
-    :meth:`SignalTransform.apply <mjsysid.SignalTransform.apply>` (a custom residual never
+    :meth:`~mjsysid.ResidualFunction.head`, no ``custom_rollout`` and no ``modify_residual``
+    but a :meth:`SignalTransform.apply <mjsysid.SignalTransform.apply>` (custom code never
     receives shortened series unasked), the backend is ``"lm"`` or ``"mujoco"`` (an early
     stage ends on a slow iteration, which the scipy backends do not report) and a free
     parameter of ``params`` (when given) changes the simulation (signal-only fits simulate
@@ -352,6 +352,7 @@ def resolve_horizons(
         head_samples = getattr(residual_fn, "head_samples", None)
         custom = getattr(residual_fn, "modify_residual", None)
         built_in = custom is None or isinstance(getattr(custom, "__self__", None), SignalTransform)
+        built_in = built_in and getattr(residual_fn, "custom_rollout", None) is None
         simulates = getattr(residual_fn, "simulates", None)
         if (
             optimizer not in ("lm", "mujoco")
