@@ -158,13 +158,14 @@ def test_horizons_auto_by_default_and_none_for_one_stage(tmp_path):
     path = _write_exp(tmp_path, optimizer={"horizons": "auto"})
     assert load_experiment(path).optimizer_options == {"horizons": "auto"}
     for name, extra in (("auto", []), ("none", ["--horizons", "none"])):
-        code, _, err = run(
-            "fit", str(path), "--out", str(tmp_path / name), "--no-report", "-q", *extra
-        )
+        code, _, err = run("fit", str(path), "--out", str(tmp_path / name), "--no-report", *extra)
         assert code == 0 and "Converged" in err, err
         staged = "in stages on the first 10 %, 30 %, 100 % of every sequence" in err
         stages = ms.load_results(tmp_path / name).result.extras.get("stages")
         assert staged == (name == "auto") and bool(stages) == (name == "auto")
+        # progress lines name the stage they belong to
+        first = "first 10 %  iter    1  cost" if name == "auto" else "\niter    1  cost"
+        assert first in err and ("first 10 %" in err) == (name == "auto")
     code, _, err = run("fit", str(path), "--out", str(tmp_path / "x"), "--horizons", "0.3", "all")
     want = "error: --horizons must be 'auto', 'none' or fractions in (0, 1] (e.g. 0.3 1), got "
     assert code == 1 and want + "'0.3 all'" in err

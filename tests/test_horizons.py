@@ -104,7 +104,7 @@ def test_horizons_recover_the_truth_and_report_every_stage(arm2):
     assert res.initial_cost == pytest.approx(plain.initial_cost, rel=1e-12)
     assert res.fun.shape == plain.fun.shape and res.jac.shape == plain.jac.shape
     assert res.cost == pytest.approx(0.5 * float(rf(res.x, params) @ rf(res.x, params)))
-    assert "horizon 0.3  iter" in out.getvalue()
+    assert "first 30 %  iter    1  cost" in out.getvalue()
     # a missing 1.0 is appended
     _, res2 = ms.optimize(params, rf, horizons=[0.3])
     assert [s["horizon"] for s in res2.extras["stages"]] == [0.3, 1.0]

@@ -73,15 +73,10 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     if len(hs) > 1:
         shares = ", ".join(f"{100 * h:g} %" for h in hs)
         print(
-            f"  in stages on the first {shares} of every sequence (the cost shown is the "
-            "current stage's)",
+            f"  in stages on the first {shares} of every sequence (an early stage's cost is "
+            "on its part of the data)",
             file=err,
         )
-
-    def progress(it: int, x: np.ndarray, cost: float) -> None:
-        if not args.quiet:
-            print(f"  iter {it:4d}  cost {cost:.6e}", file=err, flush=True)
-
     checkpoint = out / "checkpoint.npz"
     try:
         opt_params, result = optimize(
@@ -91,7 +86,8 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
             max_iters=max_iters,
             checkpoint=checkpoint,
             resume=args.resume,
-            callback=progress,
+            verbose=not args.quiet,
+            output=err,
             **options,
         )
     except KeyboardInterrupt:
@@ -117,12 +113,10 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
         ),
     )
     conf = compute_confidence(result, rf)
-    print(result.message, file=err)
-    print(
-        f"cost {result.initial_cost:.6e} -> {result.cost:.6e} in {result.nit} iterations, "
-        f"{result.wall_time:.2f} s",
-        file=err,
-    )
+    if args.quiet:  # (otherwise optimize said it)
+        print(result.message, file=err)
+        print(f"cost {result.initial_cost:.6e} -> {result.cost:.6e}", file=err)
+    print(f"{result.nit} iterations, {result.nfev} evaluations, {result.wall_time:.2f} s", file=err)
     print(_table(result, conf, exp.params), file=out_stream)
     print(f"results: {out}", file=err)
     if not args.no_report:

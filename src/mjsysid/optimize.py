@@ -503,7 +503,7 @@ def _fit_stage(
     small = {"n": 0}  # consecutive iterations with a relative reduction below ftol
     done = {"it": 0}  # iterations completed (for an interrupted fit)
     ftol = s.ftol
-    label = "" if horizon == 1.0 else f"horizon {horizon:g}  "
+    label = "" if horizon == 1.0 else f"first {100.0 * horizon:g} %  "
 
     steps = optimizer in ("lm", "mujoco")  # on_iter follows accepted steps (not scipy's calls)
 
