@@ -307,3 +307,39 @@ def test_damping_after_an_accepted_step():
     assert _damping_after(1.0, 0.1, True, opt) == 4.0  # poor model: more damping
     assert _damping_after(0.0, 0.1, True, opt) == 1e-6
     assert _damping_after(2.0, 0.5, False, opt) == 2.0
+
+
+def _cliff(X: np.ndarray) -> np.ndarray:
+    """``(1, k) -> (2, k)``: a residual that pulls ``x`` to 2 and jumps by 10 at ``x = 1``
+    (a contact switching on): from below 1 every Gauss-Newton step crosses the cliff."""
+    x = X[0][None, :]
+    return np.concatenate([x - 2.0, 10.0 * (x > 1.0)], axis=0)
+
+
+def _run_cliff(monkeypatch: pytest.MonkeyPatch | None = None):
+    if monkeypatch is not None:
+        monkeypatch.setattr("mjsysid.lm._STALL_ITERS", 10**9)  # the rule off
+    bounds = (np.array([-5.0]), np.array([5.0]))
+    x0 = np.array([0.0])
+    r0 = _cliff(x0[:, None])[:, 0]
+
+    def jac(x, r):
+        return fd_jacobian(_cliff, x, r, bounds)
+
+    return levenberg_marquardt(_cliff, jac, x0, r0, jac(x0, r0), bounds, LMOptions())
+
+
+def test_a_stalled_fit_on_a_non_smooth_cost_stops(monkeypatch):
+    res = _run_cliff()
+    assert res.status == "stalled" and 0.99 < res.x[0] <= 1.0
+    # three stalled steps: accepted at a large damping, each gaining under 0.1 %
+    without = _run_cliff(monkeypatch)  # it would crawl on towards the cliff
+    assert without.status != "stalled" and without.nit > res.nit + 3
+    assert res.cost <= without.cost * (1 + 1e-3)
+
+
+def test_a_smooth_fit_never_stalls():
+    for noise in (0.0, 0.05):
+        y = model(TRUTH[:, None])[:, 0] + noise * np.random.default_rng(1).standard_normal(60)
+        res = Problem(y, WIDE).run()
+        assert res.status in ("gtol", "xtol")

@@ -38,7 +38,11 @@ more threads than the rollouts of one candidate need, the extra candidates run i
 idle threads and save the sequential retries of rejected steps.
 
 Termination: ``"gtol"`` (``‖g_free‖ ≤ gtol``, the scaled gradient over the entries not held
-by an active bound), ``"xtol"`` (``‖Δx‖ < xtol·(xtol + ‖x‖)``), ``"max_iters"``,
+by an active bound), ``"xtol"`` (``‖Δx‖ < xtol·(xtol + ‖x‖)``), ``"stalled"`` (three steps
+in a row accepted only at ``μ ≥ 100``, where a step is a short steepest-descent step, each
+gaining less than 0.1 % of the cost: the cost is non-smooth there, as with contacts, and the
+fit would crawl along it for many more Jacobians; a smooth cost near its minimum takes
+Gauss-Newton steps at a small ``μ``), ``"max_iters"``,
 ``"no_improvement"`` (``μ`` exceeded ``mu_max`` without an acceptable step) and
 ``"factorization_failed"``.
 """
@@ -61,6 +65,11 @@ _TAIL_RHO = 0.25  # ... with |rho - 1| below this
 _SECANT_RHO = (0.5, 2.0)  # a secant step outside this range ends the secant phase
 _LADDER = 16.0
 _SHORTER = 0.97  # after a rejection, the next trial step is at most this long (relative)
+# A fit stalls against a non-smooth cost (contacts) when its steps are accepted only at a
+# damping this large (scaled: steepest-descent steps far shorter than Gauss-Newton's) ...
+_STALL_MU = 100.0
+_STALL_GAIN = 1e-3  # ... and gain less than this share of the cost ...
+_STALL_ITERS = 3  # ... this many times in a row.
 
 
 class BatchResidual(Protocol):
@@ -254,6 +263,7 @@ def levenberg_marquardt(
     spent = p  # evaluations spent on the current step (its Jacobian included)
     trials = 0  # trial candidates evaluated for the current step
     status = "max_iters"
+    stalled = 0  # consecutive accepted steps that stalled (see _STALL_MU)
 
     # JᵀJ and Jᵀr are kept while J and r stay (a rejected step changes neither): for a tall
     # Jacobian they cost more than everything else in an iteration.
@@ -350,6 +360,14 @@ def levenberg_marquardt(
         if float(np.linalg.norm(s)) < opt.xtol * (opt.xtol + float(np.linalg.norm(x))):
             if was_fresh:
                 status = "xtol"
+                break
+            refresh()
+            continue
+        stuck = mus[k] >= _STALL_MU and old_cost - new_cost < _STALL_GAIN * old_cost
+        stalled = stalled + 1 if stuck else 0
+        if stalled >= _STALL_ITERS:
+            if was_fresh:
+                status = "stalled"
                 break
             refresh()
             continue

@@ -72,8 +72,9 @@ class OptimizeResult:
       fun: ``(n,)`` residual at the solution.
       jac: ``(n, p)`` Jacobian at the solution (used for confidence intervals).
       grad: ``(p,)`` gradient ``Jᵀr`` at the solution.
-      status: ``"xtol"``, ``"gtol"``, ``"ftol"``, ``"max_iters"``, ``"no_improvement"``,
-        ``"factorization_failed"`` or ``"interrupted"``.
+      status: ``"xtol"``, ``"gtol"``, ``"ftol"``, ``"stalled"`` (``"lm"``: a non-smooth cost
+        stopped improving), ``"max_iters"``, ``"no_improvement"``, ``"factorization_failed"``
+        or ``"interrupted"``.
       success: Whether a convergence test was met.
       message: What happened and what to do next, in words.
       nfev: Candidate evaluations (columns of residual calls, Jacobian columns included).
@@ -238,6 +239,11 @@ _MESSAGES = {
     "xtol": "Converged: the parameter step fell below xtol.",
     "gtol": "Converged: the projected gradient fell below gtol.",
     "ftol": "Converged: the relative cost reduction stayed below ftol.",
+    "stalled": (
+        "Converged: the cost stalled (three steps in a row were accepted only at a large "
+        "damping and gained under 0.1 %): a non-smooth cost such as contact or friction, "
+        "where no nearby point is better; try another start if the fit is poor."
+    ),
     "max_iters": (
         "Stopped after max_iters={n} iterations before converging; raise max_iters or "
         "restart from this result (optimize accepts the returned parameters)."
@@ -899,7 +905,7 @@ def optimize(
         jac=J,
         grad=J.T @ r_hat,
         status=status,
-        success=status in ("xtol", "gtol", "ftol"),
+        success=status in ("xtol", "gtol", "ftol", "stalled"),
         message=message,
         nfev=sum(st.nfev for st in done) + (full.nfev if full is not None else 0),
         njev=sum(st.njev for st in done),
