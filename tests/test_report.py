@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import mujoco
@@ -278,6 +279,11 @@ def test_collect_warnings_in_words() -> None:
     assert "κ = 1e+09" in ws[3].message
     assert "j1_pos" in ws[5].details[0] and not any("j2_pos" in d for d in ws[5].details)
     assert collect_warnings([]) == []
+    # a stalled fit is a success, but the report says what it means
+    stalled = SimpleNamespace(success=True, status="stalled", message="Converged: ...")
+    (w,) = collect_warnings([], opt_result=stalled)
+    assert w.category == "optimizer" and "stalled against a non-smooth cost" in w.message
+    assert collect_warnings([], opt_result=SimpleNamespace(success=True, status="gtol")) == []
 
 
 def test_section_data_from_a_real_fit(fit: Fit) -> None:

@@ -519,6 +519,15 @@ def collect_warnings(
                 f"{getattr(opt_result, 'status', '?')!s}): {getattr(opt_result, 'message', '')}",
             )
         )
+    elif getattr(opt_result, "status", None) == "stalled":
+        out.append(
+            ReportWarning(
+                "optimizer",
+                "The fit stopped where its steps stalled against a non-smooth cost (contact, "
+                "friction): a local minimum of a rugged cost. If the signals below fit poorly, "
+                "try another start, shorter recordings or multiple shooting (split_windows).",
+            )
+        )
     for n in notes:
         out.append(ReportWarning("confidence", n))
     lo = [r for r in rows if r.at_lower]
