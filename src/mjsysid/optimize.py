@@ -370,7 +370,7 @@ def resolve_horizons(
         # a SignalTransform's delays need room: it reads the prediction at t - delay
         delays = (0.0, 0.0)
         if custom is not None and params is not None:
-            delays = custom.__self__._delay_bounds(params)
+            delays = custom.__self__.delay_bounds(params)
         early = [h for h in AUTO_HORIZONS if min(head_samples(h, delays)) >= _AUTO_MIN_SAMPLES]
         return (*early, 1.0)
     if not isinstance(horizons, Sequence | np.ndarray):
@@ -835,16 +835,12 @@ def optimize(
     done: list[_Stage] = []
     x, it0 = x0, start_iter
     stopped_in = 1.0  # the stage the fit ended in (an early one if interrupted there)
-    full_at = (x0, r_start)  # the last whole-data residual (a stage may end where it began)
     for k, h in enumerate(stages):
         last = k == len(stages) - 1
         skip_below = None
         if not last:
-            assert full is not None and r_start is not None
-            if not np.array_equal(x, full_at[0]):
-                full_at = (x, full(x))
-            r_here = full_at[1]
-            assert r_here is not None
+            assert full is not None
+            r_here = full(x)  # (remembered by _Counted when a stage ends where it began)
             skip_below = _UNINFORMATIVE * 0.5 * float(r_here @ r_here)
         stage = _fit_stage(
             fns[k],

@@ -380,7 +380,10 @@ class SignalTransform:
                     )
 
     # -- evaluation -------------------------------------------------------------------------
-    def _delay_bounds(self, params: ParameterDict) -> tuple[float, float]:
+    def delay_bounds(self, params: ParameterDict) -> tuple[float, float]:
+        """``(lo, hi)`` (s): the smallest lower and largest upper bound of the delay
+        parameters in ``params`` (0 always included); the recording is windowed to what
+        every delay in that range can read."""
         lo, hi = 0.0, 0.0
         for rule in self._delays:
             p = params[rule.param]
@@ -544,7 +547,7 @@ class SignalTransform:
         sensor_weights: Mapping[str, Any] | None,
     ) -> _Plan:
         """The cached plan for these series, delay bounds and weights (built on a miss)."""
-        lo, hi = self._delay_bounds(params)
+        lo, hi = self.delay_bounds(params)
         pt = pred.times
         wkey: tuple[Any, ...] = ()
         if sensor_weights:
