@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import mujoco
@@ -384,6 +385,60 @@ def test_write_plan_equals_every_model_modifier_bit_for_bit():
             np.testing.assert_array_equal(a[name], b[name], err_msg=name)
         assert fast.stat.meaninertia == slow.stat.meaninertia
         assert fast.stat.meanmass == slow.stat.meanmass
+
+
+REFRESH_XML = """
+<mujoco>
+  <worldbody>
+    <body name="free" pos="0 0 1"><freejoint/>
+      <inertial pos="0.02 0 0.01" mass="1.5" diaginertia="0.02 0.03 0.04"/>
+      <body name="ball" pos="0.3 0 0"><joint type="ball"/>
+        <inertial pos="0.1 0 0" mass="0.7" diaginertia="0.01 0.02 0.02"/>
+        <body name="link" pos="0.2 0 0"><joint type="hinge" axis="0 1 0"/>
+          <inertial pos="0.1 0 0" mass="0.4" diaginertia="0.001 0.004 0.004"/>
+          CHAIN
+        </body>
+      </body>
+    </body>
+    <body name="slider" pos="0 1 1"><joint type="slide" axis="1 0 0"/>
+      <inertial pos="0 0 0" mass="2" diaginertia="0.1 0.1 0.1"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+_LINK = (
+    '<body pos="0.1 0 0"><joint type="hinge" axis="0 0 1"/>'
+    '<inertial pos="0.05 0 0" mass="0.2" diaginertia="0.0005 0.001 0.001"/>{}</body>'
+)
+REFRESH_XML = REFRESH_XML.replace(
+    "CHAIN", functools.reduce(lambda a, _: _LINK.format(a), range(6), "")
+)
+
+
+def test_refresh_constants_reproduces_the_compilers_statistics():
+    """``stat.meaninertia`` (trace of M at qpos0 over nv, read from the diagonal of the sparse
+    M) and ``stat.meanmass`` after writing masses and inertias into a compiled model equal,
+    bit for bit, what the compiler computes for the same values (free, ball, hinge, slide;
+    17 DoF and 11 bodies: NumPy's pairwise sums would differ in the last bit)."""
+    from mjsysid.model_modifier import refresh_constants
+
+    spec = mujoco.MjSpec.from_string(REFRESH_XML)
+    base = spec.compile()
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        for body in spec.bodies[1:]:
+            f = rng.uniform(0.5, 2.0)
+            body.mass *= f
+            body.inertia = np.asarray(body.inertia) * rng.uniform(0.9, 1.1, 3) * f
+        compiled = spec.compile()
+        model = base.__copy__()
+        model.body_mass[:] = compiled.body_mass
+        model.body_inertia[:] = compiled.body_inertia
+        refresh_constants(model, mujoco.MjData(model))
+        assert model.stat.meaninertia == compiled.stat.meaninertia
+        assert model.stat.meanmass == compiled.stat.meanmass
+        assert model.stat.meaninertia != base.stat.meaninertia  # the test sees a change
+        np.testing.assert_array_equal(model.dof_invweight0, compiled.dof_invweight0)
 
 
 def test_write_plan_falls_back_where_the_map_does_not_hold():

@@ -181,18 +181,20 @@ class WritePlan:
 def refresh_constants(model: mujoco.MjModel, data: mujoco.MjData) -> None:
     """``mj_setConst`` plus the statistics MuJoCo 4.0's ``mj_setConst`` leaves stale
     (``stat.meaninertia = tr M(qpos0) / nv`` and ``stat.meanmass``, which scale the
-    constraint solver's tolerances), after fields of ``model`` were written."""
+    constraint solver's tolerances), after fields of ``model`` were written. The statistics
+    equal the compiler's bit for bit."""
     mujoco.mj_setConst(model, data)
     data.qpos[:] = model.qpos0
     mujoco.mj_kinematics(model, data)
     mujoco.mj_comPos(model, data)
     mujoco.mj_crb(model, data)
-    if model.nv:
-        full = np.zeros((model.nv, model.nv))
-        mujoco.mj_fullM(model, data, full)
-        model.stat.meaninertia = float(full.trace()) / model.nv
+    # Summed in order, as the compiler does (NumPy's pairwise sum differs in the last bit).
+    stat = model.stat
+    if model.nv:  # the diagonal of M closes each row of its sparse (CSR) storage
+        diag = data.M[model.M_rowadr + model.M_rownnz - 1]
+        stat.meaninertia = float(np.add.accumulate(diag)[-1]) / model.nv
     if model.nbody > 1:
-        model.stat.meanmass = float(model.body_mass[1:].sum()) / (model.nbody - 1)
+        stat.meanmass = float(np.add.accumulate(model.body_mass[1:])[-1]) / (model.nbody - 1)
 
 
 def write_model_params(

@@ -172,17 +172,20 @@ def clock_end(t0: np.ndarray, dt: np.ndarray, nstep: int) -> tuple[np.ndarray, n
     return t_end, tol
 
 
-def check_clock(
+def clock_ok(
     states: np.ndarray,
     t0: np.ndarray,
     dt: np.ndarray,
     scan: bool = True,
     end: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Indices of rollouts whose clock did not advance by ``dt`` per step, or that are not finite.
+    """``(nbatch,)`` mask of rollouts whose clock advanced by ``dt`` per step and, with
+    ``scan``, whose states are all finite.
 
     A reset (MuJoCo's response to an unstable state) shows in the clock; a non-finite entry
-    anywhere makes the sum over the rollout non-finite (one pass over the array).
+    anywhere makes the sum over the rollout non-finite (one pass over the array). Runs right
+    after a rollout, when the caches are cold: every NumPy call counts, so the common case
+    (no negative start time) is two of them.
 
     Args:
       states: ``(nbatch, nstep, nstate)`` rollout output (state after each step; column 0 is
@@ -192,22 +195,31 @@ def check_clock(
         enough when MuJoCo's automatic reset is on: a non-finite position, velocity or
         acceleration then resets the simulation instead of entering the state.
       end: :func:`clock_end` computed beforehand (it does not depend on ``states``).
-
-    Returns:
-      ``(nbad,)`` indices of bad rollouts.
     """
     nstep = states.shape[1]
     t_end, tol = clock_end(t0, dt, nstep) if end is None else end
     with np.errstate(over="ignore", invalid="ignore"):
-        ok = np.isfinite(states.sum(axis=(1, 2))) if scan else np.ones(len(states), dtype=bool)
+        ok = np.abs(states[:, -1, 0] - t_end) <= tol
+        if scan:
+            ok &= np.isfinite(states.sum(axis=(1, 2)))
         # A reset sets the time to 0, so from t0 >= 0 the clock ends early; only a rollout
         # that starts at a negative time can come back to the expected end, so check each step.
-        ok &= np.abs(states[:, -1, 0] - t_end) <= tol
-        neg = np.flatnonzero(t0 < 0)
-        if neg.size:
+        if t0.size and t0.min() < 0:
+            neg = np.flatnonzero(t0 < 0)
             expected = t0[neg, None] + dt[neg, None] * np.arange(1, nstep + 1)[None, :]
             ok[neg] &= (np.abs(states[neg, :, 0] - expected) <= tol[neg, None]).all(axis=1)
-    return np.flatnonzero(~ok)
+    return ok
+
+
+def check_clock(
+    states: np.ndarray,
+    t0: np.ndarray,
+    dt: np.ndarray,
+    scan: bool = True,
+    end: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """``(nbad,)`` indices of the rollouts :func:`clock_ok` rejects (same arguments)."""
+    return np.flatnonzero(~clock_ok(states, t0, dt, scan, end))
 
 
 def divergence_error(states: np.ndarray, index: int, t0: float, dt: float) -> RolloutDivergedError:
@@ -309,8 +321,7 @@ class BatchRollout:
             state=raw_state,
             sensordata=sensordata,
         )
-        ok = np.ones(len(models), dtype=bool)
-        ok[check_clock(raw_state, t0, dt, scan=not autoreset, end=end)] = False
+        ok = clock_ok(raw_state, t0, dt, scan=not autoreset, end=end)
         with np.errstate(over="ignore", invalid="ignore"):
             ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
         if not align:

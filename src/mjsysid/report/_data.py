@@ -555,7 +555,8 @@ def collect_warnings(
                 "identifiability",
                 f"{len(unid)} parameter(s) are not identifiable from these data "
                 f"({_names_list(unid)}): their confidence interval is infinite. Excite them more "
-                "(richer controls), measure more signals, freeze them, or add a prior",
+                "(richer controls: mjsysid.excitation), measure more signals, or freeze them at "
+                "trusted values (e.g. from CAD)",
                 [f"direction: {d.describe()} (λ/λmax = {d.ratio:.1e})" for d in directions],
             )
         )
