@@ -26,8 +26,11 @@ def test_apply_param_modifiers_works_on_a_copy(arm_spec):
     model = ms.apply_param_modifiers(d, arm_spec)
     assert model.dof_damping[0] == pytest.approx(0.3)
     assert arm_spec.joint("j1").damping[0] == pytest.approx(0.05)
+    # as the API specification describes it: the spec itself is modified and returned
+    copy = arm_spec.copy()
     spec2 = ms.apply_param_modifiers_spec(d, arm_spec)
-    assert spec2 is not arm_spec and spec2.joint("j1").damping[0] == pytest.approx(0.3)
+    assert spec2 is arm_spec and arm_spec.joint("j1").damping[0] == pytest.approx(0.3)
+    assert copy.joint("j1").damping[0] == pytest.approx(0.05)
 
 
 def test_modifier_error_names_parameter_and_value(arm_spec):
@@ -143,6 +146,37 @@ def test_sysid_rollout_matches_step_loop():
         assert traj[0].times[k] == pytest.approx(data.time)
         mujoco.mj_step(model, data)
     assert not np.allclose(traj[1].qpos(), traj[0].qpos())
+
+
+def test_sysid_rollout_takes_control_time_series():
+    """A control TimeSeries (or one per rollout) gives the same rollouts as its rows; one not
+    sampled every model timestep is refused with the fix in the message."""
+    model = mujoco.MjModel.from_xml_string(ARM2)
+    dt = model.opt.timestep
+    ctrl = excitation(50, 2, hold=5)
+    t = 0.3 + dt * np.arange(50)
+    x0 = ms.create_initial_state(model, qpos=[0.2, -0.1])
+    ref = ms.sysid_rollout(model, None, np.stack([ctrl, 2 * ctrl]), x0)
+    one = ms.TimeSeries.from_control_names(t, ctrl, model)
+    two = ms.TimeSeries.from_control_names(t, 2 * ctrl, model)
+    for got in (
+        ms.sysid_rollout(model, None, [one, two], x0),
+        [
+            *ms.sysid_rollout(model, None, one, x0),
+            *ms.sysid_rollout(model, None, (two,), x0),
+        ],
+    ):
+        for a, b in zip(got, ref, strict=True):
+            np.testing.assert_array_equal(a.sensordata, b.sensordata)
+    coarse = ms.TimeSeries.from_control_names(2 * dt * np.arange(50), ctrl, model)
+    with pytest.raises(
+        ValueError,
+        match=r"control\[1\] must be a TimeSeries sampled every model timestep \(0.002 s\).*"
+        r"Its steps are 0.004 to 0.004 s; resample it first: ts.resample\(target_dt=0.002\)",
+    ):
+        ms.sysid_rollout(model, None, [one, coarse], x0)
+    with pytest.raises(ValueError, match=r"control must be TimeSeries of one length"):
+        ms.sysid_rollout(model, None, [one, two.remove_from_beginning(0.01)], x0)
 
 
 def test_sysid_rollout_reports_divergence():

@@ -35,6 +35,22 @@ def test_reachable_under_signal_modifier_namespace():
         assert callable(getattr(ms.signal_modifier, name))
 
 
+def test_module_paths_of_the_api_specification():
+    """The specification imports ``signal_modifier`` from ``_src`` and places
+    ``calculate_intervals`` and ``sweep_parameter`` in ``optimize``."""
+    import sys
+
+    from mjsysid._src import signal_modifier, timeseries
+    from mjsysid.optimize import calculate_intervals, sweep_parameter
+
+    assert signal_modifier is sys.modules["mjsysid.signal_modifier"] is sm
+    assert timeseries is sys.modules["mjsysid.timeseries"]
+    assert calculate_intervals is ms.calculate_intervals
+    assert sweep_parameter is ms.sweep_parameter
+    with pytest.raises(ImportError, match="cannot import name 'nothing' from 'mjsysid._src'"):
+        from mjsysid._src import nothing  # noqa: F401
+
+
 def test_get_sensor_indices():
     model = mujoco.MjModel.from_xml_string(ARM2)
     np.testing.assert_array_equal(sm.get_sensor_indices(model, "tip_pos"), [4, 5, 6])
@@ -78,8 +94,37 @@ def test_window_has_the_right_sign():
 
 def test_apply_delay_refuses_extrapolation():
     ts = ramp()
-    with pytest.raises(ValueError, match=r"must read times inside the series span"):
+    with pytest.raises(
+        ValueError,
+        match=r"apply_delay\('a', delay 0.05 s\) must read times inside the series span "
+        r"\[0.0, 1.0\] s, got t=-0.05 s; pass times= inside the delay window",
+    ):
         sm.apply_delay(ts, "a", ms.Parameter("d", 0.05, 0.0, 0.1))
+    with pytest.raises(ValueError, match=r"apply_delay: times must be a non-empty 1-D array"):
+        sm.apply_delay(ts, "a", 0.05, times=[[0.5]])
+    with pytest.raises(ValueError, match=r"apply_delay: times must read times inside"):
+        sm.apply_delay(ts, "a", 0.0, times=[0.5, 1.5])
+
+
+def test_apply_delay_on_the_delay_window():
+    """The documented use: the measured times cropped for the delay bounds. Signal ``a`` is
+    read ``d`` earlier, the others at the same times; a delay of 0 changes nothing."""
+    ts = ramp()
+    for d in (0.03, -0.02, 0.0):
+        times = sm.apply_delayed_ts_window(ts, ts, -0.02, 0.05).times
+        out = sm.apply_delay(ts, "a", ms.Parameter("d", d, -0.02, 0.05), times=times)
+        np.testing.assert_array_equal(out.times, times)
+        a, b = ts.columns("a"), [c for c in range(ts.data.shape[1]) if c not in ts.columns("a")]
+        for col in a:
+            np.testing.assert_allclose(
+                out.data[:, col], np.interp(times - d, ts.times, ts.data[:, col]), atol=1e-12
+            )
+        for col in b:
+            np.testing.assert_allclose(
+                out.data[:, col], np.interp(times, ts.times, ts.data[:, col]), atol=1e-12
+            )
+    same = sm.apply_delay(ts, "a", 0.0)
+    np.testing.assert_array_equal(same.data, ts.data)
 
 
 def test_weighted_diff_and_normalize():

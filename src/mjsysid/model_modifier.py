@@ -75,17 +75,21 @@ def compile_spec(spec: mujoco.MjSpec, params: ParameterDict | None = None) -> mu
 
 
 def apply_param_modifiers_spec(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjSpec:
-    """Returns a copy of ``spec`` with every non-frozen parameter's modifier applied.
+    """Applies every non-frozen parameter's modifier to ``spec`` itself and returns it.
+
+    For a custom ``build_model``: ``apply_param_modifiers_spec(params, spec)``, further edits,
+    ``spec.compile()``. Pass ``spec.copy()`` to keep the original (``apply_param_modifiers``,
+    which also compiles, works on a copy).
 
     Args:
       params: The parameters; frozen ones are skipped (the spec keeps its own value).
-      spec: The model spec; it is not modified.
+      spec: The model spec, modified in place (up to the failing modifier on an error).
 
     Raises:
       ModifierError: A modifier raised (message names the parameter and value).
     """
     _check_spec(spec, "spec")
-    return run_modifiers(params, spec.copy())
+    return run_modifiers(params, spec)
 
 
 def apply_param_modifiers(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjModel:
@@ -96,7 +100,8 @@ def apply_param_modifiers(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.
     Raises:
       ModifierError: A modifier raised or the modified spec does not compile.
     """
-    return compile_spec(apply_param_modifiers_spec(params, spec), params)
+    _check_spec(spec, "spec")
+    return compile_spec(run_modifiers(params, spec.copy()), params)
 
 
 def supports_model_edits(params: ParameterDict) -> bool:

@@ -18,7 +18,8 @@ Backends:
 * ``"scipy_parallel_fd"``: the same TRF outer loop, Jacobians from :func:`fd_jacobian`; the
   residual at the current point is cached, so no evaluation is wasted.
 
-Confidence intervals at the solution: :func:`mjsysid.intervals.calculate_intervals`.
+Confidence intervals at the solution: :func:`mjsysid.intervals.calculate_intervals` (also
+importable from here, where the API specification places it).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import numpy.typing as npt
 import scipy.optimize
 
 from mjsysid._errors import must_be
+from mjsysid.intervals import calculate_intervals as calculate_intervals  # re-export (spec)
 from mjsysid.io import atomic_savez, load_npz
 from mjsysid.lm import LMOptions, levenberg_marquardt
 from mjsysid.parameter import ParameterDict
@@ -83,7 +85,10 @@ class OptimizeResult:
       parameter_names: Label of every entry of ``x``.
       optimizer: Backend name.
       extras: ``{"objective": [...], "candidate": [...]}`` per iteration (scalars and
-        ``(p,)`` vectors only; memory does not grow with the residual size).
+        ``(p,)`` vectors only; memory does not grow with the residual size). With horizon
+        stages these are the last (whole-data) stage's, like ``cost``; ``extras["stages"]``
+        holds every stage's summary, its costs per iteration (on its part of the data) in
+        ``"objective"``.
     """
 
     x: np.ndarray

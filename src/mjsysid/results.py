@@ -235,7 +235,7 @@ def save_results(
     files["confidence.yaml"] = dump(conf.to_dict())
     models: dict[str, str] = {}
     for ms in ms_list:
-        spec = apply_param_modifiers_spec(opt_params, ms.spec)
+        spec = apply_param_modifiers_spec(opt_params, ms.spec.copy())
         spec.compile()
         files[f"{ms.name}.xml"] = spec.to_xml().encode("utf-8")
         models[ms.name] = f"{ms.name}.xml"

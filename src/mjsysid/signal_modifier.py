@@ -78,31 +78,62 @@ def _interp_columns(times: np.ndarray, data: np.ndarray, query: np.ndarray) -> n
     return data[i] * (1.0 - w) + data[i + 1] * w
 
 
-def _check_inside(times: np.ndarray, query: np.ndarray, what: str) -> None:
+def _check_inside(
+    times: np.ndarray,
+    query: np.ndarray,
+    what: str,
+    hint: str = "crop the measured series first with apply_delayed_ts_window",
+) -> None:
     span = times[-1] - times[0]
     tol = 1e-9 * max(span, 1.0)
     bad = np.flatnonzero((query < times[0] - tol) | (query > times[-1] + tol))
     if bad.size:
         q = query[bad[0]]
         raise ValueError(
-            f"{what} must read times inside the series span [{times[0]!r}, {times[-1]!r}] s, got "
-            f"t={q!r} s; crop the measured series first with apply_delayed_ts_window"
+            f"{what} must read times inside the series span [{float(times[0])!r}, "
+            f"{float(times[-1])!r}] s, got t={float(q)!r} s; {hint}"
         )
 
 
-def apply_delay(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike) -> TimeSeries:
-    """Delays signal ``name`` by ``d = param.value[0]`` s on the series' own times.
+def _query_times(times: npt.ArrayLike, what: str) -> np.ndarray:
+    query = np.asarray(times, dtype=np.float64)
+    if query.ndim != 1 or query.size == 0 or not np.all(np.isfinite(query)):
+        raise ValueError(must_be(what, "a non-empty 1-D array of finite times (s)", times))
+    return query
 
-    The new value at ``t`` is the old one at ``t − d``. Samples for which ``t − d`` falls
-    outside the series are an error (crop with :func:`apply_delayed_ts_window`).
+
+def apply_delay(
+    ts: TimeSeries,
+    name: str,
+    param: Parameter | npt.ArrayLike,
+    times: npt.ArrayLike | None = None,
+) -> TimeSeries:
+    """Delays signal ``name`` by ``d = param.value[0]`` s.
+
+    Returns the series at ``times`` (default: its own times): signal ``name`` at ``t`` holds
+    its value at ``t − d``, every other signal its value at ``t`` (linear interpolation).
+    Every ``t − d`` must lie inside the series: on its own times a delay ``d > 0`` has no value
+    for the first ``d`` seconds (``d < 0``: the last), so pass the times to compare at, e.g.
+    the measured times cropped by :func:`apply_delayed_ts_window` for the delay bounds.
     """
     d = float(_value_of(param)[0])
     cols = ts.columns(name)
-    query = ts.times - d
-    _check_inside(ts.times, query, f"apply_delay({name!r}, {d!r})")
-    data = np.array(ts.data, dtype=np.float64)
-    data[:, cols] = _interp_columns(ts.times, ts.data[:, cols], query)
-    return TimeSeries._unchecked(ts.times, data, ts.signal_mapping)
+    query = ts.times if times is None else _query_times(times, "apply_delay: times")
+    if times is not None:
+        _check_inside(ts.times, query, "apply_delay: times")
+    _check_inside(
+        ts.times,
+        query - d,
+        f"apply_delay({name!r}, delay {d!r} s)",
+        "pass times= inside the delay window, e.g. apply_delay(pred, name, d, "
+        "times=apply_delayed_ts_window(measured, pred, d_min, d_max).times)",
+    )
+    if times is None:
+        data = np.array(ts.data, dtype=np.float64)
+    else:
+        data = _interp_columns(ts.times, ts.data, query)
+    data[:, cols] = _interp_columns(ts.times, ts.data[:, cols], query - d)
+    return TimeSeries._unchecked(query, data, ts.signal_mapping)
 
 
 def delay_window(ref_times: np.ndarray, min_delay: float, max_delay: float) -> tuple[float, float]:
@@ -149,7 +180,7 @@ def apply_resample_and_delay(
     Signal ``s`` at time ``t`` gets ``ts_s(t − d_s)`` with ``d_s = sensor_delays.get(s,
     default_delay)``. Every ``t − d_s`` must fall inside ``ts``'s span.
     """
-    query = np.asarray(times, dtype=np.float64)
+    query = _query_times(times, "apply_resample_and_delay: times")
     delays = dict(sensor_delays or {})
     unknown = sorted(set(delays) - set(ts.names))
     if unknown:

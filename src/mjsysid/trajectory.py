@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import mujoco.rollout
@@ -24,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid._errors import must_be, require_model, short_repr
+from mjsysid.timeseries import TimeSeries
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -341,10 +343,39 @@ class BatchRollout:
         self.close()
 
 
+def _control_rows(control: Any, timestep: float) -> npt.ArrayLike:
+    """``control`` as rows, one per step: arrays pass through; a ``TimeSeries`` (or a list
+    of them, one per rollout) must be sampled every ``timestep`` seconds."""
+    series = [control] if isinstance(control, TimeSeries) else None
+    if isinstance(control, list | tuple) and control and isinstance(control[0], TimeSeries):
+        series = list(control)
+    if series is None:
+        return control
+    for k, ts in enumerate(series):
+        what = "control" if len(series) == 1 else f"control[{k}]"
+        if not isinstance(ts, TimeSeries):
+            raise TypeError(must_be(what, "a TimeSeries like the other entries", ts))
+        dt = np.diff(ts.times)
+        if dt.size and not np.allclose(dt, timestep, rtol=1e-6, atol=0.0):
+            raise ValueError(
+                must_be(
+                    what,
+                    f"a TimeSeries sampled every model timestep ({timestep!r} s): one row per step",
+                    ts,
+                    hint=f"Its steps are {dt.min():.6g} to {dt.max():.6g} s; resample it "
+                    f"first: ts.resample(target_dt={timestep!r})",
+                )
+            )
+    lengths = {ts.data.shape[0] for ts in series}
+    if len(lengths) > 1:
+        raise ValueError(must_be("control", "TimeSeries of one length", sorted(lengths)))
+    return np.stack([ts.data for ts in series])
+
+
 def sysid_rollout(
     models: Sequence[mujoco.MjModel] | mujoco.MjModel,
     datas: Sequence[mujoco.MjData] | mujoco.MjData | None,
-    control: npt.ArrayLike,
+    control: npt.ArrayLike | Any,
     initial_states: npt.ArrayLike,
     *,
     nthread: int | None = None,
@@ -355,7 +386,9 @@ def sysid_rollout(
       models: ``nbatch`` compiled models of the same sizes (or one model, broadcast).
       datas: One ``MjData`` per thread (or ``None`` to create them); the thread count is
         ``len(datas)`` when given.
-      control: ``(nbatch, nstep, nu)`` or ``(nstep, nu)`` (broadcast) controls.
+      control: ``(nbatch, nstep, nu)`` or ``(nstep, nu)`` (broadcast) controls, one row per
+        step; or a control ``TimeSeries`` (broadcast) or a list of them, one per rollout,
+        sampled every model timestep.
       initial_states: ``(nbatch, nstate)`` or ``(nstate,)`` (broadcast) full-physics states.
       nthread: Thread count when ``datas`` is ``None``.
 
@@ -370,7 +403,7 @@ def sysid_rollout(
     if not model_list:
         raise ValueError(must_be("models", "a non-empty sequence of MjModel", models))
     m0 = model_list[0]
-    ctrl = np.asarray(control, dtype=np.float64)
+    ctrl = np.asarray(_control_rows(control, float(m0.opt.timestep)), dtype=np.float64)
     if ctrl.ndim == 2:
         ctrl = ctrl[None]
     x0 = np.asarray(initial_states, dtype=np.float64)
