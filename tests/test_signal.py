@@ -47,7 +47,7 @@ def test_module_paths_of_the_api_specification():
     assert timeseries is sys.modules["mjsysid.timeseries"]
     assert calculate_intervals is ms.calculate_intervals
     assert sweep_parameter is ms.sweep_parameter
-    with pytest.raises(ImportError, match="cannot import name 'nothing' from 'mjsysid._src'"):
+    with pytest.raises(ImportError, match=r"cannot import name 'nothing' from 'mjsysid\._src'"):
         from mjsysid._src import nothing  # noqa: F401
 
 
