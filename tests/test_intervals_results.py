@@ -59,6 +59,24 @@ def test_unidentifiable_direction_only_affects_its_parameters():
     assert np.isnan(cov[0, 1]) and np.isinf(cov[1, 1])
 
 
+def test_intervals_do_not_depend_on_parameter_units():
+    """A parameter in other units (its column scaled by 1e6 or 1e-6) keeps a finite interval,
+    scaled accordingly, and the others keep theirs; a column without effect is the only
+    unidentifiable one (before, the eigenvalue test on the unscaled JᵀJ called the small-
+    column parameters unidentifiable)."""
+    rng = np.random.default_rng(5)
+    J = rng.standard_normal((300, 3))
+    r = 0.01 * rng.standard_normal(300)
+    cov, half = ms.calculate_intervals(r, J)
+    scale = np.array([1e6, 1.0, 1e-6])
+    cov_s, half_s = ms.calculate_intervals(r, J * scale)
+    np.testing.assert_allclose(half_s, half / scale, rtol=1e-9)
+    np.testing.assert_allclose(cov_s, cov / np.outer(scale, scale), rtol=1e-9)
+    _, half_z = ms.calculate_intervals(r, np.column_stack([J * scale, np.zeros(300)]))
+    np.testing.assert_allclose(half_z[:3], half / scale, rtol=3e-3)  # n - p one smaller
+    assert np.isinf(half_z[3])
+
+
 def test_per_group_noise_keeps_coverage_when_sensors_differ():
     rng = np.random.default_rng(4)
     # a precise, informative sensor and a noisy, weakly informative one

@@ -1,12 +1,18 @@
 """Confidence intervals at a least-squares solution.
 
 With ``n`` residuals and ``p`` parameters, the noise variance is ``σ² = ‖r‖²/(n − p)`` (or
-given), ``H = JᵀJ = V Λ Vᵀ`` and the covariance is ``Σ = H⁺ (Jᵀ diag(σ²) J) H⁺`` with
-``H⁺ = V_r Λ_r⁻¹ V_rᵀ`` over the identifiable eigen-directions (``λ > rtol·λ_max``); for one
-pooled variance that is ``σ² H⁺``, and with a variance per signal it is the sandwich estimate
-that stays valid for the unweighted fit. A parameter with a component in the remaining
-(null-space) directions cannot be determined from the data and gets an infinite interval; all
-others keep their finite ones. The half-width is ``t_{1−α/2, n−p}·√Σ_ii``.
+given). The columns of ``J`` are scaled to unit norm first, ``J_s = J D`` with
+``D = diag(1/‖J_:,i‖)``, so that which directions count as determined does not depend on the
+parameters' units; with ``H_s = J_sᵀJ_s = V Λ Vᵀ`` the covariance is
+
+    Σ = D H_s⁺ (J_sᵀ diag(σ²) J_s) H_s⁺ D,   H_s⁺ = V_r Λ_r⁻¹ V_rᵀ
+
+over the identifiable eigen-directions (``λ > rtol·λ_max``). For a full-rank ``J`` that is
+``(JᵀJ)⁻¹ (Jᵀ diag(σ²) J) (JᵀJ)⁻¹``: ``σ² (JᵀJ)⁻¹`` for one pooled variance, and with a
+variance per signal the sandwich estimate that stays valid for the unweighted fit. A parameter
+with a component in the remaining (null-space) directions, or without any effect (a zero
+column), cannot be determined from the data and gets an infinite interval; all others keep
+their finite ones. The half-width is ``t_{1−α/2, n−p}·√Σ_ii``.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ def calculate_intervals(
         estimate ``‖r‖²/(n − p)``, or per group with ``groups``.
       groups: ``(n,)`` labels (e.g. one per sensor): a separate variance is estimated for each
         group, ``σ_g² = ‖r_g‖² / (n_g − p·n_g/n)``.
-      rtol: Eigenvalues of ``JᵀJ`` below ``rtol·λ_max`` count as unidentifiable directions.
+      rtol: Eigenvalues of the column-scaled ``J_sᵀJ_s`` below ``rtol·λ_max`` count as
+        unidentifiable directions.
 
     Returns:
       ``(covariance (p, p), half_widths (p,))``. Parameters touching an unidentifiable direction
@@ -74,14 +81,16 @@ def calculate_intervals(
         var = np.full(n, float(r @ r) / (n - p))
     if np.any(var <= 0):
         var = np.maximum(var, np.finfo(float).tiny)
-    H = Jm.T @ Jm
-    lam, V = np.linalg.eigh(H)
+    norms = np.linalg.norm(Jm, axis=0)
+    d = 1.0 / np.where(norms > 0, norms, 1.0)  # a zero column stays zero: a null direction
+    Js = Jm * d
+    lam, V = np.linalg.eigh(Js.T @ Js)
     lam_max = max(float(lam.max()), 0.0)
     keep = lam > rtol * lam_max if lam_max > 0 else np.zeros(p, dtype=bool)
     H_pinv = (V[:, keep] / lam[keep]) @ V[:, keep].T
     # Sandwich covariance of the least-squares estimate: H⁺ (Jᵀ diag(σ²) J) H⁺; equals σ² H⁺
     # for a constant variance, and stays right when the variance differs between signals.
-    cov = H_pinv @ (Jm.T @ (var[:, None] * Jm)) @ H_pinv
+    cov = d[:, None] * (H_pinv @ (Js.T @ (var[:, None] * Js)) @ H_pinv) * d[None, :]
     null = V[:, ~keep]
     unident = np.linalg.norm(null, axis=1) > 1e-6 if null.size else np.zeros(p, dtype=bool)
     cov[unident, :] = np.nan
