@@ -78,6 +78,31 @@ def test_split_windows_multiple_shooting(make_problem):
         ms.split_windows(seq, 0.0)
 
 
+def test_window_starts_simulate_only_their_window(make_problem):
+    """A finite-difference Jacobian over shared physics and per-window starts simulates each
+    window for the physics columns and its own start columns only (W·(1 + n_phys + n_own)
+    rollouts, not W·(1 + p)), and every column equals the same candidate evaluated alone."""
+    p, seq = _noisy_start(make_problem)
+    windows = ms.split_windows(seq, 0.2)
+    params = ms.ParameterDict([ms.make_parameter("joint_damping", p.model, "j1")])
+    params.update(ms.initial_state_params(windows))
+    W, n = len(windows.sequence_name), params.size
+    assert n == 1 + 4 * W
+    x = params.as_vector()
+    X = x[:, None] + 1e-4 * np.eye(n, n + 1, 1)  # [x, x + h e_1, ..., x + h e_n]
+    rf = ms.build_residual_fn([windows])
+    R = rf(X, params)
+    assert rf.stats.rollouts == W * (1 + 1 + 4)
+    assert rf.stats.simulated_candidates == n + 1
+    alone = ms.build_residual_fn([windows])
+    for j in range(n + 1):
+        np.testing.assert_array_equal(R[:, j], alone(X[:, j], params))
+    # a window's start moves only that window's block of the residual
+    blocks = np.cumsum([0] + [s.data.size for s in windows.sensordata])
+    moved = np.flatnonzero(np.any(R[:, 2:6] != R[:, :1], axis=1))
+    assert blocks[0] <= moved.min() and moved.max() < blocks[1]
+
+
 def test_split_windows_needs_measured_state(make_problem):
     p = make_problem(ARM2, None, n=300, names=["tip_pos"])
     with pytest.raises(

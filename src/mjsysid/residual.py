@@ -80,6 +80,9 @@ class _Layout:
       model_edits: Every active modifier has an exact compiled-model fast path.
       overrides: Per sequence, ``(state index, x index)`` of its initial-state parameters.
       spans: Rows of ``x`` of each non-frozen parameter, by name.
+      seq_rows: Per sequence, the rows of ``x`` its simulation depends on: the model entries
+        and its own initial-state entries (all simulation entries with a custom build_model
+        or rollout).
       plans: :class:`WritePlan` per ModelSequences index (made on first use).
     """
 
@@ -90,6 +93,7 @@ class _Layout:
     model_edits: bool
     overrides: list[list[tuple[int, int]]]
     spans: dict[str, slice]
+    seq_rows: list[np.ndarray]
     plans: dict[int, WritePlan] = field(default_factory=dict)
 
 
@@ -231,9 +235,10 @@ class ResidualFunction:
         self._pool: list[list[_Slot]] = [[] for _ in self.models_sequences]
         self._work_key: tuple[object, ...] | None = None
         self._layout: _Layout | None = None
-        self._sim_cache: dict[bytes, dict[int, tuple[np.ndarray, ...]]] = {}
+        # per sequence: simulation key (bytes of its rows of x) -> (raw_state, sensordata, ok, x0)
+        self._sim_cache: dict[int, dict[bytes, tuple[np.ndarray, ...]]] = {}
         self._sim_cache_key: tuple[object, ...] | None = None
-        self._controls: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
+        self._controls: dict[tuple[tuple[int, int], ...], np.ndarray] = {}
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
@@ -327,15 +332,12 @@ class ResidualFunction:
             )
         return out
 
-    def _initial_states(self, layout: _Layout, X: np.ndarray) -> list[np.ndarray]:
-        """``(k, nstate)`` initial states of every sequence for the columns of ``X``."""
-        out = []
-        for seq, overrides in zip(self._sequences, layout.overrides, strict=True):
-            x0 = np.repeat(seq.x0[None], X.shape[1], axis=0)
-            for adr, row in overrides:
-                x0[:, adr] = X[row]
-            out.append(x0)
-        return out
+    def _initial_state(self, layout: _Layout, i: int, X: np.ndarray) -> np.ndarray:
+        """``(k, nstate)`` initial states of sequence ``i`` for the columns of ``X``."""
+        x0 = np.repeat(self._sequences[i].x0[None], X.shape[1], axis=0)
+        for adr, row in layout.overrides[i]:
+            x0[:, adr] = X[row]
+        return x0
 
     def _build_model(
         self, params: ParameterDict, mi: int, slot: int, x: np.ndarray, layout: _Layout
@@ -397,14 +399,21 @@ class ResidualFunction:
             work = params.copy()
             free = work.non_frozen()
             model_mask, sim_mask = self._masks(work)
+            overrides = self._initial_overrides(work)  # raises before anything is kept
+            if self.build_model is not None or self.custom_rollout is not None:
+                seq_rows = [np.flatnonzero(sim_mask) for _ in overrides]
+            else:
+                model_rows = np.flatnonzero(model_mask)
+                seq_rows = [np.union1d(model_rows, [r for _, r in ov]) for ov in overrides]
             layout = _Layout(
                 free,
                 np.repeat(np.arange(len(free)), [p.size for p in free]),
                 model_mask,
                 sim_mask,
                 supports_model_edits(work),
-                self._initial_overrides(work),  # raises before anything is kept
+                overrides,
                 dict(zip([p.name for p in free], _spans([p.size for p in free]), strict=True)),
+                [rows.astype(np.intp) for rows in seq_rows],
             )
             self._work, self._work_key, self._layout = work, key, layout
         assert self._work is not None
@@ -458,60 +467,74 @@ class ResidualFunction:
         layout = self._layout
         assert layout is not None
         free = layout.free
-        unique_index, inverse, keys = _distinct_columns(X[layout.sim_mask])
-        n_unique = unique_index.size
         self.stats.calls += 1
         self.stats.candidates += k
         self.last_divergence = []
-        X_sim = X[:, unique_index]
+        nseq = len(self._sequences)
+        # Distinct simulations, per sequence: a sequence depends on the model entries of x and
+        # on its own initial-state entries only (so the start of one multiple-shooting window
+        # does not re-simulate the others). Sequences with the same rows share the work.
+        distinct: dict[bytes, tuple[np.ndarray, np.ndarray, list[bytes]]] = {}
+        per_seq = []
+        for rows in layout.seq_rows:
+            key = rows.tobytes()
+            if key not in distinct:
+                distinct[key] = _distinct_columns(X[rows])
+            per_seq.append(distinct[key])
         # Simulations of the last small call (trial steps) are reused: the signal-only columns
         # of the next finite-difference Jacobian simulate that very point.
         cacheable = self.build_model is None and self.custom_rollout is None
         cache = self._sim_cache if cacheable and self._sim_cache_key == self._work_key else {}
-        run = [u for u in range(n_unique) if keys[u] not in cache]
-        X_run = X_sim[:, run]
-        self.stats.simulated_candidates += len(run)
-        x0s = self._initial_states(layout, X_run)
-        # 1. Models, one per distinct model sub-vector and ModelSequences.
-        t0 = _time.perf_counter()
-        # (every candidate gets its model, the cached ones too: modify_residual receives it)
-        model_first, model_of, _ = _distinct_columns(X_sim[layout.model_mask])
-        built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
-        for n, u in enumerate(model_first):
-            work._assign_checked_vector(X_sim[:, u], free)
-            for mi in range(len(self.models_sequences)):
-                built[mi].append(self._build_model(work, mi, n, X_sim[:, u], layout))
-        models = [
-            [built[mi][model_of[u]] for u in range(n_unique)]
-            for mi in range(len(self.models_sequences))
+        run = [
+            [u for u, key in enumerate(keys) if key not in cache.get(i, {})]
+            for i, (_, _, keys) in enumerate(per_seq)
         ]
-        cand_params: list[ParameterDict] = []
+        ran = {int(per_seq[i][0][u]) for i in range(nseq) for u in run[i]}  # columns of X
+        sim_rows = X[layout.sim_mask]
+        self.stats.simulated_candidates += len({sim_rows[:, j].tobytes() for j in ran})
+        # 1. Models, one per distinct model sub-vector and ModelSequences; every column gets
+        # its model (the cached ones too: modify_residual receives it).
+        t0 = _time.perf_counter()
+        model_first, model_of, _ = _distinct_columns(X[layout.model_mask])
+        built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
+        for n, j in enumerate(model_first):
+            work._assign_checked_vector(X[:, j], free)
+            for mi in range(len(self.models_sequences)):
+                built[mi].append(self._build_model(work, mi, n, X[:, j], layout))
+        col_models = [[built[mi][m] for m in model_of] for mi in range(len(built))]
+        cand_params: dict[int, ParameterDict] = {}
         if self.custom_rollout is not None:
-            for u in range(len(run)):
-                work._assign_checked_vector(X_run[:, u], free)
-                cand_params.append(work.copy())
+            for j in sorted(ran):
+                work._assign_checked_vector(X[:, j], free)
+                cand_params[j] = work.copy()
         self.stats.time_build += _time.perf_counter() - t0
         # 2. Rollouts, grouped by (ModelSequences, nstep).
         preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         t0 = _time.perf_counter()
-        if run:
-            for mi in range(len(self.models_sequences)):
-                seqs = [i for i, s in enumerate(self._sequences) if s.ms_index == mi]
-                for nstep in sorted({self._sequences[i].nstep for i in seqs}):
-                    group = [i for i in seqs if self._sequences[i].nstep == nstep]
-                    run_models = [models[mi][u] for u in run]
-                    self._rollout_group(mi, group, run_models, cand_params, x0s, preds)
-        if len(run) < n_unique:
-            preds = self._with_cached(preds, run, keys, cache)
-        if cacheable and n_unique <= _SIM_CACHE:
+        sim_cols = [per_seq[i][0][run[i]] for i in range(nseq)]  # columns of X simulated
+        for mi in range(len(self.models_sequences)):
+            seqs = [i for i, s in enumerate(self._sequences) if s.ms_index == mi and run[i]]
+            for nstep in sorted({self._sequences[i].nstep for i in seqs}):
+                group = [i for i in seqs if self._sequences[i].nstep == nstep]
+                self._rollout_group(
+                    mi,
+                    group,
+                    [[col_models[mi][j] for j in sim_cols[i]] for i in group],
+                    [self._initial_state(layout, i, X[:, sim_cols[i]]) for i in group],
+                    [[cand_params[j] for j in sim_cols[i]] if cand_params else [] for i in group],
+                    preds,
+                )
+        for i in range(nseq):
+            if len(run[i]) < len(per_seq[i][0]):
+                preds[i] = self._with_cached(preds.get(i), run[i], per_seq[i][2], cache[i])
+        if cacheable and all(len(first) <= _SIM_CACHE for first, _, _ in per_seq):
             self._sim_cache = {
-                key: {i: tuple(a[u].copy() for a in pr) for i, pr in preds.items()}
-                for u, key in enumerate(keys)
+                i: {key: tuple(a[u].copy() for a in preds[i]) for u, key in enumerate(keys)}
+                for i, (_, _, keys) in enumerate(per_seq)
             }
             self._sim_cache_key = self._work_key
         self.stats.time_rollout += _time.perf_counter() - t0
         # 3. Residual blocks, sequence by sequence, written into one (k, n) array.
-        identity = n_unique == k and bool(np.all(inverse == np.arange(k)))
         out: np.ndarray | None = None
         if self.modify_residual is None:
             out = np.empty((k, int(self._offsets[-1])))
@@ -519,6 +542,7 @@ class ResidualFunction:
         details_out: list[SequencePrediction] = []
         for si, seq in enumerate(self._sequences):
             raw_state, sensordata, ok, x0_seq = preds[si]
+            inverse = per_seq[si][1]  # row of the sequence's simulations for each column
             P = self._gather(seq, raw_state, sensordata, x0_seq)
             if self.modify_residual is None:
                 assert out is not None
@@ -532,7 +556,7 @@ class ResidualFunction:
                     )
                 lo, hi = int(self._offsets[si]), int(self._offsets[si + 1])
                 target = out[:, lo:hi].reshape(k, *seq.meas.data.shape)
-                if identity:
+                if len(ok) == k and bool(np.all(inverse == np.arange(k))):
                     np.subtract(seq.meas.data[None], at_meas, out=target)
                     target *= seq.scale
                 else:
@@ -578,7 +602,7 @@ class ResidualFunction:
                     work,
                     pred_ts,
                     seq.meas,
-                    models[seq.ms_index][u],
+                    col_models[seq.ms_index][j],
                     details,
                     state=TimeSeries._unchecked(seq.grid, state[u], None),
                     sensor_weights=self.sensor_weights,
@@ -624,45 +648,45 @@ class ResidualFunction:
             P[:, 1:, seq.state_cols] = raw_state[:, :-1, seq.state_src]
         return P
 
+    @staticmethod
     def _with_cached(
-        self,
-        preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+        pred: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
         run: list[int],
         keys: list[bytes],
-        cache: dict[bytes, dict[int, tuple[np.ndarray, ...]]],
-    ) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """Per-sequence ``(raw_state, sensordata, ok, x0)`` of every distinct candidate: the
-        simulated ones (``run``, in ``preds``) and copies of the cached others."""
+        cache: dict[bytes, tuple[np.ndarray, ...]],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(raw_state, sensordata, ok, x0)`` of every distinct simulation of one sequence:
+        the simulated ones (``run``, in ``pred``) and copies of the cached others."""
         at = {u: j for j, u in enumerate(run)}
-        out = {}
-        for i in range(len(self._sequences)):
-            rows = [
-                tuple(a[at[u]] for a in preds[i]) if u in at else cache[key][i]
-                for u, key in enumerate(keys)
-            ]
-            state, sens, ok, x0 = (np.stack([row[f] for row in rows]) for f in range(4))
-            out[i] = (state, sens, ok, x0)
-        return out
+        rows = [
+            tuple(a[at[u]] for a in pred) if u in at and pred is not None else cache[key]
+            for u, key in enumerate(keys)
+        ]
+        state, sens, ok, x0 = (np.stack([row[f] for row in rows]) for f in range(4))
+        return state, sens, ok, x0
 
     def _rollout_group(
         self,
         mi: int,
         group: list[int],
-        models: list[mujoco.MjModel],
-        cand_params: list[ParameterDict],
+        models: list[list[mujoco.MjModel]],
         x0s: list[np.ndarray],
+        cand_params: list[list[ParameterDict]],
         preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
     ) -> None:
-        n_unique = len(models)
-        batch_models = [models[u] for _ in group for u in range(n_unique)]
-        x0 = np.concatenate([x0s[i] for i in group])
-        ctrl = self._controls.get((tuple(group), n_unique))
-        if ctrl is None:  # controls never change: keep the batch for calls of the same width
-            ctrl = np.stack([self._sequences[i].control for i in group for _ in range(n_unique)])
+        """Simulates, in one call, sequence ``group[g]`` from ``x0s[g]`` with ``models[g]``
+        (one per candidate) and stores ``(raw_state, sensordata, ok, x0)`` in ``preds``."""
+        counts = [len(m) for m in models]
+        batch_models = [m for ms_ in models for m in ms_]
+        x0 = np.concatenate(x0s)
+        key = tuple(zip(group, counts, strict=True))
+        ctrl = self._controls.get(key)
+        if ctrl is None:  # controls never change: keep the batch for calls of the same widths
+            ctrl = np.stack([self._sequences[i].control for i, n in key for _ in range(n)])
             ctrl.flags.writeable = False
             if len(self._controls) >= _CONTROL_BATCHES:
                 self._controls.pop(next(iter(self._controls)))
-            self._controls[(tuple(group), n_unique)] = ctrl
+            self._controls[key] = ctrl
         self.stats.rollouts += len(batch_models)
         self.stats.steps += len(batch_models) * ctrl.shape[1]
         if self.custom_rollout is not None:
@@ -672,7 +696,7 @@ class ResidualFunction:
                 datas,
                 ctrl.copy(),  # the caller's to keep or edit
                 x0,
-                [cand_params[u] for _ in group for u in range(n_unique)],
+                [p for ps in cand_params for p in ps],
             )
             state = np.stack([t.state for t in trajs])
             sensordata = np.stack([t.sensordata for t in trajs])
@@ -683,8 +707,10 @@ class ResidualFunction:
             )
         else:
             state, sensordata, ok = self._runner.run(batch_models, x0, ctrl, align=False)
-        for g, i in enumerate(group):
-            sl = slice(g * n_unique, (g + 1) * n_unique)
+        start = 0
+        for i, n in key:
+            sl = slice(start, start + n)
+            start += n
             preds[i] = (state[sl], sensordata[sl], ok[sl], x0[sl])
             for u in np.flatnonzero(~ok[sl]):
                 self.last_divergence.append(
