@@ -232,6 +232,33 @@ def test_duplicate_sequence_names(parts):
         ms.ModelSequences("arm", spec, ["a", "a"], [x0, x0], [ctrl, ctrl], [sens, sens])
 
 
+def test_names_must_be_file_names(parts):
+    """Names become file names (<name>.xml): a name with a path in it must not write outside
+    the results folder."""
+    spec, _, _, x0, ctrl, sens = parts
+    for bad in ("../../escape", "a/b", "a\\b", "..", "tab\there"):
+        with pytest.raises(ValueError, match=r"ModelSequences name must be a name usable as a"):
+            ms.ModelSequences(bad, spec, "s", x0, ctrl, sens)
+        with pytest.raises(ValueError, match=r"'arm': sequence_name must be a name usable as a"):
+            ms.ModelSequences("arm", spec, bad, x0, ctrl, sens)
+    ms.ModelSequences("arm #2 (left)", spec, "run 1.csv", x0, ctrl, sens)
+
+
+def test_sensordata_columns_must_all_be_signals(parts):
+    """A mapping that labels some columns only would leave the others compared with nothing
+    (the residual read unset memory there)."""
+    spec, model, t, x0, ctrl, _ = parts
+    data = np.ones((100, model.nsensordata))
+    partial = ms.TimeSeries(t, data, signal_mapping={"j1_pos": (ms.SignalType.MjSensor, [0])})
+    with pytest.raises(
+        ValueError,
+        match=r"sequence 's': sensordata must be a signal for every column .* got "
+        r"'columns \[1, 2, 3, 4, 5, 6, 7, 8, 9\] in no signal'. Label them .*slice_by_name",
+    ):
+        ms.ModelSequences("arm", spec, "s", x0, ctrl, partial)
+    ms.ModelSequences("arm", spec, "s", x0, ctrl, partial.slice_by_name("j1_pos"))
+
+
 def test_bad_initial_state(parts):
     spec, _, _, x0, ctrl, sens = parts
     with pytest.raises(

@@ -22,6 +22,22 @@ from mjsysid.trajectory import state_size
 _TIME_TOL = 1e-9
 
 
+def _check_name(what: str, name: object) -> None:
+    """Names become file names (``<name>.xml`` of the identified model) and labels
+    (``<model>/<sequence>/...``): no path separators, no ``.``/``..``, no control
+    characters."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(must_be(what, "a non-empty string", name))
+    if "/" in name or "\\" in name or name in (".", "..") or not name.isprintable():
+        raise ValueError(
+            must_be(
+                what,
+                "a name usable as a file name (no '/', '\\', control characters; not '.' or '..')",
+                name,
+            )
+        )
+
+
 def _as_list(value: Any, kind: type | tuple[type, ...]) -> list[Any]:
     if value is None or isinstance(value, kind):
         return [value]
@@ -58,8 +74,7 @@ class ModelSequences:
     model: mujoco.MjModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(must_be("ModelSequences name", "a non-empty string", self.name))
+        _check_name("ModelSequences name", self.name)
         where = f"ModelSequences {self.name!r}"
         if isinstance(self.spec, mujoco.MjModel):
             raise TypeError(
@@ -107,8 +122,7 @@ class ModelSequences:
             raise ValueError(f"{where}: must have at least one sequence, got none")
         names = self.sequence_name
         for n in names:
-            if not isinstance(n, str) or not n:
-                raise ValueError(must_be(f"{where}: sequence_name", "non-empty strings", n))
+            _check_name(f"{where}: sequence_name", n)
         if len(set(names)) != len(names):
             raise ValueError(must_be(f"{where}: sequence_name", "unique names", names))
         for i, seq in enumerate(names):
@@ -151,6 +165,20 @@ class ModelSequences:
                     )
                 )
         else:
+            claimed = np.zeros(meas.data.shape[1], dtype=bool)
+            for _, cols in meas.signal_mapping.values():
+                claimed[cols] = True
+            if not claimed.all():
+                free = np.flatnonzero(~claimed).tolist()
+                raise ValueError(
+                    must_be(
+                        f"{where}: sensordata",
+                        "a signal for every column (each column is compared with a prediction)",
+                        f"columns {free[:10]}{' ...' if len(free) > 10 else ''} in no signal",
+                        "Label them in signal_mapping or drop them "
+                        "(TimeSeries.slice_by_name keeps the named signals only)",
+                    )
+                )
             for sig, (stype, cols) in meas.signal_mapping.items():
                 if stype == SignalType.CustomObs:
                     continue
