@@ -103,12 +103,43 @@ def test_window_starts_simulate_only_their_window(make_problem):
     assert blocks[0] <= moved.min() and moved.max() < blocks[1]
 
 
-def test_split_windows_needs_measured_state(make_problem):
+def test_split_windows_needs_measured_positions(make_problem):
     p = make_problem(ARM2, None, n=300, names=["tip_pos"])
     with pytest.raises(
-        ValueError, match=r"must measure the position and velocity of every joint.*\['j1', 'j2'\]"
+        ValueError,
+        match=r"sequence 'seq0' must measure the position of every joint to start a window "
+        r"from the data, got none for \['j1', 'j2'\]",
     ):
         ms.split_windows(p.sequences, 0.2)
+    with pytest.raises(ValueError, match="velocity_samples must be an integer >= 3, got 2"):
+        ms.split_windows(p.sequences, 0.2, velocity_samples=2)
+
+
+def test_split_windows_from_encoders_only(make_problem):
+    """Positions only (an encoder): window-start velocities are estimated from the positions
+    (close to the true ones), and the windows with estimated starts recover the damping."""
+
+    def truth(spec, model):
+        d = ms.ParameterDict([ms.make_parameter("joint_damping", model, "j1")])
+        d.update_from_vector([0.2])
+        return d
+
+    p = make_problem(ARM2, truth, n=400, qpos=[0.3, -0.2], names=["j1_pos", "j2_pos"])
+    full = make_problem(
+        ARM2, truth, n=400, qpos=[0.3, -0.2], names=["j1_pos", "j2_pos", "j1_vel", "j2_vel"]
+    )
+    windows = ms.split_windows(p.sequences, 0.2)
+    measured = ms.split_windows(full.sequences, 0.2)
+    assert windows.sequence_name == ["seq0#0", "seq0#1", "seq0#2", "seq0#3"]
+    for est, ref in zip(windows.initial_state[1:], measured.initial_state[1:], strict=True):
+        np.testing.assert_array_equal(est[:3], ref[:3])  # time and positions as measured
+        # a control step inside the fitted samples bends the quadratic: a few percent
+        np.testing.assert_allclose(est[3:5], ref[3:5], rtol=0.05, atol=0.1)
+        assert not np.array_equal(est[3:5], ref[3:5])  # estimated, not read
+    params = ms.ParameterDict([ms.make_parameter("joint_damping", p.model, "j1")])
+    params.update(ms.initial_state_params(windows, qpos=False))
+    opt, _res = ms.optimize(params, ms.build_residual_fn([windows]))
+    assert opt["j1_damping"].value[0] == pytest.approx(0.2, rel=1e-4)
 
 
 def test_demo_identification_restores_planner_success(tmp_path):

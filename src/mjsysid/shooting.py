@@ -23,7 +23,7 @@ from mjsysid._errors import must_be
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.recording import initial_state_from_sensors
-from mjsysid.timeseries import TimeSeries
+from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.trajectory import create_initial_state, state_slices
 
 INITIAL_KINDS = ("initial_qpos", "initial_qvel")
@@ -135,38 +135,89 @@ def initial_state_overrides(
     return out
 
 
+def _scalar_position_columns(model: mujoco.MjModel, meas: TimeSeries) -> dict[int, int]:
+    """Data column holding the position of each hinge/slide joint ``{joint id: column}``,
+    from ``jointpos`` sensors and ``<joint>_qpos`` state columns."""
+    scalar = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    by_qpos = {
+        int(model.jnt_qposadr[j]): j for j in range(model.njnt) if model.jnt_type[j] in scalar
+    }
+    out: dict[int, int] = {}
+    assert meas.signal_mapping is not None
+    for name, (stype, cols) in meas.signal_mapping.items():
+        if stype == SignalType.MjStateQPos:
+            for adr, col in zip(signal_source_indices(model, name, stype), cols, strict=True):
+                if int(adr) in by_qpos:
+                    out[by_qpos[int(adr)]] = int(col)
+        elif stype == SignalType.MjSensor:
+            i = model.sensor(name).id
+            if (
+                int(model.sensor_type[i]) == int(mujoco.mjtSensor.mjSENS_JOINTPOS)
+                and int(model.sensor_objid[i]) in by_qpos.values()
+            ):
+                out[int(model.sensor_objid[i])] = int(cols[0])
+    return out
+
+
+def local_slope(times: np.ndarray, values: np.ndarray, t: float, samples: int) -> float:
+    """Derivative at ``t`` of the quadratic least-squares fit to the ``samples`` samples
+    nearest to ``t`` (a Savitzky-Golay derivative: centred inside the series, one-sided at
+    its ends; on a uniform grid and centred it is the slope of the linear fit).
+
+    Args:
+      times: ``(N,)`` increasing times (s). values: ``(N,)`` positions.
+      t: Where (s). samples: Points in the fit (>= 3).
+    """
+    k = int(np.searchsorted(times, t))
+    lo = min(max(k - samples // 2, 0), max(times.size - samples, 0))
+    sel = slice(lo, lo + samples)
+    tt = times[sel] - t
+    coef = np.polynomial.polynomial.polyfit(tt, values[sel], 2 if tt.size >= 3 else 1)
+    return float(coef[1])
+
+
 def split_windows(
     models_sequences: ModelSequences,
     window: float,
     *,
     overlap: float = 0.0,
     min_samples: int = 5,
+    velocity_samples: int = 7,
 ) -> ModelSequences:
     """Multiple shooting: cuts every sequence into windows of ``window`` seconds.
 
     Each window becomes a sequence ``"<name>#<k>"`` simulated from the state measured at its
-    start (joint positions and velocities from joint sensors or joint-state columns; the first
-    window keeps the sequence's own initial state). Add :func:`initial_state_params` for the
-    windows to estimate those starts as well.
+    start (the first window keeps the sequence's own initial state). Joint positions come
+    from ``jointpos`` sensors or ``<joint>_qpos`` columns, velocities from ``jointvel``
+    sensors or ``<joint>_qvel`` columns; a hinge or slide joint whose velocity is not
+    measured (an encoder-only recording) gets the derivative of a quadratic fitted to the
+    ``velocity_samples`` position samples around the window start (:func:`local_slope`,
+    which smooths encoder steps). Add :func:`initial_state_params` for the windows to
+    estimate the starts as well (recommended with estimated velocities).
 
     Args:
       models_sequences: The recordings.
       window: Window length (s).
       overlap: Overlap between consecutive windows (s), ``0 <= overlap < window``.
       min_samples: A trailing window with fewer samples is merged into the previous one.
+      velocity_samples: Samples in the fit that estimates an unmeasured velocity (>= 3).
 
     Raises:
-      ValueError: Bad lengths, or a window start whose state cannot be read from the data.
+      ValueError: Bad lengths, or a window start whose state cannot be read from the data (a
+        joint without a measured position, or a free/ball joint without measured velocity).
     """
     if not window > 0:
         raise ValueError(must_be("window", "> 0 seconds", window))
     if not 0 <= overlap < window:
         raise ValueError(must_be("overlap", f"in [0, window={window})", overlap))
+    if not isinstance(velocity_samples, int | np.integer) or velocity_samples < 3:
+        raise ValueError(must_be("velocity_samples", "an integer >= 3", velocity_samples))
     ms = models_sequences
     model = ms.model
     names, x0s, ctrls, senss = [], [], [], []
     for name, x0, ctrl, meas in ms.sequences():
         t = meas.times
+        positions = _scalar_position_columns(model, meas)
         starts = [t[0]]
         while starts[-1] + window - overlap < t[-1]:
             starts.append(starts[-1] + window - overlap)
@@ -179,20 +230,48 @@ def split_windows(
                 start_state = x0.copy()
             else:
                 qpos, qvel = initial_state_from_sensors(model, sub, fill=np.nan)
-                missing = [
-                    model.joint(j).name
-                    for j in range(model.njnt)
-                    if np.isnan(qpos[model.jnt_qposadr[j]]) or np.isnan(qvel[model.jnt_dofadr[j]])
-                ]
-                if missing:
-                    raise ValueError(
-                        f"split_windows: sequence {name!r} must measure the position and velocity "
-                        f"of every joint to start a window from the data, got none for {missing}; "
-                        "record jointpos/jointvel sensors or <joint>_qpos/_qvel columns"
-                    )
+                for j, col in positions.items():
+                    if np.isnan(qvel[model.jnt_dofadr[j]]):
+                        t0 = float(sub.times[0])
+                        qvel[model.jnt_dofadr[j]] = local_slope(
+                            t, meas.data[:, col], t0, velocity_samples
+                        )
+                _check_window_state(model, qpos, qvel, name)
                 start_state = create_initial_state(model, qpos, qvel, time=float(sub.times[0]))
             names.append(f"{name}#{k}")
             x0s.append(start_state)
             ctrls.append(ctrl)
             senss.append(sub)
     return ModelSequences(ms.name, ms.spec, names, x0s, ctrls, senss)
+
+
+def _check_window_state(
+    model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, name: str
+) -> None:
+    """Names the joints whose start position or velocity the data do not give."""
+
+    def unknown(values: np.ndarray, adr: np.ndarray, width: dict[int, int]) -> list[str]:
+        return [
+            model.joint(j).name
+            for j in range(model.njnt)
+            if np.isnan(values[adr[j] : adr[j] + width[int(model.jnt_type[j])]]).any()
+        ]
+
+    no_pos = unknown(qpos, model.jnt_qposadr, _QPOS_WIDTH)
+    no_vel = unknown(qvel, model.jnt_dofadr, _DOF_WIDTH)
+    if no_pos:
+        raise ValueError(
+            f"split_windows: sequence {name!r} must measure the position of every joint to "
+            f"start a window from the data, got none for {no_pos}; record jointpos sensors "
+            "or <joint>_qpos columns"
+        )
+    if no_vel:
+        raise ValueError(
+            f"split_windows: sequence {name!r} must measure the velocity of its free and ball "
+            f"joints (hinge and slide velocities are estimated from positions), got none for "
+            f"{no_vel}; record their velocities or <joint>_qvel columns"
+        )
+
+
+_QPOS_WIDTH = {0: 7, 1: 4, 2: 1, 3: 1}  # mjtJoint: free, ball, slide, hinge
+_DOF_WIDTH = {0: 6, 1: 3, 2: 1, 3: 1}
