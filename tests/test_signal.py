@@ -200,6 +200,28 @@ def test_transform_without_parameters_matches_default_residual(make_problem):
     np.testing.assert_allclose(plain(x, params), transformed(x, params), atol=1e-12)
 
 
+@pytest.mark.parametrize("normalize", [False, "column", "signal"])
+def test_transform_normalize_matches_default_residual(make_problem, normalize):
+    """SignalTransform(normalize=...) scales like build_residual_fn(normalize=...); the
+    residual function's own setting is refused with a modify_residual (it was ignored)."""
+    p, seq = _arm_with_measurement(make_problem)
+    params = ms.ParameterDict([ms.make_parameter("joint_damping", p.model, "j1")])
+    plain = ms.build_residual_fn([seq], normalize=normalize)
+    transform = ms.SignalTransform(normalize=normalize)
+    transformed = ms.build_residual_fn([seq], modify_residual=transform.apply)
+    x = np.array([0.2])
+    np.testing.assert_allclose(plain(x, params), transformed(x, params), rtol=1e-12, atol=1e-12)
+    if normalize != "signal":
+        with pytest.raises(
+            ValueError,
+            match=r"normalize must be the default with a modify_residual .* "
+            r"SignalTransform\(normalize=...\)",
+        ):
+            ms.build_residual_fn([seq], normalize=normalize, modify_residual=transform.apply)
+    with pytest.raises(ValueError, match="SignalTransform: normalize must be True, False"):
+        ms.SignalTransform(normalize="rms")
+
+
 def test_measured_gain_target(make_problem):
     _, seq = _arm_with_measurement(make_problem, gain=0.5)
     d = ms.ParameterDict([ms.Parameter("g", 1.0, 0.5, 4.0)])

@@ -898,6 +898,15 @@ def build_residual_fn(
         raise ValueError(must_be("models_sequences", "ModelSequences with unique names", names))
     if normalize not in (True, False, "signal", "column"):
         raise ValueError(must_be("normalize", "True, False, 'signal' or 'column'", normalize))
+    if modify_residual is not None and normalize not in (True, "signal"):
+        raise ValueError(
+            must_be(
+                "normalize",
+                "the default with a modify_residual (it scales its own residual)",
+                normalize,
+                "pass it to the transform instead: SignalTransform(normalize=...)",
+            )
+        )
     if control_interpolation not in ("zoh", "linear"):
         raise ValueError(
             must_be("control_interpolation", "'zoh' or 'linear'", control_interpolation)

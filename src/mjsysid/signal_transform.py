@@ -39,6 +39,7 @@ from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.signal_modifier import (
     _check_inside,
     apply_delayed_ts_window,
+    column_rms,
     signal_rms,
 )
 from mjsysid.timeseries import TimeSeries
@@ -232,9 +233,22 @@ class SignalTransform:
 
     The transform stores parameter *names*; the values used are those of the candidate being
     evaluated (the ``params`` passed to :meth:`apply`).
+
+    Args:
+      normalize: How the residual of each measured column is scaled, as
+        :func:`mjsysid.build_residual_fn`'s ``normalize`` does for the built-in residual:
+        ``True`` / ``"signal"`` (default: by the RMS of its signal), ``"column"`` (by its own
+        RMS) or ``False`` (not at all). The RMS is that of the windowed measurement.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, normalize: bool | str = True) -> None:
+        if normalize not in (True, False, "signal", "column"):
+            raise ValueError(
+                must_be(
+                    "SignalTransform: normalize", "True, False, 'signal' or 'column'", normalize
+                )
+            )
+        self.normalize = normalize
         self._delays: list[_Rule] = []
         self._gains: list[_Rule] = []
         self._biases: list[_Rule] = []
@@ -600,7 +614,12 @@ class SignalTransform:
                 np.concatenate([pred.columns(n) for n in keep]) if keep else np.zeros(0, int)
             )
         meas_w = apply_delayed_ts_window(meas, pred_sel, lo, hi)
-        rms = signal_rms(meas_w, "SignalTransform")  # of the raw, windowed measurement
+        if self.normalize is False:  # of the raw, windowed measurement
+            rms = np.ones(meas_w.data.shape[1])
+        elif self.normalize == "column":
+            rms = column_rms(meas_w, "SignalTransform")
+        else:
+            rms = signal_rms(meas_w, "SignalTransform")
         delay_of: dict[str, str] = {}
         for rule in self._delays:
             for n in self._match(rule.pattern, names):
