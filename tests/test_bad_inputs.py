@@ -1385,7 +1385,23 @@ CASES = [
             )
         ),
         ValueError,
-        r"result\.npz: x must have 2 entries \(one per parameter name\), got 5",
+        r"result\.npz: x must be shape \(2,\) \(2 parameter names, 3 residuals\), got .*"
+        r"got shape \(5,\); the folder is inconsistent",
+    ),
+    _case(
+        "results-half-widths-do-not-match-names",
+        lambda c: ms.load_results(
+            c.results_copy(
+                lambda f: np.savez(
+                    f / "confidence.npz",
+                    covariance=np.eye(2),
+                    half_widths=np.ones(5),
+                    alpha=np.array(0.05),
+                )
+            )
+        ),
+        ValueError,
+        r"confidence\.npz: half_widths must be shape \(2,\) .*got shape \(5,\)",
     ),
     _case(
         "results-folder-not-writable",

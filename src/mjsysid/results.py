@@ -96,6 +96,11 @@ class Confidence:
       half_widths: ``(p,)`` half-widths of the ``1 − alpha`` intervals (inf if unidentifiable).
       covariance: ``(p, p)`` covariance (see :func:`calculate_intervals`).
       alpha: Significance level.
+      converged: Whether the fit met a convergence test (``OptimizeResult.success``). The
+        intervals linearise the model at the end point; at a point that is not a minimum they
+        describe nothing useful.
+      at_bound: ``(p,)`` ``-1`` / ``+1`` where the value sits at its lower / upper bound, else
+        ``0`` (the interval of such a parameter ignores the bound and is not meaningful).
     """
 
     names: list[str]
@@ -103,15 +108,33 @@ class Confidence:
     half_widths: np.ndarray
     covariance: np.ndarray
     alpha: float
+    converged: bool = True
+    at_bound: np.ndarray | None = None
 
     @property
     def identifiable(self) -> np.ndarray:
         """``(p,)`` bool: finite interval."""
         return np.isfinite(self.half_widths)
 
+    def caveats(self) -> list[str]:
+        """What limits these intervals, in words (empty when nothing does)."""
+        out = []
+        if not self.converged:
+            out.append(
+                "the fit did not converge: the intervals describe its end point, which is not "
+                "a minimum"
+            )
+        side = np.zeros(len(self.names), int) if self.at_bound is None else self.at_bound
+        for k, n in enumerate(self.names):
+            if side[k]:
+                bound = "lower" if side[k] < 0 else "upper"
+                out.append(f"{n} is at its {bound} bound: its interval is not meaningful")
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         rows = []
-        for n, v, h in zip(self.names, self.values, self.half_widths, strict=True):
+        side = np.zeros(len(self.names), int) if self.at_bound is None else self.at_bound
+        for n, v, h, b in zip(self.names, self.values, self.half_widths, side, strict=True):
             finite = bool(np.isfinite(h))
             rows.append(
                 {
@@ -121,9 +144,22 @@ class Confidence:
                     "lower": float(v - h) if finite else "-.inf",
                     "upper": float(v + h) if finite else ".inf",
                     "identifiable": finite,
+                    "at_bound": {-1: "lower", 1: "upper"}.get(int(b), False),
                 }
             )
-        return {"alpha": self.alpha, "parameters": rows}
+        return {
+            "alpha": self.alpha,
+            "converged": self.converged,
+            "caveats": self.caveats(),
+            "parameters": rows,
+        }
+
+
+def bound_sides(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``(p,)`` ``-1`` / ``+1`` where ``x`` is at (within ``1e-9`` relative of) its lower /
+    upper bound, else ``0``."""
+    tol = 1e-9 * np.maximum(1.0, np.abs(x))
+    return np.where(x <= lo + tol, -1, np.where(x >= hi - tol, 1, 0))
 
 
 @dataclass
@@ -140,14 +176,32 @@ class Results:
 
 
 def compute_confidence(
-    opt_result: OptimizeResult, residual_fn: Any = None, alpha: float = 0.05
+    opt_result: OptimizeResult,
+    residual_fn: Any = None,
+    alpha: float = 0.05,
+    params: ParameterDict | None = None,
 ) -> Confidence:
-    """Intervals at the solution; noise variance estimated per measured signal when known."""
+    """Intervals at the solution; noise variance estimated per measured signal when known.
+
+    ``params`` (the fitted parameters, for their bounds) marks the values at a bound.
+    """
     groups = residual_fn.signal_groups() if hasattr(residual_fn, "signal_groups") else None
     if groups is not None and groups.size != opt_result.fun.size:
         groups = None
     cov, half = calculate_intervals(opt_result.fun, opt_result.jac, alpha, groups=groups)
-    return Confidence(list(opt_result.parameter_names), opt_result.x.copy(), half, cov, alpha)
+    at_bound = None
+    if params is not None and params.size == opt_result.x.size:
+        lo, hi = params.get_bounds()
+        at_bound = bound_sides(opt_result.x, lo, hi)
+    return Confidence(
+        list(opt_result.parameter_names),
+        opt_result.x.copy(),
+        half,
+        cov,
+        alpha,
+        converged=bool(opt_result.success),
+        at_bound=at_bound,
+    )
 
 
 def _plain(stage: dict[str, Any]) -> dict[str, Any]:
@@ -228,9 +282,16 @@ def save_results(
             "schema_version": np.array(RESULTS_SCHEMA_VERSION),
         }
     )
-    conf = compute_confidence(opt_result, residual_fn, alpha)
+    conf = compute_confidence(opt_result, residual_fn, alpha, opt_params)
+    assert conf.at_bound is not None
     files["confidence.npz"] = npz_bytes(
-        {"covariance": conf.covariance, "half_widths": conf.half_widths, "alpha": np.array(alpha)}
+        {
+            "covariance": conf.covariance,
+            "half_widths": conf.half_widths,
+            "alpha": np.array(alpha),
+            "converged": np.array(conf.converged),
+            "at_bound": conf.at_bound,
+        }
     )
     files["confidence.yaml"] = dump(conf.to_dict())
     models: dict[str, str] = {}
@@ -307,11 +368,28 @@ def load_results(folder: str | Path) -> Results:
     z = load_npz(folder / "result.npz", required=("x", "fun", "jac", "grad"))
     c = load_npz(folder / "confidence.npz", required=("covariance", "half_widths", "alpha"))
     names = list(summary["parameter_names"])
-    if z["x"].shape != (len(names),):
-        raise ValueError(
-            f"{folder / 'result.npz'}: x must have {len(names)} entries (one per "
-            f"parameter name), got {z['x'].size}"
-        )
+    p = len(names)
+    n = int(np.asarray(z["fun"]).size)
+    for file, arrays, shapes in (
+        ("result.npz", z, {"x": (p,), "fun": (n,), "jac": (n, p), "grad": (p,)}),
+        (
+            "confidence.npz",
+            c,
+            {"half_widths": (p,), "covariance": (p, p), "at_bound": (p,), "alpha": ()},
+        ),
+    ):
+        for key, shape in shapes.items():
+            if key in arrays and np.shape(arrays[key]) != shape:
+                raise ValueError(
+                    must_be(
+                        f"{folder / file}: {key}",
+                        f"shape {shape} ({p} parameter names, {n} residuals)",
+                        arrays[key],
+                        f"got shape {np.shape(arrays[key])}; the folder is inconsistent",
+                    )
+                )
+    if not np.all(np.isfinite(z["x"])):
+        raise ValueError(f"{folder / 'result.npz'}: x must be finite, got {z['x']!r}")
     cand = z.get("candidate", np.zeros((0, len(names))))
     result = OptimizeResult(
         x=z["x"],
@@ -335,7 +413,15 @@ def load_results(folder: str | Path) -> Results:
             **({"stages": summary["stages"]} if summary.get("stages") else {}),
         },
     )
-    conf = Confidence(names, z["x"], c["half_widths"], c["covariance"], float(c["alpha"]))
+    conf = Confidence(
+        names,
+        z["x"],
+        c["half_widths"],
+        c["covariance"],
+        float(c["alpha"]),
+        converged=bool(c["converged"]) if "converged" in c else result.success,
+        at_bound=np.asarray(c["at_bound"], dtype=int) if "at_bound" in c else None,
+    )
     return Results(
         folder=folder,
         initial_params=ParameterDict.load_from_disk(folder / "params_x_0.yaml"),
