@@ -282,8 +282,43 @@ def test_collect_warnings_in_words() -> None:
     # a stalled fit is a success, but the report says what it means
     stalled = SimpleNamespace(success=True, status="stalled", message="Converged: ...")
     (w,) = collect_warnings([], opt_result=stalled)
-    assert w.category == "optimizer" and "stalled against a non-smooth cost" in w.message
+    assert w.category == "optimizer" and "stalled" in w.message and "non-smooth cost" in w.message
     assert collect_warnings([], opt_result=SimpleNamespace(success=True, status="gtol")) == []
+
+
+def test_residual_autocorrelation_and_its_warning():
+    """An AR(1) residual with ρ = 0.9 is measured as such and flagged with its interval
+    inflation √((1+ρ)/(1−ρ)) ≈ 4.4; white residuals and an exact fit are not flagged."""
+    from mjsysid.report import ResidualCorrelation, residual_autocorrelation
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    t = np.arange(n) * 0.01
+    ar = np.zeros(n)
+    for k in range(1, n):
+        ar[k] = 0.9 * ar[k - 1] + rng.standard_normal()
+    y = np.stack([np.sin(t), np.cos(t), 2 + np.sin(3 * t)], axis=1)
+
+    def pred(err, name="s"):
+        meas = ms.TimeSeries.from_custom_map(t, y, ["a", "b", "c"])
+        at = ms.TimeSeries.from_custom_map(t, y - err, ["a", "b", "c"])
+        return SimpleNamespace(
+            model_name="m", sequence_name=name, measured_used=meas, predicted_at_measured=at
+        )
+
+    white = rng.standard_normal((n, 3)) * 0.01
+    colored = white.copy()
+    colored[:, 1] = 0.01 * ar
+    got = residual_autocorrelation([pred(white), pred(colored, "t"), pred(np.zeros((n, 3)))])
+    assert [(c.sequence, c.signal) for c in got] == [("m/s", s) for s in "abc"] + [
+        ("m/t", s) for s in "abc"
+    ]  # the exact fit is left out
+    rho = {(c.sequence, c.signal): c.rho for c in got}
+    assert abs(rho[("m/s", "b")]) < 0.05 and abs(rho[("m/t", "b")] - 0.9) < 0.03
+    (w,) = collect_warnings([], autocorrelation=got)
+    assert w.category == "confidence" and "1 signal(s) are correlated in time" in w.message
+    assert "b in m/t" in w.message and "×4.4" in w.message
+    assert collect_warnings([], autocorrelation=[ResidualCorrelation("m/s", "a", 0.3)]) == []
 
 
 def test_section_data_from_a_real_fit(fit: Fit) -> None:

@@ -37,6 +37,7 @@ from mjsysid.report._data import (
     Direction,
     ParameterRow,
     ReportWarning,
+    ResidualCorrelation,
     SignalError,
     StageTrace,
     Trace,
@@ -51,6 +52,7 @@ from mjsysid.report._data import (
     optimisation_trace,
     parameter_rows,
     relative_change,
+    residual_autocorrelation,
     signal_errors,
     strong_correlations,
     unidentifiable_directions,
@@ -696,6 +698,7 @@ def default_report(
         large_error=large_error,
         cond_threshold=cond_threshold,
         notes=notes,
+        autocorrelation=residual_autocorrelation(preds1) if preds1 else (),
     )
 
     # Optimisation trace.
@@ -795,6 +798,7 @@ __all__ = [
     "Direction",
     "ParameterRow",
     "ReportWarning",
+    "ResidualCorrelation",
     "SignalError",
     "StageTrace",
     "Trace",
@@ -811,6 +815,7 @@ __all__ = [
     "parameter_rows",
     "points_per_trace",
     "relative_change",
+    "residual_autocorrelation",
     "signal_errors",
     "strong_correlations",
     "unidentifiable_directions",

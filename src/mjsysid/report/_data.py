@@ -416,6 +416,56 @@ def signal_errors(
     return out
 
 
+@dataclass(frozen=True)
+class ResidualCorrelation:
+    """Lag-1 autocorrelation of the identified residual of one signal of one sequence.
+
+    ``rho = Σ_k e_k·e_{k+1} / Σ_k e_k²`` over the signal's columns (``e`` with its mean
+    removed). Least-squares intervals assume independent residuals; with an AR(1)-like
+    correlation ``ρ`` the effective number of samples is ``n(1 − ρ)/(1 + ρ)`` and the true
+    intervals are wider by :attr:`inflation` ``= √((1 + ρ)/(1 − ρ))``.
+    """
+
+    sequence: str
+    signal: str
+    rho: float
+
+    @property
+    def inflation(self) -> float:
+        r = min(max(self.rho, 0.0), 1.0 - 1e-12)
+        return math.sqrt((1.0 + r) / (1.0 - r))
+
+
+def residual_autocorrelation(
+    identified_predictions: Sequence[Any], exact: float = 1e-9
+) -> list[ResidualCorrelation]:
+    """:class:`ResidualCorrelation` of every measured signal (``SequencePrediction`` list).
+
+    Signals with fewer than 10 samples, and exact fits (residual RMS below ``exact`` times
+    the signal's RMS, where the residual is rounding noise), are left out, as are sequences
+    whose compared prediction does not match the measured series column by column.
+    """
+    out = []
+    for fin in identified_predictions:
+        meas = fin.measured_used
+        y, yh = np.asarray(meas.data), np.asarray(fin.predicted_at_measured.data)
+        if y.shape != yh.shape or y.shape[0] < 10:
+            continue
+        sigs = column_signals(meas)
+        for name in dict.fromkeys(sigs):
+            cols = [j for j, s in enumerate(sigs) if s == name]
+            e = y[:, cols] - yh[:, cols]
+            if not np.all(np.isfinite(e)):
+                continue
+            e = e - e.mean(axis=0)
+            energy = float(np.sum(e * e))
+            if energy <= (exact**2) * float(np.sum(y[:, cols] ** 2)) or energy == 0.0:
+                continue
+            rho = float(np.sum(e[1:] * e[:-1])) / energy
+            out.append(ResidualCorrelation(f"{fin.model_name}/{fin.sequence_name}", name, rho))
+    return out
+
+
 def _safe_nrmse(y: np.ndarray, yh: np.ndarray) -> np.ndarray:
     if y.shape != yh.shape:
         return np.full(y.shape[1] if y.ndim == 2 else 1, np.nan)
@@ -496,6 +546,8 @@ def collect_warnings(
     large_error: float = 0.2,
     cond_threshold: float = 1e6,
     notes: Sequence[str] = (),
+    autocorrelation: Sequence[ResidualCorrelation] = (),
+    rho_threshold: float = 0.5,
 ) -> list[ReportWarning]:
     """Everything a user should look at, in words, most important first.
 
@@ -509,6 +561,8 @@ def collect_warnings(
       large_error: Flag signals whose identified NRMSE exceeds this.
       cond_threshold: Flag κ above this.
       notes: Extra messages (e.g. why intervals could not be computed).
+      autocorrelation: From :func:`residual_autocorrelation`.
+      rho_threshold: Flag residuals whose lag-1 autocorrelation exceeds this.
     """
     out: list[ReportWarning] = []
     if opt_result is not None and not bool(getattr(opt_result, "success", True)):
@@ -523,13 +577,29 @@ def collect_warnings(
         out.append(
             ReportWarning(
                 "optimizer",
-                "The fit stopped where its steps stalled against a non-smooth cost (contact, "
-                "friction): a local minimum of a rugged cost. If the signals below fit poorly, "
-                "try another start, shorter recordings or multiple shooting (split_windows).",
+                "The fit stopped where its steps stalled: no nearby point is clearly better. "
+                "Typical of a non-smooth cost (contacts, dry friction) or of a long simulation "
+                "that drifts from the data. If the signals below fit poorly, try another start, "
+                "shorter horizons or multiple shooting (split_windows).",
             )
         )
     for n in notes:
         out.append(ReportWarning("confidence", n))
+    corr = sorted((c for c in autocorrelation if c.rho > rho_threshold), key=lambda c: -c.rho)
+    if corr:
+        worst = corr[0]
+        out.append(
+            ReportWarning(
+                "confidence",
+                f"The residuals of {len(corr)} signal(s) are correlated in time (lag-1 "
+                f"autocorrelation up to {worst.rho:.2f}, {worst.signal} in {worst.sequence}): "
+                "dynamics the model does not have, a filtered sensor, or samples much faster "
+                "than the noise changes. The confidence intervals assume independent noise: "
+                f"they are too narrow, by about ×{worst.inflation:.2g} (√((1+ρ)/(1−ρ))) for the "
+                "worst signal",
+                [f"{c.sequence}: {c.signal}: ρ = {c.rho:.3f}" for c in corr[:20]],
+            )
+        )
     lo = [r for r in rows if r.at_lower]
     hi = [r for r in rows if r.at_upper]
     if lo or hi:
