@@ -38,6 +38,12 @@ from mjsysid.protocols import (
     ModifierFn,
     ModifyResidualFn,
 )
+from mjsysid.recording import (
+    Recording,
+    initial_state_from_sensors,
+    load_recording,
+    write_recording,
+)
 from mjsysid.report import default_report
 from mjsysid.residual import ResidualFunction, SequencePrediction, build_residual_fn
 from mjsysid.results import Confidence, Results, load_results, save_results
@@ -76,6 +82,7 @@ __all__ = [
     "OptimizeResult",
     "Parameter",
     "ParameterDict",
+    "Recording",
     "ResidualFunction",
     "Results",
     "RolloutDivergedError",
@@ -97,8 +104,10 @@ __all__ = [
     "default_report",
     "fd_jacobian",
     "full_inertia_from_model",
+    "initial_state_from_sensors",
     "initial_state_params",
     "levenberg_marquardt",
+    "load_recording",
     "load_results",
     "make_parameter",
     "optimize",
@@ -112,4 +121,5 @@ __all__ = [
     "split_windows",
     "sweep_parameter",
     "sysid_rollout",
+    "write_recording",
 ]
