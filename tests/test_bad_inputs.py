@@ -780,13 +780,13 @@ CASES = [
         "st-param-wrong-type",
         lambda c: ms.SignalTransform().bias("j1_pos", 3),
         TypeError,
-        r"SignalTransform.bias: param must be a Parameter or parameter name, got 3",
+        r"SignalTransform.bias: param must be a Parameter or a parameter name, got 3",
     ),
     _case(
         "st-negative-weight",
         lambda c: ms.SignalTransform().set_sensor_weights({"j1_pos": -1.0}),
         ValueError,
-        r"set_sensor_weights\['j1_pos'\] must be finite and >= 0, got -1\.0",
+        r"set_sensor_weights\['j1_pos'\] must be finite numbers >= 0 \(scalar or 1-D\), got -1\.0",
     ),
     _case(
         "st-delay-matches-nothing-peer",

@@ -256,6 +256,29 @@ def test_pattern_matching_nothing_fails_at_build(make_problem):
         ms.SignalTransform().gain("*", d["delay"], target="both")
 
 
+def test_transform_rule_mistakes_fail_early(make_problem):
+    """Two delays on one signal (the last silently won), a vector delay parameter (entry 0
+    silently used), and malformed weights are reported before any simulation."""
+    _, seq = _arm_with_measurement(make_problem)
+    vec = ms.ParameterDict([ms.Parameter("v", [0.0] * 3, [0.0] * 3, [0.1] * 3)])
+    t = ms.SignalTransform().delay("j*_pos", "v")
+    rf = ms.build_residual_fn([seq], modify_residual=t.apply)
+    with pytest.raises(
+        ValueError, match=r"delay\('j\*_pos', 'v'\): the parameter must be one value .*got '3"
+    ):
+        ms.optimize(vec, rf)
+    with pytest.raises(TypeError, match=r"SignalTransform\.delay: param must be a Parameter or a"):
+        ms.SignalTransform().delay("*", "")
+    with pytest.raises(TypeError, match="set_sensor_weights: weights must be a mapping"):
+        ms.SignalTransform().set_sensor_weights([("j1_pos", 2.0)])
+    with pytest.raises(TypeError, match="set_sensor_weights: pattern must be a non-empty str"):
+        ms.SignalTransform().set_sensor_weights({3: 2.0})
+    with pytest.raises(ValueError, match=r"set_sensor_weights\['j1_pos'\] must be finite numb"):
+        ms.SignalTransform().set_sensor_weights({"j1_pos": "x"})
+    with pytest.raises(ValueError, match=r"set_sensor_weights\['j1_pos'\] must be finite numb"):
+        ms.SignalTransform().set_sensor_weights({"j1_pos": -1.0})
+
+
 def test_multidimensional_sensor_gain_per_axis(make_problem):
     _, seq = _arm_with_measurement(make_problem)
     d = ms.ParameterDict([ms.Parameter("g3", [1.0, 1.0, 1.0], [0.5] * 3, [2.0] * 3)])

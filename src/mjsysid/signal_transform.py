@@ -61,10 +61,10 @@ class _Rule:
 def _param_name(param: Parameter | str, what: str) -> str:
     if isinstance(param, Parameter):
         return param.name
-    if isinstance(param, str):
+    if isinstance(param, str) and param:
         return param
     raise TypeError(
-        must_be(f"SignalTransform.{what}: param", "a Parameter or parameter name", param)
+        must_be(f"SignalTransform.{what}: param", "a Parameter or a parameter name", param)
     )
 
 
@@ -271,7 +271,9 @@ class SignalTransform:
 
     # -- declaration ------------------------------------------------------------------------
     def delay(self, pattern: str, param: Parameter | str) -> SignalTransform:
-        """Delays the predicted signals matching ``pattern`` by ``param.value[0]`` seconds."""
+        """Delays the predicted signals matching ``pattern`` by the value of ``param`` (one
+        number, seconds). A later rule overrides an earlier one for the signals both match
+        (``delay("*", "d_all").delay("imu_*", "d_imu")``)."""
         self._delays.append(_Rule(self._pattern(pattern, "delay"), _param_name(param, "delay")))
         return self._changed()
 
@@ -317,10 +319,20 @@ class SignalTransform:
 
     def set_sensor_weights(self, weights: Mapping[str, Any]) -> SignalTransform:
         """Per-signal weights ``{name_or_pattern: weight}`` (scalar or per column)."""
+        if not isinstance(weights, Mapping):
+            raise TypeError(
+                must_be("set_sensor_weights: weights", "a mapping {pattern: weight}", weights)
+            )
         for k, v in weights.items():
-            arr = np.asarray(v, dtype=np.float64)
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(must_be(f"set_sensor_weights[{k!r}]", "finite and >= 0", v))
+            self._pattern(k, "set_sensor_weights")
+            try:
+                arr = np.asarray(v, dtype=np.float64)
+            except (TypeError, ValueError):
+                arr = np.array(np.nan)
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0) or arr.ndim > 1:
+                raise ValueError(
+                    must_be(f"set_sensor_weights[{k!r}]", "finite numbers >= 0 (scalar or 1-D)", v)
+                )
         self._weights.update(weights)
         return self._changed()
 
@@ -374,6 +386,14 @@ class SignalTransform:
                 )
             if params is not None and rule.param not in params:
                 raise KeyError(f"SignalTransform.{kind}: no parameter named {rule.param!r}")
+            if kind == "delay" and params is not None and params[rule.param].size != 1:
+                raise ValueError(
+                    must_be(
+                        f"SignalTransform.delay({rule.pattern!r}, {rule.param!r}): the parameter",
+                        "one value (a delay in s)",
+                        f"{params[rule.param].size} values",
+                    )
+                )
         for pat in (self._enabled or []) + list(self._weights):
             if not self._match(pat, names):
                 raise ValueError(
