@@ -257,8 +257,8 @@ def test_pattern_matching_nothing_fails_at_build(make_problem):
 
 
 def test_transform_rule_mistakes_fail_early(make_problem):
-    """Two delays on one signal (the last silently won), a vector delay parameter (entry 0
-    silently used), and malformed weights are reported before any simulation."""
+    """A vector delay parameter (entry 0 was silently used) and malformed weights are
+    reported before any simulation."""
     _, seq = _arm_with_measurement(make_problem)
     vec = ms.ParameterDict([ms.Parameter("v", [0.0] * 3, [0.0] * 3, [0.1] * 3)])
     t = ms.SignalTransform().delay("j*_pos", "v")
