@@ -569,6 +569,26 @@ def test_bad_arguments(fit: Fit, tmp_path: Path) -> None:
         default_report(
             fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path, colour="red"
         )
+    args = (fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path)
+    for name, value, expected in (
+        ("alpha", 5, r"in \(0, 1\)"),
+        ("large_error", float("nan"), "> 0"),
+        ("cond_threshold", -1, "> 1"),
+        ("correlation_threshold", 2, r"in \(0, 1\]"),
+        ("video_fps", 0, "> 0"),
+        ("max_video_seconds", True, "> 0"),
+    ):
+        with pytest.raises(ValueError, match=rf"{name} must be a finite number {expected}, got"):
+            default_report(*args, **{name: value})
+    with pytest.raises(ValueError, match="videos must be 'auto', True or False, got 1"):
+        default_report(*args, videos=1)
+    with pytest.raises(TypeError, match="opt_result must be the OptimizeResult of mjsysid"):
+        default_report(fit.seq, fit.params, fit.opt_params, None, fit.rf, tmp_path)
+    other = fit.params.copy()
+    other.add(ms.Parameter("extra", 1.0, 0.0, 2.0))
+    with pytest.raises(ValueError, match=r"opt_params must be the fitted parameters of opt_resu"):
+        default_report(fit.seq, fit.params, other, fit.result, fit.rf, tmp_path)
+    assert not (tmp_path / "report.html").exists()  # nothing written before the checks pass
 
 
 def test_report_modules_do_not_import_heavy_dependencies() -> None:

@@ -506,6 +506,24 @@ def _template_text(name: str) -> str:
 
 
 # -- the report -----------------------------------------------------------------------------------
+def _check_report_numbers(**values: float) -> None:
+    """Range checks of :func:`default_report`'s numeric options (named in the error)."""
+    ranges = {
+        "alpha": ("in (0, 1)", lambda v: 0 < v < 1),
+        "large_error": ("> 0", lambda v: v > 0),
+        "large_interval": ("> 0", lambda v: v > 0),
+        "cond_threshold": ("> 1", lambda v: v > 1),
+        "correlation_threshold": ("in (0, 1]", lambda v: 0 < v <= 1),
+        "video_fps": ("> 0", lambda v: v > 0),
+        "max_video_seconds": ("> 0", lambda v: v > 0),
+    }
+    for name, value in values.items():
+        expected, ok = ranges[name]
+        number = isinstance(value, int | float | np.floating) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and ok(value)):
+            raise ValueError(must_be(name, f"a finite number {expected}", value))
+
+
 def default_report(
     models_sequences: Sequence[ModelSequences] | ModelSequences,
     initial_params: Any,
@@ -569,8 +587,22 @@ def default_report(
         no partial ``report.html`` is left (a previous complete report stays).
     """
     jinja2, plotly_offline = _require_report_dependencies()
-    if videos not in ("auto", True, False):
+    if not (isinstance(videos, bool) or videos == "auto"):
         raise ValueError(must_be("videos", "'auto', True or False", videos))
+    _check_report_numbers(
+        alpha=alpha,
+        large_error=large_error,
+        large_interval=large_interval,
+        cond_threshold=cond_threshold,
+        correlation_threshold=correlation_threshold,
+        video_fps=video_fps,
+        max_video_seconds=max_video_seconds,
+    )
+    for what, value in (("opt_result", opt_result),):
+        if not all(hasattr(value, a) for a in ("x", "fun", "jac", "success", "message")):
+            raise TypeError(
+                must_be(what, "the OptimizeResult of mjsysid.optimize", type(value).__name__)
+            )
     if not isinstance(save_dir, str | os.PathLike):
         raise TypeError(must_be("save_dir", "a str or os.PathLike folder", type(save_dir).__name__))
     ms_list = (
@@ -601,6 +633,14 @@ def default_report(
     names = list(
         getattr(opt_result, "parameter_names", None) or opt_params.get_non_frozen_parameter_names()
     )
+    if np.size(opt_result.x) != opt_params.size:
+        raise ValueError(
+            must_be(
+                "opt_params",
+                f"the fitted parameters of opt_result ({np.size(opt_result.x)} free values)",
+                f"{opt_params.size} free values",
+            )
+        )
     notes: list[str] = []
 
     # Confidence intervals and correlation.
