@@ -259,6 +259,21 @@ def test_sensordata_columns_must_all_be_signals(parts):
     ms.ModelSequences("arm", spec, "s", x0, ctrl, partial.slice_by_name("j1_pos"))
 
 
+def test_initial_state_forms(parts):
+    """One state as an array or a flat list of numbers; anything else is named."""
+    spec, _, _, x0, ctrl, sens = parts
+    seq = ms.ModelSequences("arm", spec, "s", list(x0), ctrl, sens)
+    np.testing.assert_array_equal(seq.initial_state[0], x0)
+    match = r"'arm': initial_state must be a full-physics state \(numbers\)"
+    for bad in ("abc", True, 3.0, None):
+        with pytest.raises(TypeError, match=match):
+            ms.ModelSequences("arm", spec, "s", bad, ctrl, sens)
+    with pytest.raises(TypeError, match=match):
+        ms.ModelSequences("arm", spec, ["s", "t"], [x0, ["a"] * 5], [ctrl] * 2, [sens] * 2)
+    with pytest.raises(ValueError, match=r"data must be a rectangular array \(rows of one length"):
+        ms.TimeSeries(np.arange(3.0), [[1.0, 2.0], [3.0], [4.0, 5.0]])
+
+
 def test_bad_initial_state(parts):
     spec, _, _, x0, ctrl, sens = parts
     with pytest.raises(

@@ -38,6 +38,31 @@ def _check_name(what: str, name: object) -> None:
         )
 
 
+def _initial_states(value: Any, where: str) -> list[np.ndarray]:
+    """One state or a list of them as float arrays; a flat list of numbers is one state."""
+    what = f"{where}: initial_state"
+    expected = "a full-physics state (numbers) or a list of them"
+    scalar = isinstance(value, np.ndarray) and value.ndim == 0
+    if scalar or not isinstance(value, list | tuple | np.ndarray):
+        raise TypeError(must_be(what, expected, value))
+    if isinstance(value, list | tuple) and value and all(_is_number(v) for v in value):
+        value = np.asarray(value, dtype=np.float64)
+    out = []
+    for state in _as_list(value, np.ndarray):
+        try:
+            arr = np.asarray(state)
+        except ValueError:
+            raise ValueError(must_be(what, expected, state)) from None
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(must_be(what, expected, state))
+        out.append(np.array(arr, dtype=np.float64))
+    return out
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+
+
 def _as_list(value: Any, kind: type | tuple[type, ...]) -> list[Any]:
     if value is None or isinstance(value, kind):
         return [value]
@@ -92,9 +117,7 @@ class ModelSequences:
         except ValueError as e:
             raise ValueError(f"{where}: spec must compile, got error: {e}") from e
         self.sequence_name = _as_list(self.sequence_name, str)
-        self.initial_state = [
-            np.array(s, dtype=np.float64) for s in _as_list(self.initial_state, np.ndarray)
-        ]
+        self.initial_state = _initial_states(self.initial_state, where)
         for fname in ("control", "sensordata"):
             if isinstance(getattr(self, fname), np.ndarray):
                 raise TypeError(

@@ -111,7 +111,10 @@ class DtStatistics:
 
 def _as_float_array(name: str, value: Any) -> np.ndarray:
     """A float64 copy of ``value``; refuses bool, complex, strings and objects."""
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # ragged nested lists
+        raise ValueError(must_be(name, "a rectangular array (rows of one length)", value)) from None
     if arr.dtype.kind not in "iuf":
         raise TypeError(must_be(name, "a real numeric array", arr))
     return np.array(arr, dtype=np.float64, copy=True)
