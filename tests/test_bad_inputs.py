@@ -889,7 +889,14 @@ CASES = [
         lambda c: ms.build_residual_fn(c.seqs, sensor_weights={"tip_pos": [1.0, 2.0]}),
         ValueError,
         r"sensor_weights\['tip_pos'\] must be a scalar or 3 values \(one per "
-        r"column\), got \[1\.0, 2\.0\]",
+        r"column of 'tip_pos'\), got \[1\.0, 2\.0\]",
+    ),
+    _case(
+        "rf-weight-pattern-wrong-width",
+        lambda c: ms.build_residual_fn(c.seqs, sensor_weights={"*_pos": [1.0, 2.0]}),
+        ValueError,
+        r"sensor_weights\['\*_pos'\] must be a scalar or 1 values \(one per column of "
+        r"'j1_pos'\), got \[1\.0, 2\.0\]",
     ),
     _case(
         "rf-enabled-unknown-name",

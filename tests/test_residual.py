@@ -186,6 +186,13 @@ def test_weights_and_enabled_observations(arm):
     assert 0.5 * rw @ rw > 0.5 * r @ r
     only = ms.build_residual_fn([arm.sequences], enabled_observations=["j1_pos", "tip_pos"])
     assert only(x, params).size == 2 * 400 * 4
+    # patterns, as in SignalTransform weights; several matching keys multiply
+    pattern = {"*_pos": 2.0, "j1_*": 3.0}
+    exact = {"j1_pos": 6.0, "j2_pos": 2.0, "tip_pos": 2.0, "j1_vel": 3.0}
+    np.testing.assert_array_equal(
+        ms.build_residual_fn([arm.sequences], sensor_weights=pattern)(x, params),
+        ms.build_residual_fn([arm.sequences], sensor_weights=exact)(x, params),
+    )
 
 
 def test_unknown_names_fail_at_build(arm):

@@ -8,6 +8,7 @@ measured time ``t``, the grid row ``i`` and weight ``w`` with ``ȳ(t) = (1 − w
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -244,14 +245,14 @@ def prepare_sequence(
         )
     interp_i, interp_w = linear_weights(t0, dt, nstep, meas.times)
     scale = np.ones(meas.data.shape[1])
-    for sig, w in sensor_weights.items():
-        if sig in meas.names:
+    for pattern, w in sensor_weights.items():
+        for sig in (n for n in meas.names if fnmatch.fnmatchcase(n, pattern)):
             cols, arr = meas.columns(sig), np.asarray(w, dtype=np.float64)
             if arr.size not in (1, cols.size):
                 raise ValueError(
                     must_be(
-                        f"sensor_weights[{sig!r}]",
-                        f"a scalar or {cols.size} values (one per column)",
+                        f"sensor_weights[{pattern!r}]",
+                        f"a scalar or {cols.size} values (one per column of {sig!r})",
                         w,
                     )
                 )

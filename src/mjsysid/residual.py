@@ -31,6 +31,7 @@ Evaluation of ``k`` candidates (``x`` of shape ``(p, k)``) is batched:
 from __future__ import annotations
 
 import copy
+import fnmatch
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -268,17 +269,24 @@ class ResidualFunction:
 
     # -- construction -----------------------------------------------------------------------
     def _check_names(self) -> None:
-        available = {n for s in self._sequences for n in s.meas.names}
-        unknown = sorted(set(self.sensor_weights) - available)
+        available = sorted({n for s in self._sequences for n in s.meas.names})
+        for key, w in self.sensor_weights.items():
+            if not isinstance(key, str) or not key:
+                raise TypeError(must_be("sensor_weights keys", "signal names or patterns", key))
+            try:
+                arr = np.asarray(w, dtype=np.float64)
+            except (TypeError, ValueError):
+                arr = np.array(np.nan)
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                raise ValueError(must_be(f"sensor_weights[{key!r}]", "finite and >= 0", w))
+        unknown = [
+            k for k in self.sensor_weights if not any(fnmatch.fnmatchcase(n, k) for n in available)
+        ]
         if unknown:
             raise KeyError(
                 f"sensor_weights names {unknown} match no measured signal; measured signals: "
-                f"{sorted(available)}"
+                f"{available}"
             )
-        for name, w in self.sensor_weights.items():
-            arr = np.asarray(w, dtype=np.float64)
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(must_be(f"sensor_weights[{name!r}]", "finite and >= 0", w))
 
     def clear_cache(self) -> None:
         """Forgets the simulations kept from the last small call (for timing full calls)."""
@@ -870,7 +878,8 @@ def build_residual_fn(
         :func:`apply_param_modifiers`, is run on a private working copy of each spec (no copy
         per call) and uses the compiled-model fast path where every active parameter has one.
         A custom function receives the private working spec.
-      sensor_weights: ``{signal_name: weight}`` (scalar, or one per column of the signal).
+      sensor_weights: ``{signal name or fnmatch pattern: weight}`` (scalar, or one per column
+        of the signal); a signal matched by several keys gets the product.
       enabled_observations: Signal names to use; the others are ignored.
       normalize: ``True`` or ``"signal"`` (default): divide each measured signal by its RMS
         over all its columns (:func:`~mjsysid.signal_modifier.signal_rms`; an all-zero signal
