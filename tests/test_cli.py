@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -327,3 +328,329 @@ def test_fit_urdf_model_with_joint_state_columns(tmp_path):
     assert code == 0, err
     res = ms.load_results(tmp_path / "res")
     assert res.opt_params["swing_damping"].value[0] == pytest.approx(0.05, rel=1e-6)
+
+
+# -- names, files and columns of experiment files ----------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["../../escape", "a/b", "a\\b", "", "..", "x..y"])
+@pytest.mark.parametrize("where", ["name", "sequences[0].name"])
+def test_names_that_could_leave_the_results_folder_are_refused(tmp_path, bad, where):
+    base = bundled_examples()["arm"].parent
+    if where == "name":
+        path = _write_exp(tmp_path, name=bad)
+    else:
+        path = _write_exp(tmp_path, sequences=[{"name": bad, "file": str(base / "run1.npz")}])
+    want = (
+        f"{where} must be a plain file name (non-empty, without '/', '\\', '..' or NUL), got "
+        f"str {bad!r}"
+    )
+    with pytest.raises(ExperimentError, match=re.escape(want)):
+        load_experiment(path)
+    out = tmp_path / "deep" / "out"
+    code, _, err = run("fit", str(path), "--out", str(out), "--no-report", "-q")
+    assert code == 1 and want in err
+    assert not list(tmp_path.rglob("*.xml")) and not out.exists()
+
+
+def test_default_name_from_the_file_name_is_checked_too(tmp_path):
+    path = _write_exp(tmp_path)
+    exp = yaml.safe_load(path.read_text())
+    del exp["name"]
+    odd = tmp_path / "v1..2.yaml"
+    odd.write_text(yaml.safe_dump(exp))
+    with pytest.raises(
+        ExperimentError,
+        match=r"name must be a plain file name .*, got str 'v1..2' \(taken from the file name "
+        r"'v1..2.yaml'; set name: explicitly\)",
+    ):
+        load_experiment(odd)
+
+
+def test_missing_recording_names_the_key_and_the_path(tmp_path):
+    path = _write_exp(tmp_path, sequences=[{"name": "a", "file": "nosuch.npz"}])
+    want = (
+        f"sequences[0].file: no such file {str(tmp_path / 'nosuch.npz')!r} (the file says "
+        "'nosuch.npz', relative to the experiment file)"
+    )
+    with pytest.raises(FileNotFoundError, match=re.escape(want)):
+        load_experiment(path)
+    code, _, err = run("fit", str(path), "--out", str(tmp_path / "o"), "--no-report")
+    assert code == 1 and err == f"error: {path}: {want}\n"
+    (tmp_path / "folder.npz").mkdir()
+    path = _write_exp(tmp_path, sequences=[{"file": str(tmp_path / "folder.npz")}])
+    with pytest.raises(FileNotFoundError, match=r"sequences\[0\]\.file: is not a file '.*folder"):
+        load_experiment(path)
+
+
+def _arm_recording(tmp_path: Path, **edit) -> Path:
+    """The arm example's first recording with columns renamed/added (``new=old`` or array)."""
+    base = bundled_examples()["arm"].parent
+    with np.load(base / "run1.npz") as z:
+        cols = {k: z[k] for k in z.files}
+    for new, old in edit.items():
+        cols[new] = cols.pop(old) if isinstance(old, str) else old
+    path = tmp_path / "rec.npz"
+    np.savez(path, **cols)
+    return path
+
+
+def test_repeated_csv_column_fails_the_fit(tmp_path):
+    rec = tmp_path / "dup.csv"
+    rec.write_text("time,ctrl.shoulder_motor,elbow_pos,elbow_pos\n0,0,0,0\n0.002,0,0,0\n")
+    path = _write_exp(tmp_path, sequences=[{"file": str(rec)}])
+    code, _, err = run("fit", str(path), "--out", str(tmp_path / "o"), "--no-report")
+    assert code == 1
+    assert (
+        f"sequences[0]: '{rec}': column names must be unique, got 1 repeated in the header: "
+        "['elbow_pos']"
+    ) in err
+
+
+def test_unused_columns_are_a_warning_and_misspelt_sensors_an_error(tmp_path):
+    rec = _arm_recording(tmp_path, foo=np.zeros(1000))
+    path = _write_exp(tmp_path, sequences=[{"name": "s", "file": str(rec)}])
+    exp = load_experiment(path)
+    want = (
+        f"{path}: sequences[0] ({str(rec)!r}): 1 column(s) are not used: ['foo'] (not the time "
+        "column, a control, a model sensor or joint state); list them under "
+        "sequences[0].ignore_columns if that is intended"
+    )
+    assert exp.warnings == [want]
+    code, _, err = run(
+        "fit", str(path), "--out", str(tmp_path / "o"), "--no-report", "-q", "--max-iters", "1"
+    )
+    assert code == 0 and err.startswith(f"warning: {want}\nfitting ")
+    path = _write_exp(
+        tmp_path, sequences=[{"name": "s", "file": str(rec), "ignore_columns": ["foo"]}]
+    )
+    assert load_experiment(path).warnings == []
+    path = _write_exp(tmp_path, sequences=[{"file": str(rec), "ignore_columns": "foo"}])
+    with pytest.raises(
+        ExperimentError, match=r"sequences\[0\]\.ignore_columns must be a list of column names"
+    ):
+        load_experiment(path)
+    # a typo in a sensor column: an error, before any fitting
+    rec = _arm_recording(tmp_path, elbow_poss="elbow_pos")
+    path = _write_exp(tmp_path, sequences=[{"file": str(rec)}])
+    code, _, err = run("fit", str(path), "--out", str(tmp_path / "o2"), "--no-report")
+    assert code == 1 and err.startswith(f"error: {path}: sequences[0]: recording ")
+    assert "column 'elbow_poss' is not used: did you mean the model sensor 'elbow_pos'" in err
+    assert not (tmp_path / "o2").exists()
+
+
+# -- simulate: sensor effects, argument checks -------------------------------------------------
+
+
+def _simulate(tmp_path: Path, name: str, *extra: str) -> tuple[int, str, dict[str, np.ndarray]]:
+    model_xml = bundled_examples()["arm"].parent / "arm.xml"
+    out = tmp_path / name
+    code, _, err = run(
+        "simulate", str(model_xml), "--out", str(out), "--duration", "0.5", "--qpos", "1", "0", "0",
+        *extra,
+    )  # fmt: skip
+    return code, err, (read_columns(out) if code == 0 else {})
+
+
+def test_simulate_applies_sensor_delay_gain_and_bias(tmp_path):
+    _, _, plain = _simulate(tmp_path, "plain.npz")
+    code, err, cols = _simulate(
+        tmp_path,
+        "fx.npz",
+        "--set",
+        "sensor_delay:*_pos=0.006",
+        "--set",
+        "sensor_gain:elbow_vel=1.25",
+        "--set",
+        "sensor_bias:elbow_vel=-0.5",
+    )
+    assert code == 0, err
+    assert (
+        "['shoulder_pos', 'elbow_pos', 'wrist_pos'] delayed by 0.006 s: 3 samples at the start "
+        "repeat the first reading"
+    ) in err
+    for s in ("shoulder_pos", "elbow_pos", "wrist_pos"):  # 0.006 s = 3 timesteps
+        np.testing.assert_allclose(cols[s][3:], plain[s][:-3], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(cols[s][:3], plain[s][:1].repeat(3))
+    np.testing.assert_allclose(cols["elbow_vel"], 1.25 * plain["elbow_vel"] - 0.5)
+    for s in ("time", "ctrl.shoulder_motor", "shoulder_vel", "wrist_vel", "initial_qpos"):
+        np.testing.assert_array_equal(cols[s], plain[s])
+
+
+def test_simulated_sensor_delay_is_fitted_back(tmp_path):
+    code, err, _ = _simulate(tmp_path, "rec.npz", "--set", "sensor_delay:*_pos=0.0047")
+    assert code == 0, err
+    (tmp_path / "arm.xml").write_text((bundled_examples()["arm"].parent / "arm.xml").read_text())
+    exp = {
+        "name": "delay",
+        "model": "arm.xml",
+        "sequences": [{"name": "s", "file": "rec.npz"}],
+        "parameters": [{"kind": "sensor_delay", "target": "*_pos", "min": 0.0, "max": 0.02}],
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    code, _, err = run(
+        "fit", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "res"), "--no-report", "-q"
+    )
+    assert code == 0, err
+    fitted = ms.load_results(tmp_path / "res").opt_params["*_pos_delay"].value[0]
+    assert fitted == pytest.approx(0.0047, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--duration", "-1"], "--duration must be a finite number of seconds > 0, got -1.0"),
+        (["--duration", "nan"], "--duration must be a finite number of seconds > 0, got nan"),
+        (
+            ["--duration", "0.002"],
+            "--duration must be at least 2 timesteps of the model (0.004 s at timestep 0.002 s), "
+            "got 0.002",
+        ),
+        (["--noise", "-0.1"], "--noise must be a finite standard deviation >= 0, got -0.1"),
+        (["--noise", "inf"], "--noise must be a finite standard deviation >= 0, got inf"),
+        (["--amplitude", "0"], "--amplitude must be a finite number > 0, got 0.0"),
+        (["--amplitude", "nan"], "--amplitude must be a finite number > 0, got nan"),
+        (["--seed", "-3"], "--seed must be an integer >= 0, got -3"),
+        (["--set", "joint_damping:elbow=nan"], "--set 'joint_damping:elbow=nan': VALUE must be"),
+        (["--set", "joint_dampin:elbow=1"], "--set 'joint_dampin:elbow=1': KIND must be one of"),
+        (
+            ["--set", "body_inertia:link1=1"],
+            "--set 'body_inertia:link1=1': VALUE must be 10 comma-separated numbers",
+        ),
+        (
+            ["--set", "sensor_gain:nosuch=2"],
+            "--set sensor_gain:nosuch: the pattern must match at least one sensor, got none",
+        ),
+        (
+            ["--duration", "0.5", "--set", "sensor_delay:*_pos=0.6"],
+            "--set sensor_delay:*_pos value must be a delay shorter than the recording (0.498 s)",
+        ),
+        (
+            ["--set", "joint_damping:shoulder=-50"],
+            "error: the simulation of '{model}' with --set joint_damping:shoulder=-50 diverged, "
+            "nothing written: rollout 0 diverged at step",
+        ),
+        (["--qpos", "1"], "--qpos: qpos must be an array of length 3"),
+    ],
+)
+def test_simulate_checks_its_arguments(tmp_path, args, message):
+    model_xml = bundled_examples()["arm"].parent / "arm.xml"
+    code, _, err = run("simulate", str(model_xml), "--out", str(tmp_path / "r.npz"), *args)
+    assert code == 1
+    assert message.format(model=model_xml) in err
+    assert "Traceback" not in err and not (tmp_path / "r.npz").exists()
+
+
+def test_simulate_checks_output_and_model_paths(tmp_path):
+    model_xml = bundled_examples()["arm"].parent / "arm.xml"
+    code, _, err = run("simulate", str(model_xml), "--out", str(tmp_path / "r.txt"))
+    assert code == 1
+    assert f"--out must be a .npz or .csv file name, got {str(tmp_path / 'r.txt')!r}" in err
+    code, _, err = run("simulate", str(tmp_path / "no.xml"), "--out", str(tmp_path / "r.npz"))
+    assert code == 1 and err == f"error: model: no such file {str(tmp_path / 'no.xml')!r}\n"
+
+
+# -- multiple shooting from the experiment file -----------------------------------------------
+
+
+def test_fit_with_shooting_windows_recovers_the_truth(tmp_path):
+    code, err, _ = _simulate(
+        tmp_path, "rec.npz", "--duration", "0.8", "--set", "joint_damping:elbow=0.2"
+    )
+    assert code == 0, err
+    (tmp_path / "arm.xml").write_text((bundled_examples()["arm"].parent / "arm.xml").read_text())
+    exp = {
+        "name": "windows",
+        "model": "arm.xml",
+        "sequences": [{"name": "s", "file": "rec.npz"}],
+        "parameters": [{"kind": "joint_damping", "target": "elbow", "max": 1.0}],
+        "shooting": {"window": 0.3, "overlap": 0.05},
+        "optimizer": {"horizons": "none"},
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    loaded = load_experiment(tmp_path / "exp.yaml")
+    # starts every 0.25 s: 0-0.3, 0.25-0.55, 0.5-0.8 and 0.75-0.798 s
+    assert loaded.sequences.sequence_name == ["s#0", "s#1", "s#2", "s#3"]
+    names = loaded.params.get_non_frozen_parameter_names()
+    assert len(names) == 1 + 4 * 6 and "windows/s#3/wrist_qvel0" in names
+    code, _, err = run(
+        "fit", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "res"), "--no-report", "-q"
+    )
+    assert code == 0, err
+    assert "multiple shooting: 4 windows of 0.3 s (overlap 0.05 s), initial states estimated" in err
+    assert "Converged" in err
+    res = ms.load_results(tmp_path / "res")
+    assert list(res.result.parameter_names) == names
+    assert res.opt_params["elbow_damping"].value[0] == pytest.approx(0.2, rel=1e-4)
+    # the windows start from the simulated states, which the fit keeps
+    with np.load(tmp_path / "rec.npz") as rec:
+        assert res.opt_params["windows/s#0/shoulder_qpos0"].value[0] == pytest.approx(
+            rec["initial_qpos"][0], abs=1e-6
+        )
+
+
+def test_shooting_without_windows_or_state_estimation(tmp_path):
+    exp = load_experiment(_write_exp(tmp_path, shooting={}))
+    assert exp.sequences.sequence_name == ["prbs", "multisine"]
+    assert "arm/multisine/elbow_qpos0" in exp.params
+    assert exp.shooting == {
+        "window": None,
+        "overlap": 0.0,
+        "estimate_initial_state": True,
+        "qpos_margin": 0.2,
+        "qvel_margin": 2.0,
+    }
+    exp = load_experiment(
+        _write_exp(tmp_path, shooting={"window": 1, "estimate_initial_state": False})
+    )
+    assert exp.sequences.sequence_name == ["prbs#0", "prbs#1", "multisine#0", "multisine#1"]
+    assert not any("_qpos0" in n for n in exp.params)
+    exp = load_experiment(_write_exp(tmp_path, shooting={"qpos_margin": 0.1, "qvel_margin": 1}))
+    p = exp.params["arm/prbs/elbow_qpos0"]
+    assert p.max_value[0] - p.min_value[0] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(
+    ("shooting", "match"),
+    [
+        ({"window": 0}, r"shooting.window must be a finite number > 0, got float 0.0"),
+        ({"window": -1.0}, r"shooting.window must be a finite number > 0, got float -1.0"),
+        ({"window": float("inf")}, r"shooting.window must be a finite number > 0, got float inf"),
+        ({"window": "1s"}, r"shooting.window must be a number, got str '1s'"),
+        ({"window": True}, r"shooting.window must be a number, got bool True"),
+        (
+            {"overlap": 0.1},
+            r"shooting.overlap needs shooting.window \(the window length in seconds\), got "
+            r"overlap 0.1 without a window",
+        ),
+        (
+            {"window": 0.5, "overlap": 0.5},
+            r"shooting.overlap must be a number of seconds in \[0, window=0.5\), got float 0.5",
+        ),
+        (
+            {"window": 0.5, "overlap": -0.1},
+            r"shooting.overlap must be a number of seconds in \[0, window=0.5\), got float -0.1",
+        ),
+        (
+            {"estimate_initial_state": "yes"},
+            r"shooting.estimate_initial_state must be bool, got str 'yes'",
+        ),
+        ({"qvel_margin": 0}, r"shooting.qvel_margin must be a finite number > 0, got float 0.0"),
+        ({"windows": 1.0}, r"shooting has unknown keys \['windows'\]; allowed: "),
+        (1.0, r"shooting must be a mapping, got float 1.0"),
+    ],
+)
+def test_bad_shooting_options(tmp_path, shooting, match):
+    with pytest.raises(ExperimentError, match=match):
+        load_experiment(_write_exp(tmp_path, shooting=shooting))
+
+
+def test_shooting_windows_need_joint_state_measurements(tmp_path):
+    base = bundled_examples()["box"].parent
+    exp = yaml.safe_load((base / "experiment.yaml").read_text())
+    exp["model"] = str(base / "box.xml")
+    exp["sequences"][0]["file"] = str(base / "push.csv")
+    exp["shooting"] = {"window": 0.5}
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    with pytest.raises(ExperimentError, match=r"exp\.yaml: shooting\.window: .*'push'"):
+        load_experiment(tmp_path / "exp.yaml")

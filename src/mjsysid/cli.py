@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,8 +17,10 @@ from typing import TextIO
 import numpy as np
 import yaml
 
+from mjsysid._errors import must_be
 from mjsysid.io import atomic_write_text, read_yaml
 from mjsysid.optimize import OPTIMIZERS
+from mjsysid.trajectory import RolloutDivergedError
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -57,6 +60,8 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     from mjsysid.results import compute_confidence, save_results
 
     exp = load_experiment(args.experiment)
+    for warning in exp.warnings:
+        print(f"warning: {warning}", file=err)
     out = Path(args.out) if args.out else Path("results") / exp.name
     optimizer = args.optimizer or exp.optimizer
     max_iters = exp.max_iters if args.max_iters is None else args.max_iters
@@ -69,6 +74,19 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
         f"{len(exp.sequences)} sequences of {exp.name!r} with {optimizer} ...",
         file=err,
     )
+    if exp.shooting is not None:
+        sh = exp.shooting
+        cut = (
+            f"windows of {sh['window']:g} s (overlap {sh['overlap']:g} s)"
+            if sh["window"] is not None
+            else "whole sequences"
+        )
+        start = (
+            "initial states estimated"
+            if sh["estimate_initial_state"]
+            else "initial states from the data"
+        )
+        print(f"  multiple shooting: {len(exp.sequences)} {cut}, {start}", file=err)
     hs = resolve_horizons(options.get("horizons", "auto"), rf, optimizer, exp.params)
     if len(hs) > 1:
         shares = ", ".join(f"{100 * h:g} %" for h in hs)
@@ -165,57 +183,119 @@ def _parse_horizons(items: Sequence[str]) -> str | tuple[float, ...] | None:
         ) from None
 
 
-def _parse_set(items: Sequence[str]) -> list[tuple[str, str, float]]:
+def _parse_set(items: Sequence[str]) -> list[tuple[str, str, np.ndarray, str]]:
+    """``(kind, target, values, item)`` of every ``--set KIND:TARGET=V[,V...]``."""
     out = []
     for item in items:
         try:
             left, value = item.split("=", 1)
             kind, target = left.split(":", 1)
-            out.append((kind, target, float(value)))
+            values = np.array([float(v) for v in value.split(",")])
         except ValueError:
             raise ValueError(
-                f"--set must look like KIND:TARGET=VALUE (e.g. body_mass:pole=0.8), got {item!r}"
+                f"--set must look like KIND:TARGET=VALUE (e.g. body_mass:pole=0.8, or "
+                f"VALUE,VALUE,... for a parameter of several values), got {item!r}"
             ) from None
+        if not np.all(np.isfinite(values)):
+            raise ValueError(must_be(f"--set {item!r}: VALUE", "finite", values))
+        out.append((kind.strip(), target.strip(), values, item))
     return out
+
+
+def _check_simulate_args(args: argparse.Namespace) -> None:
+    """Rejects bad numbers before anything is loaded or simulated."""
+    if not (math.isfinite(args.duration) and args.duration > 0):
+        raise ValueError(must_be("--duration", "a finite number of seconds > 0", args.duration))
+    if args.amplitude is not None and not (math.isfinite(args.amplitude) and args.amplitude > 0):
+        raise ValueError(must_be("--amplitude", "a finite number > 0", args.amplitude))
+    if not (math.isfinite(args.noise) and args.noise >= 0):
+        raise ValueError(must_be("--noise", "a finite standard deviation >= 0", args.noise))
+    if args.seed < 0:
+        raise ValueError(must_be("--seed", "an integer >= 0", args.seed))
+    if Path(args.out).suffix.lower() not in (".npz", ".csv"):
+        raise ValueError(must_be("--out", "a .npz or .csv file name", args.out))
+    if not Path(args.model).is_file():
+        raise FileNotFoundError(f"model: no such file {str(args.model)!r}")
 
 
 def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     import mujoco
 
     from mjsysid.excitation import make_excitation
-    from mjsysid.experiment import INERTIA_KINDS
+    from mjsysid.experiment import ALL_KINDS, INERTIA_KINDS
     from mjsysid.inertia import body_inertia_param
     from mjsysid.model_modifier import apply_param_modifiers
     from mjsysid.param_kinds import make_parameter
     from mjsysid.parameter import ParameterDict
-    from mjsysid.recording import write_recording
+    from mjsysid.recording import SIGNAL_EFFECTS, apply_sensor_effects, write_recording
     from mjsysid.trajectory import create_initial_state, sysid_rollout
 
+    _check_simulate_args(args)
+    sets = _parse_set(args.set or [])
     spec = mujoco.MjSpec.from_file(str(args.model))
     model = spec.compile()
-    truth = ParameterDict()
-    for kind, target, value in _parse_set(args.set or []):
-        if kind in INERTIA_KINDS:
-            p = body_inertia_param(spec, model, target, INERTIA_KINDS[kind])
-            p.min_value[:] = -np.inf
-            p.max_value[:] = np.inf
-        else:
-            p = make_parameter(kind, model, target, min_value=-np.inf, max_value=np.inf)
-        p.value = np.full(p.size, value) if p.size == 1 else p.value
-        truth.add(p)
-    true_model = apply_param_modifiers(truth, spec) if len(truth) else model
     dt = model.opt.timestep
     n = round(args.duration / dt)
+    if n < 2:
+        raise ValueError(
+            must_be(
+                "--duration",
+                f"at least 2 timesteps of the model ({2 * dt:g} s at timestep {dt:g} s)",
+                args.duration,
+            )
+        )
+    truth = ParameterDict()
+    effects = []
+    for kind, target, values, item in sets:
+        if kind not in ALL_KINDS:
+            raise ValueError(must_be(f"--set {item!r}: KIND", f"one of {ALL_KINDS}", kind))
+        if kind in SIGNAL_EFFECTS:
+            effects.append((kind, target, values))
+            continue
+        try:
+            if kind in INERTIA_KINDS:
+                p = body_inertia_param(spec, model, target, INERTIA_KINDS[kind])
+                p.min_value[:] = -np.inf
+                p.max_value[:] = np.inf
+            else:
+                p = make_parameter(kind, model, target, min_value=-np.inf, max_value=np.inf)
+            if values.size != p.size:
+                raise ValueError(
+                    must_be(
+                        "VALUE",
+                        "one number" if p.size == 1 else f"{p.size} comma-separated numbers",
+                        values,
+                    )
+                )
+            p.value = values
+            truth.add(p)
+        except (KeyError, ValueError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) else str(e)
+            raise ValueError(f"--set {item!r}: {msg}") from None
+    try:  # the sensor effects' patterns and values, checked before simulating
+        apply_sensor_effects(model, np.arange(n) * dt, np.zeros((n, model.nsensordata)), effects)
+    except ValueError as e:
+        raise ValueError(f"--set {e}") from None
+    true_model = apply_param_modifiers(truth, spec) if len(truth) else model
     amp = np.ones(model.nu) * (args.amplitude if args.amplitude is not None else 1.0)
     if args.amplitude is None:
         limited = model.actuator_ctrllimited.astype(bool)
         half = 0.5 * (model.actuator_ctrlrange[:, 1] - model.actuator_ctrlrange[:, 0])
         amp[limited] = 0.8 * half[limited]
     ctrl = make_excitation(args.signal, n, model.nu, dt, amplitude=1.0, seed=args.seed) * amp
-    qpos = np.array(args.qpos, dtype=float) if args.qpos else None
-    x0 = create_initial_state(model, qpos)
-    traj = sysid_rollout(true_model, None, ctrl, x0)[0]
-    sens = traj.sensordata
+    try:
+        x0 = create_initial_state(model, np.array(args.qpos, dtype=float) if args.qpos else None)
+    except (KeyError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) else str(e)
+        raise ValueError(f"--qpos: {msg}") from None
+    try:
+        traj = sysid_rollout(true_model, None, ctrl, x0)[0]
+    except RolloutDivergedError as e:
+        given = f" with --set {' '.join(args.set)}" if args.set else ""
+        raise ValueError(
+            f"the simulation of {str(args.model)!r}{given} diverged, nothing written: {e}"
+        ) from None
+    sens, delays = apply_sensor_effects(model, traj.times, traj.sensordata, effects)
     if args.noise:
         sens = sens + args.noise * np.random.default_rng(args.seed + 1).standard_normal(sens.shape)
     path = write_recording(
@@ -227,11 +307,22 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
         initial_qpos=traj.qpos()[0],
         initial_qvel=traj.qvel()[0],
     )
+    span = float(traj.times[-1] - traj.times[0])
     print(
-        f"wrote {n} samples ({args.duration:g} s, {args.signal}) of {model.nsensor} sensors and "
+        f"wrote {n} samples ({span:g} s, {args.signal}) of {model.nsensor} sensors and "
         f"{model.nu} controls to {path}",
         file=err,
     )
+    for d in sorted(set(delays.values())):
+        names = [k for k, v in delays.items() if v == d]
+        held = int(np.count_nonzero(traj.times - d < traj.times[0]))
+        held += int(np.count_nonzero(traj.times - d > traj.times[-1]))
+        print(
+            f"  {names} delayed by {d:g} s: {held} samples at the "
+            f"{'start' if d > 0 else 'end'} repeat the {'first' if d > 0 else 'last'} reading "
+            "(a fit whose delay bounds include the delay does not use them)",
+            file=err,
+        )
     return EXIT_OK
 
 
@@ -316,14 +407,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="peak control (default: 80 %% of each actuator's ctrlrange, else 1)",
     )
-    sim.add_argument("--noise", type=float, default=0.0, help="std of Gaussian sensor noise")
-    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument(
+        "--noise", type=float, default=0.0, help="std of Gaussian sensor noise (default 0)"
+    )
+    sim.add_argument("--seed", type=int, default=0, help="random seed (>= 0, default 0)")
     sim.add_argument("--qpos", type=float, nargs="+", help="initial joint positions")
     sim.add_argument(
         "--set",
         action="append",
         metavar="KIND:TARGET=VALUE",
-        help="simulate a different 'true' system, e.g. body_mass:pole=0.8 (repeatable)",
+        help="simulate a different 'true' system, e.g. body_mass:pole=0.8 (repeatable; "
+        "VALUE,VALUE,... for a parameter of several values); sensor_delay, sensor_gain and "
+        "sensor_bias with a sensor pattern change the written sensor columns: a sensor "
+        "reports gain * value(t - delay) + bias, e.g. sensor_delay:*_pos=0.01",
     )
     sim.set_defaults(func=cmd_simulate)
 
@@ -362,7 +458,7 @@ def main(
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return EXIT_INTERRUPTED
-    except (ValueError, KeyError, FileNotFoundError, OSError, TypeError) as e:
+    except (ValueError, KeyError, OSError, TypeError, RolloutDivergedError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"error: {msg}", file=err)
         return EXIT_ERROR

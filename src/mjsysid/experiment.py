@@ -9,7 +9,8 @@ Example (paths are relative to the experiment file)::
       - name: run1
         file: run1.npz              # .npz or .csv, see mjsysid.recording
         # optional: time: t, control: {actuator: column}, sensors: {signal: column(s)},
-        #           initial_state: {qpos: [...] or {joint: value}, qvel: ...}
+        #           initial_state: {qpos: [...] or {joint: value}, qvel: ...},
+        #           ignore_columns: [column, ...]  (read, deliberately not used)
     parameters:
       - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
       - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
@@ -17,6 +18,32 @@ Example (paths are relative to the experiment file)::
     optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol, eps, horizons
     # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0])
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
+    shooting: {window: 1.0, overlap: 0.2}     # optional: multiple shooting, see below
+
+Names. ``name`` (default: the experiment file's name) and every ``sequences[i].name``
+(default ``seq<i>``) must be plain file names: non-empty, without ``/``, ``\\``, ``..`` or NUL
+(the identified model is written as ``<name>.xml`` inside the results folder, and a name
+must not lead out of it).
+
+Columns. Column names must be unique, and every column of a recording must be used: the time column, the controls, the
+sensors (default: every model sensor and joint state with a column of its name), or
+``initial_qpos``/``initial_qvel``. A column named like a model sensor that has no column
+(``j1_poss`` for ``j1_pos``) is an error; other unused columns are collected in
+:attr:`Experiment.warnings` (``mjsysid fit`` prints them). List deliberately unused columns
+under ``ignore_columns`` (see :func:`mjsysid.recording.load_recording`).
+
+Multiple shooting (``shooting:``, optional; what :func:`mjsysid.split_windows` and
+:func:`mjsysid.initial_state_params` do in Python):
+
+* ``window`` (s, finite, > 0): cut every sequence into windows of this length, named
+  ``<sequence>#<k>``, each simulated from the state measured at its start (see
+  :func:`mjsysid.split_windows` for what the recordings must measure). Without ``window``
+  the sequences are not cut.
+* ``overlap`` (s, ``0 <= overlap < window``, default 0): overlap of consecutive windows.
+* ``estimate_initial_state`` (bool, default true): add the initial joint positions and
+  velocities of every window (or of every sequence, without ``window``) to the parameters
+  (``<name>/<sequence>#<k>/<joint>_qpos0``, ``..._qvel0``), within ``qpos_margin`` (rad or
+  m, default 0.2) and ``qvel_margin`` (rad/s or m/s, default 2.0) of the measured values.
 
 Parameter kinds: those of :mod:`mjsysid.param_kinds` plus ``body_mass``, ``body_mass_ipos``
 and ``body_inertia`` (10-D pseudo-inertia). A mistake is a :class:`ExperimentError` naming the
@@ -27,6 +54,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -44,6 +72,7 @@ from mjsysid.param_kinds import KINDS, make_parameter
 from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.recording import initial_state_from_sensors, load_recording
 from mjsysid.residual import ResidualFunction, build_residual_fn
+from mjsysid.shooting import initial_state_params, split_windows
 from mjsysid.signal_transform import SignalTransform
 from mjsysid.trajectory import create_initial_state
 
@@ -162,6 +191,9 @@ class Experiment:
       transform: Sensor delay/gain/bias transform (``None`` without such parameters).
       residual_options: Keyword arguments for :func:`build_residual_fn`.
       optimizer: Backend. max_iters: Iteration limit. optimizer_options: Extra options.
+      shooting: The validated ``shooting:`` options (``None`` without that key).
+      warnings: Things worth telling the user that are not errors (unused recording
+        columns), one line each, starting with the file and key path.
     """
 
     path: Path
@@ -175,6 +207,8 @@ class Experiment:
     optimizer: str = "lm"
     max_iters: int = 100
     optimizer_options: dict[str, Any] = field(default_factory=dict)
+    shooting: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def build_residual_fn(self) -> ResidualFunction:
         """The residual function this experiment describes."""
@@ -183,6 +217,57 @@ class Experiment:
             modify_residual=None if self.transform is None else self.transform.apply,
             **self.residual_options,
         )
+
+
+_FILE_NAME = "a plain file name (non-empty, without '/', '\\', '..' or NUL)"
+
+
+def _check_file_name(source: str, key: str, value: str, default_from: str = "") -> None:
+    """Rejects names that could leave the results folder once used as a file name."""
+    bad = (
+        not value
+        or value.strip() in ("", ".")
+        or any(c in value for c in ("/", "\\", "\0", os.sep))
+        or ".." in value
+    )
+    if bad:
+        origin = f" (taken from {default_from}; set {key}: explicitly)" if default_from else ""
+        raise ExperimentError(
+            f"{source}: {key} must be {_FILE_NAME}, got {_type_name(value)} "
+            f"{short_repr(value)}{origin}"
+        )
+
+
+def _positive_number(node: _Node, key: str, default: float | None) -> float | None:
+    value = node.get(key, float, default, expected="a number")
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise node.err(key, "a finite number > 0", value)
+    return value
+
+
+def _shooting_options(top: _Node) -> dict[str, Any] | None:
+    node = top.child("shooting")
+    if node is None:
+        return None
+    window = _positive_number(node, "window", None)
+    overlap = node.get("overlap", float, None, expected="a number of seconds")
+    if overlap is not None:
+        if window is None:
+            raise ExperimentError(
+                f"{node.source}: shooting.overlap needs shooting.window (the window length "
+                f"in seconds), got overlap {overlap!r} without a window"
+            )
+        if not (math.isfinite(overlap) and 0 <= overlap < window):
+            raise node.err("overlap", f"a number of seconds in [0, window={window:g})", overlap)
+    opts = {
+        "window": window,
+        "overlap": 0.0 if overlap is None else overlap,
+        "estimate_initial_state": node.get("estimate_initial_state", bool, True),
+        "qpos_margin": _positive_number(node, "qpos_margin", 0.2),
+        "qvel_margin": _positive_number(node, "qvel_margin", 2.0),
+    }
+    node.finish()
+    return opts
 
 
 def bundled_examples() -> dict[str, Path]:
@@ -221,6 +306,11 @@ def load_experiment(path: str | Path) -> Experiment:
         )
     base = path.parent
     name = top.get("name", str, path.stem)
+    _check_file_name(
+        source, "name", name, "" if "name" in top.data else f"the file name {path.name!r}"
+    )
+    shooting = _shooting_options(top)
+    warnings: list[str] = []
     model_file = base / top.get(
         "model", str, required=True, expected="a path to an MJCF or URDF file"
     )
@@ -239,17 +329,40 @@ def load_experiment(path: str | Path) -> Experiment:
     for i, raw in enumerate(raw_seqs):
         node = _Node(raw, f"sequences[{i}]", source)
         seq_name = node.get("name", str, f"seq{i}")
-        rec_file = base / node.get("file", str, required=True, expected="a .npz or .csv path")
+        _check_file_name(source, f"{node.path}.name", seq_name)
+        raw_file = node.get("file", str, required=True, expected="a .npz or .csv path")
+        rec_file = base / raw_file
+        if not rec_file.is_file():
+            what = "is not a file" if rec_file.exists() else "no such file"
+            rel = "" if Path(raw_file).is_absolute() else ", relative to the experiment file"
+            raise FileNotFoundError(
+                f"{source}: {node.path}.file: {what} {str(rec_file.absolute())!r} "
+                f"(the file says {raw_file!r}{rel})"
+            )
         cmap = node.get("control", dict, None)
         smap = node.get("sensors", dict, None)
+        ignore = node.get("ignore_columns", list, [], expected="a list of column names")
+        for k, c in enumerate(ignore):
+            if not isinstance(c, str):
+                raise node.err(f"ignore_columns[{k}]", "a column name (str)", c)
         try:
             rec = load_recording(
-                rec_file, model, time=node.get("time", str, None), control=cmap, sensors=smap
+                rec_file,
+                model,
+                time=node.get("time", str, None),
+                control=cmap,
+                sensors=smap,
+                ignore_columns=ignore,
             )
         except KeyError as e:
             raise ExperimentError(f"{source}: {node.path}: {e.args[0]}") from None
         except ValueError as e:
             raise ExperimentError(f"{source}: {node.path}: {e}") from None
+        if rec.unused_columns:
+            warnings.append(
+                f"{source}: {node.path} ({str(rec_file)!r}): {rec.unused_message()}; list "
+                f"them under {node.path}.ignore_columns if that is intended"
+            )
         init = node.child("initial_state")
         qpos, qvel = initial_state_from_sensors(model, rec.sensordata)
         if rec.initial_qpos is not None:
@@ -293,6 +406,12 @@ def load_experiment(path: str | Path) -> Experiment:
         raise ExperimentError(f"{source}: sequences: {e}") from None
 
     params, transform = _parameters(top, spec, model, source)
+    if shooting is not None:
+        sequences, state_params = _apply_shooting(sequences, shooting, source)
+        try:
+            params.update(state_params)
+        except ValueError as e:
+            raise ExperimentError(f"{source}: shooting: {e}") from None
     residual_options: dict[str, Any] = {}
     res = top.child("residual")
     if res is not None:
@@ -353,7 +472,36 @@ def load_experiment(path: str | Path) -> Experiment:
         method,
         max_iters,
         opt_options,
+        shooting,
+        warnings,
     )
+
+
+def _apply_shooting(
+    sequences: ModelSequences, opts: dict[str, Any], source: str
+) -> tuple[ModelSequences, ParameterDict]:
+    """The windows (or the sequences themselves) and their initial-state parameters."""
+    if opts["window"] is not None:
+        try:
+            sequences = split_windows(sequences, opts["window"], overlap=opts["overlap"])
+        except (KeyError, ValueError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) else str(e)
+            raise ExperimentError(f"{source}: shooting.window: {msg}") from None
+    if not opts["estimate_initial_state"]:
+        return sequences, ParameterDict()
+    try:
+        state = initial_state_params(
+            sequences, qpos_margin=opts["qpos_margin"], qvel_margin=opts["qvel_margin"]
+        )
+    except (KeyError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) else str(e)
+        raise ExperimentError(f"{source}: shooting.estimate_initial_state: {msg}") from None
+    if not len(state):
+        raise ExperimentError(
+            f"{source}: shooting.estimate_initial_state: the model must have a hinge or slide "
+            "joint whose initial state can be estimated, got none; set it to false"
+        )
+    return sequences, state
 
 
 def _parameters(

@@ -10,19 +10,26 @@ an explicit column map in the experiment file):
 * joint states: ``<joint>_qpos`` / ``<joint>_qvel``;
 * initial state (optional): ``initial_qpos`` ``(nq,)`` and ``initial_qvel`` ``(nv,)``.
 
-:func:`write_recording` writes exactly this layout (``mjsysid simulate`` uses it).
+Column names must be unique, and every column must be used or explicitly ignored
+(:func:`load_recording` says what happens to the others). :func:`write_recording` writes
+exactly this layout; ``mjsysid simulate`` uses it, with :func:`apply_sensor_effects` for
+simulated sensor delays, gains and biases.
 """
 
 from __future__ import annotations
 
 import csv
+import difflib
+import fnmatch
 import io
+import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 
 from mjsysid._errors import must_be
 from mjsysid.io import atomic_savez, atomic_write_text, load_npz
@@ -31,20 +38,56 @@ from mjsysid.timeseries import SignalType, TimeSeries, resolve_signal_name, sign
 TIME_KEYS = ("time", "t", "times")
 
 
+def _repeated(names: Sequence[str]) -> list[str]:
+    """Names that occur more than once in ``names``, in order of first repetition."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for n in names:
+        if n in seen and n not in out:
+            out.append(n)
+        seen.add(n)
+    return out
+
+
+def _npz_names(path: Path) -> list[str]:
+    """The array names of an ``.npz`` archive, repeats kept (``np.load`` keeps only one)."""
+    with zipfile.ZipFile(path) as z:
+        return [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
+
+
 def read_columns(path: str | Path) -> dict[str, np.ndarray]:
     """All named columns of an ``.npz`` or ``.csv`` file (csv: header row, numbers below).
 
     ``name[i]`` csv columns are gathered into one ``(N, d)`` array called ``name``.
 
+    Every column name must occur once: a repeated name (two csv header fields, two arrays of
+    one name in an npz archive, ``name[i]`` twice, or a plain ``name`` next to ``name[i]``
+    columns) is an error, since only one of the columns could be used and the other would be
+    dropped without a word.
+
     Raises:
-      FileNotFoundError: No such file. ValueError: Unknown extension or unreadable content.
+      FileNotFoundError: No such file.
+      ValueError: Unknown extension, unreadable content or a repeated column name.
     """
     path = Path(path)
+    where = repr(str(path))
     suffix = path.suffix.lower()
     if suffix == ".npz":
+        loaded = load_npz(path)
+        try:
+            names = _npz_names(path)
+        except (OSError, zipfile.BadZipFile) as e:  # pragma: no cover - load_npz read it
+            raise ValueError(f"{where} is not a readable .npz file ({e})") from e
+        repeated = _repeated(names)
+        if repeated:
+            raise ValueError(
+                f"{where}: column names must be unique, got {len(repeated)} repeated: "
+                f"{repeated} (only one array of each name could be read; rename or remove "
+                "the others)"
+            )
         return {
             k: np.asarray(v, dtype=np.float64) if v.dtype.kind in "biuf" else v
-            for k, v in load_npz(path).items()
+            for k, v in loaded.items()
         }
     if suffix != ".csv":
         raise ValueError(
@@ -59,6 +102,13 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
             f"{str(path)!r} must have a header row and data rows, got {len(rows)} rows"
         )
     header = [h.strip() for h in rows[0]]
+    repeated = _repeated(header)
+    if repeated:
+        raise ValueError(
+            f"{where}: column names must be unique, got {len(repeated)} repeated in the header: "
+            f"{repeated} (only one column of each name could be used; rename or remove the "
+            "others)"
+        )
     body = []
     for i, row in enumerate(rows[1:], start=2):
         if not row:
@@ -80,10 +130,21 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
         if name.endswith("]") and "[" in name:
             base, idx = name[:-1].split("[", 1)
             if idx.isdigit():
-                grouped.setdefault(base, {})[int(idx)] = data[:, j]
+                cols = grouped.setdefault(base, {})
+                if int(idx) in cols:
+                    raise ValueError(
+                        f"{where}: column names must be unique, got {name!r} for column "
+                        f"{base}[{int(idx)}] twice"
+                    )
+                cols[int(idx)] = data[:, j]
                 continue
         out[name] = data[:, j]
     for base, cols in grouped.items():
+        if base in out:
+            raise ValueError(
+                f"{where}: column names must be unique, got {base!r} both as a column and as "
+                f"columns {base}[i]"
+            )
         if sorted(cols) != list(range(len(cols))):
             raise ValueError(
                 f"{str(path)!r}: columns {base}[i] must be numbered 0..{len(cols) - 1}, "
@@ -93,15 +154,56 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
     return out
 
 
+SIMILAR = 0.8
+"""``difflib`` ratio from which an unused column counts as a misspelt signal name."""
+
+
 @dataclass
 class Recording:
-    """One recorded sequence, ready for :class:`ModelSequences`."""
+    """One recorded sequence, ready for :class:`ModelSequences`.
+
+    Attributes:
+      times: ``(N,)`` sample times (s).
+      control: ``(N, nu)`` controls, ``None`` for a model without actuators.
+      sensordata: The loaded sensor and joint-state signals, ``(N, D)``.
+      initial_qpos, initial_qvel: ``(nq,)`` / ``(nv,)`` recorded initial state, if present.
+      unused_columns: Columns that nothing reads, in file order (see :func:`load_recording`).
+      hints: ``{unused column: close signal name}`` for unused columns that look like a
+        signal of the model that was not loaded (a likely misspelling).
+    """
 
     times: np.ndarray
     control: TimeSeries | None
     sensordata: TimeSeries
     initial_qpos: np.ndarray | None
     initial_qvel: np.ndarray | None
+    unused_columns: tuple[str, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)
+
+    def unused_message(self) -> str:
+        """A one-line description of :attr:`unused_columns` (empty when there are none)."""
+        if not self.unused_columns:
+            return ""
+        hint = "".join(
+            f"; did you mean {self.hints[c]!r} for {c!r}?"
+            for c in self.unused_columns
+            if c in self.hints
+        )
+        return (
+            f"{len(self.unused_columns)} column(s) are not used: {list(self.unused_columns)} "
+            f"(not the time column, a control, a model sensor or joint state){hint}"
+        )
+
+
+def _close(name: str, candidates: Sequence[str]) -> str | None:
+    """The candidate most similar to ``name`` (ratio >= :data:`SIMILAR`), or ``None``."""
+    found = difflib.get_close_matches(name, list(candidates), n=1, cutoff=SIMILAR)
+    return found[0] if found else None
+
+
+def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
+    best = _close(name, candidates)
+    return f"; did you mean {best!r}?" if best else ""
 
 
 def _column(
@@ -111,7 +213,10 @@ def _column(
     parts = []
     for k in keys:
         if k not in cols:
-            raise KeyError(f"{what}: the recording has no column {k!r}; it has {sorted(cols)}")
+            raise KeyError(
+                f"{what}: the recording has no column {k!r}{_did_you_mean(k, sorted(cols))}; "
+                f"it has {sorted(cols)}"
+            )
         arr = np.asarray(cols[k], dtype=np.float64)
         arr = arr[:, None] if arr.ndim == 1 else arr
         if arr.shape[0] != n:
@@ -133,8 +238,23 @@ def load_recording(
     time: str | None = None,
     control: Mapping[str, str] | None = None,
     sensors: Mapping[str, str | Sequence[str]] | None = None,
+    ignore_columns: Sequence[str] = (),
 ) -> Recording:
     """Reads a recording and maps its columns onto the model's actuators and sensors.
+
+    Every column must have a use. A column is *used* when it is the time column, a control
+    column, the column(s) of a loaded sensor or joint-state signal, ``initial_qpos`` or
+    ``initial_qvel``; columns named in ``ignore_columns`` are deliberately left out. Any other
+    column is *unused*:
+
+    * With the default sensor matching (``sensors=None``), an unused column whose name is
+      close (``difflib`` ratio >= 0.8) to a named model sensor that has no column of its own
+      is an error: ``j1_poss`` next to a model sensor ``j1_pos`` is almost certainly a typo,
+      and the fit would run without that sensor. Rename the column, map it (``sensors=``),
+      or list it in ``ignore_columns``.
+    * Every other unused column is listed in :attr:`Recording.unused_columns` (with
+      :attr:`Recording.hints` for names close to an unloaded joint state or sensor); the
+      experiment loader reports them as a warning, which ``mjsysid fit`` prints.
 
     Args:
       path: ``.npz`` or ``.csv`` file.
@@ -144,18 +264,30 @@ def load_recording(
         actuator (all actuators are required).
       sensors: ``{signal: column or [columns]}``; default every model sensor and joint state
         (``<joint>_qpos``/``_qvel``) with a column of that name.
+      ignore_columns: Columns to leave out without a warning; each must exist and not be
+        used otherwise.
 
     Raises:
       KeyError: A named column or signal does not exist (lists what does).
-      ValueError: Lengths or widths do not match, or no sensor column was found.
+      ValueError: Lengths or widths do not match, no sensor column was found, a column looks
+        like a misspelt model sensor, or ``ignore_columns`` names a used column.
     """
     where = f"recording {str(path)!r}"
+    if isinstance(ignore_columns, str):
+        raise TypeError(must_be("ignore_columns", "a list of column names", ignore_columns))
     cols = read_columns(path)
+    for c in ignore_columns:
+        if c not in cols:
+            raise KeyError(
+                f"{where}: ignore_columns names {c!r}, which is not a column"
+                f"{_did_you_mean(c, sorted(cols))}; columns: {sorted(cols)}"
+            )
     tkey = time or next((k for k in TIME_KEYS if k in cols), None)
     if tkey is None or tkey not in cols:
         raise KeyError(f"{where}: no time column {time or TIME_KEYS!r}; it has {sorted(cols)}")
     times = np.asarray(cols[tkey], dtype=np.float64).reshape(-1)
     n = times.size
+    used = {tkey, "initial_qpos", "initial_qvel"}
     # controls
     ctrl_ts = None
     if model.nu:
@@ -169,33 +301,72 @@ def load_recording(
             )
         data = []
         for a in names:
-            key = cmap.get(a) or (f"ctrl.{a}" if f"ctrl.{a}" in cols else a)
-            if key not in cols:
+            mapped = cmap.get(a)
+            candidates = [mapped] if mapped else [f"ctrl.{a}", a]
+            key = next((k for k in candidates if k in cols), None)
+            if key is None:
+                spare = [c for c in cols if c not in used]
+                best = next((m for k in candidates if (m := _close(k, spare))), None)
+                looked = " or ".join(repr(k) for k in candidates)
                 raise KeyError(
-                    f"{where}: no control column for actuator {a!r} (looked for "
-                    f"{key!r}); map it under control: in the experiment file"
+                    f"{where}: no control column for actuator {a!r} (looked for {looked}"
+                    f"{f'; did you mean {best!r}?' if best else ''}); map it under control: "
+                    "in the experiment file"
                 )
             data.append(_column(cols, key, where, n))
+            used.add(key)
         ctrl_ts = TimeSeries.from_control_names(times, np.concatenate(data, axis=1), model)
     # sensors
+    sensor_names = [model.sensor(i).name for i in range(model.nsensor) if model.sensor(i).name]
+    state_names = [
+        f"{model.joint(j).name}{suffix}"
+        for j in range(model.njnt)
+        if model.joint(j).name
+        for suffix in ("_qpos", "_qvel")
+    ]
     if sensors is None:
-        chosen: dict[str, str | Sequence[str]] = {}
-        for i in range(model.nsensor):
-            s = model.sensor(i).name
-            if s and s in cols:
+        chosen: dict[str, str | Sequence[str]] = {s: s for s in sensor_names if s in cols}
+        for s in state_names:
+            if s in cols and s not in chosen:
                 chosen[s] = s
-        for j in range(model.njnt):
-            jn = model.joint(j).name
-            for suffix in ("_qpos", "_qvel"):
-                if jn and f"{jn}{suffix}" in cols and f"{jn}{suffix}" not in chosen:
-                    chosen[f"{jn}{suffix}"] = f"{jn}{suffix}"
+    else:
+        chosen = dict(sensors)
+    for key in chosen.values():
+        used.update([key] if isinstance(key, str) else key)
+    unused = [c for c in cols if c not in used and c not in ignore_columns]
+    clash = [c for c in ignore_columns if c in used]
+    if clash:
+        raise ValueError(
+            must_be(
+                f"{where}: ignore_columns",
+                "columns that nothing else reads",
+                clash,
+                "these are the time, control, sensor or initial-state columns",
+            )
+        )
+    if sensors is None:
+        missing = [s for s in sensor_names if s not in cols]
+        typos = {c: m for c in unused if (m := _close(c, missing)) is not None}
+        if typos:
+            many = len(typos) > 1
+            found = ", ".join(repr(c) for c in typos)
+            meant = ", ".join(repr(m) for m in typos.values())
+            raise ValueError(
+                f"{where}: column{'s' if many else ''} {found} {'are' if many else 'is'} not "
+                f"used: did you mean the model sensor{'s' if many else ''} {meant} (which "
+                f"{'have' if many else 'has'} no column)? Without it the fit would leave "
+                f"{'those sensors' if many else 'that sensor'} out; rename the column, map it "
+                "under sensors: (e.g. sensors: {"
+                f"{next(iter(typos.values()))}: {next(iter(typos))}"
+                "}) or list it under ignore_columns:"
+            )
         if not chosen:
             raise ValueError(
                 f"{where}: must contain at least one column named like a model sensor "
                 f"or joint state, got columns {sorted(cols)}"
             )
-    else:
-        chosen = dict(sensors)
+    unloaded = [x for x in sensor_names + state_names if x not in chosen]
+    hints = {c: m for c in unused if (m := _close(c, unloaded)) is not None}
     names_typed = []
     blocks = []
     for sig, key in chosen.items():
@@ -217,6 +388,8 @@ def load_recording(
         sens_ts,
         None if qpos0 is None else np.asarray(qpos0, dtype=np.float64).reshape(-1),
         None if qvel0 is None else np.asarray(qvel0, dtype=np.float64).reshape(-1),
+        tuple(unused),
+        hints,
     )
 
 
@@ -301,3 +474,113 @@ def write_recording(
     for row in np.stack(columns, axis=1):
         w.writerow([repr(float(x)) for x in row])
     return atomic_write_text(path, out.getvalue())
+
+
+SIGNAL_EFFECTS = ("sensor_delay", "sensor_gain", "sensor_bias")
+
+
+def recorded_sensor_names(model: mujoco.MjModel) -> list[str]:
+    """The column name of every model sensor, as :func:`write_recording` writes it
+    (``sensor<i>`` for an unnamed sensor)."""
+    return [model.sensor(i).name or f"sensor{i}" for i in range(model.nsensor)]
+
+
+def apply_sensor_effects(
+    model: mujoco.MjModel,
+    times: npt.ArrayLike,
+    sensordata: npt.ArrayLike,
+    effects: Sequence[tuple[str, str, npt.ArrayLike]],
+) -> tuple[np.ndarray, dict[str, float]]:
+    """What sensors with a delay, a gain and a bias report: the forward model of a fit's
+    ``sensor_delay``, ``sensor_gain`` and ``sensor_bias`` parameters.
+
+    The convention of :class:`mjsysid.SignalTransform` (gains and biases applied to the
+    prediction, ``apply_to: predicted``): a sensor ``s`` reports at time ``t``
+
+        ``y_s(t) = g_s · x_s(t − d_s) + b_s``
+
+    with ``x_s`` its true value, read by linear interpolation between samples; several gains
+    (biases) matching one sensor multiply (add up) in the order given. The recording has no
+    value before its first or after its last sample, so for ``t − d_s`` outside
+    ``[times[0], times[-1]]`` the first (last) true value is repeated: the first ``d_s``
+    seconds of a delayed sensor hold its initial reading. A fit whose delay bounds include
+    ``d_s`` never compares those samples (see :mod:`mjsysid.signal_modifier`).
+
+    Args:
+      model: The model whose sensors ``sensordata`` holds.
+      times: ``(N,)`` strictly increasing sample times (s).
+      sensordata: ``(N, nsensordata)`` true sensor values.
+      effects: ``(kind, pattern, value)`` with kind one of :data:`SIGNAL_EFFECTS`, an
+        :mod:`fnmatch` pattern over :func:`recorded_sensor_names` and the value: one number
+        (delay in s; gain; bias in sensor units) or, for a gain or a bias, one per column of
+        every matched sensor.
+
+    Returns:
+      ``(reported, delays)``: the ``(N, nsensordata)`` reported values and
+      ``{sensor: delay}`` of every delayed sensor.
+
+    Raises:
+      ValueError: An unknown kind, a pattern matching no sensor, a value of the wrong size or
+        not finite, a sensor delayed twice, or a delay not shorter than the recording.
+    """
+    t = np.asarray(times, dtype=np.float64).reshape(-1)
+    data = np.asarray(sensordata, dtype=np.float64)
+    if data.shape != (t.size, model.nsensordata):
+        raise ValueError(
+            must_be("sensordata", f"shape ({t.size}, {model.nsensordata})", data.shape)
+        )
+    names = recorded_sensor_names(model)
+    span = float(t[-1] - t[0]) if t.size else 0.0
+    delays: dict[str, float] = {}
+    scales: list[tuple[bool, str, np.ndarray]] = []
+    for kind, pattern, raw in effects:
+        if kind not in SIGNAL_EFFECTS:
+            raise ValueError(must_be("effect kind", f"one of {list(SIGNAL_EFFECTS)}", kind))
+        what = f"{kind}:{pattern}"
+        matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        if not matched:
+            raise ValueError(
+                f"{what}: the pattern must match at least one sensor, got none; sensors: {names}"
+            )
+        value = np.asarray(raw, dtype=np.float64).reshape(-1)
+        if not np.all(np.isfinite(value)):
+            raise ValueError(must_be(f"{what} value", "finite", value))
+        for n in matched:
+            width = int(model.sensor_dim[names.index(n)])
+            sizes = (1,) if kind == "sensor_delay" else (1, width)
+            if value.size not in sizes:
+                want = "one number" if sizes == (1,) else f"1 or {width} numbers (for {n!r})"
+                raise ValueError(must_be(f"{what} value", want, value))
+        if kind == "sensor_delay":
+            d = float(value[0])
+            if not abs(d) < span:
+                raise ValueError(
+                    must_be(
+                        f"{what} value",
+                        f"a delay shorter than the recording ({span:g} s)",
+                        d,
+                    )
+                )
+            twice = [n for n in matched if n in delays]
+            if twice:
+                raise ValueError(
+                    f"{what}: sensors {twice} must be delayed once, got a second delay"
+                )
+            delays.update({n: d for n in matched})
+        else:
+            scales.extend((kind == "sensor_gain", n, value) for n in matched)
+    out = data.copy()
+    for n, d in delays.items():
+        i = names.index(n)
+        adr = int(model.sensor_adr[i])
+        for c in range(adr, adr + int(model.sensor_dim[i])):
+            out[:, c] = np.interp(t - d, t, data[:, c])
+    for is_gain, n, value in [s for s in scales if s[0]] + [s for s in scales if not s[0]]:
+        i = names.index(n)
+        adr = int(model.sensor_adr[i])
+        cols = slice(adr, adr + int(model.sensor_dim[i]))
+        if is_gain:
+            out[:, cols] *= value
+        else:
+            out[:, cols] += value
+    return out, delays
