@@ -496,6 +496,35 @@ def test_simulated_sensor_delay_is_fitted_back(tmp_path):
     assert fitted == pytest.approx(0.0047, abs=1e-9)
 
 
+def test_residual_normalize_reaches_the_signal_transform(tmp_path):
+    """``residual: {normalize: false}`` with signal parameters scales like the built-in
+    residual (it was handed to build_residual_fn, which cannot use it with a transform)."""
+    from mjsysid.experiment import load_experiment
+
+    code, err, _ = _simulate(tmp_path, "rec.npz")
+    assert code == 0, err
+    (tmp_path / "arm.xml").write_text((bundled_examples()["arm"].parent / "arm.xml").read_text())
+    residuals = {}
+    for normalize, kinds in ((False, ["sensor_delay"]), (False, []), (True, ["sensor_delay"])):
+        exp = {
+            "name": "n",
+            "model": "arm.xml",
+            "sequences": [{"name": "s", "file": "rec.npz"}],
+            "parameters": [{"kind": "joint_damping", "target": "elbow"}]
+            + [{"kind": k, "target": "*_pos", "min": 0.0, "max": 0.002} for k in kinds],
+            "residual": {"normalize": normalize},
+        }
+        (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+        e = load_experiment(tmp_path / "exp.yaml")
+        x = np.array([0.3] + [0.0] * len(kinds))
+        residuals[(normalize, bool(kinds))] = e.build_residual_fn()(x, e.params)
+    plain = residuals[(False, False)]
+    delayed = residuals[(False, True)]  # the delay window leaves out the first sample
+    width = plain.size - delayed.size
+    np.testing.assert_allclose(delayed, plain[width:], atol=1e-12)
+    assert not np.allclose(residuals[(True, True)], delayed)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -78,6 +78,18 @@ def test_split_windows_multiple_shooting(make_problem):
         ms.split_windows(seq, 0.0)
 
 
+def test_short_last_window_is_merged_not_dropped(make_problem):
+    """0.199 s windows on 0.8 s leave 2 samples for a fifth window: the fourth takes them."""
+    _p, seq = _noisy_start(make_problem)
+    t = seq.sensordata[0].times
+    windows = ms.split_windows(seq, 0.199)
+    assert windows.sequence_name == ["s#0", "s#1", "s#2", "s#3"]
+    last = windows.sensordata[-1].times
+    assert last[0] == t[t >= 3 * 0.199 - 1e-12][0] and last[-1] == t[-1]
+    covered = np.unique(np.concatenate([w.times for w in windows.sensordata]))
+    np.testing.assert_array_equal(covered, t)
+
+
 def test_window_starts_simulate_only_their_window(make_problem):
     """A finite-difference Jacobian over shared physics and per-window starts simulates each
     window for the physics columns and its own start columns only (W·(1 + n_phys + n_own)

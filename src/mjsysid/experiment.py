@@ -211,12 +211,13 @@ class Experiment:
     warnings: list[str] = field(default_factory=list)
 
     def build_residual_fn(self) -> ResidualFunction:
-        """The residual function this experiment describes."""
-        return build_residual_fn(
-            [self.sequences],
-            modify_residual=None if self.transform is None else self.transform.apply,
-            **self.residual_options,
-        )
+        """The residual function this experiment describes (``residual.normalize`` goes to
+        the signal transform when there is one: it scales its own residual)."""
+        options = dict(self.residual_options)
+        if self.transform is None:
+            return build_residual_fn([self.sequences], **options)
+        self.transform.normalize = options.pop("normalize", True)
+        return build_residual_fn([self.sequences], modify_residual=self.transform.apply, **options)
 
 
 _FILE_NAME = "a plain file name (non-empty, without '/', '\\', '..' or NUL)"

@@ -199,7 +199,8 @@ def split_windows(
       models_sequences: The recordings.
       window: Window length (s).
       overlap: Overlap between consecutive windows (s), ``0 <= overlap < window``.
-      min_samples: A trailing window with fewer samples is merged into the previous one.
+      min_samples: A trailing window with fewer samples is merged into the previous one (which
+        then runs to the end of the recording, so no sample is left out).
       velocity_samples: Samples in the fit that estimates an unmeasured velocity (>= 3).
 
     Raises:
@@ -218,13 +219,16 @@ def split_windows(
     for name, x0, ctrl, meas in ms.sequences():
         t = meas.times
         positions = _scalar_position_columns(model, meas)
-        starts = [t[0]]
-        while starts[-1] + window - overlap < t[-1]:
-            starts.append(starts[-1] + window - overlap)
-        for k, s in enumerate(starts):
-            keep = (t >= s - 1e-12) & (t <= s + window + 1e-12)
-            if keep.sum() < min_samples:
-                continue
+        spans = [(t[0], t[0] + window)]
+        while spans[-1][0] + window - overlap < t[-1]:
+            start = spans[-1][0] + window - overlap
+            spans.append((start, start + window))
+        last = (t >= spans[-1][0] - 1e-12).sum()
+        if len(spans) > 1 and last < min_samples:  # too short: the previous window takes it
+            spans.pop()
+            spans[-1] = (spans[-1][0], t[-1])
+        for k, (s, end) in enumerate(spans):
+            keep = (t >= s - 1e-12) & (t <= end + 1e-12)
             sub = TimeSeries(t[keep], meas.data[keep], meas.signal_mapping)
             if k == 0:
                 start_state = x0.copy()

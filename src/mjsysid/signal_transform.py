@@ -242,19 +242,28 @@ class SignalTransform:
     """
 
     def __init__(self, normalize: bool | str = True) -> None:
-        if normalize not in (True, False, "signal", "column"):
-            raise ValueError(
-                must_be(
-                    "SignalTransform: normalize", "True, False, 'signal' or 'column'", normalize
-                )
-            )
-        self.normalize = normalize
         self._delays: list[_Rule] = []
         self._gains: list[_Rule] = []
         self._biases: list[_Rule] = []
         self._enabled: list[str] | None = None
         self._weights: dict[str, Any] = {}
         self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self.normalize = normalize
+
+    @property
+    def normalize(self) -> bool | str:
+        """The residual scaling (see the class docstring); settable."""
+        return self._normalize
+
+    @normalize.setter
+    def normalize(self, value: bool | str) -> None:
+        ok = isinstance(value, bool) or value in ("signal", "column")
+        if not ok:
+            raise ValueError(
+                must_be("SignalTransform: normalize", "True, False, 'signal' or 'column'", value)
+            )
+        self._normalize = value
+        self._changed()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
