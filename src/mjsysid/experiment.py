@@ -25,12 +25,12 @@ Names. ``name`` (default: the experiment file's name) and every ``sequences[i].n
 (the identified model is written as ``<name>.xml`` inside the results folder, and a name
 must not lead out of it).
 
-Columns. Column names must be unique, and every column of a recording must be used: the time column, the controls, the
-sensors (default: every model sensor and joint state with a column of its name), or
-``initial_qpos``/``initial_qvel``. A column named like a model sensor that has no column
-(``j1_poss`` for ``j1_pos``) is an error; other unused columns are collected in
-:attr:`Experiment.warnings` (``mjsysid fit`` prints them). List deliberately unused columns
-under ``ignore_columns`` (see :func:`mjsysid.recording.load_recording`).
+Columns. Column names must be unique, and every column of a recording must be used: the
+time column, the controls, the sensors (default: every model sensor and joint state with a
+column of its name), or ``initial_qpos``/``initial_qvel``. A column named like a model
+sensor that has no column (``j1_poss`` for ``j1_pos``) is an error; other unused columns are
+collected in :attr:`Experiment.warnings` (``mjsysid fit`` prints them). List deliberately
+unused columns under ``ignore_columns`` (see :func:`mjsysid.recording.load_recording`).
 
 Multiple shooting (``shooting:``, optional; what :func:`mjsysid.split_windows` and
 :func:`mjsysid.initial_state_params` do in Python):
