@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.stats
 
 import mjsysid as ms
 from conftest import ARM2
@@ -101,6 +102,132 @@ def test_interval_errors():
         ms.calculate_intervals(np.zeros(2), np.zeros((2, 2)))
     with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\)"):
         ms.calculate_intervals(np.zeros(3), np.zeros((3, 1)), alpha=1.5)
+
+
+_R = np.random.default_rng(0).standard_normal(50)
+_J = np.random.default_rng(1).standard_normal((50, 3))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"alpha": "0.05"}, TypeError, r"alpha must be a number in \(0, 1\), got '0.05'"),
+        ({"alpha": True}, TypeError, r"alpha must be a number in \(0, 1\), got True"),
+        ({"alpha": np.nan}, ValueError, r"alpha must be in \(0, 1\), got nan"),
+        ({"rtol": -1.0}, ValueError, r"rtol must be in \[0, 1\), got -1.0"),
+        ({"rtol": np.nan}, ValueError, r"rtol must be in \[0, 1\), got nan"),
+        ({"rtol": 1.0}, ValueError, r"rtol must be in \[0, 1\), got 1.0"),
+        ({"rtol": "1e-10"}, TypeError, r"rtol must be a number in \[0, 1\), got '1e-10'"),
+        # a known noise variance is finite and > 0: no clipping to a tiny one, no NaN widths
+        ({"noise_variance": -1.0}, ValueError, r"noise_variance must be finite and > 0, got -1.0"),
+        (
+            {"noise_variance": 0.0},
+            ValueError,
+            r"noise_variance must be finite and > 0, got 0.0\. For an exact, noise-free fit "
+            r"leave noise_variance out",
+        ),
+        ({"noise_variance": np.nan}, ValueError, r"noise_variance must be finite and > 0, got nan"),
+        ({"noise_variance": np.inf}, ValueError, r"noise_variance must be finite and > 0, got inf"),
+        (
+            {"noise_variance": np.r_[np.ones(49), 0.0]},
+            ValueError,
+            r"noise_variance must be finite and > 0, got 0.0\. It is at entry 49\.",
+        ),
+        (
+            {"noise_variance": np.ones(7)},
+            ValueError,
+            r"noise_variance must be a scalar or an array of shape \(50,\), got "
+            r"array\(shape=\(7,\)",
+        ),
+        (
+            {"noise_variance": "a"},
+            TypeError,
+            r"noise_variance must be an array of numbers, got 'a'",
+        ),
+        (
+            {"noise_variance": 1.0, "groups": np.zeros(50)},
+            ValueError,
+            r"calculate_intervals takes noise_variance or groups, not both",
+        ),
+        ({"groups": np.zeros(10)}, ValueError, r"groups must be 50 labels, got 10"),
+        ({"groups": np.zeros((5, 10))}, ValueError, r"groups must be a 1-D array of 50 labels"),
+        (
+            {"groups": np.r_[np.zeros(49), np.nan]},
+            ValueError,
+            r"groups must be labels without NaN",
+        ),
+    ],
+)
+def test_interval_argument_errors(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        ms.calculate_intervals(_R, _J, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("r", "J", "exc", "match"),
+    [
+        (
+            _R,
+            np.zeros((50, 0)),
+            ValueError,
+            r"J must have at least one column .*got shape \(50, 0\)",
+        ),
+        (_R.reshape(10, 5), _J, ValueError, r"residuals must be a 1-D array of shape \(n,\)"),
+        (_R, np.where(_J > 2, np.nan, _J), ValueError, r"J must be finite, got nan at J\[10, 0\]"),
+        (
+            np.r_[_R[:-1], np.inf],
+            _J,
+            ValueError,
+            r"residuals must be finite, got inf at residuals\[49\]",
+        ),
+        (["a"] * 50, _J, TypeError, r"residuals must be an array of numbers"),
+    ],
+)
+def test_interval_array_errors(r, J, exc, match):
+    with pytest.raises(exc, match=match):
+        ms.calculate_intervals(r, J)
+
+
+def test_exact_fit_gives_zero_width_intervals():
+    """A zero residual (noise-free data, exact fit) estimates a zero variance: the identifiable
+    parameters get zero-width intervals (+0.0, no NaN, no invented noise floor; before, the
+    variance was clipped to 2e-308 and gave widths of 5e-155), an unidentifiable one stays
+    infinite."""
+    J = np.column_stack([_J, np.zeros(50)])  # the last parameter has no effect
+    cov, half = ms.calculate_intervals(np.zeros(50), J)
+    np.testing.assert_array_equal(half[:3], 0.0)
+    assert not np.any(np.signbit(half[:3]))
+    np.testing.assert_array_equal(cov[:3, :3], 0.0)
+    assert np.isinf(half[3]) and np.isinf(cov[3, 3]) and np.isnan(cov[0, 3])
+    # per group: an exactly fitted group adds nothing, the others keep their variance
+    r = np.r_[np.zeros(25), 0.1 * _R[25:]]
+    groups = np.repeat(["exact", "noisy"], 25)
+    _, half_g = ms.calculate_intervals(r, _J, groups=groups)
+    assert np.all(np.isfinite(half_g) & (half_g > 0))
+    sigma2 = float(r[25:] @ r[25:]) / (25 * (50 - 3) / 50)
+    var = np.r_[np.zeros(25), np.full(25, sigma2)]
+    Hinv = np.linalg.inv(_J.T @ _J)  # full rank: the sandwich (JᵀJ)⁻¹ Jᵀ diag(σ²) J (JᵀJ)⁻¹
+    cov_ref = Hinv @ (_J.T * var) @ _J @ Hinv
+    tval = scipy.stats.t.ppf(0.975, 50 - 3)
+    np.testing.assert_allclose(half_g, tval * np.sqrt(np.diag(cov_ref)), rtol=1e-10)
+
+
+def test_group_variance_follows_the_documented_formula():
+    """``σ_g² = ‖r_g‖² / (n_g − p·n_g/n)`` for every group, one-sample groups included (the
+    denominator used to be raised to 1 for them, silently)."""
+    groups = np.r_[np.zeros(30), np.ones(19), 2]  # the last group holds one residual
+    n, p = _J.shape
+    expected = np.empty(n)
+    for g in np.unique(groups):
+        sel = groups == g
+        expected[sel] = float(_R[sel] @ _R[sel]) / (sel.sum() * (n - p) / n)
+    cov_g, half_g = ms.calculate_intervals(_R, _J, groups=groups)
+    cov_k, half_k = ms.calculate_intervals(_R, _J, noise_variance=expected)
+    np.testing.assert_allclose(cov_g, cov_k, rtol=1e-12)
+    np.testing.assert_allclose(half_g, half_k, rtol=1e-12)
+    # string labels work the same
+    _, half_s = ms.calculate_intervals(_R, _J, groups=groups.astype(int).astype(str))
+    np.testing.assert_allclose(half_s, half_g, rtol=1e-12)
 
 
 def _fit(make_problem, noise=0.0):

@@ -268,23 +268,149 @@ def test_diverging_trial_step_is_rejected(make_problem):
 
 
 def test_infinite_bounds_need_lm_or_scipy(arm_problem):
+    # a joint stiffness may be negative (a destabilising spring): it has no physical lower
+    # limit, so infinite bounds on it are a fit's business (a damping's are not, see below)
     params = ms.ParameterDict(
         [
             ms.make_parameter(
-                "joint_damping", arm_problem.model, "j1", min_value=-np.inf, max_value=np.inf
+                "joint_stiffness", arm_problem.model, "j1", min_value=-np.inf, max_value=np.inf
             )
         ]
     )
     rf = ms.build_residual_fn([arm_problem.sequences])
-    with pytest.raises(ValueError, match=r"optimizer 'mujoco' needs finite bounds.*j1_damping"):
+    with pytest.raises(ValueError, match=r"optimizer 'mujoco' needs finite bounds.*j1_stiffness"):
         ms.optimize(params, rf, optimizer="mujoco")
     _, ref = ms.optimize(params, rf, optimizer="scipy", max_iters=50)
     _, res = ms.optimize(params, rf)  # "lm" takes infinite bounds
-    # the masses are off, so the best damping is a compromise (slightly negative: unbounded)
+    # the masses are off, so the best stiffness is a compromise (negative: unbounded)
     assert res.optimizer == "lm" and res.success and res.cost < 0.2 * res.initial_cost
     assert res.x[0] < 0
     np.testing.assert_allclose(res.x, ref.x, rtol=1e-4)
     np.testing.assert_allclose(res.cost, ref.cost, rtol=1e-8)
+
+
+def _never_evaluated(x, params):
+    raise AssertionError("the residual must not be evaluated")
+
+
+_ARM_MODEL = mujoco.MjModel.from_xml_string(ARM2)
+
+
+def _damping(**kwargs):
+    return ms.make_parameter("joint_damping", _ARM_MODEL, "j1", nominal=0.5, **kwargs)
+
+
+def _vector():
+    return ms.Parameter("v", [0.5, 0.5], [0.0, 0.0], [1.0, 1.0], modifier=lambda s, p: None)
+
+
+def _changed(param, field, index, value):
+    """``param`` after ``param.<field>[index] = value`` (in place: nothing validates it)."""
+    getattr(param, field)[index] = value
+    return param
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (  # equal bounds used to give MuJoCo's FatalError, or "converged" after 0 iterations
+            lambda: _changed(_changed(_damping(), "min_value", 0, 0.5), "max_value", 0, 0.5),
+            r"initial_params: j1_damping must have min_value < max_value to be optimized, got "
+            r"\[0.5, 0.5\]; freeze it \(frozen=True\) to keep it fixed, or widen its bounds",
+        ),
+        (
+            lambda: _changed(_changed(_damping(), "min_value", 0, 2.0), "max_value", 0, 1.0),
+            r"j1_damping must have min_value < max_value to be optimized, got \[2.0, 1.0\]; "
+            r"fix the bounds",
+        ),
+        (  # a NaN bound used to surface as "residual_fn: x must be finite"
+            lambda: _changed(_damping(), "max_value", 0, np.nan),
+            r"j1_damping must have bounds that are numbers \(\+-inf allowed\), got \[0.0, nan\]",
+        ),
+        (
+            lambda: _changed(_damping(), "value", 0, np.nan),
+            r"initial_params: j1_damping must start at a finite value, got nan",
+        ),
+        (
+            lambda: _changed(_vector(), "max_value", 1, 0.0),
+            r"initial_params: v\[1\] must have min_value < max_value to be optimized, got "
+            r"\[0.0, 0.0\]",
+        ),
+        (
+            lambda: _changed(_vector(), "min_value", 1, np.nan),
+            r"initial_params: v\[1\] must have bounds that are numbers",
+        ),
+        (
+            lambda: _changed(_vector(), "value", 1, np.inf),
+            r"initial_params: v\[1\] must start at a finite value, got inf",
+        ),
+        (
+            lambda: _changed(_vector(), "value", 0, 2.0),
+            r"initial_params: v\[0\] must start within its bounds \[0.0, 1.0\], got 2.0",
+        ),
+        (  # assigning a value outside the bounds is allowed; starting a fit there is not
+            lambda: setattr(p := _damping(), "value", 7.0) or p,
+            r"initial_params: j1_damping must start within its bounds \[0.0, 5.0\], got 7.0; "
+            r"mjsysid does not clip silently",
+        ),
+        (
+            lambda: setattr(v := _vector(), "min_value", np.zeros(3)) or v,
+            r"initial_params: v.min_value must be a float array of shape \(2,\), got "
+            r"array\(shape=\(3,\)",
+        ),
+        (  # no lower bound on a damping: accepted by make_parameter (to write a truth), not here
+            lambda: _damping(min_value=-np.inf),
+            r"initial_params: j1_damping must have min_value >= 0.0 \(joint_damping: a negative "
+            r"damping adds energy\), got -inf; a fit must not reach values that are not physical",
+        ),
+        (
+            lambda: _changed(_damping(), "min_value", 0, -1.0),
+            r"j1_damping must have min_value >= 0.0 \(joint_damping: .*\), got -1.0",
+        ),
+    ],
+)
+@pytest.mark.parametrize("optimizer", ["lm", "mujoco", "scipy", "scipy_parallel_fd"])
+def test_bounds_and_start_rechecked_before_any_evaluation(make, match, optimizer):
+    """Bounds, values and frozen flags can change after a parameter is created; ``optimize``
+    checks every free entry again and names it, before any backend or simulation sees it."""
+    params = ms.ParameterDict([ms.Parameter("ok", 1.0, 0.0, 2.0), make()])
+    with pytest.raises(ValueError, match=match):
+        ms.optimize(params, _never_evaluated, optimizer=optimizer)
+
+
+def test_frozen_parameters_are_not_rechecked():
+    p = _changed(_changed(_damping(frozen=True), "min_value", 0, 0.5), "max_value", 0, 0.5)
+    p.value[0] = np.nan  # never used: the model keeps its own damping
+    calls = []
+
+    def residual(x, params):  # (1,) -> (2,) and (1, k) -> (2, k); minimum at x = 1
+        calls.append(x)
+        d = np.asarray(x, dtype=float) - 1.0
+        return np.concatenate([d, 2.0 * d])
+
+    _, res = ms.optimize(ms.ParameterDict([ms.Parameter("a", 0.5, 0.0, 2.0), p]), residual)
+    assert calls and res.x[0] == pytest.approx(1.0)
+
+
+def test_loaded_damping_with_negative_bound_loads_but_is_not_fitted(arm_problem):
+    """Saved files keep loading (no kind check on load); a fit refuses the non-physical bound."""
+    data = {
+        "schema": "mjsysid.parameters",
+        "schema_version": 1,
+        "parameters": [
+            {
+                "name": "j1_damping",
+                "nominal": [0.05],
+                "min_value": [-1.0],
+                "max_value": [1.0],
+                "meta": {"kind": "joint_damping", "target": "j1"},
+            }
+        ],
+    }
+    params = ms.ParameterDict.from_dict(data)
+    assert params["j1_damping"].modifier is not None
+    with pytest.raises(ValueError, match=r"j1_damping must have min_value >= 0.0"):
+        ms.optimize(params, ms.build_residual_fn([arm_problem.sequences]))
 
 
 @pytest.mark.parametrize(

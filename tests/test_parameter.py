@@ -53,6 +53,23 @@ def test_scalar_becomes_length_one_vector():
             r"'p': nominal must be a scalar or a 1-D",
         ),
         ({"nominal": "abc", "min_value": 0.0, "max_value": 2.0}, r"'p': nominal must be a number"),
+        # booleans and numeric strings are mistakes, not 1.0 / 0.0 / a parsed number
+        (
+            {"nominal": True, "min_value": 0.0, "max_value": 2.0},
+            r"'p': nominal must be a number or a sequence of numbers, got True",
+        ),
+        (
+            {"nominal": [0.5, True], "min_value": [0, 0], "max_value": [2, 2]},
+            r"'p': nominal must be a number or a sequence of numbers, got \[0.5, True\]",
+        ),
+        (
+            {"nominal": 0.5, "min_value": False, "max_value": 2.0},
+            r"'p': min_value must be a number or a sequence of numbers, got False",
+        ),
+        (
+            {"nominal": 0.5, "min_value": 0.0, "max_value": "2"},
+            r"'p': max_value must be a number or a sequence of numbers, got '2'",
+        ),
     ],
 )
 def test_parameter_validation(kwargs, match):
@@ -63,6 +80,51 @@ def test_parameter_validation(kwargs, match):
 def test_frozen_allows_equal_bounds():
     p = ms.Parameter("p", 1.0, 1.0, 1.0, frozen=True)
     assert p.frozen
+
+
+def test_frozen_must_be_a_bool():
+    with pytest.raises(TypeError, match=r"parameter 'p': frozen must be True or False, got 'no'"):
+        ms.Parameter("p", 1.0, 0.0, 2.0, frozen="no")  # type: ignore[arg-type]
+    p = ms.Parameter("p", 1.0, 0.0, 2.0, frozen=np.bool_(True))
+    assert p.frozen is True
+    with pytest.raises(TypeError, match=r"parameter 'p': frozen must be True or False, got 0"):
+        p.frozen = 0  # type: ignore[assignment]
+    assert p.frozen is True  # unchanged by the refused assignment
+    p.frozen = False
+    assert p.frozen is False
+
+
+def test_unfreezing_equal_bounds_is_an_error():
+    """Equal bounds are allowed only while frozen; unfreezing such a parameter used to reach the
+    optimizer (MuJoCo's FatalError, or "converged" after 0 iterations)."""
+    p = ms.Parameter("p", [0.5, 1.0], [0.0, 1.0], [1.0, 1.0], frozen=True)
+    with pytest.raises(
+        ValueError,
+        match=r"'p': min_value must be < max_value for a non-frozen parameter, got both equal "
+        r"to 1.0 at index 1; widen the bounds before unfreezing it",
+    ):
+        p.frozen = False
+    assert p.frozen
+    p.max_value[1] = 2.0
+    p.frozen = False
+    assert not p.frozen
+
+
+def test_value_may_leave_the_bounds_and_optimize_refuses_it():
+    """The value is checked for shape and finiteness, not bounds: simulating a truth outside a
+    fit's bounds and sweeping are legitimate; ``optimize`` names such a start (test_optimize)."""
+    p = ms.Parameter("p", 1.0, 0.0, 2.0)
+    p.value = 5.0
+    assert p.value[0] == 5.0
+    d = ms.ParameterDict([p])
+    d.update_from_vector([-3.0])
+    assert p.value[0] == -3.0
+    d.reset()
+    assert p.value[0] == 1.0
+    d.randomize(np.random.default_rng(0))
+    assert 0.0 <= p.value[0] <= 2.0
+    with pytest.raises(ValueError, match=r"'p': value must be a number .*, got True"):
+        p.value = True
 
 
 def test_value_setter_checks_shape_and_finiteness():
@@ -112,6 +174,12 @@ def test_update_from_vector_checks_length_and_finiteness():
         d.update_from_vector([1.0, 2.0])
     with pytest.raises(ValueError, match=r"x must be finite, got x\[2\]=nan \(b\[1\]\)"):
         d.update_from_vector([1.0, 2.0, np.nan])
+    with pytest.raises(ValueError, match=r"update_from_vector: x must be an array of 3 numbers"):
+        d.update_from_vector("abc")
+    with pytest.raises(
+        ValueError, match=r"x must be an array of 3 numbers, got \[1.0, True, 2.0\]"
+    ):
+        d.update_from_vector([1.0, True, 2.0])
 
 
 def test_container_protocol():
@@ -327,6 +395,127 @@ def test_kind_errors():
     with pytest.raises(TypeError, match="did you pass an MjSpec"):
         ms.make_parameter("joint_damping", mujoco.MjSpec.from_string(KIND_XML), "j")
     assert set(KIND_TARGETS) | {"sensor_delay", "sensor_gain", "sensor_bias"} == set(KINDS)
+
+
+@pytest.mark.parametrize(
+    ("kind", "target", "kwargs", "exc", "match"),
+    [
+        (
+            "joint_damping",
+            "j",
+            {"nominal": [0.3, 0.4]},
+            ValueError,
+            r"nominal must be a single number for joint_damping \(one value for the whole joint, "
+            r"written to each of its dofs\), got \[0.3, 0.4\]",
+        ),
+        (
+            "joint_damping",
+            "k",
+            {"nominal": [0.3, 0.3, 0.3]},
+            ValueError,  # ball: 3 dofs, 1 value
+            r"nominal must be a single number for joint_damping",
+        ),
+        (
+            "actuator_gear",
+            "mot",
+            {"max_value": [5.0, 5.0]},
+            ValueError,
+            r"max_value must be a single number for actuator_gear, got \[5.0, 5.0\]",
+        ),
+        (
+            "joint_damping",
+            "j",
+            {"nominal": True},
+            ValueError,
+            r"nominal must be a number or a sequence of numbers, got True",
+        ),
+        (
+            "joint_damping",
+            "j",
+            {"nominal": "x"},
+            ValueError,
+            r"nominal must be a number or a sequence of numbers, got 'x'",
+        ),
+        (
+            "joint_damping",
+            "j",
+            {"frozen": "no"},
+            TypeError,
+            r"parameter 'j_damping': frozen must be True or False, got 'no'",
+        ),
+        (3, "j", {}, TypeError, r"kind must be a string, one of \['actuator_gear', .*\], got 3"),
+        (
+            ["joint_damping"],
+            "j",
+            {},
+            TypeError,
+            r"kind must be a string, one of .*, got \['joint_damping'\]",
+        ),
+        ("joint_damping", 0, {}, TypeError, r"target must be the joint's name \(a string\), got 0"),
+        ("sensor_gain", None, {}, TypeError, r"target must be a sensor name pattern, got None"),
+    ],
+)
+def test_make_parameter_argument_errors(kind, target, kwargs, exc, match):
+    model = mujoco.MjSpec.from_string(KIND_XML).compile()
+    with pytest.raises(exc, match=match):
+        ms.make_parameter(kind, model, target, **kwargs)
+
+
+LIMITED = {
+    "joint_damping": ("j", "a negative damping adds energy"),
+    "joint_armature": ("j", "armature is a rotor inertia, never negative"),
+    "joint_frictionloss": ("j", "a friction loss is a magnitude, never negative"),
+    "actuator_kp": ("servo", "a negative position gain drives away from the target"),
+    "actuator_kv": ("servo", "a negative velocity gain adds energy"),
+    "geom_friction": ("g", "a friction coefficient is never negative"),
+    "pair_friction": ("p", "a friction coefficient is never negative"),
+}
+
+
+def test_physical_lower_limits_are_the_documented_ones():
+    assert {k for k, v in KINDS.items() if v.lower is not None} == set(LIMITED)
+    assert all(KINDS[k].lower == 0.0 for k in LIMITED)
+    model = mujoco.MjSpec.from_string(KIND_XML).compile()
+    for kind, (target, _) in LIMITED.items():  # the default bounds respect the limit
+        assert ms.make_parameter(kind, model, target).min_value[0] >= 0.0
+
+
+@pytest.mark.parametrize("kind", sorted(LIMITED))
+def test_bounds_below_a_physical_limit_are_rejected(kind):
+    model = mujoco.MjSpec.from_string(KIND_XML).compile()
+    target, reason = LIMITED[kind]
+    with pytest.raises(
+        ValueError,
+        match=rf"min_value must be >= 0.0 for {kind} \({reason}\), got -1.0\. A lower bound "
+        "below it lets the fit reach values that are not physical",
+    ):
+        ms.make_parameter(kind, model, target, min_value=-1.0)
+    # 0 is the limit itself; -inf (no bound: writing any value, e.g. a simulated truth) is
+    # accepted here and refused by optimize (see test_optimize)
+    assert ms.make_parameter(kind, model, target, min_value=0.0).min_value[0] == 0.0
+    assert ms.make_parameter(kind, model, target, min_value=-np.inf).min_value[0] == -np.inf
+
+
+def test_kinds_where_negative_values_mean_something_have_no_limit():
+    model = mujoco.MjSpec.from_string(KIND_XML).compile()
+    for kind, target in (
+        ("joint_stiffness", "j"),
+        ("actuator_gear", "mot"),
+        ("sensor_bias", "*"),
+        ("sensor_gain", "*"),
+        ("sensor_delay", "*"),
+    ):
+        assert ms.make_parameter(kind, model, target, min_value=-1.0).min_value[0] == -1.0
+
+
+def test_negative_gear_gets_bounds_on_its_side_of_zero():
+    """A reversed motor (gear -2) used to get default bounds [0.2, 20] that excluded its own
+    nominal value."""
+    spec = mujoco.MjSpec.from_string(KIND_XML)
+    spec.actuator("mot").gear[0] = -2.0
+    p = ms.make_parameter("actuator_gear", spec.compile(), "mot")
+    np.testing.assert_allclose(p.nominal, [-2.0])
+    np.testing.assert_allclose(p.get_bounds(), ([-20.0], [-0.2]))
 
 
 def test_kind_modifiers_rebound_after_load(tmp_path):

@@ -199,6 +199,73 @@ def _describe_nonfinite(residual_fn: Any, r: np.ndarray) -> str:
     return f"{where}" + (f" ({'; '.join(extra[:3])})" if extra else "")
 
 
+def _check_free_parameters(params: ParameterDict) -> None:
+    """Checks what the optimizer will see of every non-frozen parameter, entry by entry.
+
+    ``Parameter`` validates its bounds and nominal when it is created, but ``frozen``, the
+    bound arrays and ``value`` can change afterwards (unfreezing a parameter whose bounds are
+    equal, writing into ``p.min_value`` or ``p.value`` in place), and a backend handed such a
+    point fails far from the cause (a MuJoCo ``FatalError`` for equal bounds, "converged"
+    after 0 iterations, "x must be finite"). The error names the parameter, and the entry of
+    a vector parameter. Checked for each entry: the bounds are numbers (``±inf`` allowed, not
+    NaN), ``min_value < max_value``, the start is finite and within the bounds, and, for a
+    kind with a physical lower limit (see :mod:`mjsysid.param_kinds`), ``min_value`` is not
+    below it.
+    """
+    from mjsysid.param_kinds import KINDS  # local import: param_kinds builds on parameter
+
+    for p in params.non_frozen():
+        arrays = {}
+        for field_name in ("value", "min_value", "max_value"):
+            arr = np.asarray(getattr(p, field_name))
+            if arr.dtype.kind not in "iuf" or arr.shape != p.shape:
+                raise ValueError(
+                    must_be(
+                        f"initial_params: {p.name}.{field_name}",
+                        f"a float array of shape {p.shape}",
+                        arr,
+                    )
+                )
+            arrays[field_name] = arr.astype(np.float64)
+        x, lo, hi = arrays["value"], arrays["min_value"], arrays["max_value"]
+
+        def label(i: int, name: str = p.name, size: int = p.size) -> str:
+            return name if size == 1 else f"{name}[{i}]"
+
+        for i in range(p.size):
+            if np.isnan(lo[i]) or np.isnan(hi[i]):
+                raise ValueError(
+                    f"initial_params: {label(i)} must have bounds that are numbers (+-inf "
+                    f"allowed), got [{float(lo[i])!r}, {float(hi[i])!r}]; fix min_value/max_value"
+                )
+            if not lo[i] < hi[i]:
+                fix = (
+                    "freeze it (frozen=True) to keep it fixed, or widen its bounds"
+                    if lo[i] == hi[i]
+                    else "fix the bounds"
+                )
+                raise ValueError(
+                    f"initial_params: {label(i)} must have min_value < max_value to be "
+                    f"optimized, got [{float(lo[i])!r}, {float(hi[i])!r}]; {fix}"
+                )
+            if not np.isfinite(x[i]):
+                raise ValueError(
+                    f"initial_params: {label(i)} must start at a finite value, got "
+                    f"{float(x[i])!r}; set its value (or call reset())"
+                )
+        kind_name = p.meta.get("kind")
+        kind = KINDS.get(kind_name) if isinstance(kind_name, str) else None
+        if kind is not None and kind.lower is not None:
+            below = np.flatnonzero(lo < kind.lower)
+            if below.size:
+                i = int(below[0])
+                raise ValueError(
+                    f"initial_params: {label(i)} must have min_value >= {kind.lower!r} "
+                    f"({kind_name}: {kind.lower_reason}), got {float(lo[i])!r}; a fit "
+                    "must not reach values that are not physical, raise min_value"
+                )
+
+
 def _check_start(
     params: ParameterDict, optimizer: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -211,6 +278,7 @@ def _check_start(
             f"initial_params must have at least one non-frozen parameter, got "
             f"{len(params)} parameters, all frozen: {params.keys()}"
         )
+    _check_free_parameters(params)
     x0 = params.as_vector()
     lo, hi = params.get_bounds()
     names = params.get_non_frozen_parameter_names()

@@ -25,6 +25,22 @@ sensor_delay           sensor glob  no model change; used by :class:`SignalTrans
 sensor_gain            sensor glob  no model change; used by :class:`SignalTransform`
 sensor_bias            sensor glob  no model change; used by :class:`SignalTransform`
 =====================  ===========  ===============================================
+
+Every kind here has one value (a joint quantity is written to all dofs of its joint), so
+``nominal``, ``min_value`` and ``max_value`` are single numbers.
+
+Physical limits. A kind whose quantity cannot be negative without being nonsense has a lower
+limit of 0 (:attr:`Kind.lower`): ``joint_damping``, ``joint_armature``,
+``joint_frictionloss``, ``actuator_kp``, ``actuator_kv``, ``geom_friction`` and
+``pair_friction``. Their default bounds start at 0 or above, a ``min_value`` below 0 is
+rejected by :func:`make_parameter`, and :func:`mjsysid.optimize` refuses to fit such a
+parameter whose bounds reach below 0 (also one loaded from a file, or whose bounds were
+changed in place). ``min_value=-inf`` (no bound at all) stays accepted by
+:func:`make_parameter`, to write any value into a model (a simulated truth), but not by
+``optimize``. Kinds where a negative value has a meaning have no limit: ``joint_stiffness``
+(a negative spring is a destabilising one), ``actuator_gear`` (the sign is the motor's
+direction), and the signal kinds (``sensor_delay`` may be negative, ``sensor_gain`` may flip
+a sign). Body masses and inertias are bounded by :func:`mjsysid.body_inertia_param`.
 """
 
 from __future__ import annotations
@@ -39,7 +55,7 @@ import numpy.typing as npt
 
 from mjsysid._errors import model_key, must_be, require_model
 from mjsysid.model_modifier import FieldWrite
-from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.parameter import Parameter, ParameterDict, as_number_vector
 
 _OBJ = {
     "joint": mujoco.mjtObj.mjOBJ_JOINT,
@@ -108,6 +124,9 @@ class Kind:
       fields: ``fields(model, id) -> [(field, flat indices, factor)]``: what ``set_model``
         writes, ``model.<field>.flat[index] = factor · value[0]`` (for batched writes, see
         :class:`mjsysid.model_modifier.WritePlan`).
+      lower: Physical lower limit of the quantity (``None``: a negative value has a meaning);
+        see "Physical limits" in the module docstring.
+      lower_reason: Why, for error messages.
     """
 
     element: str | None
@@ -117,6 +136,8 @@ class Kind:
     bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
     unit: str
     fields: Callable[[mujoco.MjModel, int], list[tuple[str, list[int], float]]] | None = None
+    lower: float | None = None
+    lower_reason: str = ""
 
 
 def _at(model: mujoco.MjModel, field: str, row: int, col: int = 0) -> int:
@@ -133,6 +154,13 @@ def _nonneg(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _positive(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mag = np.maximum(np.abs(nominal), 1e-6)
     return 0.1 * mag, 10.0 * mag
+
+
+def _same_sign(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """0.1x to 10x the nominal, on the nominal's side of 0 (a gear of -2 gets [-20, -0.2])."""
+    lo, hi = _positive(nominal)
+    neg = nominal < 0
+    return np.where(neg, -hi, lo), np.where(neg, -lo, hi)
 
 
 def _set0(attr: str) -> Callable[[Any, np.ndarray], None]:
@@ -173,7 +201,7 @@ def _set_pair_friction_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
     m.pair_friction[i, 0:2] = v[0]
 
 
-def _dof_kind(field: str, spec_attr: str, unit: str) -> Kind:
+def _dof_kind(field: str, spec_attr: str, unit: str, reason: str) -> Kind:
     """A joint quantity stored once per dof (``model.<field>``), the same for all its dofs."""
 
     def read(m: mujoco.MjModel, i: int) -> np.ndarray:
@@ -186,13 +214,19 @@ def _dof_kind(field: str, spec_attr: str, unit: str) -> Kind:
         d = _dofs(m, i)
         return [(field, list(range(d.start, d.stop)), 1.0)]
 
-    return Kind("joint", read, _set0(spec_attr), write, _nonneg, unit, fields)
+    return Kind("joint", read, _set0(spec_attr), write, _nonneg, unit, fields, 0.0, reason)
 
 
 KINDS: dict[str, Kind] = {
-    "joint_damping": _dof_kind("dof_damping", "damping", "N·m·s/rad"),
-    "joint_armature": _dof_kind("dof_armature", "armature", "kg·m²"),
-    "joint_frictionloss": _dof_kind("dof_frictionloss", "frictionloss", "N·m"),
+    "joint_damping": _dof_kind(
+        "dof_damping", "damping", "N·m·s/rad", "a negative damping adds energy"
+    ),
+    "joint_armature": _dof_kind(
+        "dof_armature", "armature", "kg·m²", "armature is a rotor inertia, never negative"
+    ),
+    "joint_frictionloss": _dof_kind(
+        "dof_frictionloss", "frictionloss", "N·m", "a friction loss is a magnitude, never negative"
+    ),
     "joint_stiffness": Kind(
         "joint",
         lambda m, i: m.jnt_stiffness[i : i + 1].copy(),
@@ -213,6 +247,8 @@ KINDS: dict[str, Kind] = {
             ("actuator_gainprm", [_at(m, "actuator_gainprm", i, 0)], 1.0),
             ("actuator_biasprm", [_at(m, "actuator_biasprm", i, 1)], -1.0),
         ],
+        0.0,
+        "a negative position gain drives away from the target",
     ),
     "actuator_kv": Kind(
         "actuator",
@@ -222,13 +258,15 @@ KINDS: dict[str, Kind] = {
         _nonneg,
         "N·m·s/rad",
         lambda m, i: [("actuator_biasprm", [_at(m, "actuator_biasprm", i, 2)], -1.0)],
+        0.0,
+        "a negative velocity gain adds energy",
     ),
     "actuator_gear": Kind(
         "actuator",
         lambda m, i: m.actuator_gear[i, :1].copy(),
         _set0("gear"),
         lambda m, i, v: m.actuator_gear.__setitem__((i, 0), v[0]),
-        _positive,
+        _same_sign,
         "N·m/ctrl",
         lambda m, i: [("actuator_gear", [_at(m, "actuator_gear", i, 0)], 1.0)],
     ),
@@ -240,6 +278,8 @@ KINDS: dict[str, Kind] = {
         _nonneg,
         "1",
         lambda m, i: [("geom_friction", [_at(m, "geom_friction", i, 0)], 1.0)],
+        0.0,
+        "a friction coefficient is never negative",
     ),
     "pair_friction": Kind(
         "pair",
@@ -251,6 +291,8 @@ KINDS: dict[str, Kind] = {
         lambda m, i: [
             ("pair_friction", [_at(m, "pair_friction", i, 0), _at(m, "pair_friction", i, 1)], 1.0)
         ],
+        0.0,
+        "a friction coefficient is never negative",
     ),
     "sensor_delay": Kind(
         None, None, None, None, lambda n: (np.full_like(n, -0.05), np.full_like(n, 0.1)), "s"
@@ -331,19 +373,36 @@ def make_parameter(
         or when ``nominal`` is given).
       target: Element name (joint, actuator, geom, pair) or sensor glob for sensor kinds.
       name: Parameter name; default ``f"{target}_{quantity}"`` (e.g. ``hinge1_damping``).
-      nominal: Override the value read from the model.
-      min_value, max_value: Override the kind's default bounds.
-      frozen: Create the parameter frozen.
+      nominal: Override the value read from the model; a single number.
+      min_value, max_value: Override the kind's default bounds; single numbers. For a kind
+        with a physical lower limit (damping, armature, friction loss, kp, kv, friction; see
+        the module docstring) ``min_value`` must not lie below it, except ``-inf``.
+      frozen: Create the parameter frozen (``True`` or ``False``).
 
     Raises:
-      ValueError: Unknown kind, or kind not applicable to the element (e.g. kp of a motor).
+      TypeError: ``kind`` or ``target`` is not a string, ``model`` is not an ``MjModel``,
+        ``frozen`` is not a bool.
+      ValueError: Unknown kind, kind not applicable to the element (e.g. kp of a motor),
+        ``nominal``/``min_value``/``max_value`` not a single number, or ``min_value`` below
+        the kind's physical limit.
       KeyError: ``target`` is not an element of the model.
     """
+    if not isinstance(kind, str):
+        raise TypeError(must_be("kind", f"a string, one of {sorted(KINDS)}", kind))
     if kind not in KINDS:
         if kind in _REBINDERS or kind.startswith("body_"):
             raise ValueError(f"kind {kind!r} is created with mjsysid.body_inertia_param")
         raise ValueError(must_be("kind", f"one of {sorted(KINDS)}", kind))
     spec_kind = KINDS[kind]
+    if not isinstance(target, str):
+        element = spec_kind.element
+        raise TypeError(
+            must_be(
+                "target",
+                f"the {element}'s name (a string)" if element else "a sensor name pattern",
+                target,
+            )
+        )
     if spec_kind.element is not None:
         if model is None:
             raise ValueError(must_be("model", f"a compiled MjModel to read {kind} from", model))
@@ -355,10 +414,37 @@ def make_parameter(
         read = spec_kind.read(model, i)
     else:
         read = np.array([_SIGNAL_NOMINAL[kind]])
-    nom = read if nominal is None else np.asarray(nominal, dtype=np.float64).reshape(-1)
+    given = {}
+    for field, value in (("nominal", nominal), ("min_value", min_value), ("max_value", max_value)):
+        if value is None:
+            continue
+        arr = as_number_vector(field, value)
+        if arr.size != read.size:
+            per = " (one value for the whole joint, written to each of its dofs)"
+            raise ValueError(
+                must_be(
+                    field,
+                    f"a single number for {kind}{per if spec_kind.element == 'joint' else ''}",
+                    value,
+                )
+            )
+        given[field] = arr
+    nom = given.get("nominal", read)
     lo, hi = spec_kind.bounds(np.asarray(nom, dtype=np.float64))
-    lo = lo if min_value is None else np.asarray(min_value, dtype=np.float64)
-    hi = hi if max_value is None else np.asarray(max_value, dtype=np.float64)
+    lo = given.get("min_value", lo)
+    hi = given.get("max_value", hi)
+    limit = spec_kind.lower
+    if limit is not None and "min_value" in given:
+        below = np.flatnonzero((lo < limit) & np.isfinite(lo))
+        if below.size:
+            raise ValueError(
+                must_be(
+                    "min_value",
+                    f">= {limit!r} for {kind} ({spec_kind.lower_reason})",
+                    float(lo[below[0]]),
+                    hint="A lower bound below it lets the fit reach values that are not physical",
+                )
+            )
     quantity = kind.split("_", 1)[1]
     param = Parameter(
         name or f"{target}_{quantity}",

@@ -29,16 +29,45 @@ PARAMS_SCHEMA = "mjsysid.parameters"
 PARAMS_SCHEMA_VERSION = 1
 
 
-def _as_vector(name: str, field: str, value: npt.ArrayLike) -> np.ndarray:
+def _has_bool(value: Any) -> bool:
+    """Whether ``value`` is or holds a boolean (``np.asarray([True, 0.5])`` hides it)."""
+    if isinstance(value, bool | np.bool_):
+        return True
+    if isinstance(value, list | tuple):
+        return any(_has_bool(v) for v in value)
+    return False
+
+
+def as_number_vector(what: str, value: Any) -> np.ndarray:
+    """``value`` (a number or a sequence of numbers) as a 1-D float64 array.
+
+    Booleans and strings are errors, not ``1.0`` or a parsed number: ``nominal=True`` or
+    ``min_value="0"`` is a mistake that a silent conversion would hide.
+
+    Raises:
+      ValueError: ``value`` is not a number or a sequence of numbers, or has more than one
+        dimension. The message starts with ``what``.
+    """
     try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(
-            must_be(f"parameter {name!r}: {field}", "a number or a sequence of numbers", value)
-        ) from None
-    if arr.ndim > 1:
-        raise ValueError(must_be(f"parameter {name!r}: {field}", "a scalar or a 1-D array", arr))
-    return arr.reshape(-1)
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nesting
+        raw = None
+    if raw is None or raw.dtype.kind not in "iuf" or _has_bool(value):
+        raise ValueError(must_be(what, "a number or a sequence of numbers", value))
+    if raw.ndim > 1:
+        raise ValueError(must_be(what, "a scalar or a 1-D array", raw))
+    return raw.astype(np.float64).reshape(-1)
+
+
+def _as_vector(name: str, field: str, value: npt.ArrayLike) -> np.ndarray:
+    return as_number_vector(f"parameter {name!r}: {field}", value)
+
+
+def _check_flag(what: str, value: Any) -> bool:
+    """``value`` as a ``bool``; anything but ``True``/``False`` (``"no"`` is truthy) is an error."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(must_be(what, "True or False", value))
+    return bool(value)
 
 
 class Parameter:
@@ -49,7 +78,8 @@ class Parameter:
       nominal: Starting (and reset) value; a scalar or a 1-D sequence.
       min_value: Lower bound, same shape as ``nominal`` (``-inf`` allowed, not NaN).
       max_value: Upper bound, same shape as ``nominal`` (``+inf`` allowed, not NaN).
-      frozen: Exclude from optimization; the modifier is then never called.
+      frozen: Exclude from optimization; the modifier is then never called. ``True`` or
+        ``False`` (a string such as ``"no"`` is an error, not truthy).
       modifier: ``modifier(spec, param)`` writes ``param.value`` into an ``MjSpec``
         (see :class:`mjsysid.protocols.ModifierFn`). ``None`` for parameters that act only on
         signals (delay, gain, bias) or inside a custom residual.
@@ -59,14 +89,20 @@ class Parameter:
         ``{"kind": "joint_damping", "target": "hinge1"}``); known kinds let a saved file
         re-create the modifier on load.
 
+    The value may later be set outside the bounds (see :attr:`value`); the bounds constrain
+    the fit, and :func:`mjsysid.optimize` checks them again (they are plain arrays that can
+    be changed in place).
+
     Raises:
-      ValueError: When shapes differ, the nominal is not finite, a bound is NaN,
-        ``min_value > max_value`` (or equal, unless frozen), or the nominal is out of bounds.
+      ValueError: When a number is not a number (booleans and strings are refused), shapes
+        differ, the nominal is not finite, a bound is NaN, ``min_value > max_value`` (or
+        equal, unless frozen), or the nominal is out of bounds.
+      TypeError: ``frozen`` is not ``True`` or ``False``.
     """
 
     __slots__ = (
+        "_frozen",
         "_value",
-        "frozen",
         "max_value",
         "meta",
         "min_value",
@@ -94,7 +130,7 @@ class Parameter:
         self.nominal = _as_vector(name, "nominal", nominal)
         self.min_value = _as_vector(name, "min_value", min_value)
         self.max_value = _as_vector(name, "max_value", max_value)
-        self.frozen = bool(frozen)
+        self._frozen = _check_flag(f"parameter {name!r}: frozen", frozen)
         if modifier is not None and not callable(modifier):
             raise ValueError(must_be(f"parameter {name!r}: modifier", "callable or None", modifier))
         if model_modifier is not None and not callable(model_modifier):
@@ -152,8 +188,37 @@ class Parameter:
 
     # -- value access -------------------------------------------------------------------------
     @property
+    def frozen(self) -> bool:
+        """Whether the optimizer leaves this parameter out (``True``/``False`` only).
+
+        Unfreezing a parameter whose bounds are equal (``min_value == max_value``, allowed
+        only while frozen) is an error: widen the bounds first.
+        """
+        return self._frozen
+
+    @frozen.setter
+    def frozen(self, flag: bool) -> None:
+        flag = _check_flag(f"parameter {self.name!r}: frozen", flag)
+        if not flag:
+            eq = np.flatnonzero(self.min_value == self.max_value)
+            if eq.size:
+                i = int(eq[0])
+                raise ValueError(
+                    f"parameter {self.name!r}: min_value must be < max_value for a non-frozen "
+                    f"parameter, got both equal to {float(self.min_value[i])!r} at index {i}; "
+                    "widen the bounds before unfreezing it"
+                )
+        self._frozen = flag
+
+    @property
     def value(self) -> np.ndarray:
-        """Current value, a 1-D float64 array of length :attr:`size` (mutable in place)."""
+        """Current value, a 1-D float64 array of length :attr:`size` (mutable in place).
+
+        Setting it checks the shape and finiteness, not the bounds: a value outside them is a
+        legal state (a simulated truth, a point of a sweep), but :func:`mjsysid.optimize`
+        refuses to start from one, naming the parameter. A value written in place
+        (``p.value[0] = ...``) is not checked here; ``optimize`` checks it too.
+        """
         return self._value
 
     @value.setter
@@ -339,8 +404,20 @@ class ParameterDict:
         return np.concatenate(parts) if parts else np.zeros(0)
 
     def update_from_vector(self, x: npt.ArrayLike) -> None:
-        """Writes ``x`` (shape ``(size,)``) back into the non-frozen parameters."""
-        arr = np.asarray(x, dtype=np.float64)
+        """Writes ``x`` (shape ``(size,)``) back into the non-frozen parameters.
+
+        Like :attr:`Parameter.value`, the values are checked for shape and finiteness, not
+        against the bounds (see there).
+        """
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError):
+            arr = np.asarray(None)
+        if arr.dtype.kind not in "iuf" or _has_bool(x):
+            raise ValueError(
+                must_be("update_from_vector: x", f"an array of {self.size} numbers", x)
+            )
+        arr = arr.astype(np.float64)
         if arr.ndim != 1 or arr.size != self.size:
             raise ValueError(
                 must_be(
