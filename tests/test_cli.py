@@ -124,12 +124,19 @@ def test_simulate_then_fit_own_experiment(tmp_path):
 
 def test_fit_resume_from_checkpoint(tmp_path):
     out = tmp_path / "arm"
-    code, _, _ = run(
+    code, _, err = run(
         "fit", "example:arm", "--out", str(out), "--no-report", "-q", "--max-iters", "1"
     )
     assert code == 0 and (out / "checkpoint.npz").is_file()
+    # the intervals of an unfinished fit come with a warning, here and in confidence.yaml
+    assert "warning: the fit did not converge: the intervals describe its end point" in err
+    saved = yaml.safe_load((out / "confidence.yaml").read_text())
+    assert saved["converged"] is False and "did not converge" in saved["caveats"][0]
     code, _, err = run("fit", "example:arm", "--out", str(out), "--no-report", "-q", "--resume")
-    assert code == 0 and "Converged" in err
+    assert code == 0 and "Converged" in err and "warning" not in err
+    saved = yaml.safe_load((out / "confidence.yaml").read_text())
+    assert saved["converged"] is True and saved["caveats"] == []
+    assert {p["at_bound"] for p in saved["parameters"]} == {False}
 
 
 def test_fit_in_horizon_stages_from_the_file_or_the_command_line(tmp_path):

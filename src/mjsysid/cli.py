@@ -47,10 +47,14 @@ def _write_report(exp_or_seqs, params, opt_params, result, rf, out: Path, err: T
 
 def _table(result, conf, params) -> str:
     x0 = params.as_vector()
+    side = conf.at_bound if conf.at_bound is not None else np.zeros(x0.size, int)
     lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {'± 95 %':>12}"]
-    for name, a, b, h in zip(result.parameter_names, x0, result.x, conf.half_widths, strict=True):
+    for name, a, b, h, at in zip(
+        result.parameter_names, x0, result.x, conf.half_widths, side, strict=True
+    ):
         hw = f"{h:12.4g}" if np.isfinite(h) else f"{'unidentif.':>12}"
-        lines.append(f"{name:<28} {a:12.6g} {b:12.6g} {hw}")
+        flag = {-1: "  (at lower bound)", 1: "  (at upper bound)"}.get(int(at), "")
+        lines.append(f"{name:<28} {a:12.6g} {b:12.6g} {hw}{flag}")
     return "\n".join(lines)
 
 
@@ -130,12 +134,16 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
             sort_keys=False,
         ),
     )
-    conf = compute_confidence(result, rf)
+    conf = compute_confidence(result, rf, params=opt_params)
     if args.quiet:  # (otherwise optimize said it)
         print(result.message, file=err)
         print(f"cost {result.initial_cost:.6e} -> {result.cost:.6e}", file=err)
     print(f"{result.nit} iterations, {result.nfev} evaluations, {result.wall_time:.2f} s", file=err)
     print(_table(result, conf, exp.params), file=out_stream)
+    if not conf.converged:
+        print(f"warning: {conf.caveats()[0]}", file=err)
+    if conf.at_bound is not None and conf.at_bound.any():
+        print("warning: the intervals of parameters at a bound are not meaningful", file=err)
     print(f"results: {out}", file=err)
     if not args.no_report:
         _write_report(exp.sequences, exp.params, opt_params, result, rf, out, err)

@@ -313,9 +313,11 @@ _MESSAGES = {
     "gtol": "Converged: the projected gradient fell below gtol.",
     "ftol": "Converged: the relative cost reduction stayed below ftol.",
     "stalled": (
-        "Converged: the cost stalled (three steps in a row were accepted only at a large "
-        "damping and gained under 0.1 %): a non-smooth cost such as contact or friction, "
-        "where no nearby point is better; try another start if the fit is poor."
+        "Stopped: the cost stalled (three steps in a row were accepted only at a large "
+        "damping and gained under 0.1 %): no nearby point is clearly better. Typical of a "
+        "non-smooth cost (contacts, dry friction) or of a long simulation that drifts from "
+        "the data; if the fit is poor, try another start, shorter horizons or multiple "
+        "shooting (split_windows with initial_state_params)."
     ),
     "max_iters": (
         "Stopped after max_iters={n} iterations before converging; raise max_iters or "
