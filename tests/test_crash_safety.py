@@ -584,3 +584,31 @@ def test_pickled_npz_payloads_are_refused_and_never_run(arm, tmp_path: Path):
     with pytest.raises(ValueError, match=pickled):
         load_experiment(tmp_path / "exp.yaml")
     assert not marker.exists()
+
+
+def test_damaged_checkpoints_are_named_errors(arm, tmp_path: Path):
+    """A checkpoint with the right names but a wrong x, iteration or stage, or a file that is
+    not an npz at all, is refused with what is wrong (numpy's broadcast and pickle messages
+    before)."""
+    params = arm["masses"]()
+    names = np.array(params.get_non_frozen_parameter_names())
+    good = {
+        "x": params.as_vector(),
+        "cost": np.array(1.0),
+        "iteration": np.array(3),
+        "parameter_names": names,
+        "horizon": np.array(1.0),
+    }
+    for edit, match in (
+        ({"x": np.ones(params.size + 2)}, r"c\.npz': x must be 2 finite numbers \(one per free"),
+        ({"x": np.full(params.size, np.nan)}, r"x must be 2 finite numbers"),
+        ({"iteration": np.array(-5)}, r"c\.npz': iteration must be an integer >= 0, got"),
+        ({"horizon": np.array(7.0)}, r"c\.npz': horizon must be a fraction in \(0, 1\], got"),
+    ):
+        ckpt = tmp_path / "c.npz"
+        np.savez(ckpt, **{**good, **edit})
+        with pytest.raises(ValueError, match=match):
+            ms.optimize(params, arm["rf"], checkpoint=ckpt, resume=True)
+    ckpt.write_text("not an archive")
+    with pytest.raises(ValueError, match=r"c\.npz' is not a readable \.npz file \(not a zip"):
+        ms.optimize(params, arm["rf"], checkpoint=ckpt, resume=True)

@@ -420,6 +420,14 @@ def test_loaded_damping_with_negative_bound_loads_but_is_not_fitted(arm_problem)
         ({"max_iters": -1}, ValueError, "max_iters must be a non-negative integer"),
         ({"max_iters": 2.5}, ValueError, "max_iters must be a non-negative integer"),
         ({"mu_factor": 1.0}, ValueError, "mu_factor must be a finite number > 1, got 1.0"),
+        ({"eps": True}, ValueError, "eps must be a finite number > 0, got True"),
+        ({"xtol": True}, ValueError, "xtol must be a finite number >= 0, got True"),
+        ({"ftol": float("nan")}, ValueError, "ftol must be a finite number >= 0, got nan"),
+        ({"x_scale": True}, ValueError, r"x_scale must be 'jac', a positive number or an arr"),
+        ({"x_scale": [1, "a", 2]}, ValueError, r"x_scale must be 'jac', a positive number or"),
+        ({"verbose": "no"}, TypeError, "verbose must be True or False, got 'no'"),
+        ({"secant": 1}, TypeError, "secant must be True or False, got 1"),
+        ({"output": "fit.log"}, TypeError, r"output must be a text stream with write\(\)"),
     ],
 )
 def test_bad_options(arm_problem, kwargs, exc, match):

@@ -127,6 +127,8 @@ def load_npz(path: str | Path, required: tuple[str, ...] = ()) -> dict[str, np.n
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
+    if not zipfile.is_zipfile(path):  # np.load would talk about pickled data
+        raise ValueError(f"{str(path)!r} is not a readable .npz file (not a zip archive)")
     try:
         with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
             out = {k: z[k] for k in z.files}

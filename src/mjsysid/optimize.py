@@ -372,13 +372,25 @@ def load_checkpoint(path: str | Path, params: ParameterDict) -> tuple[np.ndarray
       ValueError: The checkpoint belongs to other parameters.
     """
     z = load_npz(path, required=("x", "iteration", "parameter_names"))
-    names = [str(n) for n in z["parameter_names"]]
+    names = [str(n) for n in np.atleast_1d(z["parameter_names"])]
     if names != params.get_non_frozen_parameter_names():
         raise ValueError(
             f"checkpoint {str(path)!r} must hold the same parameters as initial_params, got "
             f"{names} vs {params.get_non_frozen_parameter_names()}"
         )
-    return np.asarray(z["x"], dtype=np.float64), int(z["iteration"])
+    x = np.asarray(z["x"])
+    where = f"checkpoint {str(path)!r}"
+    if x.dtype.kind not in "iuf" or x.shape != (params.size,) or not np.all(np.isfinite(x)):
+        raise ValueError(
+            must_be(f"{where}: x", f"{params.size} finite numbers (one per free entry)", x)
+        )
+    it = np.asarray(z["iteration"])
+    if it.shape != () or it.dtype.kind not in "iu" or int(it) < 0:
+        raise ValueError(must_be(f"{where}: iteration", "an integer >= 0", it))
+    horizon = np.asarray(z.get("horizon", 1.0))
+    if horizon.shape != () or horizon.dtype.kind != "f" or not 0.0 < float(horizon) <= 1.0:
+        raise ValueError(must_be(f"{where}: horizon", "a fraction in (0, 1]", horizon))
+    return x.astype(np.float64), int(it)
 
 
 _STAGE_SLOW = 0.9  # an early horizon stage ends after a step that cut its cost by < 10 %
@@ -729,6 +741,15 @@ def _fit_stage(
     return stage
 
 
+def _real(value: object) -> bool:
+    """A finite real number (not a bool)."""
+    return (
+        isinstance(value, int | float | np.integer | np.floating)
+        and not isinstance(value, bool | np.bool_)
+        and bool(np.isfinite(value))
+    )
+
+
 def optimize(
     initial_params: ParameterDict,
     residual_fn: ResidualFn,
@@ -830,20 +851,37 @@ def optimize(
         raise TypeError(
             must_be("callback", "callable callback(iteration, x, cost) or None", callback)
         )
-    if not (isinstance(eps, (int, float, np.floating)) and np.isfinite(eps) and eps > 0):
+    if not (_real(eps) and eps > 0):
         raise ValueError(must_be("eps", "a finite number > 0", eps))
     if mu_factor is None:
         mu_factor = 4.0 if optimizer == "lm" else 2.0
-    if not (isinstance(mu_factor, int | float) and np.isfinite(mu_factor) and mu_factor > 1):
+    if not (_real(mu_factor) and mu_factor > 1):
         raise ValueError(must_be("mu_factor", "a finite number > 1", mu_factor))
     for tol_name, tol in (("xtol", xtol), ("gtol", gtol), ("ftol", ftol)):
-        if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
+        if not (_real(tol) and tol >= 0):
             raise ValueError(must_be(tol_name, "a finite number >= 0", tol))
+    for flag_name, flag in (
+        ("verbose", verbose),
+        ("secant", secant),
+        ("allow_no_effect", allow_no_effect),
+        ("resume", resume),
+    ):
+        if not isinstance(flag, bool | np.bool_):
+            raise TypeError(must_be(flag_name, "True or False", flag))
+    if output is not None and not callable(getattr(output, "write", None)):
+        raise TypeError(
+            must_be("output", "a text stream with write() (e.g. sys.stdout or open(...))", output)
+        )
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
     x0, lo, hi = _check_start(params, optimizer)
     names = params.get_non_frozen_parameter_names()
     if not (isinstance(x_scale, str) and x_scale == "jac"):
-        xs = np.asarray(x_scale, dtype=np.float64) if not isinstance(x_scale, str) else None
+        xs = None
+        if not isinstance(x_scale, str | bool | np.bool_):
+            try:
+                xs = np.asarray(x_scale, dtype=np.float64)
+            except (TypeError, ValueError):
+                xs = None
         if xs is None or xs.shape not in ((), x0.shape) or not np.all(np.isfinite(xs) & (xs > 0)):
             raise ValueError(
                 must_be(
