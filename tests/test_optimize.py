@@ -579,3 +579,26 @@ def test_a_fit_that_stalls_on_a_cliff_says_so():
     assert res.status == "stalled" and res.success
     assert res.message.startswith("Stopped: the cost stalled") and "non-smooth" in res.message
     assert 0.99 < opt["x"].value[0] <= 1.0
+
+
+@pytest.mark.parametrize("optimizer", ["lm", "mujoco", "scipy", "scipy_parallel_fd"])
+def test_plain_residual_of_bad_shape_is_named(optimizer):
+    """A user residual that returns nothing, or a length that depends on x, is named (was a
+    misleading 'no effect' error or a numpy broadcast error)."""
+    params = ms.ParameterDict([ms.Parameter("a", 1.0, 0.0, 2.0), ms.Parameter("b", 1.0, 0.0, 2.0)])
+
+    def empty(x, p):
+        return np.zeros((0,) + np.shape(x)[1:])
+
+    def varying(x, p):
+        X = np.atleast_2d(np.asarray(x).T).T
+        n = 3 if np.all(X[0] == 1.0) else 4
+        out = np.outer(np.arange(1, n + 1), X[0] + X[1]) - 1.0
+        return out[:, 0] if np.ndim(x) == 1 else out
+
+    with pytest.raises(ValueError, match=r"residual_fn output must be shape \(n, 1\) with n >= 1"):
+        ms.optimize(params, empty, optimizer=optimizer, horizons=None)
+    with pytest.raises(
+        ValueError, match=r"residual_fn output must be 3 residuals, as at the first"
+    ):
+        ms.optimize(params, varying, optimizer=optimizer, horizons=None)

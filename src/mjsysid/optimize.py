@@ -118,6 +118,7 @@ class _Counted:
     def __init__(self, residual_fn: ResidualFn, params: ParameterDict) -> None:
         self.residual_fn, self.params = residual_fn, params
         self.nfev = 0
+        self.size: int | None = None  # residual length, from the first call
         # the last single evaluation (key 1) and the last batch of 2 to _CACHED (key 2)
         self._kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -134,10 +135,34 @@ class _Counted:
         r = np.asarray(self.residual_fn(X2, self.params), dtype=np.float64)
         if r.ndim == 1:
             r = r[:, None]
+        self._check(r, X2.shape[1])
         self.nfev += X2.shape[1]
         if X2.shape[1] <= self._CACHED:
             self._kept[min(X2.shape[1], 2)] = (X2.copy(), r.copy())
         return r[:, 0] if flat else r
+
+    def _check(self, r: np.ndarray, k: int) -> None:
+        """The residual of ``k`` candidates must be ``(n, k)``, ``n >= 1`` the same each call."""
+        if r.ndim != 2 or r.shape[1] != k or r.shape[0] == 0:
+            raise ValueError(
+                must_be(
+                    "residual_fn output",
+                    f"shape (n, {k}) with n >= 1 for x of shape (p, {k})",
+                    r,
+                    f"got shape {r.shape}",
+                )
+            )
+        if self.size is None:
+            self.size = r.shape[0]
+        elif r.shape[0] != self.size:
+            raise ValueError(
+                must_be(
+                    "residual_fn output",
+                    f"{self.size} residuals, as at the first call (the length must not depend "
+                    "on the parameter values)",
+                    f"{r.shape[0]} residuals",
+                )
+            )
 
 
 def _fd_steps(x: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
