@@ -588,7 +588,7 @@ def test_plain_residual_of_bad_shape_is_named(optimizer):
     params = ms.ParameterDict([ms.Parameter("a", 1.0, 0.0, 2.0), ms.Parameter("b", 1.0, 0.0, 2.0)])
 
     def empty(x, p):
-        return np.zeros((0,) + np.shape(x)[1:])
+        return np.zeros((0, *np.shape(x)[1:]))
 
     def varying(x, p):
         X = np.atleast_2d(np.asarray(x).T).T
