@@ -1495,7 +1495,8 @@ CASES = [
         "exp-recording-nan-data",
         lambda c: load_experiment(c.recording(elbow_pos=lambda a: _with_nan(a, (10,)))),
         ExperimentError,
-        r"exp\.yaml: sequences\[0\]: data must be finite, got nan at row 10",
+        r"exp\.yaml: sequences\[0\]: recording '.*': column 'elbow_pos' must be finite, got "
+        r"\[nan\] in data row 11 of",
     ),
     _case(
         "exp-recording-repeated-times",
@@ -1503,8 +1504,8 @@ CASES = [
             c.recording(time=lambda t: np.where(np.arange(t.size) == 5, t[4], t))
         ),
         ExperimentError,
-        r"sequences\[0\]: times must be strictly increasing, got "
-        r"times\[5\]=.* <= times\[4\]=",
+        r"sequences\[0\]: recording '.*': time column 'time' must be strictly increasing, "
+        r"got .* then .* in data rows 5 and 6",
     ),
     _case(
         "exp-recording-nan-initial-qpos",

@@ -304,3 +304,42 @@ def test_bad_sensor_effects(model, effects, match):
     t, y = _truth(model)
     with pytest.raises(ValueError, match=match):
         apply_sensor_effects(model, t, y, effects)
+
+
+def test_bad_samples_and_time_units_are_named(model, tmp_path):
+    """A lost sample (NaN), a repeated time stamp and milliseconds are reported with the file,
+    the column and the row; time_scale reads milliseconds as seconds."""
+    cols = _columns(model)
+    path = tmp_path / "r.npz"
+
+    def load(edit, **kw):
+        np.savez(path, **{**cols, **edit})
+        return load_recording(path, model, **kw)
+
+    nan = cols["j1_pos"].copy()
+    nan[7] = np.nan
+    with pytest.raises(
+        ValueError,
+        match=r"r\.npz': column 'j1_pos' must be finite, got \[nan\] in data row 8 of 50 "
+        r"\(1 such row\(s\)\); a lost or corrupt sample",
+    ):
+        load({"j1_pos": nan})
+    t = cols["time"].copy()
+    t[5] = t[4]
+    with pytest.raises(
+        ValueError,
+        match=r"r\.npz': time column 'time' must be strictly increasing, got 0\.04 then 0\.04 "
+        r"in data rows 5 and 6 \(1 such place\(s\)\)",
+    ):
+        load({"time": t})
+    ms_times = cols["time"] * 1000.0
+    with pytest.raises(
+        ValueError, match=r"time column 'time' must be in seconds: its typical step is 10\.0"
+    ):
+        load({"time": ms_times})
+    rec = load({"time": ms_times}, time_scale=1e-3)
+    np.testing.assert_allclose(rec.times, cols["time"], rtol=1e-12)
+    slow = load({"time": cols["time"] * 100.0}, time_scale=1.0)  # really one sample a second
+    assert slow.times[1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"time_scale must be a finite number > 0"):
+        load({}, time_scale=0)

@@ -8,7 +8,8 @@ Example (paths are relative to the experiment file)::
     sequences:
       - name: run1
         file: run1.npz              # .npz or .csv, see mjsysid.recording
-        # optional: time: t, control: {actuator: column}, sensors: {signal: column(s)},
+        # optional: time: t, time_scale: 0.001 (s per unit: ms), control: {actuator: column},
+        #           sensors: {signal: column(s)},
         #           initial_state: {qpos: [...] or {joint: value}, qvel: ...},
         #           ignore_columns: [column, ...]  (read, deliberately not used)
     parameters:
@@ -351,6 +352,9 @@ def load_experiment(path: str | Path) -> Experiment:
                 rec_file,
                 model,
                 time=node.get("time", str, None),
+                time_scale=node.get(
+                    "time_scale", (int, float), None, expected="a number (s per time unit)"
+                ),
                 control=cmap,
                 sensors=smap,
                 ignore_columns=ignore,

@@ -227,8 +227,43 @@ def _column(
                     f"{arr.shape[0]} rows",
                 )
             )
+        bad = np.flatnonzero(~np.all(np.isfinite(arr), axis=1))
+        if bad.size:
+            row = int(bad[0])
+            raise ValueError(
+                f"{what}: column {k!r} must be finite, got {arr[row].tolist()} in data row "
+                f"{row + 1} of {n} ({bad.size} such row(s)); a lost or corrupt sample: drop "
+                "or repair the row before fitting"
+            )
         parts.append(arr)
     return np.concatenate(parts, axis=1)
+
+
+def _check_times(times: np.ndarray, what: str, plausible: bool = True) -> None:
+    """Finite, strictly increasing sample times; with ``plausible``, a typical step over
+    0.5 s is reported as probably not in seconds (the model would be simulated for hours)."""
+    bad = np.flatnonzero(~np.isfinite(times))
+    if bad.size:
+        raise ValueError(
+            f"{what} must be finite, got {float(times[bad[0]])} in data row "
+            f"{int(bad[0]) + 1}; drop or repair the row"
+        )
+    step = np.diff(times)
+    back = np.flatnonzero(step <= 0)
+    if back.size:
+        i = int(back[0])
+        raise ValueError(
+            f"{what} must be strictly increasing, got {float(times[i])!r} then "
+            f"{float(times[i + 1])!r} in "
+            f"data rows {i + 1} and {i + 2} ({back.size} such place(s)); a repeated or "
+            "reordered sample: drop or repair it"
+        )
+    if plausible and step.size and float(np.median(step)) > 0.5:
+        raise ValueError(
+            f"{what} must be in seconds: its typical step is {float(np.median(step))!r}, "
+            "which looks like milliseconds or another unit; give time_scale (experiment "
+            "file: time_scale: 0.001 for ms)"
+        )
 
 
 def load_recording(
@@ -236,6 +271,7 @@ def load_recording(
     model: mujoco.MjModel,
     *,
     time: str | None = None,
+    time_scale: float | None = None,
     control: Mapping[str, str] | None = None,
     sensors: Mapping[str, str | Sequence[str]] | None = None,
     ignore_columns: Sequence[str] = (),
@@ -260,6 +296,9 @@ def load_recording(
       path: ``.npz`` or ``.csv`` file.
       model: The compiled model (for names and widths).
       time: Name of the time column (default: the first of ``time``, ``t``, ``times``).
+      time_scale: Seconds per unit of the time column (``1e-3`` for milliseconds). Default:
+        seconds, and a typical step over 0.5 s is refused as probably another unit (pass
+        ``time_scale=1.0`` for a recording that really is that slow).
       control: ``{actuator: column}``; default ``ctrl.<actuator>`` or ``<actuator>`` for every
         actuator (all actuators are required).
       sensors: ``{signal: column or [columns]}``; default every model sensor and joint state
@@ -285,8 +324,15 @@ def load_recording(
     tkey = time or next((k for k in TIME_KEYS if k in cols), None)
     if tkey is None or tkey not in cols:
         raise KeyError(f"{where}: no time column {time or TIME_KEYS!r}; it has {sorted(cols)}")
-    times = np.asarray(cols[tkey], dtype=np.float64).reshape(-1)
+    scale = 1.0 if time_scale is None else time_scale
+    if (
+        not (isinstance(scale, int | float) and not isinstance(scale, bool) and np.isfinite(scale))
+        or scale <= 0
+    ):
+        raise ValueError(must_be("time_scale", "a finite number > 0 (s per unit)", time_scale))
+    times = np.asarray(cols[tkey], dtype=np.float64).reshape(-1) * float(scale)
     n = times.size
+    _check_times(times, f"{where}: time column {tkey!r}", plausible=time_scale is None)
     used = {tkey, "initial_qpos", "initial_qvel"}
     # controls
     ctrl_ts = None
