@@ -1411,6 +1411,31 @@ CASES = [
         r"confidence\.npz: half_widths must be shape \(2,\) .*got shape \(5,\)",
     ),
     _case(
+        "results-params-do-not-match-the-result",
+        lambda c: ms.save_results(
+            c.tmp / "fit",
+            c.seqs,
+            c.masses(),
+            ms.ParameterDict([ms.body_inertia_param(c.spec, c.model, "link1")]),
+            _result(c),
+        ),
+        ValueError,
+        r"opt_params: free parameters must be those of opt_result \['link1_mass', 'link2_mass'\]"
+        r", got \['link1_mass'\]",
+    ),
+    _case(
+        "results-no-sequences",
+        lambda c: ms.save_results(c.tmp / "fit", [], c.masses(), c.masses(), _result(c)),
+        TypeError,
+        r"models_sequences must be a ModelSequences or a non-empty list of them, got \[\]",
+    ),
+    _case(
+        "results-params-not-a-parameter-dict",
+        lambda c: ms.save_results(c.tmp / "fit", c.seqs, {"a": 1}, c.masses(), _result(c)),
+        TypeError,
+        r"initial_params must be a ParameterDict, got 'dict'",
+    ),
+    _case(
         "results-folder-not-writable",
         lambda c: ms.save_results(c.blocker() / "fit", c.seqs, c.masses(), c.masses(), _result(c)),
         OSError,

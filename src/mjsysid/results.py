@@ -259,9 +259,28 @@ def save_results(
         [models_sequences]
         if isinstance(models_sequences, ModelSequences)
         else list(models_sequences)
+        if isinstance(models_sequences, list | tuple)
+        else []
     )
+    if not ms_list or not all(isinstance(m, ModelSequences) for m in ms_list):
+        raise TypeError(
+            must_be(
+                "models_sequences", "a ModelSequences or a non-empty list of them", models_sequences
+            )
+        )
     if not isinstance(opt_result, OptimizeResult):
         raise TypeError(must_be("opt_result", "an OptimizeResult", type(opt_result).__name__))
+    for what, params in (("initial_params", initial_params), ("opt_params", opt_params)):
+        if not isinstance(params, ParameterDict):
+            raise TypeError(must_be(what, "a ParameterDict", type(params).__name__))
+        if params.get_non_frozen_parameter_names() != list(opt_result.parameter_names):
+            raise ValueError(
+                must_be(
+                    f"{what}: free parameters",
+                    f"those of opt_result {list(opt_result.parameter_names)}",
+                    params.get_non_frozen_parameter_names(),
+                )
+            )
 
     def dump(data: Any) -> bytes:
         return yaml.safe_dump(data, sort_keys=False).encode("utf-8")
