@@ -1677,12 +1677,16 @@ def test_custom_modifier_lost_on_load_is_named_in_a_fit(arm: Arm, tmp_path: Path
     params = _with(arm.masses(), ms.Parameter("my_damping", 0.05, 0.0, 1.0, modifier=scale_damping))
     params.save_to_disk(tmp_path / "p.yaml")
     loaded = ms.ParameterDict.load_from_disk(tmp_path / "p.yaml")
-    with pytest.raises(
-        ValueError,
-        match=r"parameters \['my_damping'\] have no effect .*check "
-        r"their modifiers",
-    ):
+    lost = (
+        r"parameters \['my_damping'\] were saved with custom modifiers and loaded without them "
+        r"\(callbacks are not saved\); set p.modifier again"
+    )
+    with pytest.raises(ValueError, match=rf"residual_fn: {lost}"):  # before any simulation
         ms.optimize(loaded, arm.rf, max_iters=3)
+    with pytest.raises(ValueError, match=rf"apply modifiers: {lost}"):
+        ms.apply_param_modifiers(loaded, arm.spec)
+    loaded["my_damping"].frozen = True  # frozen: it is not applied, nothing is lost
+    ms.apply_param_modifiers(loaded, arm.spec)
     params.load_values(tmp_path / "p.yaml")  # the documented way to continue with own modifiers
     assert params["my_damping"].modifier is scale_damping
 

@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 
 from mjsysid._errors import must_be, short_repr
-from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.parameter import Parameter, ParameterDict, check_modifiers_present
 
 
 class ModifierError(ValueError):
@@ -56,6 +56,7 @@ def _call(p: Parameter, what: str, target: mujoco.MjSpec | mujoco.MjModel) -> No
 
 def run_modifiers(params: ParameterDict, spec: mujoco.MjSpec) -> mujoco.MjSpec:
     """Runs the modifiers of all non-frozen parameters on ``spec`` itself (no copy)."""
+    check_modifiers_present(params.values(), "apply modifiers")
     for p in params.non_frozen():
         if p.modifier is not None:
             _call(p, "modifier", spec)

@@ -289,8 +289,11 @@ class Parameter:
             "max_value": [_yaml_float(v) for v in self.max_value],
             "frozen": self.frozen,
         }
-        if self.meta:
-            out["meta"] = self.meta
+        meta = dict(self.meta)
+        if self.modifier is not None and "kind" not in meta:
+            meta["modifier"] = "custom"  # not saved: a loaded parameter must say it lacks one
+        if meta:
+            out["meta"] = meta
         return out
 
     def __repr__(self) -> str:
@@ -330,6 +333,22 @@ def _from_yaml_float(v: Any) -> float:
     if isinstance(v, str) and v.lower() in (".inf", "inf", "+.inf", "-.inf", "-inf"):
         return -math.inf if v.startswith("-") else math.inf
     return float(v)
+
+
+def check_modifiers_present(params: Iterable[Parameter], where: str) -> None:
+    """Raises when a free parameter was saved with a custom modifier and loaded without it
+    (callbacks are not saved): it would silently change nothing."""
+    lost = [
+        p.name
+        for p in params
+        if not p.frozen and p.modifier is None and p.meta.get("modifier") == "custom"
+    ]
+    if lost:
+        raise ValueError(
+            f"{where}: parameters {lost} were saved with custom modifiers and loaded without "
+            "them (callbacks are not saved); set p.modifier again, or load the values into the "
+            "ParameterDict that has them (ParameterDict.load_values)"
+        )
 
 
 class ParameterDict:

@@ -52,7 +52,7 @@ from mjsysid.model_modifier import (
     supports_model_edits,
 )
 from mjsysid.model_sequences import ModelSequences
-from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.parameter import Parameter, ParameterDict, check_modifiers_present
 from mjsysid.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.shooting import INITIAL_KINDS, initial_state_overrides
 from mjsysid.signal_transform import SignalTransform
@@ -404,6 +404,7 @@ class ResidualFunction:
             for p in params.values()
         )
         if self._work_key != key:
+            check_modifiers_present(params.values(), "residual_fn")
             work = params.copy()
             free = work.non_frozen()
             model_mask, sim_mask = self._masks(work)
