@@ -333,6 +333,8 @@ KIND_XML = """
   <actuator>
     <position name="servo" joint="j" kp="3" kv="0.2"/>
     <motor name="mot" joint="j" gear="2"/>
+    <general name="lag" joint="j" dyntype="filter" dynprm="0.02" gainprm="1.5"
+             biastype="affine" biasprm="0 0 -0.1"/>
   </actuator>
 </mujoco>
 """
@@ -345,6 +347,7 @@ KIND_TARGETS = {
     "actuator_kp": ("servo", 5.0),
     "actuator_kv": ("servo", 0.6),
     "actuator_gear": ("mot", 3.0),
+    "actuator_filter_tau": ("lag", 0.05),
     "geom_friction": ("g", 0.4),
     "pair_friction": ("p", 0.3),
 }
@@ -443,7 +446,13 @@ def test_kind_errors():
             TypeError,
             r"parameter 'j_damping': frozen must be True or False, got 'no'",
         ),
-        (3, "j", {}, TypeError, r"kind must be a string, one of \['actuator_gear', .*\], got 3"),
+        (
+            3,
+            "j",
+            {},
+            TypeError,
+            r"kind must be a string, one of \['actuator_filter_tau', .*\], got 3",
+        ),
         (
             ["joint_damping"],
             "j",
@@ -467,6 +476,7 @@ LIMITED = {
     "joint_frictionloss": ("j", "a friction loss is a magnitude, never negative"),
     "actuator_kp": ("servo", "a negative position gain drives away from the target"),
     "actuator_kv": ("servo", "a negative velocity gain adds energy"),
+    "actuator_filter_tau": ("lag", "a time constant is positive"),
     "geom_friction": ("g", "a friction coefficient is never negative"),
     "pair_friction": ("p", "a friction coefficient is never negative"),
 }

@@ -16,8 +16,11 @@ joint_armature         joint        ``armature`` -> ``dof_armature``
 joint_frictionloss     joint        ``frictionloss`` -> ``dof_frictionloss``
 joint_stiffness        joint        ``stiffness[0]`` -> ``jnt_stiffness``
 actuator_kp            actuator     position gain (``gainprm[0]``, ``biasprm[1] = -kp``)
-actuator_kv            actuator     velocity gain of a position actuator (``biasprm[2] = -kv``)
+actuator_kv            actuator     velocity gain of an affine-bias actuator (``biasprm[2] = -kv``):
+                                    a position servo's kv, or a DC motor's back-EMF damping
+                                    (``<general ... biastype="affine" biasprm="0 0 -kv">``)
 actuator_gear          actuator     ``gear[0]`` (motor constant / transmission ratio)
+actuator_filter_tau    actuator     time constant ``dynprm[0]`` of a filter actuator (s)
 geom_friction          geom         sliding friction ``friction[0]``
 pair_friction          pair         sliding friction ``friction[0:2]`` (both tangent axes)
 body_mass / ...        body         see :mod:`mjsysid.inertia`
@@ -30,17 +33,17 @@ Every kind here has one value (a joint quantity is written to all dofs of its jo
 ``nominal``, ``min_value`` and ``max_value`` are single numbers.
 
 Physical limits. A kind whose quantity cannot be negative without being nonsense has a lower
-limit of 0 (:attr:`Kind.lower`): ``joint_damping``, ``joint_armature``,
-``joint_frictionloss``, ``actuator_kp``, ``actuator_kv``, ``geom_friction`` and
+limit of 0 (:attr:`Kind.lower`): ``joint_damping``, ``joint_armature``, ``joint_frictionloss``,
+``actuator_kp``, ``actuator_kv``, ``actuator_filter_tau``, ``geom_friction`` and
 ``pair_friction``. Their default bounds start at 0 or above, a ``min_value`` below 0 is
 rejected by :func:`make_parameter`, and :func:`mjsysid.optimize` refuses to fit such a
-parameter whose bounds reach below 0 (also one loaded from a file, or whose bounds were
-changed in place). ``min_value=-inf`` (no bound at all) stays accepted by
-:func:`make_parameter`, to write any value into a model (a simulated truth), but not by
-``optimize``. Kinds where a negative value has a meaning have no limit: ``joint_stiffness``
-(a negative spring is a destabilising one), ``actuator_gear`` (the sign is the motor's
-direction), and the signal kinds (``sensor_delay`` may be negative, ``sensor_gain`` may flip
-a sign). Body masses and inertias are bounded by :func:`mjsysid.body_inertia_param`.
+parameter whose bounds reach below 0 (also one loaded from a file, or whose bounds were changed
+in place). ``min_value=-inf`` (no bound at all) stays accepted by :func:`make_parameter`, to
+write any value into a model (a simulated truth), but not by ``optimize``. Kinds where a
+negative value has a meaning have no limit: ``joint_stiffness`` (a negative spring is a
+destabilising one), ``actuator_gear`` (the sign is the motor's direction), and the signal kinds
+(``sensor_delay`` may be negative, ``sensor_gain`` may flip a sign). Body masses and inertias
+are bounded by :func:`mjsysid.body_inertia_param`.
 """
 
 from __future__ import annotations
@@ -105,8 +108,19 @@ def _require_position_actuator(model: mujoco.MjModel, i: int, name: str) -> None
     ):
         raise ValueError(
             f"actuator {name!r} must be a position-type actuator (fixed gain, affine bias) to "
-            "have kp/kv gains, got a different gain/bias type; use actuator_gear or a custom "
-            "modifier for motors"
+            "have kp/kv gains, got a different gain/bias type; for a motor use actuator_gear, "
+            'and for its back-EMF declare it <general ... biastype="affine" '
+            'biasprm="0 0 -kv"> (then actuator_kv is that damping)'
+        )
+
+
+def _require_filter_actuator(model: mujoco.MjModel, i: int, name: str) -> None:
+    filters = (int(mujoco.mjtDyn.mjDYN_FILTER), int(mujoco.mjtDyn.mjDYN_FILTEREXACT))
+    if int(model.actuator_dyntype[i]) not in filters:
+        raise ValueError(
+            f'actuator {name!r} must have first-order filter dynamics (dyntype="filter" or '
+            f'"filterexact", dynprm="tau") to have a filter time constant, got dyntype '
+            f"{mujoco.mjtDyn(int(model.actuator_dyntype[i])).name}"
         )
 
 
@@ -270,6 +284,17 @@ KINDS: dict[str, Kind] = {
         "N·m/ctrl",
         lambda m, i: [("actuator_gear", [_at(m, "actuator_gear", i, 0)], 1.0)],
     ),
+    "actuator_filter_tau": Kind(
+        "actuator",
+        lambda m, i: m.actuator_dynprm[i, :1].copy(),
+        _set0("dynprm"),
+        lambda m, i, v: m.actuator_dynprm.__setitem__((i, 0), v[0]),
+        _positive,
+        "s",
+        lambda m, i: [("actuator_dynprm", [_at(m, "actuator_dynprm", i, 0)], 1.0)],
+        0.0,
+        "a time constant is positive",
+    ),
     "geom_friction": Kind(
         "geom",
         lambda m, i: m.geom_friction[i, :1].copy(),
@@ -410,6 +435,8 @@ def make_parameter(
         i = element_id(model, spec_kind.element, target)
         if kind in ("actuator_kp", "actuator_kv"):
             _require_position_actuator(model, i, target)
+        if kind == "actuator_filter_tau":
+            _require_filter_actuator(model, i, target)
         assert spec_kind.read is not None
         read = spec_kind.read(model, i)
     else:
