@@ -4,6 +4,7 @@ The public API; implementation lives in the submodules.
 """
 
 from mjsysid import signal_modifier
+from mjsysid.control_transform import ControlTransform
 from mjsysid.inertia import (
     InertiaType,
     apply_body_inertia,
@@ -68,6 +69,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BuildModelFn",
     "Confidence",
+    "ControlTransform",
     "CustomRolloutFn",
     "DtStatistics",
     "InertiaType",

@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from mjsysid._errors import must_be
 from mjsysid.alignment import PreparedSequence, head_samples, prepare_sequence, sequence_head
+from mjsysid.control_transform import ControlTransform
 from mjsysid.model_modifier import (
     WritePlan,
     apply_param_modifiers,
@@ -209,8 +210,13 @@ class ResidualFunction:
         control_interpolation: str,
         nthread: int | None,
         fast_model_edits: bool,
+        control_transform: ControlTransform | None = None,
     ) -> None:
         self.models_sequences = list(models_sequences)
+        self.control_transform = control_transform
+        if control_transform is not None:
+            for ms in self.models_sequences:
+                control_transform.validate(ms.model)
         self.modify_residual = modify_residual
         self.custom_rollout = custom_rollout
         self.build_model = build_model
@@ -294,18 +300,23 @@ class ResidualFunction:
         self._sim_cache_key = None
 
     def check_params(self, params: ParameterDict) -> None:
-        """Checks, before any simulation, that the parameters a SignalTransform reads exist."""
+        """Checks, before any simulation, that the parameters a SignalTransform or the
+        ControlTransform reads exist (with valid sizes)."""
         owner: Any = getattr(self.modify_residual, "__self__", None)
         if hasattr(owner, "validate_signals"):
             owner.validate_signals(self._measured_names, params, self._widths)
+        if self.control_transform is not None:
+            for ms in self.models_sequences:
+                self.control_transform.validate(ms.model, params)
 
     # -- evaluation -------------------------------------------------------------------------
     def _masks(self, params: ParameterDict) -> tuple[np.ndarray, np.ndarray]:
         """Entries of ``x`` that change the model, and those that change the simulation.
 
-        Parameters with a model modifier change both; initial-state parameters only change
-        the simulation; parameters without either (sensor delay, gain, bias) change neither.
-        With a custom build_model or rollout every entry is assumed to matter.
+        Parameters with a model modifier change both; initial-state parameters and those of
+        the control transform only change the simulation; parameters without either (sensor
+        delay, gain, bias) change neither. With a custom build_model or rollout every entry
+        is assumed to matter.
         """
         ps = params.non_frozen()
         if self.build_model is not None or self.custom_rollout is not None:
@@ -315,7 +326,14 @@ class ResidualFunction:
             return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
         model = np.concatenate([np.full(p.size, p.modifier is not None) for p in ps])
         init = np.concatenate([np.full(p.size, p.meta.get("kind") in INITIAL_KINDS) for p in ps])
-        return model, model | init
+        return model, model | init | self._control_mask(params)
+
+    def _control_mask(self, params: ParameterDict) -> np.ndarray:
+        """Entries of ``x`` the control transform reads."""
+        names = set(self.control_transform.parameter_names if self.control_transform else ())
+        return np.concatenate(
+            [np.full(p.size, p.name in names) for p in params.non_frozen()] or [np.zeros(0, bool)]
+        )
 
     def _initial_overrides(self, params: ParameterDict) -> list[list[tuple[int, int]]]:
         """Per sequence, ``(state index, x index)`` of each initial-state parameter of it.
@@ -412,8 +430,8 @@ class ResidualFunction:
             if self.build_model is not None or self.custom_rollout is not None:
                 seq_rows = [np.flatnonzero(sim_mask) for _ in overrides]
             else:
-                model_rows = np.flatnonzero(model_mask)
-                seq_rows = [np.union1d(model_rows, [r for _, r in ov]) for ov in overrides]
+                shared = np.flatnonzero(model_mask | self._control_mask(work))
+                seq_rows = [np.union1d(shared, [r for _, r in ov]) for ov in overrides]
             layout = _Layout(
                 free,
                 np.repeat(np.arange(len(free)), [p.size for p in free]),
@@ -532,6 +550,7 @@ class ResidualFunction:
                     [self._initial_state(layout, i, X[:, sim_cols[i]]) for i in group],
                     [[cand_params[j] for j in sim_cols[i]] if cand_params else [] for i in group],
                     preds,
+                    self._transformed_controls(work, X, sim_cols, group, mi),
                 )
         for i in range(nseq):
             if len(run[i]) < len(per_seq[i][0]):
@@ -674,6 +693,29 @@ class ResidualFunction:
         state, sens, ok, x0 = (np.stack([row[f] for row in rows]) for f in range(4))
         return state, sens, ok, x0
 
+    def _transformed_controls(
+        self,
+        work: ParameterDict,
+        X: np.ndarray,
+        sim_cols: list[np.ndarray],
+        group: list[int],
+        mi: int,
+    ) -> np.ndarray | None:
+        """``(sum of candidates, nstep, nu)`` controls of a rollout group after the control
+        transform, candidate by candidate (``None`` without a transform)."""
+        ct = self.control_transform
+        if ct is None:
+            return None
+        layout = self._layout
+        assert layout is not None
+        model = self.models_sequences[mi].model
+        out = []
+        for i in group:
+            for j in sim_cols[i]:
+                work._assign_checked_vector(X[:, j], layout.free)
+                out.append(ct.apply(work, self._sequences[i].control, model))
+        return np.stack(out)
+
     def _rollout_group(
         self,
         mi: int,
@@ -682,14 +724,17 @@ class ResidualFunction:
         x0s: list[np.ndarray],
         cand_params: list[list[ParameterDict]],
         preds: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+        controls: np.ndarray | None = None,
     ) -> None:
         """Simulates, in one call, sequence ``group[g]`` from ``x0s[g]`` with ``models[g]``
-        (one per candidate) and stores ``(raw_state, sensordata, ok, x0)`` in ``preds``."""
+        (one per candidate) and stores ``(raw_state, sensordata, ok, x0)`` in ``preds``.
+        ``controls``: the batch's controls when a control transform made them per candidate
+        (default: each sequence's recorded controls)."""
         counts = [len(m) for m in models]
         batch_models = [m for ms_ in models for m in ms_]
         x0 = np.concatenate(x0s)
         key = tuple(zip(group, counts, strict=True))
-        ctrl = self._controls.get(key)
+        ctrl = self._controls.get(key) if controls is None else controls
         if ctrl is None:  # controls never change: keep the batch for calls of the same widths
             ctrl = np.stack([self._sequences[i].control for i, n in key for _ in range(n)])
             ctrl.flags.writeable = False
@@ -866,6 +911,7 @@ def build_residual_fn(
     control_interpolation: str = "zoh",
     nthread: int | None = None,
     fast_model_edits: bool = True,
+    control_transform: ControlTransform | None = None,
 ) -> ResidualFunction:
     """Builds the batched residual function ``residual_fn(x, params)``.
 
@@ -891,6 +937,10 @@ def build_residual_fn(
         commands) or ``"linear"``.
       nthread: Rollout threads (default: all available CPUs).
       fast_model_edits: Allow the compiled-model fast path.
+      control_transform: Deadbands, direction-dependent gains and offsets applied to the
+        recorded controls of every candidate before its rollout
+        (:class:`~mjsysid.control_transform.ControlTransform`); its patterns must match
+        actuators of every model.
 
     Returns:
       A :class:`ResidualFunction`. Unknown names in ``sensor_weights`` or
@@ -921,6 +971,10 @@ def build_residual_fn(
         raise ValueError(
             must_be("control_interpolation", "'zoh' or 'linear'", control_interpolation)
         )
+    if control_transform is not None and not isinstance(control_transform, ControlTransform):
+        raise TypeError(
+            must_be("control_transform", "a ControlTransform or None", control_transform)
+        )
     for what, fn in (
         ("modify_residual", modify_residual),
         ("custom_rollout", custom_rollout),
@@ -939,6 +993,7 @@ def build_residual_fn(
         control_interpolation=control_interpolation,
         nthread=nthread,
         fast_model_edits=fast_model_edits,
+        control_transform=control_transform,
     )
 
 

@@ -1,0 +1,135 @@
+"""Input nonlinearities: what an actuator makes of its command, fitted like any parameter.
+
+A motor driver often does not pass the command through unchanged: a small command does not
+overcome the driver's threshold, and the two directions need not be equally strong (the
+hobby H-bridge whose motor needs 14 % duty forwards and 8 % backwards before it turns).
+MuJoCo's actuators cannot express that, so :class:`ControlTransform` applies it to the
+recorded controls of every candidate before the rollout (the model is not changed). For a
+command ``u`` of a matched actuator:
+
+* ``deadband(pattern, d)``, ``d = (d₊, d₋) ≥ 0`` (one value: both):
+  ``u − d₊`` for ``u > d₊``, ``u + d₋`` for ``u < −d₋``, else ``0``. Continuous in ``u``
+  and ``d`` (a band that swallowed the command entirely would leave ``d`` without a gradient
+  on recorded commands; this one is fitted like any other parameter).
+* ``gain(pattern, g)``, ``g = (g₊, g₋)`` (one value: both): ``g₊·u`` for ``u ≥ 0``,
+  ``g₋·u`` for ``u < 0``.
+* ``offset(pattern, c)``: ``u + c``.
+
+Operations run in the order they were declared, each on the result of the previous ones.
+Patterns are ``fnmatch`` patterns over actuator names. The parameters are named, like a
+:class:`~mjsysid.signal_transform.SignalTransform`'s: the values used are those of the
+candidate being evaluated. Use it with
+``build_residual_fn(..., control_transform=transform)``. The identified values are in the
+saved parameter files; the saved MJCF cannot hold them (apply the same transform in the
+controller, or compensate the command).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from mjsysid._errors import must_be
+from mjsysid.parameter import Parameter, ParameterDict
+
+_SIZES = {"deadband": (1, 2), "gain": (1, 2), "offset": (1,)}
+
+
+@dataclass(frozen=True)
+class _Op:
+    kind: str
+    pattern: str
+    param: str
+
+
+class ControlTransform:
+    """Deadbands, direction-dependent gains and offsets on the commands (module docstring)."""
+
+    def __init__(self) -> None:
+        self._ops: list[_Op] = []
+
+    def deadband(self, pattern: str, param: Parameter | str) -> ControlTransform:
+        """Commands of the matched actuators inside ``(−d₋, d₊)`` do nothing, the others lose
+        ``d``; ``param`` holds ``d`` (one value) or ``(d₊, d₋)``, all ``>= 0``."""
+        return self._add("deadband", pattern, param)
+
+    def gain(self, pattern: str, param: Parameter | str) -> ControlTransform:
+        """Scales the commands, by ``g₊`` when positive and ``g₋`` when negative (one value:
+        both)."""
+        return self._add("gain", pattern, param)
+
+    def offset(self, pattern: str, param: Parameter | str) -> ControlTransform:
+        """Adds the parameter's value to the commands."""
+        return self._add("offset", pattern, param)
+
+    def _add(self, kind: str, pattern: str, param: Parameter | str) -> ControlTransform:
+        if not isinstance(pattern, str) or not pattern:
+            raise TypeError(
+                must_be(f"ControlTransform.{kind}: pattern", "a non-empty str", pattern)
+            )
+        name = param.name if isinstance(param, Parameter) else param
+        if not isinstance(name, str) or not name:
+            raise TypeError(
+                must_be(f"ControlTransform.{kind}: param", "a Parameter or a parameter name", param)
+            )
+        self._ops.append(_Op(kind, pattern, name))
+        return self
+
+    @property
+    def parameter_names(self) -> list[str]:
+        """Names of the parameters the transform reads."""
+        return list(dict.fromkeys(op.param for op in self._ops))
+
+    def columns(self, model: mujoco.MjModel, pattern: str) -> np.ndarray:
+        """Actuator indices (control columns) whose names match ``pattern``."""
+        names = [model.actuator(i).name for i in range(model.nu)]
+        return np.array([i for i, n in enumerate(names) if fnmatch.fnmatchcase(n, pattern)], int)
+
+    def validate(self, model: mujoco.MjModel, params: ParameterDict | None = None) -> None:
+        """Every pattern matches an actuator of ``model``; with ``params``, every parameter
+        exists with a valid size (and a deadband is never negative within its bounds)."""
+        names = [model.actuator(i).name for i in range(model.nu)]
+        for op in self._ops:
+            where = f"ControlTransform.{op.kind}({op.pattern!r}, {op.param!r})"
+            if not self.columns(model, op.pattern).size:
+                raise ValueError(
+                    f"{where}: the pattern must match at least one actuator, got none; "
+                    f"actuators: {names}"
+                )
+            if params is None:
+                continue
+            if op.param not in params:
+                raise KeyError(f"{where}: no parameter named {op.param!r}")
+            p = params[op.param]
+            if p.size not in _SIZES[op.kind]:
+                sizes = " or ".join(str(n) for n in _SIZES[op.kind])
+                raise ValueError(must_be(f"{where}: the parameter", f"{sizes} values", p.value))
+            if op.kind == "deadband" and np.any(p.min_value < 0):
+                raise ValueError(
+                    must_be(f"{where}: the parameter's min_value", "0 or more", p.min_value)
+                )
+
+    def apply(
+        self, params: ParameterDict, control: np.ndarray, model: mujoco.MjModel
+    ) -> np.ndarray:
+        """The transformed commands, a new ``(N, nu)`` array (``control`` is not changed)."""
+        u = np.array(control, dtype=np.float64)
+        for op in self._ops:
+            cols = self.columns(model, op.pattern)
+            v = params[op.param].value
+            x = u[:, cols]
+            if op.kind == "offset":
+                x += v[0]
+            elif op.kind == "gain":
+                x *= np.where(x >= 0.0, v[0], v[-1])
+            else:
+                hi, lo = v[0], v[-1]
+                x = np.where(x > hi, x - hi, np.where(x < -lo, x + lo, 0.0))
+            u[:, cols] = x
+        return u
+
+
+__all__ = ["ControlTransform"]
