@@ -135,3 +135,34 @@ def test_mistakes_are_named_before_simulating():
         ms.optimize(ms.ParameterDict([ms.Parameter("q", 0.1, 0.0, 1.0)]), rf)
     with pytest.raises(TypeError, match=r"ControlTransform.gain: pattern must be a non-empty str"):
         ms.ControlTransform().gain("", "g")
+
+
+def test_one_parameter_per_direction_equals_one_for_both():
+    model = mujoco.MjModel.from_xml_string(ROTOR)
+    u = np.stack([np.linspace(-0.6, 0.6, 241), np.zeros(241)], axis=1)
+    both = ms.ParameterDict(
+        [
+            ms.Parameter("dz", [0.14, 0.08], [0, 0], [1, 1]),
+            ms.Parameter("g", [1.2, 0.8], [0, 0], [2, 2]),
+        ]
+    )
+    split = ms.ParameterDict(
+        [
+            ms.Parameter(name, value, 0.0, 2.0)
+            for name, value in (("dzp", 0.14), ("dzn", 0.08), ("gp", 1.2), ("gn", 0.8))
+        ]
+    )
+    one = ms.ControlTransform().deadband("motor", "dz").gain("motor", "g")
+    sides = (
+        ms.ControlTransform()
+        .deadband("motor", "dzp", "positive")
+        .deadband("motor", "dzn", "negative")
+        .gain("motor", "gp", "positive")
+        .gain("motor", "gn", "negative")
+    )
+    np.testing.assert_array_equal(one.apply(both, u, model), sides.apply(split, u, model))
+    sides.validate(model, split)
+    with pytest.raises(ValueError, match=r"deadband\('motor', 'dz'\): the parameter must be 1 "):
+        ms.ControlTransform().deadband("motor", "dz", "positive").validate(model, both)
+    with pytest.raises(ValueError, match=r"ControlTransform.gain: direction must be one of"):
+        ms.ControlTransform().gain("motor", "g", "up")

@@ -15,7 +15,10 @@ command ``u`` of a matched actuator:
   ``g₋·u`` for ``u < 0``.
 * ``offset(pattern, c)``: ``u + c``.
 
-Operations run in the order they were declared, each on the result of the previous ones.
+``deadband`` and ``gain`` also take ``direction="positive"`` or ``"negative"``: one value,
+for that side only (the other side's commands pass unchanged), so the two sides can be
+separate parameters, as in an experiment file. Operations run in the order they were
+declared, each on the result of the previous ones.
 Patterns are ``fnmatch`` patterns over actuator names. The parameters are named, like a
 :class:`~mjsysid.signal_transform.SignalTransform`'s: the values used are those of the
 candidate being evaluated. Use it with
@@ -36,6 +39,7 @@ from mjsysid._errors import must_be
 from mjsysid.parameter import Parameter, ParameterDict
 
 _SIZES = {"deadband": (1, 2), "gain": (1, 2), "offset": (1,)}
+_DIRECTIONS = ("both", "positive", "negative")
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class _Op:
     kind: str
     pattern: str
     param: str
+    direction: str = "both"
 
 
 class ControlTransform:
@@ -51,21 +56,27 @@ class ControlTransform:
     def __init__(self) -> None:
         self._ops: list[_Op] = []
 
-    def deadband(self, pattern: str, param: Parameter | str) -> ControlTransform:
+    def deadband(
+        self, pattern: str, param: Parameter | str, direction: str = "both"
+    ) -> ControlTransform:
         """Commands of the matched actuators inside ``(−d₋, d₊)`` do nothing, the others lose
         ``d``; ``param`` holds ``d`` (one value) or ``(d₊, d₋)``, all ``>= 0``."""
-        return self._add("deadband", pattern, param)
+        return self._add("deadband", pattern, param, direction)
 
-    def gain(self, pattern: str, param: Parameter | str) -> ControlTransform:
+    def gain(
+        self, pattern: str, param: Parameter | str, direction: str = "both"
+    ) -> ControlTransform:
         """Scales the commands, by ``g₊`` when positive and ``g₋`` when negative (one value:
         both)."""
-        return self._add("gain", pattern, param)
+        return self._add("gain", pattern, param, direction)
 
     def offset(self, pattern: str, param: Parameter | str) -> ControlTransform:
         """Adds the parameter's value to the commands."""
-        return self._add("offset", pattern, param)
+        return self._add("offset", pattern, param, "both")
 
-    def _add(self, kind: str, pattern: str, param: Parameter | str) -> ControlTransform:
+    def _add(
+        self, kind: str, pattern: str, param: Parameter | str, direction: str
+    ) -> ControlTransform:
         if not isinstance(pattern, str) or not pattern:
             raise TypeError(
                 must_be(f"ControlTransform.{kind}: pattern", "a non-empty str", pattern)
@@ -75,7 +86,11 @@ class ControlTransform:
             raise TypeError(
                 must_be(f"ControlTransform.{kind}: param", "a Parameter or a parameter name", param)
             )
-        self._ops.append(_Op(kind, pattern, name))
+        if direction not in _DIRECTIONS:
+            raise ValueError(
+                must_be(f"ControlTransform.{kind}: direction", f"one of {_DIRECTIONS}", direction)
+            )
+        self._ops.append(_Op(kind, pattern, name, direction))
         return self
 
     @property
@@ -104,8 +119,9 @@ class ControlTransform:
             if op.param not in params:
                 raise KeyError(f"{where}: no parameter named {op.param!r}")
             p = params[op.param]
-            if p.size not in _SIZES[op.kind]:
-                sizes = " or ".join(str(n) for n in _SIZES[op.kind])
+            allowed = _SIZES[op.kind] if op.direction == "both" else (1,)
+            if p.size not in allowed:
+                sizes = " or ".join(str(n) for n in allowed)
                 raise ValueError(must_be(f"{where}: the parameter", f"{sizes} values", p.value))
             if op.kind == "deadband" and np.any(p.min_value < 0):
                 raise ValueError(
@@ -122,12 +138,17 @@ class ControlTransform:
             v = params[op.param].value
             x = u[:, cols]
             if op.kind == "offset":
-                x += v[0]
-            elif op.kind == "gain":
-                x *= np.where(x >= 0.0, v[0], v[-1])
+                u[:, cols] = x + v[0]
+                continue
+            pos = v[0] if op.direction != "negative" else None
+            neg = v[-1] if op.direction != "positive" else None
+            if op.kind == "gain":
+                x = x * np.where(x >= 0.0, 1.0 if pos is None else pos, 1.0 if neg is None else neg)
             else:
-                hi, lo = v[0], v[-1]
-                x = np.where(x > hi, x - hi, np.where(x < -lo, x + lo, 0.0))
+                if pos is not None:  # x > d₊ loses d₊, [0, d₊] does nothing
+                    x = np.where(x > pos, x - pos, np.where(x >= 0.0, 0.0, x))
+                if neg is not None:  # x < −d₋ gains d₋, [−d₋, 0) does nothing
+                    x = np.where(x < -neg, x + neg, np.where(x < 0.0, 0.0, x))
             u[:, cols] = x
         return u
 
