@@ -690,3 +690,49 @@ def test_shooting_windows_need_joint_state_measurements(tmp_path):
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
     with pytest.raises(ExperimentError, match=r"exp\.yaml: shooting\.window: .*'push'"):
         load_experiment(tmp_path / "exp.yaml")
+
+
+def test_command_deadband_and_gain_simulated_then_fitted(tmp_path):
+    """``simulate --set control_*`` passes the commands through a deadband and a reverse
+    gain (the recording keeps the commanded values); an experiment with control_* kinds, one
+    parameter per side, fits them back."""
+    # a multisine: commands of many sizes (PRBS's two levels could not tell a band from a gain)
+    code, err, cols = _simulate(
+        tmp_path,
+        "rec.npz",
+        "--signal", "multisine",
+        "--set", "control_deadband:shoulder_motor=0.3,0.2",
+        "--set", "control_gain:shoulder_motor=1.0,0.7",
+    )  # fmt: skip
+    assert code == 0, err
+    plain = _simulate(tmp_path, "plain.npz", "--signal", "multisine")[2]
+    np.testing.assert_array_equal(cols["ctrl.shoulder_motor"], plain["ctrl.shoulder_motor"])
+    assert not np.allclose(cols["shoulder_pos"], plain["shoulder_pos"])
+    (tmp_path / "arm.xml").write_text((bundled_examples()["arm"].parent / "arm.xml").read_text())
+    side = [{"direction": "positive"}, {"direction": "negative"}]
+    exp = {
+        "name": "cmd",
+        "model": "arm.xml",
+        "sequences": [{"name": "s", "file": "rec.npz"}],
+        "parameters": [
+            {"kind": "control_deadband", "target": "shoulder_motor", "max": 1.0, **d} for d in side
+        ]
+        + [{"kind": "control_gain", "target": "shoulder_motor", **d} for d in side],
+        "optimizer": {"horizons": "none"},
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    code, _, err = run(
+        "fit", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "res"), "--no-report", "-q"
+    )
+    assert code == 0, err
+    fitted = ms.load_results(tmp_path / "res").opt_params
+    got = [fitted[n].value[0] for n in fitted]
+    assert list(fitted) == [
+        "shoulder_motor_deadband_pos",
+        "shoulder_motor_deadband_neg",
+        "shoulder_motor_gain_pos",
+        "shoulder_motor_gain_neg",
+    ]
+    np.testing.assert_allclose(got, [0.3, 0.2, 1.0, 0.7], atol=1e-6)
+    code, err, _ = _simulate(tmp_path, "bad.npz", "--set", "control_offset:nothing=0.1")
+    assert code != 0 and "the pattern must match at least one actuator" in err

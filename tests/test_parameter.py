@@ -397,7 +397,9 @@ def test_kind_errors():
         ms.make_parameter("actuator_kp", model, "mot")
     with pytest.raises(TypeError, match="did you pass an MjSpec"):
         ms.make_parameter("joint_damping", mujoco.MjSpec.from_string(KIND_XML), "j")
-    assert set(KIND_TARGETS) | {"sensor_delay", "sensor_gain", "sensor_bias"} == set(KINDS)
+    signal = {"sensor_delay", "sensor_gain", "sensor_bias"}
+    control = {"control_deadband", "control_gain", "control_offset"}
+    assert set(KIND_TARGETS) | signal | control == set(KINDS)
 
 
 @pytest.mark.parametrize(
@@ -477,6 +479,7 @@ LIMITED = {
     "actuator_kp": ("servo", "a negative position gain drives away from the target"),
     "actuator_kv": ("servo", "a negative velocity gain adds energy"),
     "actuator_filter_tau": ("lag", "a time constant is positive"),
+    "control_deadband": ("mot", "a deadband is a width, never negative"),
     "geom_friction": ("g", "a friction coefficient is never negative"),
     "pair_friction": ("p", "a friction coefficient is never negative"),
 }

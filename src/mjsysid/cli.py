@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 import yaml
@@ -21,6 +21,12 @@ from mjsysid._errors import must_be
 from mjsysid.io import atomic_write_text, read_yaml
 from mjsysid.optimize import OPTIMIZERS
 from mjsysid.trajectory import RolloutDivergedError
+
+if TYPE_CHECKING:
+    import mujoco
+
+    from mjsysid.control_transform import ControlTransform
+    from mjsysid.parameter import ParameterDict
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -226,11 +232,43 @@ def _check_simulate_args(args: argparse.Namespace) -> None:
         raise FileNotFoundError(f"model: no such file {str(args.model)!r}")
 
 
+def _command_effect(
+    commands: ControlTransform,
+    values_out: ParameterDict,
+    model: mujoco.MjModel,
+    kind: str,
+    target: str,
+    values: np.ndarray,
+    item: str,
+) -> None:
+    """Adds ``--set control_*:PATTERN=V[,V]`` to the commands' transform (checked now)."""
+    from mjsysid.control_transform import ControlTransform
+    from mjsysid.parameter import Parameter
+
+    op = kind.split("_", 1)[1]
+    sizes = (1,) if op == "offset" else (1, 2)
+    if values.size not in sizes:
+        expected = "one number" if op == "offset" else "one or two numbers (positive, negative)"
+        raise ValueError(must_be(f"--set {item!r}: VALUE", expected, values))
+    if op == "deadband" and np.any(values < 0):
+        raise ValueError(must_be(f"--set {item!r}: VALUE", "a deadband >= 0", values))
+    name = f"{kind}:{target}#{len(values_out)}"
+    inf = np.full(values.size, np.inf)
+    values_out.add(Parameter(name, values, -inf, inf))
+    one = getattr(ControlTransform(), op)(target, name)
+    try:
+        one.validate(model)
+    except ValueError as e:
+        raise ValueError(f"--set {item!r}: {e}") from None
+    getattr(commands, op)(target, name)
+
+
 def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     import mujoco
 
+    from mjsysid.control_transform import ControlTransform
     from mjsysid.excitation import make_excitation
-    from mjsysid.experiment import ALL_KINDS, INERTIA_KINDS
+    from mjsysid.experiment import ALL_KINDS, CONTROL_KINDS, INERTIA_KINDS
     from mjsysid.inertia import body_inertia_param
     from mjsysid.model_modifier import apply_param_modifiers
     from mjsysid.param_kinds import make_parameter
@@ -254,11 +292,15 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
         )
     truth = ParameterDict()
     effects = []
+    commands, command_values = ControlTransform(), ParameterDict()
     for kind, target, values, item in sets:
         if kind not in ALL_KINDS:
             raise ValueError(must_be(f"--set {item!r}: KIND", f"one of {ALL_KINDS}", kind))
         if kind in SIGNAL_EFFECTS:
             effects.append((kind, target, values))
+            continue
+        if kind in CONTROL_KINDS:
+            _command_effect(commands, command_values, model, kind, target, values, item)
             continue
         try:
             if kind in INERTIA_KINDS:
@@ -296,8 +338,9 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
     except (KeyError, ValueError) as e:
         msg = e.args[0] if isinstance(e, KeyError) else str(e)
         raise ValueError(f"--qpos: {msg}") from None
+    applied = commands.apply(command_values, ctrl, model)  # what the actuators receive
     try:
-        traj = sysid_rollout(true_model, None, ctrl, x0)[0]
+        traj = sysid_rollout(true_model, None, applied, x0)[0]
     except RolloutDivergedError as e:
         given = f" with --set {' '.join(args.set)}" if args.set else ""
         raise ValueError(
@@ -427,7 +470,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulate a different 'true' system, e.g. body_mass:pole=0.8 (repeatable; "
         "VALUE,VALUE,... for a parameter of several values); sensor_delay, sensor_gain and "
         "sensor_bias with a sensor pattern change the written sensor columns: a sensor "
-        "reports gain * value(t - delay) + bias, e.g. sensor_delay:*_pos=0.01",
+        "reports gain * value(t - delay) + bias, e.g. sensor_delay:*_pos=0.01; "
+        "control_deadband, control_gain (V or V_POS,V_NEG) and control_offset with an "
+        "actuator pattern change what the actuators receive (the recording keeps the "
+        "commands), e.g. control_deadband:motor=0.14,0.08",
     )
     sim.set_defaults(func=cmd_simulate)
 

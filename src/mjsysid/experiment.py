@@ -47,7 +47,12 @@ Multiple shooting (``shooting:``, optional; what :func:`mjsysid.split_windows` a
   m, default 0.2) and ``qvel_margin`` (rad/s or m/s, default 2.0) of the measured values.
 
 Parameter kinds: those of :mod:`mjsysid.param_kinds` plus ``body_mass``, ``body_mass_ipos``
-and ``body_inertia`` (10-D pseudo-inertia). A mistake is a :class:`ExperimentError` naming the
+and ``body_inertia`` (10-D pseudo-inertia). The ``sensor_*`` kinds build a
+:class:`~mjsysid.signal_transform.SignalTransform` (``apply_to: predicted|measured`` for gains
+and biases), the ``control_*`` kinds a :class:`~mjsysid.control_transform.ControlTransform`
+on the actuators their ``target`` pattern matches, in file order; ``control_deadband`` and
+``control_gain`` take ``direction: both|positive|negative`` (one parameter per side, named
+``<target>_deadband_pos`` etc. by default). A mistake is a :class:`ExperimentError` naming the
 key path (``parameters[3].max``), what was expected and what was found.
 """
 
@@ -65,6 +70,7 @@ import mujoco
 import numpy as np
 
 from mjsysid._errors import short_repr
+from mjsysid.control_transform import ControlTransform
 from mjsysid.inertia import InertiaType, body_inertia_param
 from mjsysid.io import read_yaml
 from mjsysid.model_sequences import ModelSequences
@@ -84,6 +90,7 @@ INERTIA_KINDS = {
     "body_inertia": InertiaType.Pseudo,
 }
 SIGNAL_KINDS = ("sensor_delay", "sensor_gain", "sensor_bias")
+CONTROL_KINDS = ("control_deadband", "control_gain", "control_offset")
 ALL_KINDS = sorted(set(KINDS) | set(INERTIA_KINDS))
 
 
@@ -410,7 +417,7 @@ def load_experiment(path: str | Path) -> Experiment:
     except (KeyError, ValueError) as e:
         raise ExperimentError(f"{source}: sequences: {e}") from None
 
-    params, transform = _parameters(top, spec, model, source)
+    params, transform, control = _parameters(top, spec, model, source)
     if shooting is not None:
         sequences, state_params = _apply_shooting(sequences, shooting, source)
         try:
@@ -418,6 +425,8 @@ def load_experiment(path: str | Path) -> Experiment:
         except ValueError as e:
             raise ExperimentError(f"{source}: shooting: {e}") from None
     residual_options: dict[str, Any] = {}
+    if control is not None:
+        residual_options["control_transform"] = control
     res = top.child("residual")
     if res is not None:
         norm = res.get("normalize", (bool, str), True, expected="true, false, 'signal' or 'column'")
@@ -511,13 +520,14 @@ def _apply_shooting(
 
 def _parameters(
     top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel, source: str
-) -> tuple[ParameterDict, SignalTransform | None]:
+) -> tuple[ParameterDict, SignalTransform | None, ControlTransform | None]:
     raw = top.get("parameters", list, required=True, expected="a list of parameters")
     if not raw:
         raise ExperimentError(f"{source}: parameters must be a non-empty list, got an empty list")
     params = ParameterDict()
     transform = SignalTransform()
     used_transform = False
+    control = ControlTransform()
     for i, entry in enumerate(raw):
         node = _Node(entry, f"parameters[{i}]", source)
         kind = node.get("kind", str, required=True, expected=f"one of {ALL_KINDS}")
@@ -528,6 +538,13 @@ def _parameters(
         )
         pname = node.get("name", str, None)
         frozen = node.get("frozen", bool, False)
+        direction = "both"
+        if kind in ("control_deadband", "control_gain"):
+            direction = node.get("direction", str, "both")
+            if direction not in ("both", "positive", "negative"):
+                raise node.err("direction", "'both', 'positive' or 'negative'", direction)
+            if pname is None and direction != "both":
+                pname = f"{target}_{kind.split('_', 1)[1]}_{direction[:3]}"
         try:
             if kind in INERTIA_KINDS:
                 p = body_inertia_param(
@@ -580,9 +597,26 @@ def _parameters(
             else:
                 transform.bias(target, p.name, target=apply_to)
             used_transform = True
+        if kind in CONTROL_KINDS:
+            op = kind.split("_", 1)[1]
+            one = ControlTransform()
+            if op == "offset":
+                one.offset(target, p.name)
+                control.offset(target, p.name)
+            else:
+                getattr(one, op)(target, p.name, direction)
+                getattr(control, op)(target, p.name, direction)
+            try:
+                one.validate(model)
+            except ValueError as e:
+                raise ExperimentError(f"{source}: {node.path}.target: {e}") from None
         node.finish()
         try:
             params.add(p)
         except ValueError as e:
             raise ExperimentError(f"{source}: {node.path}.name: {e}") from None
-    return params, (transform if used_transform else None)
+    return (
+        params,
+        transform if used_transform else None,
+        control if control.parameter_names else None,
+    )

@@ -27,6 +27,10 @@ body_mass / ...        body         see :mod:`mjsysid.inertia`
 sensor_delay           sensor glob  no model change; used by :class:`SignalTransform`
 sensor_gain            sensor glob  no model change; used by :class:`SignalTransform`
 sensor_bias            sensor glob  no model change; used by :class:`SignalTransform`
+control_deadband       actuator     no model change; used by :class:`ControlTransform`
+                       glob         (``deadband``: a command's threshold, >= 0)
+control_gain           actuator     no model change; :class:`ControlTransform` ``gain``
+control_offset         actuator     no model change; :class:`ControlTransform` ``offset``
 =====================  ===========  ===============================================
 
 Every kind here has one value (a joint quantity is written to all dofs of its joint), so
@@ -333,8 +337,32 @@ KINDS: dict[str, Kind] = {
         lambda n: (np.full_like(n, -1.0), np.full_like(n, 1.0)),
         "sensor unit",
     ),
+    "control_deadband": Kind(
+        None,
+        None,
+        None,
+        None,
+        lambda n: (np.zeros_like(n), np.full_like(n, 0.5)),
+        "ctrl",
+        None,
+        0.0,
+        "a deadband is a width, never negative",
+    ),
+    "control_gain": Kind(
+        None, None, None, None, lambda n: (np.full_like(n, 0.5), np.full_like(n, 2.0)), "1"
+    ),
+    "control_offset": Kind(
+        None, None, None, None, lambda n: (np.full_like(n, -0.5), np.full_like(n, 0.5)), "ctrl"
+    ),
 }
-_SIGNAL_NOMINAL = {"sensor_delay": 0.0, "sensor_gain": 1.0, "sensor_bias": 0.0}
+_SIGNAL_NOMINAL = {
+    "sensor_delay": 0.0,
+    "sensor_gain": 1.0,
+    "sensor_bias": 0.0,
+    "control_deadband": 0.0,
+    "control_gain": 1.0,
+    "control_offset": 0.0,
+}
 
 # Kinds defined elsewhere (inertia) register a rebinder: meta -> (modifier, model_modifier).
 _REBINDERS: dict[str, Callable[[Parameter], None]] = {}
