@@ -213,17 +213,6 @@ def clock_ok(
     return ok
 
 
-def check_clock(
-    states: np.ndarray,
-    t0: np.ndarray,
-    dt: np.ndarray,
-    scan: bool = True,
-    end: tuple[np.ndarray, np.ndarray] | None = None,
-) -> np.ndarray:
-    """``(nbad,)`` indices of the rollouts :func:`clock_ok` rejects (same arguments)."""
-    return np.flatnonzero(~clock_ok(states, t0, dt, scan, end))
-
-
 def divergence_error(states: np.ndarray, index: int, t0: float, dt: float) -> RolloutDivergedError:
     """Builds the error for rollout ``index`` (first bad step and reason)."""
     s = states[index]
