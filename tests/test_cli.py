@@ -734,5 +734,16 @@ def test_command_deadband_and_gain_simulated_then_fitted(tmp_path):
         "shoulder_motor_gain_neg",
     ]
     np.testing.assert_allclose(got, [0.3, 0.2, 1.0, 0.7], atol=1e-6)
+    # what a controller needs to apply them is saved with the values
+    assert [(fitted[n].meta["direction"], fitted[n].meta["order"]) for n in fitted] == [
+        ("positive", 0),
+        ("negative", 1),
+        ("positive", 2),
+        ("negative", 3),
+    ]
+    exp["parameters"] = [{"kind": "control_offset", "target": "elbow_motor", "direction": "up"}]
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    code, _, err = run("fit", str(tmp_path / "exp.yaml"), "--no-report", "-q")
+    assert code != 0 and "parameters[0].direction must be absent: an offset has no direction" in err
     code, err, _ = _simulate(tmp_path, "bad.npz", "--set", "control_offset:nothing=0.1")
     assert code != 0 and "the pattern must match at least one actuator" in err

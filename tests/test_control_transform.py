@@ -125,7 +125,9 @@ def test_mistakes_are_named_before_simulating():
     with pytest.raises(TypeError, match="control_transform must be a ControlTransform or None"):
         ms.build_residual_fn([seq], control_transform=_transform().apply)
     rf = ms.build_residual_fn([seq], control_transform=ms.ControlTransform().offset("motor", "g"))
-    with pytest.raises(ValueError, match=r"offset\('motor', 'g'\): the parameter must be 1 values"):
+    with pytest.raises(
+        ValueError, match=r"offset\('motor', 'g'\): the parameter must be one value"
+    ):
         ms.optimize(_params(), rf)
     neg = ms.ParameterDict([ms.Parameter("dz", 0.1, -0.2, 0.4)])
     rf = ms.build_residual_fn([seq], control_transform=ms.ControlTransform().deadband("*", "dz"))
@@ -162,7 +164,9 @@ def test_one_parameter_per_direction_equals_one_for_both():
     )
     np.testing.assert_array_equal(one.apply(both, u, model), sides.apply(split, u, model))
     sides.validate(model, split)
-    with pytest.raises(ValueError, match=r"deadband\('motor', 'dz'\): the parameter must be 1 "):
+    with pytest.raises(
+        ValueError, match=r"deadband\('motor', 'dz'\): the parameter must be one value"
+    ):
         ms.ControlTransform().deadband("motor", "dz", "positive").validate(model, both)
     with pytest.raises(ValueError, match=r"ControlTransform.gain: direction must be one of"):
         ms.ControlTransform().gain("motor", "g", "up")

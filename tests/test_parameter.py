@@ -656,3 +656,23 @@ def test_write_plan_falls_back_where_the_map_does_not_hold():
     moved.body_ipos[model.body("c").id] += 0.01  # the model's frame is not the parameter's
     assert WritePlan(model, [bounded]).other == [0]
     assert WritePlan(moved, [plain]).other == [0] and WritePlan(model, [plain]).other == []
+
+
+def test_motor_kinds_refuse_what_would_change_another_quantity():
+    """kp on an affine-bias motor (back-EMF) would add a spring; a filter whose time
+    constant is 0 in the model has no sensible default bounds."""
+    model = mujoco.MjSpec.from_string(KIND_XML).compile()
+    with pytest.raises(ValueError, match=r"actuator 'lag' must be a position servo \(biasprm"):
+        ms.make_parameter("actuator_kp", model, "lag")
+    ms.make_parameter("actuator_kv", model, "lag")  # its back-EMF damping is fine
+    zero = mujoco.MjModel.from_xml_string(
+        KIND_XML.replace('dyntype="filter" dynprm="0.02"', 'dyntype="filter" dynprm="0"')
+    )
+    with pytest.raises(
+        ValueError, match=r"'lag' has a filter time constant of 0.0 in the model .* give nominal"
+    ):
+        ms.make_parameter("actuator_filter_tau", zero, "lag")
+    p = ms.make_parameter(
+        "actuator_filter_tau", zero, "lag", nominal=0.01, min_value=0.001, max_value=0.1
+    )
+    assert p.value[0] == 0.01

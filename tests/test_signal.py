@@ -222,6 +222,24 @@ def test_transform_normalize_matches_default_residual(make_problem, normalize):
         ms.SignalTransform(normalize="rms")
 
 
+def test_all_zero_signal_with_an_unnormalised_transform(make_problem):
+    """An all-zero measured signal cannot be RMS-normalised: refused at build for a
+    normalising transform, accepted by SignalTransform(normalize=False) (it was refused too)."""
+    _, seq = _arm_with_measurement(make_problem)
+    meas = seq.sensordata[0]
+    data = np.array(meas.data)
+    data[:, meas.columns("j2_vel")] = 0.0
+    zero = ms.ModelSequences(
+        "arm", seq.spec, "s", seq.initial_state[0], seq.control[0],
+        ms.TimeSeries(meas.times, data, meas.signal_mapping),
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="measured signal 'j2_vel' must not be all zeros"):
+        ms.build_residual_fn([zero], modify_residual=ms.SignalTransform().apply)
+    rf = ms.build_residual_fn([zero], modify_residual=ms.SignalTransform(normalize=False).apply)
+    params = ms.ParameterDict([ms.make_parameter("joint_damping", seq.model, "j1")])
+    assert np.all(np.isfinite(rf(params.as_vector(), params)))
+
+
 def test_measured_gain_target(make_problem):
     _, seq = _arm_with_measurement(make_problem, gain=0.5)
     d = ms.ParameterDict([ms.Parameter("g", 1.0, 0.5, 4.0)])

@@ -252,14 +252,14 @@ def _command_effect(
         raise ValueError(must_be(f"--set {item!r}: VALUE", expected, values))
     if op == "deadband" and np.any(values < 0):
         raise ValueError(must_be(f"--set {item!r}: VALUE", "a deadband >= 0", values))
-    name = f"{kind}:{target}#{len(values_out)}"
+    name = item  # the --set argument itself names it in any error
     inf = np.full(values.size, np.inf)
     values_out.add(Parameter(name, values, -inf, inf))
     one = getattr(ControlTransform(), op)(target, name)
     try:
         one.validate(model)
     except ValueError as e:
-        raise ValueError(f"--set {item!r}: {e}") from None
+        raise ValueError(f"--set {item!r}: {str(e).split(': ', 1)[1]}") from None
     getattr(commands, op)(target, name)
 
 
@@ -472,8 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sensor_bias with a sensor pattern change the written sensor columns: a sensor "
         "reports gain * value(t - delay) + bias, e.g. sensor_delay:*_pos=0.01; "
         "control_deadband, control_gain (V or V_POS,V_NEG) and control_offset with an "
-        "actuator pattern change what the actuators receive (the recording keeps the "
-        "commands), e.g. control_deadband:motor=0.14,0.08",
+        "actuator pattern change what the actuators receive, in the order given (the "
+        "recording keeps the commands; use --signal multisine or chirp to identify them), "
+        "e.g. control_deadband:motor=0.14,0.08",
     )
     sim.set_defaults(func=cmd_simulate)
 

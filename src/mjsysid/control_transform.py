@@ -15,6 +15,12 @@ command ``u`` of a matched actuator:
   ``g₋·u`` for ``u < 0``.
 * ``offset(pattern, c)``: ``u + c``.
 
+The band models a driver whose output loses ``d`` (a voltage drop, a minimum duty cycle
+that only starts the motor); one that passes ``u`` unchanged above a threshold is the jump
+form, which gradient-based fits cannot identify. MuJoCo then clamps the transformed command to
+the actuator's ``ctrlrange`` (when ``ctrllimited``): a gain or offset that only moves clamped
+commands changes nothing and is not identified.
+
 ``deadband`` and ``gain`` also take ``direction="positive"`` or ``"negative"``: one value,
 for that side only (the other side's commands pass unchanged), so the two sides can be
 separate parameters, as in an experiment file. Operations run in the order they were
@@ -121,8 +127,8 @@ class ControlTransform:
             p = params[op.param]
             allowed = _SIZES[op.kind] if op.direction == "both" else (1,)
             if p.size not in allowed:
-                sizes = " or ".join(str(n) for n in allowed)
-                raise ValueError(must_be(f"{where}: the parameter", f"{sizes} values", p.value))
+                expected = "one value" if allowed == (1,) else "one or two values"
+                raise ValueError(must_be(f"{where}: the parameter", expected, p.value))
             if op.kind == "deadband" and np.any(p.min_value < 0):
                 raise ValueError(
                     must_be(f"{where}: the parameter's min_value", "0 or more", p.min_value)

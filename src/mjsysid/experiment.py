@@ -106,6 +106,14 @@ def _type_name(value: Any) -> str:
     return type(value).__name__ if value is not None else "nothing"
 
 
+def _is_float_text(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 class _Node:
     """A mapping with its key path, for precise error messages."""
 
@@ -146,6 +154,8 @@ class _Node:
             value = float(value)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             names = expected or " or ".join(k.__name__ for k in kinds)
+            if float in kinds and isinstance(value, str) and _is_float_text(value):
+                names += f" (YAML reads {value} as text: write it with a dot, e.g. 1.0e-3)"
             raise self.err(key, names, value)
         return value
 
@@ -354,14 +364,14 @@ def load_experiment(path: str | Path) -> Experiment:
         for k, c in enumerate(ignore):
             if not isinstance(c, str):
                 raise node.err(f"ignore_columns[{k}]", "a column name (str)", c)
+        time_key = node.get("time", str, None)
+        time_scale = node.get("time_scale", (int, float), None, expected="a number (s per unit)")
         try:
             rec = load_recording(
                 rec_file,
                 model,
-                time=node.get("time", str, None),
-                time_scale=node.get(
-                    "time_scale", (int, float), None, expected="a number (s per time unit)"
-                ),
+                time=time_key,
+                time_scale=time_scale,
                 control=cmap,
                 sensors=smap,
                 ignore_columns=ignore,
@@ -528,6 +538,7 @@ def _parameters(
     transform = SignalTransform()
     used_transform = False
     control = ControlTransform()
+    n_control = 0  # operations of the control transform so far (their order matters)
     for i, entry in enumerate(raw):
         node = _Node(entry, f"parameters[{i}]", source)
         kind = node.get("kind", str, required=True, expected=f"one of {ALL_KINDS}")
@@ -539,6 +550,10 @@ def _parameters(
         pname = node.get("name", str, None)
         frozen = node.get("frozen", bool, False)
         direction = "both"
+        if kind == "control_offset" and "direction" in node.data:
+            raise node.err(
+                "direction", "absent: an offset has no direction", node.data["direction"]
+            )
         if kind in ("control_deadband", "control_gain"):
             direction = node.get("direction", str, "both")
             if direction not in ("both", "positive", "negative"):
@@ -610,6 +625,9 @@ def _parameters(
                 one.validate(model)
             except ValueError as e:
                 raise ExperimentError(f"{source}: {node.path}.target: {e}") from None
+            # what a controller needs to apply the identified transform (saved with the values)
+            p.meta.update(direction=direction, order=n_control)
+            n_control += 1
         node.finish()
         try:
             params.add(p)

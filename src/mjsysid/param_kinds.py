@@ -463,10 +463,21 @@ def make_parameter(
         i = element_id(model, spec_kind.element, target)
         if kind in ("actuator_kp", "actuator_kv"):
             _require_position_actuator(model, i, target)
+        if kind == "actuator_kp" and model.actuator_biasprm[i, 1] != -model.actuator_gainprm[i, 0]:
+            raise ValueError(
+                f"actuator {target!r} must be a position servo (biasprm[1] = -gainprm[0]) to "
+                "have a kp: writing one would add a spring to it; for a motor's strength use "
+                "actuator_gear"
+            )
         if kind == "actuator_filter_tau":
             _require_filter_actuator(model, i, target)
         assert spec_kind.read is not None
         read = spec_kind.read(model, i)
+        if kind == "actuator_filter_tau" and read[0] <= 0 and nominal is None:
+            raise ValueError(
+                f"actuator {target!r} has a filter time constant of {float(read[0])!r} in the "
+                "model (dynprm[0]); give nominal, min_value and max_value"
+            )
     else:
         read = np.array([_SIGNAL_NOMINAL[kind]])
     given = {}

@@ -262,7 +262,8 @@ def _check_times(times: np.ndarray, what: str, plausible: bool = True) -> None:
         raise ValueError(
             f"{what} must be in seconds: its typical step is {float(np.median(step))!r}, "
             "which looks like milliseconds or another unit; give time_scale (experiment "
-            "file: time_scale: 0.001 for ms)"
+            "file: time_scale: 0.001 for ms; time_scale: 1 for a recording that really is "
+            "that slow)"
         )
 
 
@@ -325,14 +326,15 @@ def load_recording(
     if tkey is None or tkey not in cols:
         raise KeyError(f"{where}: no time column {time or TIME_KEYS!r}; it has {sorted(cols)}")
     scale = 1.0 if time_scale is None else time_scale
-    if (
-        not (isinstance(scale, int | float) and not isinstance(scale, bool) and np.isfinite(scale))
-        or scale <= 0
+    number = isinstance(scale, int | float | np.integer | np.floating)
+    if not (number and not isinstance(scale, bool | np.bool_) and np.isfinite(scale)) or (
+        scale <= 0
     ):
         raise ValueError(must_be("time_scale", "a finite number > 0 (s per unit)", time_scale))
-    times = np.asarray(cols[tkey], dtype=np.float64).reshape(-1) * float(scale)
+    raw = np.asarray(cols[tkey], dtype=np.float64).reshape(-1)  # errors quote the file's units
+    _check_times(raw, f"{where}: time column {tkey!r}", plausible=time_scale is None)
+    times = raw * float(scale)
     n = times.size
-    _check_times(times, f"{where}: time column {tkey!r}", plausible=time_scale is None)
     used = {tkey, "initial_qpos", "initial_qvel"}
     # controls
     ctrl_ts = None

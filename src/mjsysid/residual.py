@@ -249,6 +249,15 @@ class ResidualFunction:
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
+        # A custom residual scales its own: the built-in scale is only computed (and an
+        # all-zero signal refused, here rather than at the first call) as a SignalTransform
+        # will; another custom residual normalises as it likes.
+        transform = _bound_signal_transform(modify_residual)
+        own_scale = (
+            self.normalize
+            if modify_residual is None
+            else (transform.normalize if transform is not None else False)
+        )
         self._sequences = [
             prepare_sequence(
                 self.models_sequences,
@@ -257,7 +266,7 @@ class ResidualFunction:
                 enabled_observations=self.enabled_observations,
                 control_interpolation=self.control_interpolation,
                 sensor_weights=self.sensor_weights,
-                normalize=self.normalize,
+                normalize=own_scale,
                 custom_residual=self.modify_residual is not None,
             )
             for mi, ms in enumerate(self.models_sequences)
@@ -964,7 +973,7 @@ def build_residual_fn(
                 "normalize",
                 "the default with a modify_residual (it scales its own residual)",
                 normalize,
-                "pass it to the transform instead: SignalTransform(normalize=...)",
+                "Pass it to the transform instead: SignalTransform(normalize=...)",
             )
         )
     if control_interpolation not in ("zoh", "linear"):
