@@ -747,3 +747,17 @@ def test_command_deadband_and_gain_simulated_then_fitted(tmp_path):
     assert code != 0 and "parameters[0].direction must be absent: an offset has no direction" in err
     code, err, _ = _simulate(tmp_path, "bad.npz", "--set", "control_offset:nothing=0.1")
     assert code != 0 and "the pattern must match at least one actuator" in err
+
+
+def test_shooting_warns_when_sensor_parameters_correct_the_window_starts(tmp_path):
+    """Window starts come from the raw measurements: a gain on a joint sensor biases them,
+    which the experiment says (found by an audit: a 30 % gain came out 1.19 instead of 1.3)."""
+    from mjsysid.experiment import load_experiment
+
+    base = yaml.safe_load((bundled_examples()["arm"].parent / "experiment.yaml").read_text())
+    params = [*base["parameters"], {"kind": "sensor_gain", "target": "shoulder_pos"}]
+    path = _write_exp(tmp_path, parameters=params, shooting={"window": 0.5})
+    (warning,) = [w for w in load_experiment(path).warnings if "shooting" in w]
+    assert "window starts are read from the raw measurements of ['shoulder_pos']" in warning
+    path = _write_exp(tmp_path, parameters=params)  # no windows: nothing to say
+    assert not [w for w in load_experiment(path).warnings if "shooting" in w]

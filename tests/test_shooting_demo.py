@@ -161,3 +161,57 @@ def test_demo_identification_restores_planner_success(tmp_path):
     assert result.successes["identified"] == result.starts == result.successes["true"]
     assert result.successes["wrong"] < result.starts
     assert (tmp_path / "demo" / "cartpole.xml").is_file()
+
+
+FILTER_MOTOR = """
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="rotor">
+      <joint name="shaft" type="hinge" axis="0 0 1" damping="0.01"/>
+      <geom type="cylinder" size="0.05 0.01" mass="0.3"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general name="motor" joint="shaft" dyntype="filter" dynprm="0.03" gainprm="0.2"
+             biastype="affine" biasprm="0 0 -0.005"/>
+  </actuator>
+  <sensor><jointpos name="angle" joint="shaft"/><jointvel name="speed" joint="shaft"/></sensor>
+</mujoco>
+"""
+
+
+def test_windows_of_a_filter_actuator_start_from_its_activation(make_problem):
+    """A filter actuator's activation is state the sensors do not show: windows start from a
+    nominal simulation of it (not 0), initial_state_params estimate it by default, and the
+    motor's lag and back-EMF come out right (they were biased: every window started at 0)."""
+
+    def truth(spec, model):
+        d = ms.ParameterDict(
+            [
+                ms.make_parameter("actuator_filter_tau", model, "motor"),
+                ms.make_parameter("actuator_kv", model, "motor"),
+            ]
+        )
+        d.update_from_vector([0.12, 0.01])
+        return d
+
+    p = make_problem(FILTER_MOTOR, truth, n=1500, names=["angle", "speed"])
+    windows = ms.split_windows(p.sequences, 0.5)
+    assert len(windows.sequence_name) == 6
+    acts = [x0[-1] for x0 in windows.initial_state[1:]]  # the state ends with act
+    assert all(a != 0.0 for a in acts)
+    starts = ms.initial_state_params(windows, qpos=False, qvel=False)
+    assert [n.split("/")[-1] for n in starts][:2] == ["motor_act0", "motor_act0"]
+    assert len(starts) == 6
+    params = ms.ParameterDict(
+        [
+            ms.make_parameter("actuator_filter_tau", p.model, "motor"),
+            ms.make_parameter("actuator_kv", p.model, "motor"),
+        ]
+    )
+    params.update(ms.initial_state_params(windows))
+    opt, _ = ms.optimize(params, ms.build_residual_fn([windows]))
+    np.testing.assert_allclose(
+        [opt["motor_filter_tau"].value[0], opt["motor_kv"].value[0]], [0.12, 0.01], rtol=1e-5
+    )

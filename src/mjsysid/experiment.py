@@ -81,6 +81,7 @@ from mjsysid.recording import initial_state_from_sensors, load_recording
 from mjsysid.residual import ResidualFunction, build_residual_fn
 from mjsysid.shooting import initial_state_params, split_windows
 from mjsysid.signal_transform import SignalTransform
+from mjsysid.timeseries import SignalType
 from mjsysid.trajectory import create_initial_state
 
 EXPERIMENT_SCHEMA_VERSION = 1
@@ -264,6 +265,20 @@ def _positive_number(node: _Node, key: str, default: float | None) -> float | No
     return value
 
 
+def _state_signals(model: mujoco.MjModel, meas: Any) -> set[str]:
+    """Measured signals that give joint positions or velocities (read for window starts)."""
+    out = set()
+    for name, (stype, _) in (meas.signal_mapping or {}).items():
+        if stype in (SignalType.MjStateQPos, SignalType.MjStateQVel):
+            out.add(name)
+        elif stype == SignalType.MjSensor and int(model.sensor_type[model.sensor(name).id]) in (
+            int(mujoco.mjtSensor.mjSENS_JOINTPOS),
+            int(mujoco.mjtSensor.mjSENS_JOINTVEL),
+        ):
+            out.add(name)
+    return out
+
+
 def _shooting_options(top: _Node) -> dict[str, Any] | None:
     node = top.child("shooting")
     if node is None:
@@ -428,6 +443,17 @@ def load_experiment(path: str | Path) -> Experiment:
         raise ExperimentError(f"{source}: sequences: {e}") from None
 
     params, transform, control = _parameters(top, spec, model, source)
+    if shooting is not None and shooting.get("window") is not None and transform is not None:
+        first = sequences.sequences()[0][3]
+        corrected = transform.signals_with_parameters(first.names)
+        starts = [n for n in corrected if n in _state_signals(model, first)]
+        if starts:
+            warnings.append(
+                f"{source}: shooting: the window starts are read from the raw measurements of "
+                f"{starts}, which sensor parameters also correct (delay, gain or bias): the "
+                "starts do not get that correction; estimate_initial_state (with wide enough "
+                "qpos_margin/qvel_margin) can absorb a small one"
+            )
     if shooting is not None:
         sequences, state_params = _apply_shooting(sequences, shooting, source)
         try:

@@ -14,19 +14,20 @@ from the recording even with the right parameters. Two remedies, usable together
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import mujoco
 import numpy as np
 
 from mjsysid._errors import must_be
+from mjsysid.alignment import grid_length, zoh_indices
 from mjsysid.model_sequences import ModelSequences
 from mjsysid.parameter import Parameter, ParameterDict
 from mjsysid.recording import initial_state_from_sensors
 from mjsysid.timeseries import SignalType, TimeSeries, signal_source_indices
-from mjsysid.trajectory import create_initial_state, state_slices
+from mjsysid.trajectory import create_initial_state, state_slices, sysid_rollout
 
-INITIAL_KINDS = ("initial_qpos", "initial_qvel")
+INITIAL_KINDS = ("initial_qpos", "initial_qvel", "initial_act")
 
 
 def _scalar_joints(model: mujoco.MjModel, joints: Iterable[str] | None) -> list[int]:
@@ -56,8 +57,11 @@ def initial_state_params(
     qvel: bool = True,
     qpos_margin: float = 0.2,
     qvel_margin: float = 2.0,
+    act: bool | None = None,
+    act_margin: float = 1.0,
 ) -> ParameterDict:
-    """Parameters for the initial joint positions/velocities of recorded sequences.
+    """Parameters for the initial joint positions/velocities (and actuator activations) of
+    recorded sequences.
 
     Args:
       models_sequences: Where the sequences live.
@@ -66,10 +70,16 @@ def initial_state_params(
       qpos, qvel: Which parts of the state to estimate.
       qpos_margin: Bounds are the recorded initial value ± this (rad or m).
       qvel_margin: Same for velocities (rad/s or m/s).
+      act: Also the activation of every actuator that has one (filter or integrator
+        dynamics; default: when the model has any). A window of :func:`split_windows`
+        starts from the activation simulated with the nominal model, which a fitted time
+        constant changes.
+      act_margin: Bounds for activations: the initial value ± this (actuator units).
 
     Returns:
       One parameter per sequence, joint and part, named
-      ``"<model>/<sequence>/<joint>_qpos0"`` (``_qvel0``), nominal = the recorded initial value.
+      ``"<model>/<sequence>/<joint>_qpos0"`` (``_qvel0``), and per actuator with an activation
+      ``"<model>/<sequence>/<actuator>_act0"``; nominal = the recorded initial value.
     """
     ms_list = (
         [models_sequences]
@@ -106,6 +116,19 @@ def initial_state_params(
                             meta={"kind": f"initial_{part}", "target": label, "joint": jname},
                         )
                     )
+            if model.na if act is None else act:
+                for a in np.flatnonzero(model.actuator_actadr >= 0):
+                    aname = model.actuator(int(a)).name
+                    v = float(x0[slices["act"].start + int(model.actuator_actadr[a])])
+                    out.add(
+                        Parameter(
+                            f"{label}/{aname}_act0",
+                            v,
+                            v - act_margin,
+                            v + act_margin,
+                            meta={"kind": "initial_act", "target": label, "actuator": aname},
+                        )
+                    )
     if wanted is not None and wanted - found:
         raise KeyError(f"sequences {sorted(wanted - found)} are not recorded sequences")
     return out
@@ -120,7 +143,15 @@ def initial_state_overrides(
     i = 0
     for p in params.non_frozen():
         kind = p.meta.get("kind")
-        if kind in INITIAL_KINDS and p.meta.get("target") == label:
+        if kind == "initial_act" and p.meta.get("target") == label:
+            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, p.meta.get("actuator", ""))
+            if a < 0 or model.actuator_actadr[a] < 0:
+                raise KeyError(
+                    f"parameter {p.name!r}: the model has no actuator with an activation named "
+                    f"{p.meta.get('actuator')!r}"
+                )
+            out.append((slices["act"].start + int(model.actuator_actadr[a]), i))
+        elif kind in INITIAL_KINDS and p.meta.get("target") == label:
             j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, p.meta.get("joint", ""))
             if j < 0:
                 raise KeyError(
@@ -192,8 +223,12 @@ def split_windows(
     sensors or ``<joint>_qvel`` columns; a hinge or slide joint whose velocity is not
     measured (an encoder-only recording) gets the derivative of a quadratic fitted to the
     ``velocity_samples`` position samples around the window start (:func:`local_slope`,
-    which smooths encoder steps). Add :func:`initial_state_params` for the windows to
-    estimate the starts as well (recommended with estimated velocities).
+    which smooths encoder steps). Actuator activations (filter or integrator dynamics), which
+    no sensor shows, come from a simulation of the whole sequence with the nominal model.
+    Add :func:`initial_state_params` for the windows to estimate the starts as well
+    (recommended with estimated velocities, and needed for activations when a parameter such
+    as the filter's time constant is fitted). The starts are the raw measurements: sensor
+    delays, gains or biases fitted by a SignalTransform do not correct them.
 
     Args:
       models_sequences: The recordings.
@@ -216,9 +251,10 @@ def split_windows(
     ms = models_sequences
     model = ms.model
     names, x0s, ctrls, senss = [], [], [], []
-    for name, x0, ctrl, meas in ms.sequences():
+    for si, (name, x0, ctrl, meas) in enumerate(ms.sequences()):
         t = meas.times
         positions = _scalar_position_columns(model, meas)
+        activation = _nominal_activation(ms, si) if model.na else None
         spans = [(t[0], t[0] + window)]
         while spans[-1][0] + window - overlap < t[-1]:
             start = spans[-1][0] + window - overlap
@@ -241,12 +277,34 @@ def split_windows(
                             t, meas.data[:, col], t0, velocity_samples
                         )
                 _check_window_state(model, qpos, qvel, name)
-                start_state = create_initial_state(model, qpos, qvel, time=float(sub.times[0]))
+                act = None if activation is None else activation(float(sub.times[0]))
+                start_state = create_initial_state(model, qpos, qvel, act, time=float(sub.times[0]))
             names.append(f"{name}#{k}")
             x0s.append(start_state)
             ctrls.append(ctrl)
             senss.append(sub)
     return ModelSequences(ms.name, ms.spec, names, x0s, ctrls, senss)
+
+
+def _nominal_activation(ms: ModelSequences, si: int) -> Callable[[float], np.ndarray]:
+    """``activation(t)``: the actuator activations (filters, integrators) of sequence ``si``
+    at time ``t``, from a simulation of the whole sequence with the nominal model (they are
+    not measured; zero-order-hold controls on the simulation grid)."""
+    model = ms.model
+    _, x0, ctrl, meas = ms.sequences()[si]
+    dt = float(model.opt.timestep)
+    t0 = float(meas.times[0])
+    grid = t0 + dt * np.arange(grid_length(t0, float(meas.times[-1]), dt))
+    assert ctrl is not None  # an activation needs an actuator
+    control = ctrl.data[zoh_indices(ctrl.times, grid)][:, ms.control_columns(si)]
+    (traj,) = sysid_rollout(model, None, control, x0)
+    acts = traj.state[:, state_slices(model)["act"]]
+
+    def activation(t: float) -> np.ndarray:
+        k = int(np.clip(np.searchsorted(grid, t + 1e-9 * dt) - 1, 0, len(grid) - 1))
+        return acts[k].copy()
+
+    return activation
 
 
 def _check_window_state(

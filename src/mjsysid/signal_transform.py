@@ -361,6 +361,11 @@ class SignalTransform:
             )
         return target
 
+    def signals_with_parameters(self, names: Sequence[str]) -> list[str]:
+        """The signals among ``names`` that a delay, gain or bias rule matches."""
+        rules = (*self._delays, *self._gains, *self._biases)
+        return [n for n in names if any(fnmatch.fnmatchcase(n, r.pattern) for r in rules)]
+
     @property
     def parameter_names(self) -> list[str]:
         """Names of the parameters the transform reads."""
