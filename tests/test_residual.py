@@ -428,3 +428,69 @@ def test_other_parameters_leave_nothing_behind_in_reused_models(arm):
     got = rf(X[:2], masses)
     fresh = ms.build_residual_fn([arm.sequences])(X[:2], masses)
     np.testing.assert_array_equal(got, fresh)
+
+
+# -- found by a randomized comparison of batched calls with fresh one-column evaluations ------
+@pytest.mark.parametrize("fast", [False, True])
+def test_a_parameter_frozen_or_dropped_later_leaves_no_value_behind(arm, fast):
+    """The compile path kept a value an earlier call wrote into its private working spec
+    after that parameter was frozen (or removed): the residual was off by up to 8."""
+    params = ms.ParameterDict(
+        [ms.make_parameter("joint_damping", arm.model, j) for j in ("j1", "j2")]
+    )
+    rf = ms.build_residual_fn([arm.sequences], fast_model_edits=fast)
+    rf(np.array([3.0, 0.05]), params)
+    frozen = params.copy()
+    frozen["j1_damping"].frozen = True
+    only_j2 = ms.ParameterDict([params["j2_damping"]])
+    for later in (frozen, only_j2):
+        fresh = ms.build_residual_fn([arm.sequences], fast_model_edits=fast)
+        np.testing.assert_array_equal(rf([0.07], later), fresh([0.07], later))
+
+
+def test_divergence_kept_from_the_last_call_is_reported(arm):
+    params = ms.ParameterDict([ms.make_parameter("actuator_gear", arm.model, "m1")])
+    rf = ms.build_residual_fn([arm.sequences])
+    rf([1e9], params)  # diverges; kept for the next call
+    R = rf(np.array([[1e9, 1.0]]), params)
+    assert np.isnan(R[:, 0]).all() and np.isfinite(R[:, 1]).all()
+    assert rf.last_divergence == [
+        f"{label}: simulation diverged for candidate 0" for label in ("arm2/seq0", "arm2/seq1")
+    ]
+
+
+def test_two_parameters_on_one_quantity_are_refused(arm):
+    """Which one would win depended on which value changed last."""
+    params = ms.ParameterDict(
+        [
+            ms.body_inertia_param(
+                arm.spec, arm.model, "link2", ms.InertiaType.Mass, param_name="mA"
+            ),
+            ms.body_inertia_param(
+                arm.spec, arm.model, "link2", ms.InertiaType.MassIpos, param_name="mB"
+            ),
+        ]
+    )
+    rf = ms.build_residual_fn([arm.sequences])
+    with pytest.raises(
+        ValueError,
+        match=r"parameters 'mA' and 'mB' both set the body inertial of 'link2': keep one free",
+    ):
+        rf(params.as_vector(), params)
+    params["mB"].frozen = True
+    rf(params.as_vector(), params)
+
+
+def test_a_change_of_meta_alone_is_a_new_structure(arm):
+    """Two initial-state parameters alike but for the sequence their meta names."""
+    windows = arm.sequences
+    make = [
+        ms.initial_state_params(windows, sequences=[s], qvel=False, joints=["j1"])
+        for s in windows.sequence_name
+    ]
+    a, b = (ms.ParameterDict([ms.Parameter("q", 0.25, 0.0, 0.5, meta=m[next(iter(m))].meta)])
+            for m in make)  # fmt: skip
+    rf = ms.build_residual_fn([windows])
+    rf(a.as_vector(), a)
+    fresh = ms.build_residual_fn([windows])
+    np.testing.assert_array_equal(rf(b.as_vector(), b), fresh(b.as_vector(), b))

@@ -142,6 +142,27 @@ def _distinct_columns(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[bytes
     return np.asarray(first, dtype=np.intp), inverse, list(seen)
 
 
+_LAYOUT_META = ("kind", "target", "joint", "actuator")
+_INERTIAL_KINDS = ("body_mass", "body_mass_ipos", "body_inertia")
+
+
+def _check_distinct_targets(params: ParameterDict) -> None:
+    """Two free parameters must not set the same model quantity (which one wins would depend
+    on the order of writes). Signal and control rules may overlap (a later rule overrides)."""
+    seen: dict[tuple[str, ...], str] = {}
+    for p in params.non_frozen():
+        kind, target = p.meta.get("kind"), p.meta.get("target")
+        if not isinstance(kind, str) or not isinstance(target, str) or p.modifier is None:
+            continue
+        what = ("body inertial", target) if kind in _INERTIAL_KINDS else (kind, target)
+        other = seen.setdefault(what, p.name)
+        if other != p.name:
+            raise ValueError(
+                f"parameters {other!r} and {p.name!r} both set the {what[0]} of {target!r}: "
+                "keep one free (freeze or remove the other)"
+            )
+
+
 @dataclass
 class ResidualStats:
     """Counters for benchmarks and diagnostics (cumulative since creation; shared with the
@@ -427,12 +448,18 @@ class ResidualFunction:
                 p.min_value.tobytes(),  # bounds matter: a SignalTransform's window uses them
                 p.max_value.tobytes(),
                 p.value.tobytes() if p.frozen else p.size,
+                # what the meta says a parameter acts on (an initial state's sequence...)
+                tuple(p.meta.get(k) for k in _LAYOUT_META),
             )
             for p in params.values()
         )
         if self._work_key != key:
             check_modifiers_present(params.values(), "residual_fn")
+            _check_distinct_targets(params)
             work = params.copy()
+            # Values written by an earlier structure's modifiers must not stay behind (a
+            # parameter now frozen or gone keeps the spec's own value): start from the specs.
+            self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
             free = work.non_frozen()
             model_mask, sim_mask = self._masks(work)
             overrides = self._initial_overrides(work)  # raises before anything is kept
@@ -564,6 +591,10 @@ class ResidualFunction:
         for i in range(nseq):
             if len(run[i]) < len(per_seq[i][0]):
                 preds[i] = self._with_cached(preds.get(i), run[i], per_seq[i][2], cache[i])
+            for u in np.flatnonzero(~preds[i][2]):  # simulated now or kept from the last call
+                self.last_divergence.append(
+                    f"{self._sequences[i].label}: simulation diverged for candidate {u}"
+                )
         if cacheable and all(len(first) <= _SIM_CACHE for first, _, _ in per_seq):
             self._sim_cache = {
                 i: {key: tuple(a[u].copy() for a in preds[i]) for u, key in enumerate(keys)}
@@ -775,10 +806,6 @@ class ResidualFunction:
             sl = slice(start, start + n)
             start += n
             preds[i] = (state[sl], sensordata[sl], ok[sl], x0[sl])
-            for u in np.flatnonzero(~ok[sl]):
-                self.last_divergence.append(
-                    f"{self._sequences[i].label}: simulation diverged for candidate {u}"
-                )
 
     def _details(
         self,
