@@ -82,9 +82,9 @@ class _Layout:
       model_edits: Every active modifier has an exact compiled-model fast path.
       overrides: Per sequence, ``(state index, x index)`` of its initial-state parameters.
       spans: Rows of ``x`` of each non-frozen parameter, by name.
-      seq_rows: Per sequence, the rows of ``x`` its simulation depends on: the model entries
-        and its own initial-state entries (all simulation entries with a custom build_model
-        or rollout).
+      seq_rows: Per sequence, the rows of ``x`` its simulation depends on: the model and
+        control-transform entries and its own initial-state entries (all simulation entries
+        with a custom build_model or rollout).
       plans: :class:`WritePlan` per ModelSequences index (made on first use).
     """
 
