@@ -170,3 +170,19 @@ def test_one_parameter_per_direction_equals_one_for_both():
         ms.ControlTransform().deadband("motor", "dz", "positive").validate(model, both)
     with pytest.raises(ValueError, match=r"ControlTransform.gain: direction must be one of"):
         ms.ControlTransform().gain("motor", "g", "up")
+
+
+def test_default_bounds_follow_the_command_range():
+    """Deadband and offset bounds are in command units: half the largest |ctrlrange| of the
+    matched actuators (1 when none is limited)."""
+    model = mujoco.MjModel.from_xml_string(
+        ROTOR.replace('<motor name="motor" joint="shaft" gear="0.05"/>',
+                      '<motor name="motor" joint="shaft" gear="0.05" ctrlrange="-3 2"/>')
+    )  # fmt: skip
+    band = ms.make_parameter("control_deadband", model, "motor")
+    offset = ms.make_parameter("control_offset", model, "mo*")
+    assert (band.min_value[0], band.max_value[0]) == (0.0, 1.5)
+    assert (offset.min_value[0], offset.max_value[0]) == (-1.5, 1.5)
+    unlimited = ms.make_parameter("control_deadband", model, "fan")
+    assert unlimited.max_value[0] == 0.5
+    assert ms.make_parameter("control_gain", model, "motor").max_value[0] == 2.0

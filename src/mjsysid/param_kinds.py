@@ -28,7 +28,9 @@ sensor_delay           sensor glob  no model change; used by :class:`SignalTrans
 sensor_gain            sensor glob  no model change; used by :class:`SignalTransform`
 sensor_bias            sensor glob  no model change; used by :class:`SignalTransform`
 control_deadband       actuator     no model change; used by :class:`ControlTransform`
-                       glob         (``deadband``: a command's threshold, >= 0)
+                       glob         (``deadband``: a command's threshold, >= 0; default
+                                    bounds ``[0, s/2]``, offset ``±s/2``, ``s`` the largest
+                                    ``|ctrlrange|`` of the matched actuators, else 1)
 control_gain           actuator     no model change; :class:`ControlTransform` ``gain``
 control_offset         actuator     no model change; :class:`ControlTransform` ``offset``
 =====================  ===========  ===============================================
@@ -52,6 +54,7 @@ are bounded by :func:`mjsysid.body_inertia_param`.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -407,6 +410,18 @@ def _bind(param: Parameter, kind_name: str, target: str) -> None:
     param.model_modifier = model_modifier
 
 
+def _command_scale(model: mujoco.MjModel, pattern: str) -> float:
+    """Largest ``|ctrlrange|`` of the limited actuators ``pattern`` matches (1 without any):
+    the command unit the default deadband and offset bounds are measured in."""
+    require_model(model)
+    limits = [
+        float(np.max(np.abs(model.actuator_ctrlrange[i])))
+        for i in range(model.nu)
+        if fnmatch.fnmatchcase(model.actuator(i).name, pattern) and model.actuator_ctrllimited[i]
+    ]
+    return max(limits) if limits else 1.0
+
+
 def make_parameter(
     kind: str,
     model: mujoco.MjModel | None,
@@ -497,6 +512,8 @@ def make_parameter(
         given[field] = arr
     nom = given.get("nominal", read)
     lo, hi = spec_kind.bounds(np.asarray(nom, dtype=np.float64))
+    if kind in ("control_deadband", "control_offset") and model is not None:
+        lo, hi = lo * _command_scale(model, target), hi * _command_scale(model, target)
     lo = given.get("min_value", lo)
     hi = given.get("max_value", hi)
     limit = spec_kind.lower
