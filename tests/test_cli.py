@@ -33,7 +33,7 @@ def test_help_on_every_level(capsys):
 def test_examples_listed():
     code, out, _ = run("examples")
     assert code == 0
-    assert {"arm", "box", "cartpole"} <= set(bundled_examples())
+    assert {"arm", "box", "cartpole", "dcmotor"} <= set(bundled_examples())
     assert "example:arm" in out and "example:box" in out
 
 
@@ -52,6 +52,16 @@ def test_examples_listed():
         ),
         ("box", {"box_floor_friction": 0.72}),
         ("cartpole", {"pole_mass": 0.8, "slider_damping": 0.05, "hinge_damping": 0.002}),
+        (
+            "dcmotor",
+            {
+                "motor_deadband_pos": 0.14,
+                "motor_deadband_neg": 0.08,
+                "motor_gain_neg": 0.85,
+                "motor_filter_tau": 0.03,
+                "motor_kv": 0.003,
+            },
+        ),
     ],
 )
 def test_fit_bundled_examples(tmp_path, name, truth):
