@@ -42,6 +42,24 @@ ARM2 = """
 </mujoco>
 """
 
+DC_MOTOR = """
+<mujoco model="dcmotor">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="rotor">
+      <joint name="shaft" type="hinge" axis="0 0 1" damping="0.01"/>
+      <geom type="cylinder" size="0.05 0.01" mass="0.3"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general name="motor" joint="shaft" dyntype="filter" dynprm="0.03" gainprm="0.2"
+             biastype="affine" biasprm="0 0 -0.005"/>
+    <motor name="plain" joint="shaft"/>
+  </actuator>
+  <sensor><jointpos name="angle" joint="shaft"/><jointvel name="speed" joint="shaft"/></sensor>
+</mujoco>
+"""
+
 SERVO = """
 <mujoco model="servo">
   <option timestep="0.002"/>

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from conftest import ARM2, BOX, SERVO
+from conftest import ARM2, BOX, DC_MOTOR, SERVO
 
 BACKENDS = ["mujoco", "scipy", "scipy_parallel_fd"]
 
@@ -604,25 +604,6 @@ def test_plain_residual_of_bad_shape_is_named(optimizer):
         ms.optimize(params, varying, optimizer=optimizer, horizons=None)
 
 
-MOTOR_XML = """
-<mujoco>
-  <option timestep="0.002"/>
-  <worldbody>
-    <body name="rotor">
-      <joint name="shaft" type="hinge" axis="0 0 1" damping="0.01"/>
-      <geom type="cylinder" size="0.05 0.01" mass="0.3"/>
-    </body>
-  </worldbody>
-  <actuator>
-    <general name="motor" joint="shaft" dyntype="filter" dynprm="0.03" gainprm="0.2"
-             biastype="affine" biasprm="0 0 -0.005"/>
-    <motor name="plain" joint="shaft"/>
-  </actuator>
-  <sensor><jointpos name="angle" joint="shaft"/><jointvel name="speed" joint="shaft"/></sensor>
-</mujoco>
-"""
-
-
 def test_dc_motor_lag_and_back_emf_are_recovered(make_problem):
     """A DC motor as MuJoCo models it natively: a first-order filter on the command
     (actuator_filter_tau, the electrical time constant) and a velocity term of an affine bias
@@ -638,7 +619,7 @@ def test_dc_motor_lag_and_back_emf_are_recovered(make_problem):
         d.update_from_vector([0.05, 0.012])
         return d
 
-    p = make_problem(MOTOR_XML, truth, n=1000, names=["angle", "speed"])
+    p = make_problem(DC_MOTOR, truth, n=1000, names=["angle", "speed"])
     params = ms.ParameterDict(
         [
             ms.make_parameter("actuator_filter_tau", p.model, "motor"),

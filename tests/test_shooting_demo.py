@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from conftest import ARM2
+from conftest import ARM2, DC_MOTOR
 from mjsysid import demo
 
 
@@ -163,24 +163,6 @@ def test_demo_identification_restores_planner_success(tmp_path):
     assert (tmp_path / "demo" / "cartpole.xml").is_file()
 
 
-FILTER_MOTOR = """
-<mujoco>
-  <option timestep="0.002"/>
-  <worldbody>
-    <body name="rotor">
-      <joint name="shaft" type="hinge" axis="0 0 1" damping="0.01"/>
-      <geom type="cylinder" size="0.05 0.01" mass="0.3"/>
-    </body>
-  </worldbody>
-  <actuator>
-    <general name="motor" joint="shaft" dyntype="filter" dynprm="0.03" gainprm="0.2"
-             biastype="affine" biasprm="0 0 -0.005"/>
-  </actuator>
-  <sensor><jointpos name="angle" joint="shaft"/><jointvel name="speed" joint="shaft"/></sensor>
-</mujoco>
-"""
-
-
 def test_windows_of_a_filter_actuator_start_from_its_activation(make_problem):
     """A filter actuator's activation is state the sensors do not show: windows start from a
     nominal simulation of it (not 0), initial_state_params estimate it by default, and the
@@ -196,7 +178,7 @@ def test_windows_of_a_filter_actuator_start_from_its_activation(make_problem):
         d.update_from_vector([0.12, 0.01])
         return d
 
-    p = make_problem(FILTER_MOTOR, truth, n=1500, names=["angle", "speed"])
+    p = make_problem(DC_MOTOR, truth, n=1500, names=["angle", "speed"])
     windows = ms.split_windows(p.sequences, 0.5)
     assert len(windows.sequence_name) == 6
     acts = [x0[-1] for x0 in windows.initial_state[1:]]  # the state ends with act
