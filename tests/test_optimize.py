@@ -484,6 +484,37 @@ def test_fd_jacobian_matches_analytic_linear():
     np.testing.assert_allclose(J, A, rtol=1e-6)
 
 
+def test_fd_jacobian_large_finite_columns_are_not_retried():
+    """Columns are screened for inf/NaN by their sums; a sum that overflows on finite
+    entries is confirmed entry by entry, so the column is neither retried nor zeroed."""
+    calls = []
+    A = np.zeros((101, 2))
+    A[:100, 0] = 1e307  # column 0 of J: entries 1e307, their sum overflows
+    A[100, 1] = 1.0
+
+    def residual(X):
+        calls.append(X.shape[1])
+        return A @ X
+
+    x = np.array([1e-3, 0.5])
+    J = ms.fd_jacobian(residual, x, A @ x, (np.zeros(2), np.ones(2)))
+    assert calls == [2]  # one batched call, no retry
+    with np.errstate(over="ignore"):
+        assert np.all(np.isfinite(J)) and np.isinf(J.sum(axis=0)[0])
+    np.testing.assert_allclose(J, A, rtol=1e-6)
+
+
+def test_fd_jacobian_retries_a_non_finite_column_with_the_opposite_step():
+    def residual(X):
+        R = np.vstack([X[0] + 2 * X[1], X[0] - X[1]])
+        R[:, X[1] > 0.5 + 1e-12] = np.nan  # the forward step of x_1 diverges
+        return R
+
+    x = np.array([0.2, 0.5])
+    J = ms.fd_jacobian(residual, x, residual(x[:, None])[:, 0], (np.zeros(2), np.ones(2)))
+    np.testing.assert_allclose(J, [[1.0, 2.0], [1.0, -1.0]], rtol=1e-6)
+
+
 def test_ftol_stops_on_a_plateau(make_problem):
     p = make_problem(ARM2, _with(arm_masses, [1.3, 0.5]), n=200, qpos=[0.3, -0.2], noise=0.01)
     params = arm_masses(p.spec, p.model)

@@ -301,6 +301,31 @@ def test_modify_residual_tier(arm):
     assert r.size == 2 * 400 and np.max(np.abs(r)) < 1e-9
 
 
+def test_predictions_written_by_callers_never_reach_the_simulation_cache(arm):
+    """The simulations of a small call are kept for the next; a custom modify_residual and
+    predict's caller receive arrays they may write into, which must not be the kept ones."""
+    params = arm_params(arm.spec, arm.model)
+    x = np.array([1.2, 0.6, 0.1])
+
+    def scribbler(params, predicted, measured, model, return_pred_all, state=None, **kw):
+        r = measured.data - predicted.data  # on the simulation grid here
+        predicted.data[...] = 0.0
+        state.data[...] = 0.0
+        return r, predicted, measured
+
+    rf = ms.build_residual_fn([arm.sequences], modify_residual=scribbler)
+    first = rf(x, params).copy()
+    np.testing.assert_array_equal(rf(x, params), first)  # the second call reuses the first's
+
+    want = ms.build_residual_fn([arm.sequences])(x, params)
+    rf = ms.build_residual_fn([arm.sequences])
+    for pred in rf.predict(params, x):  # simulates x and keeps the simulation
+        pred.predicted.data[...] = 0.0
+        pred.state[...] = 0.0
+    np.testing.assert_array_equal(rf(x, params), want)  # from the kept simulation
+    np.testing.assert_array_equal(rf.predict(params, x)[0].residual, want[: want.size // 2])
+
+
 def test_control_zoh_versus_linear(arm_spec):
     model = arm_spec.compile()
     x0 = ms.create_initial_state(model)
@@ -366,6 +391,30 @@ def test_work_copy_follows_changed_bounds_and_frozen_values(arm):
     n_before = rf(params.as_vector(), params).size
     params["delay"].max_value[:] = 0.02  # a wider delay window drops more samples
     assert rf(params.as_vector(), params).size < n_before
+
+
+def test_transform_blocks_written_in_place_equal_a_fresh_evaluation(arm):
+    """After the first call the transform's blocks are written straight into the output;
+    a window that changes size between calls falls back to separate blocks. Either way every
+    column equals a fresh function's one-column evaluation, bit for bit."""
+    params = arm_params(arm.spec, arm.model)
+    params.add(ms.Parameter("delay", 0.001, -0.002, 0.004))
+    params.add(ms.Parameter("gain", 1.1, 0.5, 2.0))
+    t = ms.SignalTransform().delay("j*_pos", "delay").gain("j*_vel", "gain")
+    rf = ms.build_residual_fn([arm.sequences], modify_residual=t.apply)
+    x = params.as_vector()
+    X = np.repeat(x[:, None], 5, axis=1)
+    X[[0, 3, 4], [1, 2, 3]] *= 1.01  # a mass, the delay, the gain; column 4 repeats column 0
+
+    def fresh(xj):
+        return ms.build_residual_fn([arm.sequences], modify_residual=t.apply)(xj, params)
+
+    for widen in (False, False, True, True):
+        if widen:
+            params["delay"].max_value[:] = 0.02  # shorter window: other block sizes
+        R = rf(X, params)
+        for j in range(X.shape[1]):
+            np.testing.assert_array_equal(R[:, j], fresh(X[:, j]))
 
 
 def test_reused_candidate_models_stay_exact_across_calls(make_problem):

@@ -196,9 +196,12 @@ def fd_jacobian(
     lo, hi = bounds
     h = _fd_steps(x, hi, eps)
     X = x[:, None] + np.diag(h)
-    R = residual(X)
-    J = (R - r[:, None]) / h[None, :]
-    bad = np.flatnonzero(~np.all(np.isfinite(J), axis=0))
+    J = residual(X) - r[:, None]
+    J /= h[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):  # a column with inf or NaN sums to one
+        bad = np.flatnonzero(~np.isfinite(J.sum(axis=0)))
+    if bad.size:  # (or overflows: those are confirmed entry by entry)
+        bad = bad[~np.all(np.isfinite(J[:, bad]), axis=0)]
     if bad.size:
         h2 = -h[bad]
         X2 = np.repeat(x[:, None], bad.size, axis=1)

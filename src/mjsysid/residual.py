@@ -406,11 +406,11 @@ class ResidualFunction:
         once, the others only where their values differ; then ``mj_setConst``.
         """
         ms = self.models_sequences[mi]
-        if self.build_model is not None:
+        if self.build_model is not None or not (self.fast_model_edits and layout.model_edits):
+            params._assign_checked_vector(x, layout.free)
             self.stats.compiles += 1
-            return self.build_model(params, self._work_specs[mi])
-        if not (self.fast_model_edits and layout.model_edits):
-            self.stats.compiles += 1
+            if self.build_model is not None:
+                return self.build_model(params, self._work_specs[mi])
             return compile_spec(run_modifiers(params, self._work_specs[mi]), params)
         self.stats.model_edits += 1
         free = layout.free
@@ -432,6 +432,8 @@ class ResidualFunction:
             hit = np.zeros(len(free), dtype=bool)
             hit[layout.owner[differs]] = True
             others = [free[i] for i in plan.other if hit[i]]
+        if others:  # their model_modifiers read the values from params
+            params._assign_checked_vector(x, free)
         plan.write(entry.model, x, others)
         refresh_constants(entry.model, self._set_const_data[mi])
         entry.x, entry.key = x.copy(), self._work_key
@@ -561,7 +563,6 @@ class ResidualFunction:
         model_first, model_of, _ = _distinct_columns(X[layout.model_mask])
         built: list[list[mujoco.MjModel]] = [[] for _ in self.models_sequences]
         for n, j in enumerate(model_first):
-            work._assign_checked_vector(X[:, j], free)
             for mi in range(len(self.models_sequences)):
                 built[mi].append(self._build_model(work, mi, n, X[:, j], layout))
         col_models = [[built[mi][m] for m in model_of] for mi in range(len(built))]
@@ -588,24 +589,41 @@ class ResidualFunction:
                     preds,
                     self._transformed_controls(work, X, sim_cols, group, mi),
                 )
+        transform = _bound_signal_transform(self.modify_residual)
+        custom = self.modify_residual is not None and transform is None
+        mixed: dict[int, list[tuple[np.ndarray, ...]]] = {}  # sims of sequences partly cached
         for i in range(nseq):
             if len(run[i]) < len(per_seq[i][0]):
-                preds[i] = self._with_cached(preds.get(i), run[i], per_seq[i][2], cache[i])
+                mixed[i] = self._sim_rows(preds.get(i), run[i], per_seq[i][2], cache[i])
+                # the states are stacked only where they are read
+                need = details or custom or bool(self._sequences[i].state_cols.size)
+                preds[i] = self._stacked(mixed[i], need)
             for u in np.flatnonzero(~preds[i][2]):  # simulated now or kept from the last call
                 self.last_divergence.append(
                     f"{self._sequences[i].label}: simulation diverged for candidate {u}"
                 )
         if cacheable and all(len(first) <= _SIM_CACHE for first, _, _ in per_seq):
-            self._sim_cache = {
-                i: {key: tuple(a[u].copy() for a in preds[i]) for u, key in enumerate(keys)}
-                for i, (_, _, keys) in enumerate(per_seq)
-            }
+            # Views of this call's fresh rollout arrays, unless code that may write into the
+            # predictions receives them (a custom modify_residual, predict's caller).
+            mine = not (details or custom)
+            self._sim_cache = {}
+            for i, (_, _, keys) in enumerate(per_seq):
+                sims = mixed.get(i) or [tuple(a[u] for a in preds[i]) for u in range(len(keys))]
+                self._sim_cache[i] = {
+                    key: sim if mine else tuple(a.copy() for a in sim)
+                    for key, sim in zip(keys, sims, strict=True)
+                }
             self._sim_cache_key = self._work_key
         self.stats.time_rollout += _time.perf_counter() - t0
         # 3. Residual blocks, sequence by sequence, written into one (k, n) array.
         out: np.ndarray | None = None
         if self.modify_residual is None:
             out = np.empty((k, int(self._offsets[-1])))
+        elif transform is not None and not details and self._offsets[-1] > 0:
+            # block sizes known from an earlier call: each block is written in place
+            # (a block of another size is computed apart, and the blocks concatenated)
+            out = np.empty((k, int(self._offsets[-1])))
+        in_place = out is not None
         blocks_out: list[np.ndarray] = []  # (m_seq, k) each, custom residuals only
         details_out: list[SequencePrediction] = []
         for si, seq in enumerate(self._sequences):
@@ -641,8 +659,10 @@ class ResidualFunction:
                         self._details(seq, P[0], at_meas[0], seq.meas, block, state0)
                     )
                 continue
-            transform = _bound_signal_transform(self.modify_residual)
             if transform is not None and not details:  # batched: same values, less per call
+                view = None
+                if out is not None:
+                    view = out[:, int(self._offsets[si]) : int(self._offsets[si + 1])]
                 block = transform._residuals(
                     work,
                     lambda name: (
@@ -656,8 +676,10 @@ class ResidualFunction:
                     seq.meas.signal_mapping,
                     seq.meas,
                     self.sensor_weights,
+                    view,
                 )
                 block[~ok[inverse]] = np.nan
+                in_place = in_place and block is view
                 blocks_out.append(block.T)
                 continue
             state = align_states(raw_state, x0_seq)
@@ -694,11 +716,12 @@ class ResidualFunction:
                     )
                 )
             blocks_out.append(np.stack(cols, axis=1))
-        if out is None:
+        if in_place:  # the default residual, or every transform block written in place
+            assert out is not None
+            result = out.T
+        else:
             self._offsets = np.cumsum([0] + [b.shape[0] for b in blocks_out])
             result = np.concatenate(blocks_out, axis=0) if blocks_out else np.zeros((0, k))
-        else:
-            result = out.T
         self.stats.time_total += _time.perf_counter() - t_start
         return result, details_out
 
@@ -717,20 +740,27 @@ class ResidualFunction:
         return P
 
     @staticmethod
-    def _with_cached(
-        pred: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+    def _sim_rows(
+        pred: tuple[np.ndarray, ...] | None,
         run: list[int],
         keys: list[bytes],
         cache: dict[bytes, tuple[np.ndarray, ...]],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(raw_state, sensordata, ok, x0)`` of every distinct simulation of one sequence:
-        the simulated ones (``run``, in ``pred``) and copies of the cached others."""
+    ) -> list[tuple[np.ndarray, ...]]:
+        """``(raw_state, sensordata, ok, x0)`` of every distinct simulation of one sequence,
+        in order: the ones simulated now (``run``, views into ``pred``) and the cached ones."""
         at = {u: j for j, u in enumerate(run)}
-        rows = [
+        return [
             tuple(a[at[u]] for a in pred) if u in at and pred is not None else cache[key]
             for u, key in enumerate(keys)
         ]
-        state, sens, ok, x0 = (np.stack([row[f] for row in rows]) for f in range(4))
+
+    @staticmethod
+    def _stacked(
+        sims: list[tuple[np.ndarray, ...]], with_state: bool
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+        """The fields of ``sims`` stacked (new arrays); the states ``None`` unless asked."""
+        state = np.stack([s[0] for s in sims]) if with_state else None
+        sens, ok, x0 = (np.stack([s[f] for s in sims]) for f in (1, 2, 3))
         return state, sens, ok, x0
 
     def _transformed_controls(

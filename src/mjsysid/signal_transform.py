@@ -199,21 +199,31 @@ class _Plan:
                 break
         return out
 
-    def read(self, pdata: np.ndarray, reader: _Reader) -> np.ndarray:
-        """A new ``(..., N, D)`` array: every column of ``pdata (..., nstep, D)`` interpolated
-        by ``reader`` (leading axes: candidates read at once)."""
+    def read(self, pdata: np.ndarray, reader: _Reader, out: np.ndarray | None = None) -> np.ndarray:
+        """Every column of ``pdata (..., nstep, D)`` interpolated by ``reader``: a new
+        ``(..., N, D)`` array, or ``out`` (of that shape) written (leading axes: candidates
+        read at once)."""
         if reader is None:
-            return np.repeat(pdata[..., :1, :], self.times.size, axis=-2)
+            rows = pdata[..., :1, :]
+            if out is None:
+                return np.repeat(rows, self.times.size, axis=-2)
+            out[...] = rows
+            return out
         i, ip1, w, omw = reader
         if ip1 is None or w is None or omw is None:
-            return pdata.take(i, axis=-2) if isinstance(i, np.ndarray) else pdata[..., i, :].copy()
+            if isinstance(i, np.ndarray):  # rows are in range: "clip" only spares a buffer
+                return pdata.take(i, axis=-2, out=out, mode="clip")
+            if out is None:
+                return pdata[..., i, :].copy()
+            out[...] = pdata[..., i, :]
+            return out
         if isinstance(i, np.ndarray) and isinstance(ip1, np.ndarray):
-            a = pdata.take(i, axis=-2)
+            a = pdata.take(i, axis=-2, out=out, mode="clip")
             a *= omw
             b = pdata.take(ip1, axis=-2)
             b *= w
         else:  # consecutive rows: views, no gathers
-            a = pdata[..., i, :] * omw
+            a = np.multiply(pdata[..., i, :], omw, out=out)
             b = pdata[..., ip1, :] * w
         a += b
         return a
@@ -478,6 +488,7 @@ class SignalTransform:
         mapping: Any,
         sensordata_measured: TimeSeries,
         sensor_weights: Mapping[str, Any] | None = None,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
         """:meth:`apply`'s residuals of ``k`` candidates of one sequence, flattened.
 
@@ -493,9 +504,12 @@ class SignalTransform:
           predictions: ``(u, nstep, D)`` predicted signals on ``grid`` (``(nstep,)`` times),
             columns as ``mapping`` says.
           sensordata_measured: The recording. sensor_weights: As for :meth:`apply`.
+          out: A ``(k, m)`` array (a view into the caller's residual) to write the result
+            into; ignored when ``m`` is not this window's size.
 
         Returns:
-          ``(k, m)``: row ``j`` equals ``apply(...)[0].reshape(-1)`` for candidate ``j``.
+          ``(k, m)``: row ``j`` equals ``apply(...)[0].reshape(-1)`` for candidate ``j``
+          (``out`` when it was used).
         """
         k = which.size
         pred0 = TimeSeries._unchecked(grid, predictions[0], mapping)
@@ -505,6 +519,9 @@ class SignalTransform:
         for c, (pname, _) in enumerate(plan.sources):
             if pname is not None:
                 delays[:, c] = values(pname)[:, 0]
+        # gains and biases on a contiguous array (broadcast over a strided view they cost
+        # twice as much); the weighted difference then goes to the caller's ``out``
+        flat = out if out is not None and out.shape == (k, rows * cols) else None
         out = np.empty((k, rows, cols))
         # One batched read per distinct delay vector, over the distinct simulations it needs.
         groups: dict[bytes, list[int]] = {}
@@ -522,11 +539,16 @@ class SignalTransform:
                 pdata = predictions[sims]
             if plan.select is not None:
                 pdata = pdata[..., plan.select]
-            y = self._read_delayed(plan, pdata, tuple(delays[js[0]].tolist()))
-            if js == inv == list(range(k)):
-                out[...] = y
+            ds = tuple(delays[js[0]].tolist())
+            n, j0 = len(sims), js[0]
+            if js[:n] == list(range(j0, j0 + n)) and inv[:n] == list(range(n)):
+                # the group's first candidates are its simulations, in order: read them in
+                # place, then copy their rows to the group's other candidates
+                self._read_delayed(plan, pdata, ds, out[j0 : j0 + n])
+                for j, row in zip(js[n:], inv[n:], strict=True):
+                    out[j] = out[j0 + row]
             else:
-                out[js] = y[inv]
+                out[js] = self._read_delayed(plan, pdata, ds)[inv]
         mdata = np.repeat(plan.mdata[None], k, axis=0) if plan.meas_ops else plan.mdata[None]
         for is_gain, pname, all_cols, signals, on_pred in plan.ops:
             v = values(pname)
@@ -542,9 +564,10 @@ class SignalTransform:
                 target *= vb
             else:
                 target += vb
-        np.subtract(mdata, out, out=out)
-        out *= plan.scale
-        return out.reshape(k, rows * cols)
+        dest = out if flat is None else flat.reshape(k, rows, cols)
+        np.subtract(mdata, out, out=dest)
+        dest *= plan.scale
+        return out.reshape(k, rows * cols) if flat is None else flat
 
     @staticmethod
     def _delays_of(plan: _Plan, params: ParameterDict) -> tuple[float, ...]:
@@ -553,15 +576,17 @@ class SignalTransform:
         )
 
     @staticmethod
-    def _read_delayed(plan: _Plan, pdata: np.ndarray, ds: tuple[float, ...]) -> np.ndarray:
-        """A new ``(..., N, D)`` array: the prediction ``(..., nstep, D)`` read at the measured
-        times, each signal at its own delay ``ds`` (one per source; one interpolation per
-        distinct value)."""
+    def _read_delayed(
+        plan: _Plan, pdata: np.ndarray, ds: tuple[float, ...], out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The prediction ``(..., nstep, D)`` read at the measured times, each signal at its
+        own delay ``ds`` (one per source; one interpolation per distinct value): a new
+        ``(..., N, D)`` array, or ``out`` written."""
         # Readers are fetched first, in signal order, so a delay out of range is reported as
         # apply_resample_and_delay would.
         readers = {d: plan.reader(d) for d in ds}
         d_main = ds[plan.main]
-        out = plan.read(pdata, readers[d_main])
+        out = plan.read(pdata, readers[d_main], out)
         reads = {d_main: out}
         for (_, cols), d in zip(plan.sources, ds, strict=True):
             if d != d_main:
