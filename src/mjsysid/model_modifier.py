@@ -184,23 +184,37 @@ class WritePlan:
             _call(p, "model_modifier", model)
 
 
-def refresh_constants(model: mujoco.MjModel, data: mujoco.MjData) -> None:
+def refresh_constants(
+    model: mujoco.MjModel, data: mujoco.MjData, diag: np.ndarray | None = None
+) -> None:
     """``mj_setConst`` plus the statistics MuJoCo 4.0's ``mj_setConst`` leaves stale
     (``stat.meaninertia = tr M(qpos0) / nv`` and ``stat.meanmass``, which scale the
     constraint solver's tolerances), after fields of ``model`` were written. The statistics
-    equal the compiler's bit for bit."""
+    equal the compiler's bit for bit.
+
+    Args:
+      diag: :func:`mass_diagonal_index` of ``model`` (computed when omitted; it only depends
+        on the model's structure, so callers that refresh many candidates pass it).
+    """
     mujoco.mj_setConst(model, data)
     data.qpos[:] = model.qpos0
     mujoco.mj_kinematics(model, data)
     mujoco.mj_comPos(model, data)
     mujoco.mj_crb(model, data)
-    # Summed in order, as the compiler does (NumPy's pairwise sum differs in the last bit).
+    # Summed in order, as the compiler does (NumPy's pairwise sum differs in the last bit;
+    # Python's sum adds left to right).
     stat = model.stat
-    if model.nv:  # the diagonal of M closes each row of its sparse (CSR) storage
-        diag = data.M[model.M_rowadr + model.M_rownnz - 1]
-        stat.meaninertia = float(np.add.accumulate(diag)[-1]) / model.nv
+    if model.nv:
+        index = mass_diagonal_index(model) if diag is None else diag
+        stat.meaninertia = sum(data.M[index].tolist()) / model.nv
     if model.nbody > 1:
-        stat.meanmass = float(np.add.accumulate(model.body_mass[1:])[-1]) / (model.nbody - 1)
+        stat.meanmass = sum(model.body_mass[1:].tolist()) / (model.nbody - 1)
+
+
+def mass_diagonal_index(model: mujoco.MjModel) -> np.ndarray:
+    """``(nv,)`` positions of the diagonal of M in ``MjData.M``: the diagonal closes each row
+    of its sparse (CSR) storage."""
+    return np.asarray(model.M_rowadr + model.M_rownnz - 1)
 
 
 def write_model_params(

@@ -48,6 +48,7 @@ from mjsysid.model_modifier import (
     WritePlan,
     apply_param_modifiers,
     compile_spec,
+    mass_diagonal_index,
     refresh_constants,
     run_modifiers,
     supports_model_edits,
@@ -270,6 +271,7 @@ class ResidualFunction:
         self._runner = BatchRollout(nthread)
         self._work_specs = [ms.spec.copy() for ms in self.models_sequences]
         self._set_const_data = [mujoco.MjData(ms.model) for ms in self.models_sequences]
+        self._mass_diag = [mass_diagonal_index(ms.model) for ms in self.models_sequences]
         # A custom residual scales its own: the built-in scale is only computed (and an
         # all-zero signal refused, here rather than at the first call) as a SignalTransform
         # will; another custom residual normalises as it likes.
@@ -435,7 +437,7 @@ class ResidualFunction:
         if others:  # their model_modifiers read the values from params
             params._assign_checked_vector(x, free)
         plan.write(entry.model, x, others)
-        refresh_constants(entry.model, self._set_const_data[mi])
+        refresh_constants(entry.model, self._set_const_data[mi], self._mass_diag[mi])
         entry.x, entry.key = x.copy(), self._work_key
         return entry.model
 

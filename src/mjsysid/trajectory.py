@@ -167,11 +167,14 @@ def default_nthread() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def clock_end(t0: np.ndarray, dt: np.ndarray, nstep: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(t_end, tol)``: the time each rollout must end at, and the tolerance on it."""
+def clock_end(
+    t0: np.ndarray, dt: np.ndarray, nstep: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t_end, tol, negative)``: the time each rollout must end at, the tolerance on it,
+    and the rollouts that start at a negative time."""
     t_end = t0 + dt * nstep
     tol = 1e-9 * np.maximum(1.0, np.maximum(np.abs(t0), np.abs(t_end))) + 1e-6 * dt
-    return t_end, tol
+    return t_end, tol, np.flatnonzero(t0 < 0)
 
 
 def clock_ok(
@@ -179,15 +182,15 @@ def clock_ok(
     t0: np.ndarray,
     dt: np.ndarray,
     scan: bool = True,
-    end: tuple[np.ndarray, np.ndarray] | None = None,
+    end: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """``(nbatch,)`` mask of rollouts whose clock advanced by ``dt`` per step and, with
     ``scan``, whose states are all finite.
 
     A reset (MuJoCo's response to an unstable state) shows in the clock; a non-finite entry
     anywhere makes the sum over the rollout non-finite (one pass over the array). Runs right
-    after a rollout, when the caches are cold: every NumPy call counts, so the common case
-    (no negative start time) is two of them.
+    after a rollout, when the caches are cold: every Python step counts, so the common case
+    (no negative start time, no scan) is one NumPy expression.
 
     Args:
       states: ``(nbatch, nstep, nstate)`` rollout output (state after each step; column 0 is
@@ -199,17 +202,17 @@ def clock_ok(
       end: :func:`clock_end` computed beforehand (it does not depend on ``states``).
     """
     nstep = states.shape[1]
-    t_end, tol = clock_end(t0, dt, nstep) if end is None else end
-    with np.errstate(over="ignore", invalid="ignore"):
-        ok = np.abs(states[:, -1, 0] - t_end) <= tol
-        if scan:
+    t_end, tol, neg = clock_end(t0, dt, nstep) if end is None else end
+    # NaN and inf times compare False without a warning
+    ok = np.abs(states[:, -1, 0] - t_end) <= tol
+    if scan:
+        with np.errstate(over="ignore", invalid="ignore"):
             ok &= np.isfinite(states.sum(axis=(1, 2)))
-        # A reset sets the time to 0, so from t0 >= 0 the clock ends early; only a rollout
-        # that starts at a negative time can come back to the expected end, so check each step.
-        if t0.size and t0.min() < 0:
-            neg = np.flatnonzero(t0 < 0)
-            expected = t0[neg, None] + dt[neg, None] * np.arange(1, nstep + 1)[None, :]
-            ok[neg] &= (np.abs(states[neg, :, 0] - expected) <= tol[neg, None]).all(axis=1)
+    # A reset sets the time to 0, so from t0 >= 0 the clock ends early; only a rollout that
+    # starts at a negative time can come back to the expected end, so check each step.
+    if neg.size:
+        expected = t0[neg, None] + dt[neg, None] * np.arange(1, nstep + 1)[None, :]
+        ok[neg] &= (np.abs(states[neg, :, 0] - expected) <= tol[neg, None]).all(axis=1)
     return ok
 
 
