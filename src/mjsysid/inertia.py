@@ -111,7 +111,8 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import mujoco
@@ -162,7 +163,8 @@ _SAME_BODY = int(mujoco.mjtSameFrame.mjSAMEFRAME_BODY)
 _SAME_INERTIA = int(mujoco.mjtSameFrame.mjSAMEFRAME_INERTIA)
 _SAME_BODYROT = int(mujoco.mjtSameFrame.mjSAMEFRAME_BODYROT)
 _SAME_INERTIAROT = int(mujoco.mjtSameFrame.mjSAMEFRAME_INERTIAROT)
-_QUNIT = np.array([1.0, 0.0, 0.0, 0.0])
+_QUNIT = (1.0, 0.0, 0.0, 0.0)
+_ZERO3 = (0.0, 0.0, 0.0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -371,16 +373,28 @@ def inertial_from_theta(theta: npt.ArrayLike) -> tuple[float, np.ndarray, np.nda
       about the centre of mass ``(3, 3)`` [kg·m²], physically consistent for every finite theta.
     """
     th = _vec("theta", theta, 10)
+    m, i_c = _mass_and_inertia(th.tolist())
+    return m, th[7:10].copy(), np.array(i_c).reshape(3, 3)
+
+
+def _mass_and_inertia(th: list[float]) -> tuple[float, list[float]]:
+    """``(m, I_c)`` of :func:`inertial_from_theta` in plain floats (``I_c`` row-major, 9
+    values): for one 3x3 product NumPy's per-call cost is several times the arithmetic.
+
+    ``Σ_c = m·A·Aᵀ`` with ``A = [[e^d1, s12, s13], [0, e^d2, s23], [0, 0, e^d3]]``, and
+    ``I_c = tr(Σ_c)·1 − Σ_c``.
+    """
     m = math.exp(2.0 * th[0])
-    a = np.array(
-        [
-            [math.exp(th[1]), th[4], th[6]],
-            [0.0, math.exp(th[2]), th[5]],
-            [0.0, 0.0, math.exp(th[3])],
-        ]
-    )
-    sigma_c = m * (a @ a.T)
-    return m, th[7:10].copy(), np.trace(sigma_c) * np.eye(3) - sigma_c
+    a11, a22, a33 = math.exp(th[1]), math.exp(th[2]), math.exp(th[3])
+    a12, a23, a13 = th[4], th[5], th[6]
+    s11 = m * (a11 * a11 + a12 * a12 + a13 * a13)
+    s22 = m * (a22 * a22 + a23 * a23)
+    s33 = m * (a33 * a33)
+    s12 = m * (a12 * a22 + a13 * a23)
+    s13 = m * (a13 * a33)
+    s23 = m * (a23 * a33)
+    tr = s11 + s22 + s33
+    return m, [tr - s11, -s12, -s13, -s12, tr - s22, -s23, -s13, -s23, tr - s33]
 
 
 def full_inertia_from_model(
@@ -452,9 +466,12 @@ def _make_compute(kind: InertiaType, meta: dict[str, Any]) -> Callable[[np.ndarr
     if kind is InertiaType.Pseudo:
 
         def compute_pseudo(value: np.ndarray) -> Inertial:
-            m, c, i_c = inertial_from_theta(value)
-            eigval, quat = _principal(i_c)
-            return m, c, eigval, quat
+            th = value.tolist()
+            if len(th) != 10 or not all(map(math.isfinite, th)):
+                raise ValueError(must_be("theta", "10 finite values", value))
+            m, i_c = _mass_and_inertia(th)
+            eigval, quat = _principal(np.array(i_c))
+            return m, value[7:10].copy(), eigval, quat
 
         return compute_pseudo
 
@@ -489,22 +506,24 @@ def _write_spec(body: Any, values: Inertial) -> None:
     body.fullinertia = [math.nan, 0.0, 0.0, 0.0, 0.0, 0.0]  # unset: diagonal + iquat rule
 
 
-def _same_vec(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(np.all(np.abs(a - b) < _FRAME_EPS))
+# Plain floats (finite: model fields): for 3-4 values NumPy's per-call cost is several times
+# the comparison's.
+def _same_vec(a: Sequence[float], b: Sequence[float]) -> bool:
+    return max(map(abs, map(operator.sub, a, b))) < _FRAME_EPS
 
 
-def _same_quat(a: np.ndarray, b: np.ndarray) -> bool:
-    return _same_vec(a, b) or bool(np.all(np.abs(a + b) < _FRAME_EPS))
+def _same_quat(a: Sequence[float], b: Sequence[float]) -> bool:
+    return _same_vec(a, b) or max(map(abs, map(operator.add, a, b))) < _FRAME_EPS
 
 
 def _sameframe(
-    pos: np.ndarray,
-    quat: np.ndarray,
-    ipos: np.ndarray | None = None,
-    iquat: np.ndarray | None = None,
+    pos: Sequence[float],
+    quat: Sequence[float],
+    ipos: Sequence[float] | None = None,
+    iquat: Sequence[float] | None = None,
 ) -> int:
     """The compiler's ``*_sameframe`` rule for a frame ``(pos, quat)`` in its body frame."""
-    if _same_vec(pos, np.zeros(3)) and _same_quat(quat, _QUNIT):
+    if _same_vec(pos, _ZERO3) and _same_quat(quat, _QUNIT):
         return _SAME_BODY
     if _same_quat(quat, _QUNIT):
         return _SAME_BODYROT
@@ -537,11 +556,10 @@ def _write_model(
     model.body_mass[b] = mass
     model.body_inertia[b] = inertia
     # (element-wise on lists: np.array_equal costs more than the whole write for 3-4 values)
-    if model.body_ipos[b].tolist() == ipos.tolist() and model.body_iquat[b].tolist() == (
-        quat.tolist()
-    ):
+    ipos_l, quat_l = ipos.tolist(), quat.tolist()
+    if model.body_ipos[b].tolist() == ipos_l and model.body_iquat[b].tolist() == quat_l:
         return  # same inertial frame (always for InertiaType.Mass): frame flags are unchanged
-    frame = _sameframe(ipos, quat)
+    frame = _sameframe(ipos_l, quat_l)
     if model.body_simple[b] and frame != _SAME_BODY:
         raise RuntimeError(
             f"body {target!r} is 'simple' in this compiled model (its inertial frame is its body "
@@ -551,10 +569,13 @@ def _write_model(
     model.body_ipos[b] = ipos
     model.body_iquat[b] = quat
     model.body_sameframe[b] = frame
-    for g in geoms:
-        model.geom_sameframe[g] = _sameframe(model.geom_pos[g], model.geom_quat[g], ipos, quat)
-    for s in sites:
-        model.site_sameframe[s] = _sameframe(model.site_pos[s], model.site_quat[s], ipos, quat)
+    for kind, rows in (("geom", geoms), ("site", sites)):
+        if rows.size:
+            pos, quats = getattr(model, f"{kind}_pos"), getattr(model, f"{kind}_quat")
+            getattr(model, f"{kind}_sameframe")[rows] = [
+                _sameframe(p, q, ipos_l, quat_l)
+                for p, q in zip(pos[rows].tolist(), quats[rows].tolist(), strict=True)
+            ]
 
 
 def _kind_of(param: Parameter) -> InertiaType:
