@@ -609,6 +609,7 @@ def test_a_fit_that_stalls_on_a_cliff_says_so():
     opt, res = ms.optimize(params, cliff)
     assert res.status == "stalled" and res.success
     assert res.message.startswith("Stopped: the cost stalled") and "non-smooth" in res.message
+    assert "start the data once the contacts have settled" in res.message
     assert 0.99 < opt["x"].value[0] <= 1.0
 
 

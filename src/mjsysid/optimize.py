@@ -345,7 +345,9 @@ _MESSAGES = {
         "damping and gained under 0.1 %): no nearby point is clearly better. Typical of a "
         "non-smooth cost (contacts, dry friction) or of a long simulation that drifts from "
         "the data; if the fit is poor, try another start, shorter horizons or multiple "
-        "shooting (split_windows with initial_state_params)."
+        "shooting (split_windows with initial_state_params). Impacts early in a recording "
+        "(a robot set down or landing) do the most harm: start the data once the contacts "
+        "have settled."
     ),
     "max_iters": (
         "Stopped after max_iters={n} iterations before converging; raise max_iters or "
