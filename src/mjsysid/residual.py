@@ -600,10 +600,11 @@ class ResidualFunction:
                 # the states are stacked only where they are read
                 need = details or custom or bool(self._sequences[i].state_cols.size)
                 preds[i] = self._stacked(mixed[i], need)
-            for u in np.flatnonzero(~preds[i][2]):  # simulated now or kept from the last call
-                self.last_divergence.append(
+            if not preds[i][2].all():  # simulated now or kept from the last call
+                self.last_divergence += [
                     f"{self._sequences[i].label}: simulation diverged for candidate {u}"
-                )
+                    for u in np.flatnonzero(~preds[i][2])
+                ]
         if cacheable and all(len(first) <= _SIM_CACHE for first, _, _ in per_seq):
             # Views of this call's fresh rollout arrays, unless code that may write into the
             # predictions receives them (a custom modify_residual, predict's caller).
@@ -644,14 +645,13 @@ class ResidualFunction:
                     )
                 lo, hi = int(self._offsets[si]), int(self._offsets[si + 1])
                 target = out[:, lo:hi].reshape(k, *seq.meas.data.shape)
-                if len(ok) == k and bool(np.all(inverse == np.arange(k))):
+                if len(ok) == k:  # k distinct simulations: inverse == arange(k)
                     np.subtract(seq.meas.data[None], at_meas, out=target)
                     target *= seq.scale
                 else:
                     target[...] = ((seq.meas.data[None] - at_meas) * seq.scale)[inverse]
-                bad = np.flatnonzero(~ok[inverse])
-                if bad.size:
-                    out[bad, lo:hi] = np.nan
+                if not ok.all():
+                    out[np.flatnonzero(~ok[inverse]), lo:hi] = np.nan
                 if details:
                     block = ((seq.meas.data - at_meas[0]) * seq.scale).reshape(-1)
                     if not ok[0]:
@@ -680,7 +680,8 @@ class ResidualFunction:
                     self.sensor_weights,
                     view,
                 )
-                block[~ok[inverse]] = np.nan
+                if not ok.all():
+                    block[~ok[inverse]] = np.nan
                 in_place = in_place and block is view
                 blocks_out.append(block.T)
                 continue
