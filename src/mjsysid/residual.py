@@ -453,7 +453,7 @@ class ResidualFunction:
                 p.max_value.tobytes(),
                 p.value.tobytes() if p.frozen else p.size,
                 # what the meta says a parameter acts on (an initial state's sequence...)
-                tuple(p.meta.get(k) for k in _LAYOUT_META),
+                *map(p.meta.get, _LAYOUT_META),
             )
             for p in params.values()
         )
@@ -761,9 +761,10 @@ class ResidualFunction:
     def _stacked(
         sims: list[tuple[np.ndarray, ...]], with_state: bool
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
-        """The fields of ``sims`` stacked (new arrays); the states ``None`` unless asked."""
-        state = np.stack([s[0] for s in sims]) if with_state else None
-        sens, ok, x0 = (np.stack([s[f] for s in sims]) for f in (1, 2, 3))
+        """The fields of ``sims`` stacked (new arrays); the states ``None`` unless asked.
+        (``np.array`` of a list: the same copy as ``np.stack`` at a third of its cost.)"""
+        state = np.array([s[0] for s in sims]) if with_state else None
+        sens, ok, x0 = (np.array([s[f] for s in sims]) for f in (1, 2, 3))
         return state, sens, ok, x0
 
     def _transformed_controls(
