@@ -456,6 +456,42 @@ def test_unused_columns_are_a_warning_and_misspelt_sensors_an_error(tmp_path):
     assert not (tmp_path / "o2").exists()
 
 
+def test_time_range_in_an_experiment_file(tmp_path):
+    """A sequence's time_range keeps part of the recording; the window's initial state comes
+    from the sensors at its start; a bad range is named with its key path."""
+    rec = _arm_recording(tmp_path)
+    path = _write_exp(
+        tmp_path, sequences=[{"name": "s", "file": str(rec), "time_range": [0.5, None]}]
+    )
+    exp = load_experiment(path)
+    assert exp.warnings == [
+        f"{path}: sequences[0] ({str(rec)!r}): time_range starts at 0.5 s, after the first "
+        "sample: the columns ['initial_qpos', 'initial_qvel'] (the state at 0.0 s) are not "
+        "used, the initial state comes from the sensors at the range's start"
+    ]
+    _, x0, ctrl, sens = exp.sequences.sequences()[0]
+    whole = load_experiment(_write_exp(tmp_path, sequences=[{"name": "s", "file": str(rec)}]))
+    _, _, ctrl_all, sens_all = whole.sequences.sequences()[0]
+    i = int(np.searchsorted(sens_all.times, 0.5 - 1e-9))
+    np.testing.assert_array_equal(sens.times, sens_all.times[i:])
+    np.testing.assert_array_equal(ctrl.data, ctrl_all.data[i:])
+    assert x0[0] == sens.times[0] == pytest.approx(0.5)
+    qpos, _ = ms.recording.initial_state_from_sensors(exp.model, sens)
+    np.testing.assert_array_equal(x0[1 : 1 + exp.model.nq], qpos)
+    path = _write_exp(tmp_path, sequences=[{"file": str(rec), "time_range": [3.0, 1.0]}])
+    with pytest.raises(
+        ExperimentError, match=r"sequences\[0\]: recording .* time_range must be start < end"
+    ):
+        load_experiment(path)
+    path = _write_exp(tmp_path, sequences=[{"file": str(rec), "time_range": 0.5}])
+    with pytest.raises(
+        ExperimentError,
+        match=r"sequences\[0\]\.time_range must be \[start, end\] in seconds "
+        r"\(null for an open end\)",
+    ):
+        load_experiment(path)
+
+
 # -- simulate: sensor effects, argument checks -------------------------------------------------
 
 

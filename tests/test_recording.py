@@ -343,3 +343,50 @@ def test_bad_samples_and_time_units_are_named(model, tmp_path):
     assert slow.times[1] == pytest.approx(1.0)
     with pytest.raises(ValueError, match=r"time_scale must be a finite number > 0"):
         load({}, time_scale=0)
+
+
+def test_time_range_keeps_part_of_a_recording(model, tmp_path):
+    """time_range keeps the samples in [start, end] (ends included, None: open), leaves out
+    what lies outside it unchecked, and names every mistake."""
+    cols = _columns(model)
+    t = cols["time"]
+    path = tmp_path / "r.npz"
+
+    def load(edit=None, **kw):
+        np.savez(path, **{**cols, **(edit or {})})
+        return load_recording(path, model, **kw)
+
+    full = load()
+    rec = load(time_range=(0.1, 0.3))
+    np.testing.assert_array_equal(rec.times, t[10:31])
+    np.testing.assert_array_equal(rec.control.data, full.control.data[10:31])
+    np.testing.assert_array_equal(rec.sensordata.data, full.sensordata.data[10:31])
+    np.testing.assert_array_equal(load(time_range=(None, 0.2)).times, t[:21])
+    np.testing.assert_array_equal(load(time_range=[0.4, None]).times, t[40:])
+    # a corrupt tail left out is not checked; kept, it is named by its row in the file
+    nan = cols["j1_pos"].copy()
+    nan[45] = np.nan
+    assert load({"j1_pos": nan}, time_range=(0.0, 0.3)).times.size == 31
+    with pytest.raises(ValueError, match=r"got \[nan\] in data row 46 of 50 .* with time_range"):
+        load({"j1_pos": nan}, time_range=(0.4, None))
+    for bad, match in [
+        ((0.3, 0.1), r"time_range must be start < end, got \(0\.3, 0\.1\)"),
+        ((-1.0, 0.2), r"time_range must be within the recording's span \[0\.0, 0\.49\] s"),
+        ((0.101, 0.105), r"time_range must be a range holding at least 2 samples"),
+        ("0.1", r"time_range must be \[start, end\] in seconds \(None for an open end\)"),
+        ((0.1,), r"time_range must be \[start, end\]"),
+        ((0.1, float("nan")), r"time_range must be two finite numbers \(s\) or None"),
+        ((True, 0.2), r"time_range must be two finite numbers"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            load(time_range=bad)
+    # recorded initial-state columns describe the first sample: unused after a later start
+    late = load({"initial_qpos": np.ones(model.nq)}, time_range=(0.1, None))
+    assert late.initial_qpos is None and late.notes == (
+        "time_range starts at 0.1 s, after the first sample: the columns ['initial_qpos'] "
+        "(the state at 0.0 s) are not used, the initial state comes from the sensors at the "
+        "range's start",
+    )
+    early = load({"initial_qpos": np.ones(model.nq)}, time_range=(0.0, 0.2))
+    np.testing.assert_array_equal(early.initial_qpos, np.ones(model.nq))
+    assert early.notes == ()

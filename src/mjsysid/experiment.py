@@ -381,6 +381,9 @@ def load_experiment(path: str | Path) -> Experiment:
                 raise node.err(f"ignore_columns[{k}]", "a column name (str)", c)
         time_key = node.get("time", str, None)
         time_scale = node.get("time_scale", (int, float), None, expected="a number (s per unit)")
+        time_range = node.get(
+            "time_range", list, None, expected="[start, end] in seconds (null for an open end)"
+        )
         try:
             rec = load_recording(
                 rec_file,
@@ -390,11 +393,13 @@ def load_experiment(path: str | Path) -> Experiment:
                 control=cmap,
                 sensors=smap,
                 ignore_columns=ignore,
+                time_range=None if time_range is None else tuple(time_range),
             )
         except KeyError as e:
             raise ExperimentError(f"{source}: {node.path}: {e.args[0]}") from None
         except ValueError as e:
             raise ExperimentError(f"{source}: {node.path}: {e}") from None
+        warnings += [f"{source}: {node.path} ({str(rec_file)!r}): {n}" for n in rec.notes]
         if rec.unused_columns:
             warnings.append(
                 f"{source}: {node.path} ({str(rec_file)!r}): {rec.unused_message()}; list "

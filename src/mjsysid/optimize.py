@@ -347,7 +347,7 @@ _MESSAGES = {
         "the data; if the fit is poor, try another start, shorter horizons or multiple "
         "shooting (split_windows with initial_state_params). Impacts early in a recording "
         "(a robot set down or landing) do the most harm: start the data once the contacts "
-        "have settled."
+        "have settled (time_range in an experiment file)."
     ),
     "max_iters": (
         "Stopped after max_iters={n} iterations before converging; raise max_iters or "

@@ -22,10 +22,12 @@ import csv
 import difflib
 import fnmatch
 import io
+import math
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -170,6 +172,9 @@ class Recording:
       unused_columns: Columns that nothing reads, in file order (see :func:`load_recording`).
       hints: ``{unused column: close signal name}`` for unused columns that look like a
         signal of the model that was not loaded (a likely misspelling).
+      notes: Other things worth telling the user, one line each (the experiment loader
+        reports them as warnings): recorded initial-state columns left unused by a
+        ``time_range`` that starts after the first sample.
     """
 
     times: np.ndarray
@@ -179,6 +184,7 @@ class Recording:
     initial_qvel: np.ndarray | None
     unused_columns: tuple[str, ...] = ()
     hints: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def unused_message(self) -> str:
         """A one-line description of :attr:`unused_columns` (empty when there are none)."""
@@ -207,8 +213,15 @@ def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
 
 
 def _column(
-    cols: Mapping[str, np.ndarray], key: str | Sequence[str], what: str, n: int
+    cols: Mapping[str, np.ndarray],
+    key: str | Sequence[str],
+    what: str,
+    n: int,
+    rows: slice = slice(None),
 ) -> np.ndarray:
+    """Column(s) ``key`` as an ``(len(rows), width)`` array: ``n`` rows in the file, the
+    ``rows`` kept, which must be finite (errors give the row of the file)."""
+    first = rows.start or 0
     keys = [key] if isinstance(key, str) else list(key)
     parts = []
     for k in keys:
@@ -227,13 +240,15 @@ def _column(
                     f"{arr.shape[0]} rows",
                 )
             )
+        arr = arr[rows]
         bad = np.flatnonzero(~np.all(np.isfinite(arr), axis=1))
         if bad.size:
             row = int(bad[0])
             raise ValueError(
                 f"{what}: column {k!r} must be finite, got {arr[row].tolist()} in data row "
-                f"{row + 1} of {n} ({bad.size} such row(s)); a lost or corrupt sample: drop "
-                "or repair the row before fitting"
+                f"{first + row + 1} of {n} ({bad.size} such row(s)); a lost or corrupt "
+                "sample: drop or repair the row, or leave it out with time_range, before "
+                "fitting"
             )
         parts.append(arr)
     return np.concatenate(parts, axis=1)
@@ -267,6 +282,41 @@ def _check_times(times: np.ndarray, what: str, plausible: bool = True) -> None:
         )
 
 
+def _time_rows(times: np.ndarray, time_range: Any, where: str) -> slice:
+    """The rows of ``times (N,)`` (s) within ``time_range = (start, end)`` (s; ``None``: that
+    end of the recording), ends included."""
+    what = f"{where}: time_range"
+    ok = isinstance(time_range, Sequence) and not isinstance(time_range, str)
+    if not ok or len(time_range) != 2:
+        raise ValueError(
+            must_be(what, "[start, end] in seconds (None for an open end)", time_range)
+        )
+    ends = []
+    for v, default in zip(time_range, (times[0], times[-1]), strict=True):
+        number = isinstance(v, int | float | np.integer | np.floating) and not isinstance(
+            v, bool | np.bool_
+        )
+        if v is not None and not (number and math.isfinite(v)):
+            raise ValueError(must_be(what, "two finite numbers (s) or None", time_range))
+        ends.append(float(default) if v is None else float(v))
+    start, end = ends
+    span = (float(times[0]), float(times[-1]))
+    if not start < end:
+        raise ValueError(must_be(what, "start < end", time_range))
+    tol = 1e-9 * max(1.0, abs(span[0]), abs(span[1]))
+    if start < span[0] - tol or end > span[1] + tol:
+        raise ValueError(
+            must_be(what, f"within the recording's span [{span[0]!r}, {span[1]!r}] s", time_range)
+        )
+    i0 = int(np.searchsorted(times, start - tol, side="left"))
+    i1 = int(np.searchsorted(times, end + tol, side="right"))
+    if i1 - i0 < 2:
+        raise ValueError(
+            must_be(what, "a range holding at least 2 samples", f"{time_range} ({i1 - i0})")
+        )
+    return slice(i0, i1)
+
+
 def load_recording(
     path: str | Path,
     model: mujoco.MjModel,
@@ -276,6 +326,7 @@ def load_recording(
     control: Mapping[str, str] | None = None,
     sensors: Mapping[str, str | Sequence[str]] | None = None,
     ignore_columns: Sequence[str] = (),
+    time_range: tuple[float | None, float | None] | None = None,
 ) -> Recording:
     """Reads a recording and maps its columns onto the model's actuators and sensors.
 
@@ -306,6 +357,13 @@ def load_recording(
         (``<joint>_qpos``/``_qvel``) with a column of that name.
       ignore_columns: Columns to leave out without a warning; each must exist and not be
         used otherwise.
+      time_range: ``(start, end)`` in seconds (after ``time_scale``; ``None``: that end of the
+        recording): keep the samples in this range, ends included, e.g. to leave out an
+        impact or a settling phase at the start, or a corrupt tail (samples outside it are
+        not checked). After a range that starts past the first sample, ``initial_qpos`` /
+        ``initial_qvel`` columns (the state at the first sample) are not used, and
+        :attr:`Recording.notes` says so: the initial state comes from the sensors at
+        ``start``.
 
     Raises:
       KeyError: A named column or signal does not exist (lists what does).
@@ -335,6 +393,16 @@ def load_recording(
     _check_times(raw, f"{where}: time column {tkey!r}", plausible=time_scale is None)
     times = raw * float(scale)
     n = times.size
+    rows = slice(0, n) if time_range is None else _time_rows(times, time_range, where)
+    notes: list[str] = []
+    late = [c for c in ("initial_qpos", "initial_qvel") if c in cols and rows.start > 0]
+    if late:
+        notes.append(
+            f"time_range starts at {float(times[rows.start])!r} s, after the first sample: "
+            f"the columns {late} (the state at {float(times[0])!r} s) are not used, the "
+            "initial state comes from the sensors at the range's start"
+        )
+    times = times[rows]
     used = {tkey, "initial_qpos", "initial_qvel"}
     # controls
     ctrl_ts = None
@@ -361,7 +429,7 @@ def load_recording(
                     f"{f'; did you mean {best!r}?' if best else ''}); map it under control: "
                     "in the experiment file"
                 )
-            data.append(_column(cols, key, where, n))
+            data.append(_column(cols, key, where, n, rows))
             used.add(key)
         ctrl_ts = TimeSeries.from_control_names(times, np.concatenate(data, axis=1), model)
     # sensors
@@ -420,7 +488,7 @@ def load_recording(
     for sig, key in chosen.items():
         canonical, stype = resolve_signal_name(model, sig)
         width = len(signal_source_indices(model, canonical, stype))
-        block = _column(cols, key, where, n)
+        block = _column(cols, key, where, n, rows)
         if block.shape[1] != width:
             raise ValueError(
                 must_be(f"{where}: signal {sig!r}", f"{width} columns", f"{block.shape[1]}")
@@ -428,8 +496,8 @@ def load_recording(
         names_typed.append((canonical, stype))
         blocks.append(block)
     sens_ts = TimeSeries.from_names(times, np.concatenate(blocks, axis=1), model, names=names_typed)
-    qpos0 = cols.get("initial_qpos")
-    qvel0 = cols.get("initial_qvel")
+    qpos0 = None if "initial_qpos" in late else cols.get("initial_qpos")
+    qvel0 = None if "initial_qvel" in late else cols.get("initial_qvel")
     return Recording(
         times,
         ctrl_ts,
@@ -438,6 +506,7 @@ def load_recording(
         None if qvel0 is None else np.asarray(qvel0, dtype=np.float64).reshape(-1),
         tuple(unused),
         hints,
+        tuple(notes),
     )
 
 
