@@ -188,6 +188,10 @@ class Ctx:
 # Helpers for the cases
 
 
+def _arm_run1() -> Path:
+    return bundled_examples()["arm"].parent / "run1.npz"
+
+
 def _case(case_id: str, make: Callable[[Ctx], Any], exc: type[BaseException], match: str) -> Any:
     return pytest.param(make, exc, match, id=case_id)
 
@@ -1538,6 +1542,32 @@ CASES = [
         ExperimentError,
         r"exp\.yaml: sequences\[0\]: .*initial_qpos.*qpos must be finite, got "
         r"qpos\[1\]=nan",
+    ),
+    _case(
+        "exp-time-range-reversed",
+        lambda c: load_experiment(
+            c.experiment(sequences=[{"file": str(_arm_run1()), "time_range": [1.0, 0.5]}])
+        ),
+        ExperimentError,
+        r"sequences\[0\]: recording '.*run1\.npz': time_range must be start < end, got "
+        r"\(1\.0, 0\.5\)",
+    ),
+    _case(
+        "exp-time-range-outside-the-recording",
+        lambda c: load_experiment(
+            c.experiment(sequences=[{"file": str(_arm_run1()), "time_range": [0.5, 99.0]}])
+        ),
+        ExperimentError,
+        r"sequences\[0\]: recording '.*': time_range must be within the recording's span "
+        r"\[0\.0, .*\] s, got \(0\.5, 99\.0\)",
+    ),
+    _case(
+        "exp-time-range-not-numbers",
+        lambda c: load_experiment(
+            c.experiment(sequences=[{"file": str(_arm_run1()), "time_range": ["a", None]}])
+        ),
+        ExperimentError,
+        r"time_range must be two finite numbers \(s\) or None, got \('a', None\)",
     ),
     # ---- TimeSeries npz files -------------------------------------------------------------
     _case(
