@@ -467,7 +467,7 @@ def test_time_range_in_an_experiment_file(tmp_path):
     assert exp.warnings == [
         f"{path}: sequences[0] ({str(rec)!r}): time_range starts at 0.5 s, after the first "
         "sample: the columns ['initial_qpos', 'initial_qvel'] (the state at 0.0 s) are not "
-        "used, the initial state comes from the sensors at the range's start"
+        "used, the initial state comes from the sensors at the range's start (or initial_state:)"
     ]
     _, x0, ctrl, sens = exp.sequences.sequences()[0]
     whole = load_experiment(_write_exp(tmp_path, sequences=[{"name": "s", "file": str(rec)}]))

@@ -504,6 +504,19 @@ def test_fd_jacobian_large_finite_columns_are_not_retried():
     np.testing.assert_allclose(J, A, rtol=1e-6)
 
 
+def test_fd_jacobian_is_float64_whatever_the_residual_dtype():
+    A = np.array([[1.0, 2.0], [3.0, 4.0]])
+    x, bounds = np.array([1.0, 2.0]), (np.full(2, -10.0), np.full(2, 10.0))
+    for cast in (np.float32, np.int64):
+
+        def residual(X, cast=cast):
+            return np.rint(1e6 * (A @ X)).astype(cast)
+
+        J = ms.fd_jacobian(residual, x, residual(x[:, None])[:, 0], bounds, eps=1e-3)
+        assert J.dtype == np.float64
+        np.testing.assert_allclose(J, 1e6 * A, rtol=1e-3)
+
+
 def test_fd_jacobian_retries_a_non_finite_column_with_the_opposite_step():
     def residual(X):
         R = np.vstack([X[0] + 2 * X[1], X[0] - X[1]])

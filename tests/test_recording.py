@@ -363,6 +363,8 @@ def test_time_range_keeps_part_of_a_recording(model, tmp_path):
     np.testing.assert_array_equal(rec.sensordata.data, full.sensordata.data[10:31])
     np.testing.assert_array_equal(load(time_range=(None, 0.2)).times, t[:21])
     np.testing.assert_array_equal(load(time_range=[0.4, None]).times, t[40:])
+    # an end typed as a rounded decimal (here float32) still names its sample
+    np.testing.assert_array_equal(load(time_range=(np.float32(0.3), 0.35)).times, t[30:36])
     # a corrupt tail left out is not checked; kept, it is named by its row in the file
     nan = cols["j1_pos"].copy()
     nan[45] = np.nan
@@ -385,7 +387,7 @@ def test_time_range_keeps_part_of_a_recording(model, tmp_path):
     assert late.initial_qpos is None and late.notes == (
         "time_range starts at 0.1 s, after the first sample: the columns ['initial_qpos'] "
         "(the state at 0.0 s) are not used, the initial state comes from the sensors at the "
-        "range's start",
+        "range's start (or initial_state:)",
     )
     early = load({"initial_qpos": np.ones(model.nq)}, time_range=(0.0, 0.2))
     np.testing.assert_array_equal(early.initial_qpos, np.ones(model.nq))

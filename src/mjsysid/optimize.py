@@ -196,7 +196,7 @@ def fd_jacobian(
     lo, hi = bounds
     h = _fd_steps(x, hi, eps)
     X = x[:, None] + np.diag(h)
-    J = residual(X) - r[:, None]
+    J = np.subtract(residual(X), r[:, None], dtype=np.float64)
     J /= h[None, :]
     with np.errstate(over="ignore", invalid="ignore"):  # a column with inf or NaN sums to one
         bad = np.flatnonzero(~np.isfinite(J.sum(axis=0)))

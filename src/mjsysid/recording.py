@@ -303,7 +303,9 @@ def _time_rows(times: np.ndarray, time_range: Any, where: str) -> slice:
     span = (float(times[0]), float(times[-1]))
     if not start < end:
         raise ValueError(must_be(what, "start < end", time_range))
-    tol = 1e-9 * max(1.0, abs(span[0]), abs(span[1]))
+    # a thousandth of the smallest sample spacing: ends typed as rounded decimals (or float32)
+    # still include the sample they name
+    tol = 1e-3 * float(np.min(np.diff(times))) if times.size > 1 else 0.0
     if start < span[0] - tol or end > span[1] + tol:
         raise ValueError(
             must_be(what, f"within the recording's span [{span[0]!r}, {span[1]!r}] s", time_range)
@@ -359,11 +361,11 @@ def load_recording(
         used otherwise.
       time_range: ``(start, end)`` in seconds (after ``time_scale``; ``None``: that end of the
         recording): keep the samples in this range, ends included, e.g. to leave out an
-        impact or a settling phase at the start, or a corrupt tail (samples outside it are
-        not checked). After a range that starts past the first sample, ``initial_qpos`` /
-        ``initial_qvel`` columns (the state at the first sample) are not used, and
-        :attr:`Recording.notes` says so: the initial state comes from the sensors at
-        ``start``.
+        impact or a settling phase at the start, or a corrupt tail (values outside it are
+        not checked; the time column must be valid throughout). After a range that starts
+        past the first sample, ``initial_qpos`` / ``initial_qvel`` columns (the state at the
+        first sample) are not used, and :attr:`Recording.notes` says so: the initial state
+        comes from the sensors at ``start``.
 
     Raises:
       KeyError: A named column or signal does not exist (lists what does).
@@ -400,7 +402,7 @@ def load_recording(
         notes.append(
             f"time_range starts at {float(times[rows.start])!r} s, after the first sample: "
             f"the columns {late} (the state at {float(times[0])!r} s) are not used, the "
-            "initial state comes from the sensors at the range's start"
+            "initial state comes from the sensors at the range's start (or initial_state:)"
         )
     times = times[rows]
     used = {tkey, "initial_qpos", "initial_qvel"}

@@ -421,7 +421,8 @@ class ResidualFunction:
             pool.append(_Slot(ms.model.__copy__()))
         entry = pool[slot]
         plan = layout.plans.get(mi)
-        if plan is None:
+        if plan is None:  # (its errors quote the parameters' values: this candidate's)
+            params._assign_checked_vector(x, free)
             plan = layout.plans[mi] = WritePlan(ms.model, free)
         if entry.x is None or entry.key != self._work_key or entry.x.shape != x.shape:
             if entry.x is not None:  # other parameters: start again from the base model, so
