@@ -28,6 +28,15 @@ def must_be(what: str, expected: str, received: Any, hint: str = "") -> str:
     return f"{msg}. {hint}" if hint else msg
 
 
+def finite_real(value: object) -> bool:
+    """A finite real number: Python or NumPy int or float, not a bool, a string or an array."""
+    return (
+        isinstance(value, int | float | np.integer | np.floating)
+        and not isinstance(value, bool | np.bool_)
+        and bool(np.isfinite(value))
+    )
+
+
 def first_bad_index(mask: np.ndarray) -> int:
     """Flat index of the first ``True`` entry of ``mask`` (which must have one)."""
     return int(np.flatnonzero(np.asarray(mask).ravel())[0])

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.optimize
 
-from mjsysid._errors import must_be
+from mjsysid._errors import finite_real, must_be
 from mjsysid.intervals import calculate_intervals as calculate_intervals  # re-export (spec)
 from mjsysid.io import atomic_savez, load_npz
 from mjsysid.lm import LMOptions, levenberg_marquardt
@@ -771,15 +771,6 @@ def _fit_stage(
     return stage
 
 
-def _real(value: object) -> bool:
-    """A finite real number (not a bool)."""
-    return (
-        isinstance(value, int | float | np.integer | np.floating)
-        and not isinstance(value, bool | np.bool_)
-        and bool(np.isfinite(value))
-    )
-
-
 def optimize(
     initial_params: ParameterDict,
     residual_fn: ResidualFn,
@@ -881,14 +872,14 @@ def optimize(
         raise TypeError(
             must_be("callback", "callable callback(iteration, x, cost) or None", callback)
         )
-    if not (_real(eps) and eps > 0):
+    if not (finite_real(eps) and eps > 0):
         raise ValueError(must_be("eps", "a finite number > 0", eps))
     if mu_factor is None:
         mu_factor = 4.0 if optimizer == "lm" else 2.0
-    if not (_real(mu_factor) and mu_factor > 1):
+    if not (finite_real(mu_factor) and mu_factor > 1):
         raise ValueError(must_be("mu_factor", "a finite number > 1", mu_factor))
     for tol_name, tol in (("xtol", xtol), ("gtol", gtol), ("ftol", ftol)):
-        if not (_real(tol) and tol >= 0):
+        if not (finite_real(tol) and tol >= 0):
             raise ValueError(must_be(tol_name, "a finite number >= 0", tol))
     for flag_name, flag in (
         ("verbose", verbose),

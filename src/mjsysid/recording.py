@@ -22,7 +22,6 @@ import csv
 import difflib
 import fnmatch
 import io
-import math
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid._errors import must_be
+from mjsysid._errors import finite_real, must_be
 from mjsysid.io import atomic_savez, atomic_write_text, load_npz
 from mjsysid.timeseries import SignalType, TimeSeries, resolve_signal_name, signal_source_indices
 
@@ -293,10 +292,7 @@ def _time_rows(times: np.ndarray, time_range: Any, where: str) -> slice:
         )
     ends = []
     for v, default in zip(time_range, (times[0], times[-1]), strict=True):
-        number = isinstance(v, int | float | np.integer | np.floating) and not isinstance(
-            v, bool | np.bool_
-        )
-        if v is not None and not (number and math.isfinite(v)):
+        if v is not None and not finite_real(v):
             raise ValueError(must_be(what, "two finite numbers (s) or None", time_range))
         ends.append(float(default) if v is None else float(v))
     start, end = ends
@@ -386,10 +382,7 @@ def load_recording(
     if tkey is None or tkey not in cols:
         raise KeyError(f"{where}: no time column {time or TIME_KEYS!r}; it has {sorted(cols)}")
     scale = 1.0 if time_scale is None else time_scale
-    number = isinstance(scale, int | float | np.integer | np.floating)
-    if not (number and not isinstance(scale, bool | np.bool_) and np.isfinite(scale)) or (
-        scale <= 0
-    ):
+    if not (finite_real(scale) and scale > 0):
         raise ValueError(must_be("time_scale", "a finite number > 0 (s per unit)", time_scale))
     raw = np.asarray(cols[tkey], dtype=np.float64).reshape(-1)  # errors quote the file's units
     _check_times(raw, f"{where}: time column {tkey!r}", plausible=time_scale is None)
