@@ -1569,6 +1569,35 @@ CASES = [
         ExperimentError,
         r"time_range must be two finite numbers \(s\) or None, got \('a', None\)",
     ),
+    _case(
+        "exp-sequence-key-misspelt-before-loading",
+        lambda c: load_experiment(
+            c.experiment(sequences=[{"file": str(_arm_run1()), "timescale": 0.001}])
+        ),
+        ExperimentError,
+        r"sequences\[0\] has unknown keys \['timescale'\]; allowed: \[.*\]; did you mean "
+        r"'time_scale' for 'timescale'\?",
+    ),
+    _case(
+        "exp-model-file-given-as-experiment",
+        lambda c: load_experiment(bundled_examples()["arm"].parent / "arm.xml"),
+        ExperimentError,
+        r"arm\.xml: this is a model file; give an experiment file \(YAML\)",
+    ),
+    _case(
+        "csv-truncated-last-line",
+        lambda c: ms.recording.read_columns(c.file("cut.csv", "time,a,b\n0,1,2\n0.1,1,2\n0.2,1\n")),
+        ValueError,
+        r"cut\.csv' line 4: must have 3 fields, got 2; a line cut off \(a truncated capture\) "
+        r"or with a stray separator: repair or delete it",
+    ),
+    _case(
+        "csv-comment-above-the-header",
+        lambda c: ms.recording.read_columns(c.file("c.csv", "# motor log\ntime,a,b\n0,1,2\n")),
+        ValueError,
+        r"c\.csv' line 2: must have 1 fields, got 3; the header \(line 1\) names 1 columns "
+        r"\['# motor log'\]: is a comment or title line above it\?",
+    ),
     # ---- TimeSeries npz files -------------------------------------------------------------
     _case(
         "npz-truncated",

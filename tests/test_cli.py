@@ -6,6 +6,7 @@ import io
 import re
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 import yaml
@@ -464,7 +465,13 @@ def test_time_range_in_an_experiment_file(tmp_path):
         tmp_path, sequences=[{"name": "s", "file": str(rec), "time_range": [0.5, None]}]
     )
     exp = load_experiment(path)
-    assert exp.warnings == [
+    assert exp.warnings[1] == (
+        f"{path}: the initial state of ['sequences[0]'] is read from the first sample of the "
+        "sensors and held fixed, so its measurement noise biases the fit; add shooting: "
+        "{estimate_initial_state: true} to fit it as well (or give initial_qpos / initial_qvel "
+        "columns or initial_state: qpos)"
+    )
+    assert exp.warnings[:1] == [
         f"{path}: sequences[0] ({str(rec)!r}): time_range starts at 0.5 s, after the first "
         "sample: the columns ['initial_qpos', 'initial_qvel'] (the state at 0.0 s) are not "
         "used, the initial state comes from the sensors at the range's start (or initial_state:)"
@@ -490,6 +497,33 @@ def test_time_range_in_an_experiment_file(tmp_path):
         r"\(null for an open end\)",
     ):
         load_experiment(path)
+
+
+def test_a_frozen_parameter_with_a_nominal_is_that_value_in_the_model(tmp_path):
+    """``frozen: true`` with ``nominal``: not fitted, and the model every fit runs on (and the
+    saved MJCF) has that value, not the XML's; without a nominal the XML's value stays."""
+    base = bundled_examples()["arm"].parent
+    exp = yaml.safe_load((base / "experiment.yaml").read_text())
+    params = [
+        {"kind": "body_mass", "target": "link1"},
+        {"kind": "joint_damping", "target": "shoulder", "max": 1.0},
+        {"kind": "joint_damping", "target": "elbow", "nominal": 0.37, "frozen": True},
+        {"kind": "joint_damping", "target": "wrist", "frozen": True},
+    ]
+    path = _write_exp(tmp_path, parameters=params)
+    loaded = load_experiment(path)
+    xml = mujoco.MjModel.from_xml_path(str(base / exp["model"]))
+    for m in (loaded.model, loaded.sequences.model):
+        assert m.dof_damping[m.joint("elbow").dofadr[0]] == 0.37
+        wrist = m.joint("wrist").dofadr[0]
+        assert m.dof_damping[wrist] == xml.dof_damping[wrist]
+    assert loaded.params["elbow_damping"].frozen
+    assert list(loaded.params.as_vector().shape) == [2]
+    out = tmp_path / "o"
+    code, _, err = run("fit", str(path), "--out", str(out), "--no-report", "-q", "--max-iters", "2")
+    assert code == 0, err
+    saved = mujoco.MjModel.from_xml_path(str(next(out.glob("*.xml"))))
+    assert saved.dof_damping[saved.joint("elbow").dofadr[0]] == 0.37
 
 
 # -- simulate: sensor effects, argument checks -------------------------------------------------

@@ -58,9 +58,11 @@ key path (``parameters[3].max``), what was expected and what was found.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -164,16 +166,32 @@ class _Node:
         value = self.get(key, dict, None, required=required, expected="a mapping")
         return None if value is None else _Node(value, _where(self.path, key), self.source)
 
-    def finish(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
+    def finish(self, allowed: Iterable[str] | None = None) -> None:
+        """Unknown keys are an error: those not read so far, or not in ``allowed`` (to check
+        before work that a misspelt key would mislead, e.g. ``timescale``)."""
+        known = self.used if allowed is None else set(allowed)
+        unknown = sorted(set(self.data) - known)
         if unknown:
+            close = {k: m for k in unknown if (m := difflib.get_close_matches(k, known, 1))}
+            hint = "".join(f"; did you mean {m[0]!r} for {k!r}?" for k, m in close.items())
             raise ExperimentError(
                 f"{self.source}: {self.path or 'top level'} has unknown keys "
-                f"{unknown}; allowed: {sorted(self.used)}"
+                f"{unknown}; allowed: {sorted(known)}{hint}"
             )
 
 
 _HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
+_SEQUENCE_KEYS = (
+    "name",
+    "file",
+    "control",
+    "sensors",
+    "ignore_columns",
+    "time",
+    "time_scale",
+    "time_range",
+    "initial_state",
+)
 
 
 def _numbers(node: _Node, key: str, size: int | None = None) -> np.ndarray | None:
@@ -331,6 +349,12 @@ def load_experiment(path: str | Path) -> Experiment:
     """
     path = resolve_experiment_path(path)
     source = str(path)
+    if path.suffix.lower() in (".xml", ".mjcf", ".urdf"):
+        raise ExperimentError(
+            f"{source}: this is a model file; give an experiment file (YAML) that names the "
+            "model, the recordings and the parameters (see `mjsysid examples` and the README's "
+            "experiment file)"
+        )
     top = _Node(read_yaml(path), "", source)
     version = top.get("schema_version", int, EXPERIMENT_SCHEMA_VERSION)
     if version > EXPERIMENT_SCHEMA_VERSION:
@@ -356,12 +380,29 @@ def load_experiment(path: str | Path) -> Experiment:
     except ValueError as e:
         raise ExperimentError(f"{source}: model: {str(model_file)!r} does not load: {e}") from e
 
+    # Parameters first: a frozen one with a nominal is that value in the model the data are
+    # read against and every fit runs on (a frozen parameter is not written by the fit).
+    params, transform, control, fixed = _parameters(top, spec, model, source)
+    if fixed:
+        for p in fixed:
+            assert p.modifier is not None  # (fixed holds model parameters only)
+            p.modifier(spec, p)
+        try:
+            model = spec.compile()
+        except ValueError as e:
+            names = [p.name for p in fixed]
+            raise ExperimentError(
+                f"{source}: parameters: the model does not compile with the frozen values of "
+                f"{names}: {e}"
+            ) from None
     raw_seqs = top.get("sequences", list, required=True, expected="a list of recordings")
     if not raw_seqs:
         raise ExperimentError(f"{source}: sequences must be a non-empty list, got an empty list")
     names, x0s, ctrls, senss = [], [], [], []
+    from_samples: list[str] = []  # sequences whose initial state is one measured sample
     for i, raw in enumerate(raw_seqs):
         node = _Node(raw, f"sequences[{i}]", source)
+        node.finish(_SEQUENCE_KEYS)  # before reading the recording with a misspelt option
         seq_name = node.get("name", str, f"seq{i}")
         _check_file_name(source, f"{node.path}.name", seq_name)
         raw_file = node.get("file", str, required=True, expected="a .npz or .csv path")
@@ -406,6 +447,8 @@ def load_experiment(path: str | Path) -> Experiment:
                 f"them under {node.path}.ignore_columns if that is intended"
             )
         init = node.child("initial_state")
+        if rec.initial_qpos is None and (init is None or "qpos" not in init.data):
+            from_samples.append(node.path)
         qpos, qvel = initial_state_from_sensors(model, rec.sensordata)
         if rec.initial_qpos is not None:
             qpos = rec.initial_qpos
@@ -442,12 +485,18 @@ def load_experiment(path: str | Path) -> Experiment:
             ) from None
         ctrls.append(rec.control)
         senss.append(rec.sensordata)
+    if shooting is None and from_samples:
+        warnings.append(
+            f"{source}: the initial state of {from_samples} is read from the first sample of "
+            "the sensors and held fixed, so its measurement noise biases the fit; add "
+            "shooting: {estimate_initial_state: true} to fit it as well (or give "
+            "initial_qpos / initial_qvel columns or initial_state: qpos)"
+        )
     try:
         sequences = ModelSequences(name, spec, names, x0s, ctrls, senss)
     except (KeyError, ValueError) as e:
         raise ExperimentError(f"{source}: sequences: {e}") from None
 
-    params, transform, control = _parameters(top, spec, model, source)
     if shooting is not None and shooting.get("window") is not None and transform is not None:
         first = sequences.sequences()[0][3]
         corrected = transform.signals_with_parameters(first.names)
@@ -561,8 +610,11 @@ def _apply_shooting(
 
 def _parameters(
     top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel, source: str
-) -> tuple[ParameterDict, SignalTransform | None, ControlTransform | None]:
+) -> tuple[ParameterDict, SignalTransform | None, ControlTransform | None, list[Parameter]]:
+    """``(params, signal transform, control transform, fixed)``: ``fixed`` are the frozen
+    model parameters given a ``nominal``, whose value the model must take."""
     raw = top.get("parameters", list, required=True, expected="a list of parameters")
+    fixed: list[Parameter] = []
     if not raw:
         raise ExperimentError(f"{source}: parameters must be a non-empty list, got an empty list")
     params = ParameterDict()
@@ -664,8 +716,11 @@ def _parameters(
             params.add(p)
         except ValueError as e:
             raise ExperimentError(f"{source}: {node.path}.name: {e}") from None
+        if frozen and p.modifier is not None and "nominal" in node.data:
+            fixed.append(p)
     return (
         params,
         transform if used_transform else None,
         control if control.parameter_names else None,
+        fixed,
     )

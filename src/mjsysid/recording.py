@@ -115,8 +115,15 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
         if not row:
             continue
         if len(row) != len(header):
+            hint = (
+                f"; the header (line 1) names {len(header)} columns {header[:6]}: is a comment "
+                "or title line above it?"
+                if i == 2
+                else "; a line cut off (a truncated capture) or with a stray separator: "
+                "repair or delete it"
+            )
             raise ValueError(
-                f"{str(path)!r} line {i}: must have {len(header)} fields, got {len(row)}"
+                f"{str(path)!r} line {i}: must have {len(header)} fields, got {len(row)}{hint}"
             )
         try:
             body.append([float(x) for x in row])
