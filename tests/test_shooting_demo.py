@@ -78,6 +78,56 @@ def test_split_windows_multiple_shooting(make_problem):
         ms.split_windows(seq, 0.0)
 
 
+@pytest.mark.parametrize("with_transform", [False, True])
+def test_windows_are_normalised_by_their_whole_recording(make_problem, with_transform):
+    """Every window's residual is scaled by the RMS of the whole recording, not its own
+    (a window near zero would be scaled up, its noise with it, and the confidence intervals,
+    which pool one noise variance per signal, would be too narrow): a window's residual is
+    its unnormalised residual divided by the recording's RMS, for the built-in residual and
+    a SignalTransform alike."""
+    p, seq = _noisy_start(make_problem)
+    windows = ms.split_windows(seq, 0.2)
+    meas = seq.sensordata[0]
+    assert windows.rms_reference == [meas] * 4
+    assert ms.split_windows(windows, 0.1).rms_reference == [meas] * 8  # kept when re-split
+    params = ms.ParameterDict([ms.make_parameter("joint_damping", p.model, "j1")])
+    rms = ms.signal_modifier.signal_rms(meas)
+
+    def build(normalize):
+        if not with_transform:
+            return ms.build_residual_fn([windows], normalize=normalize)
+        t = ms.SignalTransform(normalize=normalize)
+        return ms.build_residual_fn([windows], modify_residual=t.apply)
+
+    x = np.array([0.25])
+    raw, scaled = build(False)(x, params), build(True)(x, params)
+    np.testing.assert_allclose(scaled, raw / np.tile(rms, raw.size // rms.size), rtol=1e-12)
+    # predict (SignalTransform.apply with the reference) equals the batched residual
+    rf = build(True)
+    got = np.concatenate([s.residual for s in rf.predict(params, x)])
+    np.testing.assert_array_equal(got, rf(x, params))
+    with pytest.raises(ValueError, match=r"rms_reference must be 4 entries, got 1"):
+        ms.ModelSequences(
+            "arm",
+            p.spec,
+            windows.sequence_name,
+            windows.initial_state,
+            windows.control,
+            windows.sensordata,
+            rms_reference=[meas],
+        )
+    with pytest.raises(ValueError, match=r"rms_reference must be None or a TimeSeries of the"):
+        ms.ModelSequences(
+            "arm",
+            p.spec,
+            "s",
+            seq.initial_state[0],
+            seq.control[0],
+            meas,
+            rms_reference=[meas.slice_by_name(["j1_pos"])],
+        )
+
+
 def test_short_last_window_is_merged_not_dropped(make_problem):
     """0.199 s windows on 0.8 s leave 2 samples for a fifth window: the fourth takes them."""
     _p, seq = _noisy_start(make_problem)

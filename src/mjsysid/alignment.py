@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import mujoco
 import numpy as np
 
 from mjsysid._errors import must_be
@@ -81,6 +82,7 @@ class PreparedSequence:
     identity_grid: bool  # the measured times are exactly the simulation instants
     all_sensors: bool  # the measured columns are all model sensors in model order
     column_labels: list[str] = field(default_factory=list)
+    rms_ref: TimeSeries | None = None  # what normalises it, when not its own data (a window)
 
     @property
     def nstep(self) -> int:
@@ -145,6 +147,16 @@ def sequence_head(seq: PreparedSequence, fraction: float) -> PreparedSequence:
     )
 
 
+def rms_reference(ms: ModelSequences, si: int, model: mujoco.MjModel) -> TimeSeries:
+    """The measured series whose RMS normalises sequence ``si`` (see
+    :attr:`ModelSequences.rms_reference`), with a signal mapping."""
+    ref = ms.rms_reference[si] if ms.rms_reference is not None else None
+    ref = ms.sequences()[si][3] if ref is None else ref
+    if ref.signal_mapping is None:
+        ref = TimeSeries.from_names(ref.times, ref.data, model)
+    return ref
+
+
 def prepare_sequence(
     models_sequences: Sequence[ModelSequences],
     mi: int,
@@ -172,6 +184,8 @@ def prepare_sequence(
     model = ms.model
     name, x0, ctrl_ts, meas = ms.sequences()[si]
     label = f"{ms.name}/{name}"
+    ref = rms_reference(ms, si, model)
+    windowed = ms.rms_reference is not None and ms.rms_reference[si] is not None
     if meas.signal_mapping is None:
         meas = TimeSeries.from_names(meas.times, meas.data, model)
     if enabled_observations is not None:
@@ -198,6 +212,7 @@ def prepare_sequence(
                 f"leave no measured signal; it has {meas.names}"
             )
         meas = meas.slice_by_name(keep)
+        ref = ref.slice_by_name(keep)
     if meas.times.size < 2:
         raise ValueError(must_be(f"{label}: sensordata", "at least 2 samples", meas.times.size))
     dt = float(model.opt.timestep)
@@ -259,7 +274,8 @@ def prepare_sequence(
             scale[cols] *= arr
     if normalize:
         rms = column_rms if normalize == "column" else signal_rms
-        scale = scale / rms(meas, label)
+        scale = scale / rms(ref, label)
+    own_rms = ref if windowed else None
     return PreparedSequence(
         mi,
         si,
@@ -284,4 +300,5 @@ def prepare_sequence(
         and list(sens_src) == list(range(model.nsensordata))
         and list(sens_cols) == list(range(model.nsensordata)),
         col_labels,
+        own_rms,
     )

@@ -85,6 +85,11 @@ class ModelSequences:
         without actuators), or a list.
       sensordata: Measured :class:`TimeSeries` (sensors and/or joint states), or a list. A
         series without a signal mapping must hold all model sensors in model order.
+      rms_reference: Optional, one per sequence: the measured series whose RMS normalises the
+        sequence's residual instead of its own data (``None`` entries: its own).
+        :func:`mjsysid.split_windows` gives every window its whole recording, so the windows
+        of a recording weigh each sample alike (a window near zero would otherwise be scaled
+        up, its noise with it). Each must hold the same signals as that sequence.
 
     Attributes:
       model: The spec compiled once at construction (nominal values).
@@ -96,6 +101,7 @@ class ModelSequences:
     initial_state: list[np.ndarray] | np.ndarray
     control: list[TimeSeries | None] | TimeSeries | None
     sensordata: list[TimeSeries] | TimeSeries
+    rms_reference: list[TimeSeries | None] | None = None
     model: mujoco.MjModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -150,6 +156,28 @@ class ModelSequences:
             raise ValueError(must_be(f"{where}: sequence_name", "unique names", names))
         for i, seq in enumerate(names):
             self._check_sequence(i, f"{where}, sequence {seq!r}")
+        if self.rms_reference is not None:
+            refs = list(self.rms_reference)
+            if len(refs) != len(names):
+                raise ValueError(
+                    must_be(f"{where}: rms_reference", f"{len(names)} entries", len(refs))
+                )
+            for seq, ref, meas in zip(names, refs, self.sensordata, strict=True):
+                if ref is None:
+                    continue
+                if (
+                    not isinstance(ref, TimeSeries)
+                    or ref.names != meas.names
+                    or (ref.data.shape[1] != meas.data.shape[1])
+                ):
+                    raise ValueError(
+                        must_be(
+                            f"{where}, sequence {seq!r}: rms_reference",
+                            f"None or a TimeSeries of the same signals {meas.names}",
+                            ref.names if isinstance(ref, TimeSeries) else ref,
+                        )
+                    )
+            self.rms_reference = refs
 
     # -- validation -------------------------------------------------------------------------
     def _check_sequence(self, i: int, where: str) -> None:

@@ -680,6 +680,7 @@ class ResidualFunction:
                     seq.meas,
                     self.sensor_weights,
                     view,
+                    seq.rms_ref,
                 )
                 if not ok.all():
                     block[~ok[inverse]] = np.nan
@@ -692,6 +693,7 @@ class ResidualFunction:
                 u = inverse[j]
                 work._assign_checked_vector(X[:, j], free)
                 pred_ts = TimeSeries._unchecked(seq.grid, P[u], seq.meas.signal_mapping)
+                extra = {} if transform is None else {"rms_reference": seq.rms_ref}
                 res, pred_used, meas_used = self.modify_residual(
                     work,
                     pred_ts,
@@ -700,6 +702,7 @@ class ResidualFunction:
                     details,
                     state=TimeSeries._unchecked(seq.grid, state[u], None),
                     sensor_weights=self.sensor_weights,
+                    **extra,
                 )
                 r = np.asarray(res, dtype=np.float64).reshape(-1)
                 if not ok[u]:

@@ -223,7 +223,9 @@ def split_windows(
     sensors or ``<joint>_qvel`` columns; a hinge or slide joint whose velocity is not
     measured (an encoder-only recording) gets the derivative of a quadratic fitted to the
     ``velocity_samples`` position samples around the window start (:func:`local_slope`,
-    which smooths encoder steps). Actuator activations (filter or integrator dynamics), which
+    which smooths encoder steps). Every window's residual is normalised by the RMS of its
+    whole recording (``rms_reference``), so each sample weighs the same as without windows.
+    Actuator activations (filter or integrator dynamics), which
     no sensor shows, come from a simulation of the whole sequence with the nominal model.
     Add :func:`initial_state_params` for the windows to estimate the starts as well
     (recommended with estimated velocities, and needed for activations when a parameter such
@@ -251,7 +253,11 @@ def split_windows(
     ms = models_sequences
     model = ms.model
     names, x0s, ctrls, senss = [], [], [], []
+    refs: list[TimeSeries | None] = []
     for si, (name, x0, ctrl, meas) in enumerate(ms.sequences()):
+        # every window is normalised by its whole recording (or what that one used)
+        ref = ms.rms_reference[si] if ms.rms_reference is not None else None
+        ref = meas if ref is None else ref
         t = meas.times
         positions = _scalar_position_columns(model, meas)
         activation = _nominal_activation(ms, si) if model.na else None
@@ -283,7 +289,8 @@ def split_windows(
             x0s.append(start_state)
             ctrls.append(ctrl)
             senss.append(sub)
-    return ModelSequences(ms.name, ms.spec, names, x0s, ctrls, senss)
+            refs.append(ref)
+    return ModelSequences(ms.name, ms.spec, names, x0s, ctrls, senss, rms_reference=refs)
 
 
 def _nominal_activation(ms: ModelSequences, si: int) -> Callable[[float], np.ndarray]:

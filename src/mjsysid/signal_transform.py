@@ -114,6 +114,7 @@ class _Plan:
         "q_hi",
         "q_lo",
         "readers",
+        "rms_of",
         "scale",
         "select",
         "sources",
@@ -123,6 +124,7 @@ class _Plan:
 
     def __init__(self) -> None:
         self.meas_ref: weakref.ref[TimeSeries] | None = None
+        self.rms_of: TimeSeries | None = None  # the series normalising, when not the data
         self.pred_times = np.zeros(0)
         self.dts = np.zeros(0)  # pred_times[k + 1] - pred_times[k]
         self.pred_mapping: Any = None
@@ -457,15 +459,20 @@ class SignalTransform:
         return_pred_all: bool = False,
         state: TimeSeries | None = None,
         sensor_weights: Mapping[str, Any] | None = None,
+        rms_reference: TimeSeries | None = None,
     ) -> tuple[np.ndarray, TimeSeries, TimeSeries]:
         """Residual ``(y − ȳ)·w / rms(y)`` of one sequence, shape ``(N_window, D)``.
+
+        ``rms_reference``: the series whose RMS normalises instead of the windowed measurement
+        (a multiple-shooting window's whole recording, see
+        :attr:`mjsysid.ModelSequences.rms_reference`).
 
         Returns:
           ``(residual, predicted, measured)``: the residual and the aligned series used.
         """
         del model, return_pred_all, state
         pred = sensordata_predicted
-        plan = self._plan(params, pred, sensordata_measured, sensor_weights)
+        plan = self._plan(params, pred, sensordata_measured, sensor_weights, rms_reference)
         pdata = pred.data if plan.select is None else pred.data[:, plan.select]
         out = self._read_delayed(plan, pdata, self._delays_of(plan, params))
         mdata = np.array(plan.mdata, dtype=np.float64) if plan.meas_ops else plan.mdata
@@ -489,6 +496,7 @@ class SignalTransform:
         sensordata_measured: TimeSeries,
         sensor_weights: Mapping[str, Any] | None = None,
         out: np.ndarray | None = None,
+        rms_reference: TimeSeries | None = None,
     ) -> np.ndarray:
         """:meth:`apply`'s residuals of ``k`` candidates of one sequence, flattened.
 
@@ -506,6 +514,7 @@ class SignalTransform:
           sensordata_measured: The recording. sensor_weights: As for :meth:`apply`.
           out: A ``(k, m)`` array (a view into the caller's residual) to write the result
             into; ignored when ``m`` is not this window's size.
+          rms_reference: As for :meth:`apply`.
 
         Returns:
           ``(k, m)``: row ``j`` equals ``apply(...)[0].reshape(-1)`` for candidate ``j``
@@ -513,7 +522,7 @@ class SignalTransform:
         """
         k = which.size
         pred0 = TimeSeries._unchecked(grid, predictions[0], mapping)
-        plan = self._plan(params, pred0, sensordata_measured, sensor_weights)
+        plan = self._plan(params, pred0, sensordata_measured, sensor_weights, rms_reference)
         rows, cols = plan.mdata.shape
         delays = np.zeros((k, len(plan.sources)))
         for c, (pname, _) in enumerate(plan.sources):
@@ -618,6 +627,7 @@ class SignalTransform:
         pred: TimeSeries,
         meas: TimeSeries,
         sensor_weights: Mapping[str, Any] | None,
+        rms_reference: TimeSeries | None = None,
     ) -> _Plan:
         """The cached plan for these series, delay bounds and weights (built on a miss)."""
         lo, hi = self.delay_bounds(params)
@@ -636,12 +646,13 @@ class SignalTransform:
             lo,
             hi,
             wkey,
+            id(rms_reference),
         )
         plans = self._plans
         plan = plans.get(key)
-        if plan is not None and plan.matches(pred, meas):
+        if plan is not None and plan.matches(pred, meas) and plan.rms_of is rms_reference:
             return plan
-        plan = self._build_plan(pred, meas, lo, hi, sensor_weights)
+        plan = self._build_plan(pred, meas, lo, hi, sensor_weights, rms_reference)
         plans[key] = plan
         while len(plans) > _MAX_PLANS:
             try:
@@ -657,10 +668,12 @@ class SignalTransform:
         lo: float,
         hi: float,
         sensor_weights: Mapping[str, Any] | None,
+        rms_reference: TimeSeries | None = None,
     ) -> _Plan:
         """Compiles, in the order the section-8 functions would run, what does not change."""
         plan = _Plan()
         plan.meas_ref = weakref.ref(meas)
+        plan.rms_of = rms_reference
         plan.pred_times = pred.times
         plan.pred_mapping = pred.signal_mapping
         names = meas.names
@@ -668,17 +681,20 @@ class SignalTransform:
         if self._enabled is not None:
             keep = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in self._enabled)]
             meas, pred_sel = meas.slice_by_name(keep), pred.slice_by_name(keep)
+            if rms_reference is not None:
+                rms_reference = rms_reference.slice_by_name(keep)
             names = keep
             plan.select = _index(
                 np.concatenate([pred.columns(n) for n in keep]) if keep else np.zeros(0, int)
             )
         meas_w = apply_delayed_ts_window(meas, pred_sel, lo, hi)
-        if self.normalize is False:  # of the raw, windowed measurement
+        of = meas_w if rms_reference is None else rms_reference  # (the raw measurement)
+        if self.normalize is False:
             rms = np.ones(meas_w.data.shape[1])
         elif self.normalize == "column":
-            rms = column_rms(meas_w, "SignalTransform")
+            rms = column_rms(of, "SignalTransform")
         else:
-            rms = signal_rms(meas_w, "SignalTransform")
+            rms = signal_rms(of, "SignalTransform")
         delay_of: dict[str, str] = {}
         for rule in self._delays:
             for n in self._match(rule.pattern, names):
