@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 from pathlib import Path
 
 import mujoco
@@ -524,6 +525,28 @@ def test_a_frozen_parameter_with_a_nominal_is_that_value_in_the_model(tmp_path):
     assert code == 0, err
     saved = mujoco.MjModel.from_xml_path(str(next(out.glob("*.xml"))))
     assert saved.dof_damping[saved.joint("elbow").dofadr[0]] == 0.37
+
+
+def test_commands_outside_ctrlrange_are_a_warning(tmp_path):
+    """Commands in other units than the model's ctrlrange (PWM counts for a duty cycle) are
+    clamped by MuJoCo: the experiment loader says so, with the actuator and the numbers."""
+    base = bundled_examples()["dcmotor"].parent
+    text = (base / "run1.csv").read_text().splitlines()
+    rows = [text[0]] + [
+        ",".join([t, repr(255 * float(u)), e]) for t, u, e in (r.split(",") for r in text[1:])
+    ]
+    (tmp_path / "run1.csv").write_text("\n".join(rows) + "\n")
+    shutil.copy(base / "dcmotor.xml", tmp_path)
+    shutil.copy(base / "experiment.yaml", tmp_path)
+    exp = load_experiment(tmp_path / "experiment.yaml")
+    (msg,) = [w for w in exp.warnings if "ctrlrange" in w]
+    assert re.search(
+        r"sequences\[0\] \('.*run1\.csv'\): the commands of actuator 'motor' leave its "
+        r"ctrlrange \[-1, 1\] in \d+ of \d+ samples \(up to -?2\d\d(\.\d+)?\), where MuJoCo "
+        r"clamps them; check their units \(duty cycle or PWM counts\?\)",
+        msg,
+    ), msg
+    assert not [w for w in load_experiment(base / "experiment.yaml").warnings if "ctrlrange" in w]
 
 
 # -- simulate: sensor effects, argument checks -------------------------------------------------

@@ -440,7 +440,10 @@ def load_experiment(path: str | Path) -> Experiment:
             raise ExperimentError(f"{source}: {node.path}: {e.args[0]}") from None
         except ValueError as e:
             raise ExperimentError(f"{source}: {node.path}: {e}") from None
-        warnings += [f"{source}: {node.path} ({str(rec_file)!r}): {n}" for n in rec.notes]
+        notes = list(rec.notes)
+        if rec.control is not None:
+            notes += _outside_ctrlrange(model, rec.control.data)
+        warnings += [f"{source}: {node.path} ({str(rec_file)!r}): {n}" for n in notes]
         if rec.unused_columns:
             warnings.append(
                 f"{source}: {node.path} ({str(rec_file)!r}): {rec.unused_message()}; list "
@@ -606,6 +609,26 @@ def _apply_shooting(
             "joint whose initial state can be estimated, got none; set it to false"
         )
     return sequences, state
+
+
+def _outside_ctrlrange(model: mujoco.MjModel, control: np.ndarray) -> list[str]:
+    """One line per limited actuator whose recorded commands ``(N, nu)`` (actuator order)
+    leave its ``ctrlrange``: MuJoCo clamps them, silently, before any dynamics."""
+    out = []
+    for i in np.flatnonzero(model.actuator_ctrllimited):
+        lo, hi = (float(v) for v in model.actuator_ctrlrange[i])
+        u = control[:, i]
+        tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+        bad = (u < lo - tol) | (u > hi + tol)
+        if bad.any():
+            far = float(u[bad][np.argmax(np.abs(u[bad] - 0.5 * (lo + hi)))])
+            out.append(
+                f"the commands of actuator {model.actuator(i).name!r} leave its ctrlrange "
+                f"[{lo:g}, {hi:g}] in {int(bad.sum())} of {u.size} samples (up to {far:g}), "
+                "where MuJoCo clamps them; check their units (duty cycle or PWM counts?) "
+                "against the model's ctrlrange"
+            )
+    return out
 
 
 def _parameters(
