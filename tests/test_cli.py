@@ -297,6 +297,32 @@ def test_report_command_needs_fit_folder(tmp_path):
     assert code == 1 and "no result.yaml" in err
 
 
+def test_report_refuses_inputs_changed_since_the_fit(tmp_path):
+    """'mjsysid report' rebuilds the residual from the experiment: if a recording, the model
+    or the experiment changed since the fit, the report would describe other data."""
+    base = bundled_examples()["box"].parent
+    for f in base.iterdir():
+        shutil.copy(f, tmp_path)
+    out = tmp_path / "o"
+    code, _, err = run(
+        "fit", str(tmp_path / "experiment.yaml"), "--out", str(out), "-q", "--no-report"
+    )
+    assert code == 0, err
+    run_yaml = yaml.safe_load((out / "run.yaml").read_text())
+    assert set(run_yaml["inputs"]) == {
+        str((tmp_path / n).resolve()) for n in ("experiment.yaml", "box.xml", "push.csv")
+    }
+    code, _, err = run("report", str(out))  # unchanged: written
+    assert code == 0 and (out / "report.html").is_file(), err
+    data = tmp_path / "push.csv"
+    data.write_text(data.read_text().replace("0.0,", "0.00,", 1))  # one byte more
+    code, _, err = run("report", str(out))
+    assert code == 1 and err.startswith(
+        f"error: the inputs of this fit changed since it ran: [{str(data.resolve())!r}]; the "
+        "report would show other data or parameters than were fitted: run 'mjsysid fit' again"
+    ), err
+
+
 URDF = """<?xml version="1.0"?>
 <robot name="pendulum">
   <link name="base">

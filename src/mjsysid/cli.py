@@ -131,6 +131,7 @@ def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
         yaml.safe_dump(
             {
                 "experiment": str(Path(exp.path).resolve()),
+                "inputs": exp.fingerprints(),  # the report checks them
                 "optimizer": optimizer,
                 "max_iters": max_iters,
                 "optimizer_options": {
@@ -173,6 +174,17 @@ def cmd_report(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int
         return EXIT_ERROR
     run = read_yaml(run_file)
     exp = load_experiment(run["experiment"])
+    then, now = run.get("inputs"), exp.fingerprints()
+    if isinstance(then, dict):  # (results of older versions have no fingerprints)
+        changed = sorted(f for f in set(then) | set(now) if then.get(f) != now.get(f))
+        if changed:
+            print(
+                f"error: the inputs of this fit changed since it ran: {changed}; the report "
+                "would show other data or parameters than were fitted: run 'mjsysid fit' "
+                "again (or restore those files)",
+                file=err,
+            )
+            return EXIT_ERROR
     rf = exp.build_residual_fn()
     params = exp.params
     params.load_values(folder / "params_x_0.yaml", strict=False)

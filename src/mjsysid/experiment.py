@@ -59,6 +59,7 @@ key path (``parameters[3].max``), what was expected and what was found.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import itertools
 import math
 import os
@@ -231,6 +232,8 @@ class Experiment:
       shooting: The validated ``shooting:`` options (``None`` without that key).
       warnings: Things worth telling the user that are not errors (unused recording
         columns), one line each, starting with the file and key path.
+      files: The files read: the experiment, the model, the recordings (see
+        :meth:`fingerprints`).
     """
 
     path: Path
@@ -246,6 +249,12 @@ class Experiment:
     optimizer_options: dict[str, Any] = field(default_factory=dict)
     shooting: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def fingerprints(self) -> dict[str, str]:
+        """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
+        a fit changed (``mjsysid report`` checks them against the fit's)."""
+        return {str(f.resolve()): _sha256(f) for f in self.files}
 
     def build_residual_fn(self) -> ResidualFunction:
         """The residual function this experiment describes (``residual.normalize`` goes to
@@ -399,6 +408,7 @@ def load_experiment(path: str | Path) -> Experiment:
     if not raw_seqs:
         raise ExperimentError(f"{source}: sequences must be a non-empty list, got an empty list")
     names, x0s, ctrls, senss = [], [], [], []
+    files = [path, model_file]
     from_samples: list[str] = []  # sequences whose initial state is one measured sample
     for i, raw in enumerate(raw_seqs):
         node = _Node(raw, f"sequences[{i}]", source)
@@ -414,6 +424,7 @@ def load_experiment(path: str | Path) -> Experiment:
                 f"{source}: {node.path}.file: {what} {str(rec_file.absolute())!r} "
                 f"(the file says {raw_file!r}{rel})"
             )
+        files.append(rec_file)
         cmap = node.get("control", dict, None)
         smap = node.get("sensors", dict, None)
         ignore = node.get("ignore_columns", list, [], expected="a list of column names")
@@ -581,7 +592,16 @@ def load_experiment(path: str | Path) -> Experiment:
         opt_options,
         shooting,
         warnings,
+        files,
     )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _apply_shooting(
