@@ -290,6 +290,17 @@ def test_simulate_bad_set(tmp_path):
         "simulate", str(model_xml), "--out", str(tmp_path / "r.npz"), "--set", "oops"
     )
     assert code == 1 and "--set must look like KIND:TARGET=VALUE" in err
+    code, _, err = run(
+        "simulate", str(model_xml), "--out", str(tmp_path / "r.npz"), "--set", "joint_damping:x=-1"
+    )
+    assert (
+        code == 1
+        and (
+            "--set 'joint_damping:x=-1': VALUE must be >= 0 (a negative damping adds energy), "
+            "got -1.0"
+        )
+        in err
+    )
 
 
 def test_report_command_needs_fit_folder(tmp_path):
@@ -691,9 +702,14 @@ def test_residual_normalize_reaches_the_signal_transform(tmp_path):
             "--set sensor_delay:*_pos value must be a delay shorter than the recording (0.498 s)",
         ),
         (
+            ["--set", "actuator_gear:shoulder_motor=1e6"],
+            "error: the simulation of '{model}' with --set actuator_gear:shoulder_motor=1e6 "
+            "diverged, nothing written: rollout 0 diverged at step",
+        ),
+        (
             ["--set", "joint_damping:shoulder=-50"],
-            "error: the simulation of '{model}' with --set joint_damping:shoulder=-50 diverged, "
-            "nothing written: rollout 0 diverged at step",
+            "--set 'joint_damping:shoulder=-50': VALUE must be >= 0 (a negative damping adds "
+            "energy), got -50.0",
         ),
         (["--qpos", "1"], "--qpos: qpos must be an array of length 3"),
     ],

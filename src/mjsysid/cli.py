@@ -283,7 +283,7 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
     from mjsysid.experiment import ALL_KINDS, CONTROL_KINDS, INERTIA_KINDS
     from mjsysid.inertia import body_inertia_param
     from mjsysid.model_modifier import apply_param_modifiers
-    from mjsysid.param_kinds import make_parameter
+    from mjsysid.param_kinds import KINDS, make_parameter
     from mjsysid.parameter import ParameterDict
     from mjsysid.recording import SIGNAL_EFFECTS, apply_sensor_effects, write_recording
     from mjsysid.trajectory import create_initial_state, sysid_rollout
@@ -321,6 +321,15 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
                 p.max_value[:] = np.inf
             else:
                 p = make_parameter(kind, model, target, min_value=-np.inf, max_value=np.inf)
+                lower = KINDS[kind].lower
+                if lower is not None and np.any(values < lower):
+                    raise ValueError(
+                        must_be(
+                            "VALUE",
+                            f">= {lower:g} ({KINDS[kind].lower_reason})",
+                            values.tolist() if values.size > 1 else float(values[0]),
+                        )
+                    )
             if values.size != p.size:
                 raise ValueError(
                     must_be(

@@ -429,7 +429,7 @@ def load_recording(
                 raise KeyError(
                     f"{where}: no control column for actuator {a!r} (looked for {looked}"
                     f"{f'; did you mean {best!r}?' if best else ''}); map it under control: "
-                    "in the experiment file"
+                    f"in the experiment file; the recording has columns {sorted(cols)}"
                 )
             data.append(_column(cols, key, where, n, rows))
             used.add(key)
