@@ -284,6 +284,42 @@ def test_recording_round_trip_npz_and_csv(tmp_path):
         assert rec.sensordata.names == ["box_pos", "box_vel"]
 
 
+def test_simulate_logs_at_a_given_rate(tmp_path):
+    """--rate 50 writes what a 50 Hz logger would: a sample every 20 ms, each command held
+    until the next (the simulation between runs at the model's timestep)."""
+    model_xml = bundled_examples()["dcmotor"].parent / "dcmotor.xml"
+    out = tmp_path / "r.npz"
+    code, _, err = run(
+        "simulate", str(model_xml), "--out", str(out), "--duration", "2", "--rate", "50"
+    )
+    assert code == 0 and "wrote 100 samples (1.98 s" in err, err
+    # the held commands and the sampled readings are the simulation: a zero residual
+    model = mujoco.MjModel.from_xml_path(str(model_xml))
+    rec = ms.recording.load_recording(out, model)
+    x0 = ms.create_initial_state(model, rec.initial_qpos, rec.initial_qvel)
+    seq = ms.ModelSequences(
+        "m", mujoco.MjSpec.from_file(str(model_xml)), "s", x0, rec.control, rec.sensordata
+    )
+    params = ms.ParameterDict([ms.make_parameter("actuator_kv", model, "motor")])
+    r = ms.build_residual_fn([seq], normalize=False)(params.as_vector(), params)
+    assert np.max(np.abs(r)) < 1e-12
+    with np.load(out) as z:
+        np.testing.assert_allclose(np.diff(z["time"]), 0.02, rtol=1e-9)
+        full = tmp_path / "full.npz"
+        assert run("simulate", str(model_xml), "--out", str(full), "--duration", "2")[0] == 0
+        with np.load(full) as f:
+            assert f["time"].size == 1000
+    code, _, err = run("simulate", str(model_xml), "--out", str(out), "--rate", "333")
+    assert (
+        code == 1
+        and (
+            "--rate must be the simulation rate 500 Hz divided by a whole number (e.g. 500, 250, "
+            "50 Hz), got 333.0"
+        )
+        in err
+    )
+
+
 def test_simulate_bad_set(tmp_path):
     model_xml = bundled_examples()["box"].parent / "box.xml"
     code, _, err = run(

@@ -238,10 +238,29 @@ def _check_simulate_args(args: argparse.Namespace) -> None:
         raise ValueError(must_be("--noise", "a finite standard deviation >= 0", args.noise))
     if args.seed < 0:
         raise ValueError(must_be("--seed", "an integer >= 0", args.seed))
+    if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
+        raise ValueError(must_be("--rate", "a finite rate in Hz > 0", args.rate))
     if Path(args.out).suffix.lower() not in (".npz", ".csv"):
         raise ValueError(must_be("--out", "a .npz or .csv file name", args.out))
     if not Path(args.model).is_file():
         raise FileNotFoundError(f"model: no such file {str(args.model)!r}")
+
+
+def _log_every(rate: float | None, dt: float) -> int:
+    """Simulation steps per logged sample for ``--rate`` (1 without one)."""
+    if rate is None:
+        return 1
+    every = round(1.0 / (rate * dt))
+    if every < 1 or abs(every * dt * rate - 1.0) > 1e-6:
+        raise ValueError(
+            must_be(
+                "--rate",
+                f"the simulation rate {1 / dt:g} Hz divided by a whole number (e.g. "
+                f"{1 / dt:g}, {0.5 / dt:g}, {0.1 / dt:g} Hz)",
+                rate,
+            )
+        )
+    return every
 
 
 def _command_effect(
@@ -353,7 +372,13 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
         limited = model.actuator_ctrllimited.astype(bool)
         half = 0.5 * (model.actuator_ctrlrange[:, 1] - model.actuator_ctrlrange[:, 0])
         amp[limited] = 0.8 * half[limited]
-    ctrl = make_excitation(args.signal, n, model.nu, dt, amplitude=1.0, seed=args.seed) * amp
+    every = _log_every(args.rate, dt)
+    n_log = -(-n // every)
+    ctrl_log = make_excitation(
+        args.signal, n_log, model.nu, dt * every, amplitude=1.0, seed=args.seed
+    )
+    ctrl_log = ctrl_log * amp
+    ctrl = np.repeat(ctrl_log, every, axis=0)[:n]  # each logged command held until the next
     try:
         x0 = create_initial_state(model, np.array(args.qpos, dtype=float) if args.qpos else None)
     except (KeyError, ValueError) as e:
@@ -368,20 +393,21 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
             f"the simulation of {str(args.model)!r}{given} diverged, nothing written: {e}"
         ) from None
     sens, delays = apply_sensor_effects(model, traj.times, traj.sensordata, effects)
+    times, sens, ctrl = traj.times[::every], sens[::every], ctrl[::every]
     if args.noise:
         sens = sens + args.noise * np.random.default_rng(args.seed + 1).standard_normal(sens.shape)
     path = write_recording(
         args.out,
         model,
-        traj.times,
+        times,
         ctrl,
         sens,
         initial_qpos=traj.qpos()[0],
         initial_qvel=traj.qvel()[0],
     )
-    span = float(traj.times[-1] - traj.times[0])
+    span = float(times[-1] - times[0])
     print(
-        f"wrote {n} samples ({span:g} s, {args.signal}) of {model.nsensor} sensors and "
+        f"wrote {times.size} samples ({span:g} s, {args.signal}) of {model.nsensor} sensors and "
         f"{model.nu} controls to {path}",
         file=err,
     )
@@ -483,6 +509,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--noise", type=float, default=0.0, help="std of Gaussian sensor noise (default 0)"
     )
     sim.add_argument("--seed", type=int, default=0, help="random seed (>= 0, default 0)")
+    sim.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="log rate in Hz, as a microcontroller would: commands held and sensors read "
+        "every 1/rate s (must divide the simulation rate; default: every timestep)",
+    )
     sim.add_argument("--qpos", type=float, nargs="+", help="initial joint positions")
     sim.add_argument(
         "--set",
