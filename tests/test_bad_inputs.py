@@ -1550,7 +1550,7 @@ CASES = [
         ),
         ExperimentError,
         r"sequences\[0\]: recording '.*run1\.npz': time_range must be start < end, got "
-        r"\(1\.0, 0\.5\)",
+        r"\[1\.0, 0\.5\]",
     ),
     _case(
         "exp-time-range-outside-the-recording",
@@ -1559,7 +1559,7 @@ CASES = [
         ),
         ExperimentError,
         r"sequences\[0\]: recording '.*': time_range must be within the recording's span "
-        r"\[0\.0, .*\] s, got \(0\.5, 99\.0\)",
+        r"\[0\.0, .*\] s \(its own clock\), got \[0\.5, 99\.0\]",
     ),
     _case(
         "exp-time-range-not-numbers",
@@ -1567,7 +1567,7 @@ CASES = [
             c.experiment(sequences=[{"file": str(_arm_run1()), "time_range": ["a", None]}])
         ),
         ExperimentError,
-        r"time_range must be two finite numbers \(s\) or None, got \('a', None\)",
+        r"time_range must be two finite numbers \(s\) or None, got \['a', None\]",
     ),
     _case(
         "exp-sequence-key-misspelt-before-loading",

@@ -372,9 +372,15 @@ def test_time_range_keeps_part_of_a_recording(model, tmp_path):
     with pytest.raises(ValueError, match=r"got \[nan\] in data row 46 of 50 .* with time_range"):
         load({"j1_pos": nan}, time_range=(0.4, None))
     for bad, match in [
-        ((0.3, 0.1), r"time_range must be start < end, got \(0\.3, 0\.1\)"),
-        ((-1.0, 0.2), r"time_range must be within the recording's span \[0\.0, 0\.49\] s"),
-        ((0.101, 0.105), r"time_range must be a range holding at least 2 samples"),
+        ((0.3, 0.1), r"time_range must be start < end, got \[0\.3, 0\.1\]"),
+        (
+            (-1.0, 0.2),
+            r"time_range must be within the recording's span \[0\.0, 0\.49\] s \(its own clock\)",
+        ),
+        (
+            (0.101, 0.105),
+            r"time_range must be a range holding at least 2 samples, got \[0\.101, 0\.105\]\. It holds 0\.",
+        ),
         ("0.1", r"time_range must be \[start, end\] in seconds \(None for an open end\)"),
         ((0.1,), r"time_range must be \[start, end\]"),
         ((0.1, float("nan")), r"time_range must be two finite numbers \(s\) or None"),

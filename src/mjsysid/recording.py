@@ -300,24 +300,33 @@ def _time_rows(times: np.ndarray, time_range: Any, where: str) -> slice:
     ends = []
     for v, default in zip(time_range, (times[0], times[-1]), strict=True):
         if v is not None and not finite_real(v):
-            raise ValueError(must_be(what, "two finite numbers (s) or None", time_range))
+            raise ValueError(must_be(what, "two finite numbers (s) or None", list(time_range)))
         ends.append(float(default) if v is None else float(v))
     start, end = ends
     span = (float(times[0]), float(times[-1]))
     if not start < end:
-        raise ValueError(must_be(what, "start < end", time_range))
+        raise ValueError(must_be(what, "start < end", list(time_range)))
     # a thousandth of the smallest sample spacing: ends typed as rounded decimals (or float32)
     # still include the sample they name
     tol = 1e-3 * float(np.min(np.diff(times))) if times.size > 1 else 0.0
     if start < span[0] - tol or end > span[1] + tol:
         raise ValueError(
-            must_be(what, f"within the recording's span [{span[0]!r}, {span[1]!r}] s", time_range)
+            must_be(
+                what,
+                f"within the recording's span [{span[0]!r}, {span[1]!r}] s (its own clock)",
+                list(time_range),
+            )
         )
     i0 = int(np.searchsorted(times, start - tol, side="left"))
     i1 = int(np.searchsorted(times, end + tol, side="right"))
     if i1 - i0 < 2:
         raise ValueError(
-            must_be(what, "a range holding at least 2 samples", f"{time_range} ({i1 - i0})")
+            must_be(
+                what,
+                "a range holding at least 2 samples",
+                list(time_range),
+                f"It holds {i1 - i0}.",
+            )
         )
     return slice(i0, i1)
 
