@@ -379,7 +379,8 @@ def test_time_range_keeps_part_of_a_recording(model, tmp_path):
         ),
         (
             (0.101, 0.105),
-            r"time_range must be a range holding at least 2 samples, got \[0\.101, 0\.105\]\. It holds 0\.",
+            r"time_range must be a range holding at least 2 samples, got "
+            r"\[0\.101, 0\.105\]\. It holds 0\.",
         ),
         ("0.1", r"time_range must be \[start, end\] in seconds \(None for an open end\)"),
         ((0.1,), r"time_range must be \[start, end\]"),
