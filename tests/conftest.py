@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -109,6 +110,22 @@ class Problem:
     spec: mujoco.MjSpec
     model: mujoco.MjModel
     sequences: ms.ModelSequences
+
+
+def dc_motor_truth(tau: float, kv: float) -> Callable[[Any, Any], Any]:
+    """A ``make_problem`` truth for :data:`DC_MOTOR`: filter time constant and back-EMF."""
+
+    def truth(spec: Any, model: mujoco.MjModel) -> Any:
+        d = ms.ParameterDict(
+            [
+                ms.make_parameter("actuator_filter_tau", model, "motor"),
+                ms.make_parameter("actuator_kv", model, "motor"),
+            ]
+        )
+        d.update_from_vector([tau, kv])
+        return d
+
+    return truth
 
 
 def simulate(

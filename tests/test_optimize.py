@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from conftest import ARM2, BOX, DC_MOTOR, SERVO
+from conftest import ARM2, BOX, DC_MOTOR, SERVO, dc_motor_truth
 
 BACKENDS = ["mujoco", "scipy", "scipy_parallel_fd"]
 
@@ -654,17 +654,7 @@ def test_dc_motor_lag_and_back_emf_are_recovered(make_problem):
     (actuator_filter_tau, the electrical time constant) and a velocity term of an affine bias
     (actuator_kv: back-EMF damping)."""
 
-    def truth(spec, model):
-        d = ms.ParameterDict(
-            [
-                ms.make_parameter("actuator_filter_tau", model, "motor"),
-                ms.make_parameter("actuator_kv", model, "motor"),
-            ]
-        )
-        d.update_from_vector([0.05, 0.012])
-        return d
-
-    p = make_problem(DC_MOTOR, truth, n=1000, names=["angle", "speed"])
+    p = make_problem(DC_MOTOR, dc_motor_truth(0.05, 0.012), n=1000, names=["angle", "speed"])
     params = ms.ParameterDict(
         [
             ms.make_parameter("actuator_filter_tau", p.model, "motor"),

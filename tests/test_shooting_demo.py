@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from conftest import ARM2, DC_MOTOR
+from conftest import ARM2, DC_MOTOR, dc_motor_truth
 from mjsysid import demo
 
 
@@ -218,17 +218,7 @@ def test_windows_of_a_filter_actuator_start_from_its_activation(make_problem):
     nominal simulation of it (not 0), initial_state_params estimate it by default, and the
     motor's lag and back-EMF come out right (they were biased: every window started at 0)."""
 
-    def truth(spec, model):
-        d = ms.ParameterDict(
-            [
-                ms.make_parameter("actuator_filter_tau", model, "motor"),
-                ms.make_parameter("actuator_kv", model, "motor"),
-            ]
-        )
-        d.update_from_vector([0.12, 0.01])
-        return d
-
-    p = make_problem(DC_MOTOR, truth, n=1500, names=["angle", "speed"])
+    p = make_problem(DC_MOTOR, dc_motor_truth(0.12, 0.01), n=1500, names=["angle", "speed"])
     windows = ms.split_windows(p.sequences, 0.5)
     assert len(windows.sequence_name) == 6
     acts = [x0[-1] for x0 in windows.initial_state[1:]]  # the state ends with act

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from mjsysid._errors import must_be
@@ -147,16 +146,6 @@ def sequence_head(seq: PreparedSequence, fraction: float) -> PreparedSequence:
     )
 
 
-def rms_reference(ms: ModelSequences, si: int, model: mujoco.MjModel) -> TimeSeries:
-    """The measured series whose RMS normalises sequence ``si`` (see
-    :attr:`ModelSequences.rms_reference`), with a signal mapping."""
-    ref = ms.rms_reference[si] if ms.rms_reference is not None else None
-    ref = ms.sequences()[si][3] if ref is None else ref
-    if ref.signal_mapping is None:
-        ref = TimeSeries.from_names(ref.times, ref.data, model)
-    return ref
-
-
 def prepare_sequence(
     models_sequences: Sequence[ModelSequences],
     mi: int,
@@ -184,10 +173,12 @@ def prepare_sequence(
     model = ms.model
     name, x0, ctrl_ts, meas = ms.sequences()[si]
     label = f"{ms.name}/{name}"
-    ref = rms_reference(ms, si, model)
-    windowed = ms.rms_reference is not None and ms.rms_reference[si] is not None
+    # what normalises it when not its own data (a window: its whole recording)
+    rms_ref = ms.rms_reference[si] if ms.rms_reference is not None else None
     if meas.signal_mapping is None:
         meas = TimeSeries.from_names(meas.times, meas.data, model)
+    if rms_ref is not None and rms_ref.signal_mapping is None:
+        rms_ref = TimeSeries.from_names(rms_ref.times, rms_ref.data, model)
     if enabled_observations is not None:
         known = {
             n
@@ -212,7 +203,8 @@ def prepare_sequence(
                 f"leave no measured signal; it has {meas.names}"
             )
         meas = meas.slice_by_name(keep)
-        ref = ref.slice_by_name(keep)
+        if rms_ref is not None:
+            rms_ref = rms_ref.slice_by_name(keep)
     if meas.times.size < 2:
         raise ValueError(must_be(f"{label}: sensordata", "at least 2 samples", meas.times.size))
     dt = float(model.opt.timestep)
@@ -274,8 +266,7 @@ def prepare_sequence(
             scale[cols] *= arr
     if normalize:
         rms = column_rms if normalize == "column" else signal_rms
-        scale = scale / rms(ref, label)
-    own_rms = ref if windowed else None
+        scale = scale / rms(meas if rms_ref is None else rms_ref, label)
     return PreparedSequence(
         mi,
         si,
@@ -300,5 +291,5 @@ def prepare_sequence(
         and list(sens_src) == list(range(model.nsensordata))
         and list(sens_cols) == list(range(model.nsensordata)),
         col_labels,
-        own_rms,
+        rms_ref,
     )
