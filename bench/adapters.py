@@ -31,7 +31,7 @@ from problems import PHYSICS_KINDS, Problem, spec_setter
 import mjsysid as ms
 
 try:  # the inertia module is new; fall back to the top-level export if it moves
-    from mjsysid.inertia import InertiaType, body_inertia_param
+    from mjsysid.params.inertia import InertiaType, body_inertia_param
 except ImportError:  # pragma: no cover
     InertiaType, body_inertia_param = ms.InertiaType, ms.body_inertia_param  # type: ignore[attr-defined]
 

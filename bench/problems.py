@@ -40,7 +40,7 @@ import mujoco
 import mujoco.rollout
 import numpy as np
 
-from mjsysid.inertia import inertial_from_theta, theta_from_inertial
+from mjsysid.params.inertia import inertial_from_theta, theta_from_inertial
 
 PHYSICS_KINDS = ("body_mass", "body_pseudo", "joint_damping", "actuator_kp")
 SIGNAL_KINDS = ("sensor_delay", "sensor_gain", "sensor_bias")

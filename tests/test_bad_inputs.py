@@ -26,8 +26,11 @@ import pytest
 import yaml
 
 import mjsysid as ms
+import mjsysid.data.recording
+import mjsysid.objective.signal_transform
+import mjsysid.output.results
 from conftest import ARM2, BOX, SERVO, excitation, simulate
-from mjsysid.experiment import ExperimentError, bundled_examples, load_experiment
+from mjsysid.app.experiment import ExperimentError, bundled_examples, load_experiment
 
 NAN, INF = float("nan"), float("inf")
 N = 100  # samples per sequence: small problems, every case runs in milliseconds
@@ -1586,14 +1589,18 @@ CASES = [
     ),
     _case(
         "csv-truncated-last-line",
-        lambda c: ms.recording.read_columns(c.file("cut.csv", "time,a,b\n0,1,2\n0.1,1,2\n0.2,1\n")),
+        lambda c: mjsysid.data.recording.read_columns(
+            c.file("cut.csv", "time,a,b\n0,1,2\n0.1,1,2\n0.2,1\n")
+        ),
         ValueError,
         r"cut\.csv' line 4: must have 3 fields, got 2; a line cut off \(a truncated capture\) "
         r"or with a stray separator: repair or delete it",
     ),
     _case(
         "csv-comment-above-the-header",
-        lambda c: ms.recording.read_columns(c.file("c.csv", "# motor log\ntime,a,b\n0,1,2\n")),
+        lambda c: mjsysid.data.recording.read_columns(
+            c.file("c.csv", "# motor log\ntime,a,b\n0,1,2\n")
+        ),
         ValueError,
         r"c\.csv' line 2: must have 1 fields, got 3; the header \(line 1\) names 1 columns "
         r"\['# motor log'\]: is a comment or title line above it\?",

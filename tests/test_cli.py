@@ -13,9 +13,12 @@ import pytest
 import yaml
 
 import mjsysid as ms
-from mjsysid.cli import main
-from mjsysid.experiment import ExperimentError, bundled_examples, load_experiment
-from mjsysid.recording import load_recording, read_columns
+import mjsysid.data.recording
+import mjsysid.objective.signal_transform
+import mjsysid.output.results
+from mjsysid.app.cli import main
+from mjsysid.app.experiment import ExperimentError, bundled_examples, load_experiment
+from mjsysid.data.recording import load_recording, read_columns
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -275,7 +278,7 @@ def test_recording_round_trip_npz_and_csv(tmp_path):
     ctrl = np.arange(5.0)[:, None]
     sens = np.arange(30.0).reshape(5, 6)
     for suffix in (".npz", ".csv"):
-        from mjsysid.recording import write_recording
+        from mjsysid.data.recording import write_recording
 
         path = write_recording(tmp_path / f"r{suffix}", model, t, ctrl, sens)
         rec = load_recording(path, model)
@@ -295,7 +298,7 @@ def test_simulate_logs_at_a_given_rate(tmp_path):
     assert code == 0 and "wrote 100 samples (1.98 s" in err, err
     # the held commands and the sampled readings are the simulation: a zero residual
     model = mujoco.MjModel.from_xml_path(str(model_xml))
-    rec = ms.recording.load_recording(out, model)
+    rec = mjsysid.data.recording.load_recording(out, model)
     x0 = ms.create_initial_state(model, rec.initial_qpos, rec.initial_qvel)
     seq = ms.ModelSequences(
         "m", mujoco.MjSpec.from_file(str(model_xml)), "s", x0, rec.control, rec.sensordata
@@ -557,7 +560,7 @@ def test_time_range_in_an_experiment_file(tmp_path):
     np.testing.assert_array_equal(sens.times, sens_all.times[i:])
     np.testing.assert_array_equal(ctrl.data, ctrl_all.data[i:])
     assert x0[0] == sens.times[0] == pytest.approx(0.5)
-    qpos, _ = ms.recording.initial_state_from_sensors(exp.model, sens)
+    qpos, _ = mjsysid.data.recording.initial_state_from_sensors(exp.model, sens)
     np.testing.assert_array_equal(x0[1 : 1 + exp.model.nq], qpos)
     path = _write_exp(tmp_path, sequences=[{"file": str(rec), "time_range": [3.0, 1.0]}])
     with pytest.raises(
@@ -682,7 +685,7 @@ def test_simulated_sensor_delay_is_fitted_back(tmp_path):
 def test_residual_normalize_reaches_the_signal_transform(tmp_path):
     """``residual: {normalize: false}`` with signal parameters scales like the built-in
     residual (it was handed to build_residual_fn, which cannot use it with a transform)."""
-    from mjsysid.experiment import load_experiment
+    from mjsysid.app.experiment import load_experiment
 
     code, err, _ = _simulate(tmp_path, "rec.npz")
     assert code == 0, err
@@ -933,7 +936,7 @@ def test_command_deadband_and_gain_simulated_then_fitted(tmp_path):
 def test_shooting_warns_when_sensor_parameters_correct_the_window_starts(tmp_path):
     """Window starts come from the raw measurements: a gain on a joint sensor biases them,
     which the experiment says (found by an audit: a 30 % gain came out 1.19 instead of 1.3)."""
-    from mjsysid.experiment import load_experiment
+    from mjsysid.app.experiment import load_experiment
 
     base = yaml.safe_load((bundled_examples()["arm"].parent / "experiment.yaml").read_text())
     params = [*base["parameters"], {"kind": "sensor_gain", "target": "shoulder_pos"}]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from mjsysid.excitation import multisine
+from mjsysid.data.excitation import multisine
 
 ROTOR = """
 <mujoco>

@@ -33,11 +33,11 @@ import yaml
 
 import mjsysid as ms
 from conftest import ARM2, excitation, simulate
-from mjsysid import cli
-from mjsysid.experiment import bundled_examples, load_experiment
+from mjsysid.app import cli
+from mjsysid.app.experiment import bundled_examples, load_experiment
 
 TESTS = Path(__file__).resolve().parent
-_optimize_module = importlib.import_module("mjsysid.optimize")
+_optimize_module = importlib.import_module("mjsysid.fit.optimize")
 load_checkpoint = _optimize_module.load_checkpoint
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import mjsysid as ms
 from conftest import ARM2, excitation, simulate
-from mjsysid.optimize import _checkpoint_horizon, load_checkpoint, resolve_horizons
+from mjsysid.fit.optimize import _checkpoint_horizon, load_checkpoint, resolve_horizons
 
 
 def arm_masses(spec, model):

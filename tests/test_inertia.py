@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from mjsysid.inertia import (
+from mjsysid.params.inertia import (
     InertiaType,
     apply_body_inertia,
     body_inertia_param,
@@ -24,7 +24,7 @@ from mjsysid.inertia import (
     theta_from_inertial,
     theta_from_pseudo_inertia,
 )
-from mjsysid.parameter import Parameter, ParameterDict
+from mjsysid.params.parameter import Parameter, ParameterDict
 
 # No contacts (contype=0 everywhere): the compiler's stat.meaninertia, which mj_setConst does not
 # refresh, only scales the constraint solver, so trajectories compare exactly.

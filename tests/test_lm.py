@@ -1,4 +1,4 @@
-"""The Levenberg-Marquardt engine with secant updates (``mjsysid.lm``), on analytic problems."""
+"""The Levenberg-Marquardt engine with secant updates (``mjsysid.fit.lm``), on analytic problems."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import scipy.optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mjsysid.lm import LMOptions, levenberg_marquardt
-from mjsysid.optimize import fd_jacobian
+from mjsysid.fit.lm import LMOptions, levenberg_marquardt
+from mjsysid.fit.optimize import fd_jacobian
 
 T = np.linspace(0.0, 4.0, 60)
 
@@ -247,7 +247,7 @@ def test_bad_inputs_are_named(change, match):
 
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_broyden_update_in_place_matches_the_formula(order):
-    from mjsysid.lm import _broyden
+    from mjsysid.fit.lm import _broyden
 
     rng = np.random.default_rng(2)
     J0 = rng.normal(size=(40, 5))
@@ -285,7 +285,7 @@ def test_the_callers_jacobians_are_never_written():
 def test_rejected_steps_are_not_retried_almost_unchanged(monkeypatch, x0):
     """After a rejection the next damping must shorten the step by >= 3 %; from μ = 0 the
     first rungs of the damping ladder hardly change it, and each would cost an evaluation."""
-    import mjsysid.lm as lm_module
+    import mjsysid.fit.lm as lm_module
 
     y = model(TRUTH[:, None])[:, 0]
     skipping, retrying = Problem(y, WIDE), Problem(y, WIDE)
@@ -298,7 +298,7 @@ def test_rejected_steps_are_not_retried_almost_unchanged(monkeypatch, x0):
 
 
 def test_damping_after_an_accepted_step():
-    from mjsysid.lm import _damping_after
+    from mjsysid.fit.lm import _damping_after
 
     opt = LMOptions(mu_factor=4.0, mu_min=1e-6)
     assert _damping_after(16.0, 0.9, True, opt) == 1.0  # good step at once: mu / 16
@@ -318,7 +318,7 @@ def _cliff(X: np.ndarray) -> np.ndarray:
 
 def _run_cliff(monkeypatch: pytest.MonkeyPatch | None = None):
     if monkeypatch is not None:
-        monkeypatch.setattr("mjsysid.lm._STALL_ITERS", 10**9)  # the rule off
+        monkeypatch.setattr("mjsysid.fit.lm._STALL_ITERS", 10**9)  # the rule off
     bounds = (np.array([-5.0]), np.array([5.0]))
     x0 = np.array([0.0])
     r0 = _cliff(x0[:, None])[:, 0]

@@ -340,7 +340,7 @@ def test_model_instead_of_spec(parts):
 
 
 def test_clock_ok_flags_resets_and_non_finite_rollouts():
-    from mjsysid.trajectory import clock_ok
+    from mjsysid.sim.rollout import clock_ok
 
     def check_clock(*args, **kw):
         return np.flatnonzero(~clock_ok(*args, **kw))

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mjsysid as ms
-from mjsysid.param_kinds import KINDS
+from mjsysid.params.kinds import KINDS
 
 DATA = Path(__file__).parent / "data"
 
@@ -561,7 +561,7 @@ def _model_arrays(model):
 def test_write_plan_equals_every_model_modifier_bit_for_bit():
     """All kinds at once through WritePlan (one array write per field) against each
     parameter's model_modifier, from two different previous contents of the model."""
-    from mjsysid.model_modifier import WritePlan, refresh_constants, write_model_params
+    from mjsysid.params.apply import WritePlan, refresh_constants, write_model_params
 
     spec = mujoco.MjSpec.from_string(KIND_XML)
     model = spec.compile()
@@ -622,7 +622,7 @@ def test_refresh_constants_reproduces_the_compilers_statistics():
     M) and ``stat.meanmass`` after writing masses and inertias into a compiled model equal,
     bit for bit, what the compiler computes for the same values (free, ball, hinge, slide;
     17 DoF and 11 bodies: NumPy's pairwise sums would differ in the last bit)."""
-    from mjsysid.model_modifier import refresh_constants
+    from mjsysid.params.apply import refresh_constants
 
     spec = mujoco.MjSpec.from_string(REFRESH_XML)
     base = spec.compile()
@@ -644,7 +644,7 @@ def test_refresh_constants_reproduces_the_compilers_statistics():
 
 
 def test_write_plan_falls_back_where_the_map_does_not_hold():
-    from mjsysid.model_modifier import WritePlan
+    from mjsysid.params.apply import WritePlan
 
     spec = mujoco.MjSpec.from_string(KIND_XML)
     model = spec.compile()

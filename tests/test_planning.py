@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mjsysid.planning import (
+from mjsysid.app.planning import (
     CARTPOLE_RAIL_LIMIT,
     ControlSpline,
     EpisodeResult,

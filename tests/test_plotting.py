@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from mjsysid import plotting
-from mjsysid.plotting import (
+from mjsysid.output import plotting
+from mjsysid.output.plotting import (
     NO_GL_HELP,
     OffscreenRenderingError,
     frame_indices,

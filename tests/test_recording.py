@@ -15,7 +15,7 @@ import pytest
 
 import mjsysid as ms
 from conftest import ARM2
-from mjsysid.recording import apply_sensor_effects, load_recording, read_columns
+from mjsysid.data.recording import apply_sensor_effects, load_recording, read_columns
 
 N = 50
 

@@ -26,9 +26,9 @@ import pytest
 
 import mjsysid as ms
 from mjsysid import report as rep
-from mjsysid.intervals import calculate_intervals
-from mjsysid.optimize import OptimizeResult
-from mjsysid.report import (
+from mjsysid.fit.intervals import calculate_intervals
+from mjsysid.fit.optimize import OptimizeResult
+from mjsysid.output.report import (
     Direction,
     ParameterRow,
     at_bound_flags,
@@ -44,7 +44,7 @@ from mjsysid.report import (
     strong_correlations,
     unidentifiable_directions,
 )
-from mjsysid.results import Confidence, compute_confidence
+from mjsysid.output.results import Confidence, compute_confidence
 
 pytest.importorskip("jinja2", reason="the report needs the report extra (jinja2)")
 pytest.importorskip("plotly", reason="the report needs the report extra (plotly)")
@@ -250,7 +250,7 @@ def test_collect_warnings_in_words() -> None:
     row = ParameterRow(
         "a", "a", "", 1.0, 1.0, 2.0, 0.0, 2.0, math.inf, 1.0, False, True, False, False, False
     )
-    from mjsysid.report import SignalError
+    from mjsysid.output.report import SignalError
 
     errs = [
         SignalError("arm/s1", "j1_pos", "j1_pos", 0.9, 0.5),
@@ -289,7 +289,7 @@ def test_collect_warnings_in_words() -> None:
 def test_residual_autocorrelation_and_its_warning():
     """An AR(1) residual with ρ = 0.9 is measured as such and flagged with its interval
     inflation √((1+ρ)/(1−ρ)) ≈ 4.4; white residuals and an exact fit are not flagged."""
-    from mjsysid.report import ResidualCorrelation, residual_autocorrelation
+    from mjsysid.output.report import ResidualCorrelation, residual_autocorrelation
 
     rng = np.random.default_rng(0)
     n = 4000
@@ -352,7 +352,7 @@ def test_points_per_trace_budget(fit: Fit) -> None:
 
 
 def test_measured_qpos_from_joint_sensors(fit: Fit) -> None:
-    from mjsysid.report._video import measured_qpos, states_from_qpos
+    from mjsysid.output.report._video import measured_qpos, states_from_qpos
 
     model = fit.seq.model
     meas = fit.seq.sensordata[0]
@@ -484,7 +484,7 @@ def test_report_inline_plotly_is_one_file(fit: Fit, tmp_path: Path) -> None:
 def test_report_without_gl_says_why(
     fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mjsysid import plotting
+    from mjsysid.output import plotting
 
     monkeypatch.setattr(plotting, "gl_backend_candidates", lambda: [])
     out = default_report(
@@ -593,7 +593,7 @@ def test_bad_arguments(fit: Fit, tmp_path: Path) -> None:
 
 def test_report_modules_do_not_import_heavy_dependencies() -> None:
     code = (
-        "import sys, mjsysid, mjsysid.report, mjsysid.plotting; "
+        "import sys, mjsysid, mjsysid.output.report, mjsysid.output.plotting; "
         "print(sorted(m for m in ('plotly', 'jinja2', 'matplotlib') if m in sys.modules))"
     )
     out = subprocess.run(

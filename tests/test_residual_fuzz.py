@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from mjsysid.trajectory import align_states
+from mjsysid.sim.rollout import align_states
 
 ARM2 = """
 <mujoco model="arm2">
@@ -108,7 +108,7 @@ def make_ms(
         x0 = ms.create_initial_state(model)
         x0 = np.array(x0)
         # random initial qpos/qvel
-        sl = __import__("mjsysid.trajectory", fromlist=["state_slices"]).state_slices(model)
+        sl = __import__("mjsysid.sim.rollout", fromlist=["state_slices"]).state_slices(model)
         x0[sl["qpos"]] = rng.uniform(-0.3, 0.3, model.nq)
         x0[sl["qvel"]] = rng.uniform(-0.5, 0.5, model.nv)
         (traj,) = ms.sysid_rollout(model, None, ctrl, x0)

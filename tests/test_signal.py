@@ -11,6 +11,9 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
+import mjsysid.data.recording
+import mjsysid.objective.signal_transform
+import mjsysid.output.results
 from conftest import ARM2
 from mjsysid import signal_modifier as sm
 
@@ -40,11 +43,12 @@ def test_module_paths_of_the_api_specification():
     ``calculate_intervals`` and ``sweep_parameter`` in ``optimize``."""
     import sys
 
+    from mjsysid._src.optimize import calculate_intervals, sweep_parameter
+
     from mjsysid._src import signal_modifier, timeseries
-    from mjsysid.optimize import calculate_intervals, sweep_parameter
 
     assert signal_modifier is sys.modules["mjsysid.signal_modifier"] is sm
-    assert timeseries is sys.modules["mjsysid.timeseries"]
+    assert timeseries is sys.modules["mjsysid.data.timeseries"]
     assert calculate_intervals is ms.calculate_intervals
     assert sweep_parameter is ms.sweep_parameter
     with pytest.raises(ImportError, match=r"cannot import name 'nothing' from 'mjsysid\._src'"):
@@ -437,7 +441,7 @@ def test_fast_apply_matches_section8_reference(make_problem, jitter, enabled):
 
 def test_fast_apply_matches_reference_in_batched_residual(make_problem, monkeypatch):
     # delayed reads with (N, 1) weights (what large problems get) instead of full-width ones
-    monkeypatch.setattr(ms.signal_transform, "_FULL_WIDTH", 0)
+    monkeypatch.setattr(mjsysid.objective.signal_transform, "_FULL_WIDTH", 0)
     p, seq = _arm_with_measurement(make_problem, delay=0.01, gain=1.3, bias=0.1)
     rng = np.random.default_rng(3)
     params = _spec_params(rng)
@@ -515,7 +519,7 @@ def test_plan_cache_never_serves_a_stale_plan(make_problem):
     recs = [ms.TimeSeries(meas.times, meas.data + k, meas.signal_mapping) for k in range(70)]
     for rec in recs:
         t.apply(narrow, pred, rec, None)
-    assert len(t._plans) <= ms.signal_transform._MAX_PLANS
+    assert len(t._plans) <= mjsysid.objective.signal_transform._MAX_PLANS
 
 
 def test_fast_apply_reports_errors_like_section8(make_problem):
@@ -592,7 +596,7 @@ def test_batched_transform_on_interleaved_columns(make_problem):
     d.add(ms.Parameter("pos_bias", 0.05, -1.0, 1.0))
     t = ms.SignalTransform().delay("*_pos", d["delay"]).gain("*_vel", d["vel_gain"])
     t.bias("*_pos", d["pos_bias"])
-    from mjsysid.signal_transform import _index
+    from mjsysid.objective.signal_transform import _index
 
     assert _index(rec.columns("j1_vel").tolist() + rec.columns("j2_vel").tolist()) == slice(1, 4, 2)
     fast = ms.build_residual_fn([seq], modify_residual=t.apply)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mjsysid.timeseries import (
+from mjsysid.data.timeseries import (
     DtStatistics,
     SignalType,
     TimeSeries,

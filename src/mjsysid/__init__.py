@@ -1,19 +1,52 @@
 """mjsysid: system identification for MuJoCo models.
 
-The public API; implementation lives in the submodules.
+The public API; it only re-exports. The implementation lives in one subpackage per pipeline
+stage (see docs/architecture.md): ``params`` -> ``data`` -> ``sim`` -> ``objective`` ->
+``fit`` -> ``output``, with ``app`` (command line, experiment files, demo) on top.
 """
 
 from mjsysid import signal_modifier
-from mjsysid.control_transform import ControlTransform
-from mjsysid.inertia import (
-    InertiaType,
-    apply_body_inertia,
-    body_inertia_param,
-    full_inertia_from_model,
+from mjsysid._version import __version__
+from mjsysid.data.recording import (
+    Recording,
+    initial_state_from_sensors,
+    load_recording,
+    write_recording,
 )
-from mjsysid.intervals import calculate_intervals
-from mjsysid.lm import LMOptions, LMResult, levenberg_marquardt
-from mjsysid.model_modifier import (
+from mjsysid.data.sequences import ModelSequences
+from mjsysid.data.timeseries import (
+    DtStatistics,
+    SignalType,
+    TimeSeries,
+    resolve_signal_name,
+    signal_source_indices,
+)
+from mjsysid.fit.intervals import calculate_intervals
+from mjsysid.fit.lm import LMOptions, LMResult, levenberg_marquardt
+from mjsysid.fit.optimize import (
+    OptimizeResult,
+    fd_jacobian,
+    optimize,
+    sweep_parameter,
+)
+from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.protocols import (
+    BuildModelFn,
+    CustomRolloutFn,
+    ModelModifierFn,
+    ModifierFn,
+    ModifyResidualFn,
+)
+from mjsysid.objective.residual import ResidualFunction, SequencePrediction, build_residual_fn
+from mjsysid.objective.signal_transform import SignalTransform
+from mjsysid.objective.windows import initial_state_params, split_windows
+from mjsysid.output import report
+from mjsysid.output.plotting import OffscreenRenderingError, plot_sensor_comparison, render_rollout
+from mjsysid.output.report import default_report
+from mjsysid.output.results import Confidence, Results, load_results, save_results
+from mjsysid.params import apply as model_modifier
+from mjsysid.params import parameter
+from mjsysid.params.apply import (
     ModifierError,
     apply_dgain,
     apply_param_modifiers,
@@ -22,49 +55,20 @@ from mjsysid.model_modifier import (
     apply_pgain,
     remove_visuals,
 )
-from mjsysid.model_sequences import ModelSequences
-from mjsysid.optimize import (
-    OptimizeResult,
-    fd_jacobian,
-    optimize,
-    sweep_parameter,
+from mjsysid.params.inertia import (
+    InertiaType,
+    apply_body_inertia,
+    body_inertia_param,
+    full_inertia_from_model,
 )
-from mjsysid.param_kinds import make_parameter
-from mjsysid.parameter import Parameter, ParameterDict
-from mjsysid.plotting import OffscreenRenderingError, plot_sensor_comparison, render_rollout
-from mjsysid.protocols import (
-    BuildModelFn,
-    CustomRolloutFn,
-    ModelModifierFn,
-    ModifierFn,
-    ModifyResidualFn,
-)
-from mjsysid.recording import (
-    Recording,
-    initial_state_from_sensors,
-    load_recording,
-    write_recording,
-)
-from mjsysid.report import default_report
-from mjsysid.residual import ResidualFunction, SequencePrediction, build_residual_fn
-from mjsysid.results import Confidence, Results, load_results, save_results
-from mjsysid.shooting import initial_state_params, split_windows
-from mjsysid.signal_transform import SignalTransform
-from mjsysid.timeseries import (
-    DtStatistics,
-    SignalType,
-    TimeSeries,
-    resolve_signal_name,
-    signal_source_indices,
-)
-from mjsysid.trajectory import (
+from mjsysid.params.kinds import make_parameter
+from mjsysid.params.parameter import Parameter, ParameterDict
+from mjsysid.sim.rollout import (
     RolloutDivergedError,
     SystemTrajectory,
     create_initial_state,
     sysid_rollout,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BuildModelFn",
@@ -93,6 +97,7 @@ __all__ = [
     "SignalType",
     "SystemTrajectory",
     "TimeSeries",
+    "__version__",
     "apply_body_inertia",
     "apply_dgain",
     "apply_param_modifiers",
@@ -112,10 +117,13 @@ __all__ = [
     "load_recording",
     "load_results",
     "make_parameter",
+    "model_modifier",
     "optimize",
+    "parameter",
     "plot_sensor_comparison",
     "remove_visuals",
     "render_rollout",
+    "report",
     "resolve_signal_name",
     "save_results",
     "signal_modifier",

@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 
 import mjsysid as ms
-from mjsysid.excitation import multisine
+from mjsysid.data.excitation import multisine
 
 DEADBAND = [0.14, 0.08]  # duty cycle the driver swallows (forward, reverse)
 GAIN = [1.0, 0.85]  # reverse is weaker

@@ -1,0 +1,769 @@
+"""Experiment files: a whole identification problem in one YAML file.
+
+Example (paths are relative to the experiment file)::
+
+    schema_version: 1
+    name: arm
+    model: arm.xml                  # MJCF, or URDF (loaded through MjSpec)
+    sequences:
+      - name: run1
+        file: run1.npz              # .npz or .csv, see mjsysid.recording
+        # optional: time: t, time_scale: 0.001 (s per unit: ms), control: {actuator: column},
+        #           sensors: {signal: column(s)},
+        #           initial_state: {qpos: [...] or {joint: value}, qvel: ...},
+        #           ignore_columns: [column, ...]  (read, deliberately not used)
+    parameters:
+      - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
+      - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
+      - {kind: sensor_delay, target: "*_pos", max: 0.05}
+    optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol, eps, horizons
+    # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0])
+    residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
+    shooting: {window: 1.0, overlap: 0.2}     # optional: multiple shooting, see below
+
+Names. ``name`` (default: the experiment file's name) and every ``sequences[i].name``
+(default ``seq<i>``) must be plain file names: non-empty, without ``/``, ``\\``, ``..`` or NUL
+(the identified model is written as ``<name>.xml`` inside the results folder, and a name
+must not lead out of it).
+
+Columns. Column names must be unique, and every column of a recording must be used: the
+time column, the controls, the sensors (default: every model sensor and joint state with a
+column of its name), or ``initial_qpos``/``initial_qvel``. A column named like a model
+sensor that has no column (``j1_poss`` for ``j1_pos``) is an error; other unused columns are
+collected in :attr:`Experiment.warnings` (``mjsysid fit`` prints them). List deliberately
+unused columns under ``ignore_columns`` (see :func:`mjsysid.data.recording.load_recording`).
+
+Multiple shooting (``shooting:``, optional; what :func:`mjsysid.split_windows` and
+:func:`mjsysid.initial_state_params` do in Python):
+
+* ``window`` (s, finite, > 0): cut every sequence into windows of this length, named
+  ``<sequence>#<k>``, each simulated from the state measured at its start (see
+  :func:`mjsysid.split_windows` for what the recordings must measure). Without ``window``
+  the sequences are not cut.
+* ``overlap`` (s, ``0 <= overlap < window``, default 0): overlap of consecutive windows.
+* ``estimate_initial_state`` (bool, default true): add the initial joint positions and
+  velocities of every window (or of every sequence, without ``window``) to the parameters
+  (``<name>/<sequence>#<k>/<joint>_qpos0``, ``..._qvel0``), within ``qpos_margin`` (rad or
+  m, default 0.2) and ``qvel_margin`` (rad/s or m/s, default 2.0) of the measured values.
+
+Parameter kinds: those of :mod:`mjsysid.params.kinds` plus ``body_mass``, ``body_mass_ipos``
+and ``body_inertia`` (10-D pseudo-inertia). The ``sensor_*`` kinds build a
+:class:`~mjsysid.SignalTransform` (``apply_to: predicted|measured`` for gains
+and biases), the ``control_*`` kinds a :class:`~mjsysid.ControlTransform`
+on the actuators their ``target`` pattern matches, in file order; ``control_deadband`` and
+``control_gain`` take ``direction: both|positive|negative`` (one parameter per side, named
+``<target>_deadband_pos`` etc. by default). A mistake is a :class:`ExperimentError` naming the
+key path (``parameters[3].max``), what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from mjsysid.data.recording import initial_state_from_sensors, load_recording
+from mjsysid.data.sequences import ModelSequences
+from mjsysid.data.timeseries import SignalType
+from mjsysid.fit.optimize import OPTIMIZERS
+from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.residual import ResidualFunction, build_residual_fn
+from mjsysid.objective.signal_transform import SignalTransform
+from mjsysid.objective.windows import initial_state_params, split_windows
+from mjsysid.params.inertia import InertiaType, body_inertia_param
+from mjsysid.params.kinds import KINDS, make_parameter
+from mjsysid.params.parameter import Parameter, ParameterDict
+from mjsysid.sim.rollout import create_initial_state
+from mjsysid.util.errors import short_repr
+from mjsysid.util.files import read_yaml
+
+EXPERIMENT_SCHEMA_VERSION = 1
+INERTIA_KINDS = {
+    "body_mass": InertiaType.Mass,
+    "body_mass_ipos": InertiaType.MassIpos,
+    "body_inertia": InertiaType.Pseudo,
+}
+SIGNAL_KINDS = ("sensor_delay", "sensor_gain", "sensor_bias")
+CONTROL_KINDS = ("control_deadband", "control_gain", "control_offset")
+ALL_KINDS = sorted(set(KINDS) | set(INERTIA_KINDS))
+
+
+class ExperimentError(ValueError):
+    """A mistake in an experiment file; the message starts with the key path."""
+
+
+def _where(path: str, key: str | int) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__ if value is not None else "nothing"
+
+
+def _is_float_text(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+class _Node:
+    """A mapping with its key path, for precise error messages."""
+
+    def __init__(self, data: Any, path: str, source: str) -> None:
+        if not isinstance(data, dict):
+            raise ExperimentError(
+                f"{source}: {path or 'the file'} must be a mapping, got "
+                f"{_type_name(data)} {short_repr(data)}"
+            )
+        self.data, self.path, self.source = data, path, source
+        self.used: set[str] = set()
+
+    def err(self, key: str | int, expected: str, got: Any) -> ExperimentError:
+        return ExperimentError(
+            f"{self.source}: {_where(self.path, key)} must be {expected}, got "
+            f"{_type_name(got)} {short_repr(got)}"
+        )
+
+    def get(
+        self,
+        key: str,
+        kind: type | tuple[type, ...],
+        default: Any = None,
+        *,
+        required: bool = False,
+        expected: str | None = None,
+    ) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if required:
+                raise ExperimentError(
+                    f"{self.source}: {_where(self.path, key)} is required ({expected or 'missing'})"
+                )
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = expected or " or ".join(k.__name__ for k in kinds)
+            if float in kinds and isinstance(value, str) and _is_float_text(value):
+                names += f" (YAML reads {value} as text: write it with a dot, e.g. 1.0e-3)"
+            raise self.err(key, names, value)
+        return value
+
+    def child(self, key: str, required: bool = False) -> _Node | None:
+        value = self.get(key, dict, None, required=required, expected="a mapping")
+        return None if value is None else _Node(value, _where(self.path, key), self.source)
+
+    def finish(self, allowed: Iterable[str] | None = None) -> None:
+        """Unknown keys are an error: those not read so far, or not in ``allowed`` (to check
+        before work that a misspelt key would mislead, e.g. ``timescale``)."""
+        known = self.used if allowed is None else set(allowed)
+        unknown = sorted(set(self.data) - known)
+        if unknown:
+            close = {k: m for k in unknown if (m := difflib.get_close_matches(k, known, 1))}
+            hint = "".join(f"; did you mean {m[0]!r} for {k!r}?" for k, m in close.items())
+            raise ExperimentError(
+                f"{self.source}: {self.path or 'top level'} has unknown keys "
+                f"{unknown}; allowed: {sorted(known)}{hint}"
+            )
+
+
+_HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
+_SEQUENCE_KEYS = (
+    "name",
+    "file",
+    "control",
+    "sensors",
+    "ignore_columns",
+    "time",
+    "time_scale",
+    "time_range",
+    "initial_state",
+)
+
+
+def _numbers(node: _Node, key: str, size: int | None = None) -> np.ndarray | None:
+    raw = node.get(key, (int, float, list), None, expected="a number or a list of numbers")
+    if raw is None:
+        return None
+    values = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            raise node.err(f"{key}[{i}]" if isinstance(raw, list) else key, "a number", v)
+        try:
+            f = float(v)
+        except ValueError:
+            raise node.err(key, "numbers", raw) from None
+        if math.isnan(f):
+            raise node.err(key, "numbers (not NaN)", raw)
+        out.append(f)
+    arr = np.array(out)
+    if size is not None and arr.size not in (1, size):
+        raise node.err(key, f"1 or {size} numbers", raw)
+    return arr
+
+
+@dataclass
+class Experiment:
+    """A loaded, validated experiment.
+
+    Attributes:
+      path: The experiment file. name: Experiment name.
+      spec: The model spec. model: Its compiled nominal model.
+      sequences: The data as a :class:`ModelSequences`.
+      params: The parameters to identify.
+      transform: Sensor delay/gain/bias transform (``None`` without such parameters).
+      residual_options: Keyword arguments for :func:`build_residual_fn`.
+      optimizer: Backend. max_iters: Iteration limit. optimizer_options: Extra options.
+      shooting: The validated ``shooting:`` options (``None`` without that key).
+      warnings: Things worth telling the user that are not errors (unused recording
+        columns), one line each, starting with the file and key path.
+      files: The files read: the experiment, the model, the recordings (see
+        :meth:`fingerprints`).
+    """
+
+    path: Path
+    name: str
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    sequences: ModelSequences
+    params: ParameterDict
+    transform: SignalTransform | None
+    residual_options: dict[str, Any] = field(default_factory=dict)
+    optimizer: str = "lm"
+    max_iters: int = 100
+    optimizer_options: dict[str, Any] = field(default_factory=dict)
+    shooting: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def fingerprints(self) -> dict[str, str]:
+        """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
+        a fit changed (``mjsysid report`` checks them against the fit's)."""
+        return {str(f.resolve()): _sha256(f) for f in self.files}
+
+    def build_residual_fn(self) -> ResidualFunction:
+        """The residual function this experiment describes (``residual.normalize`` goes to
+        the signal transform when there is one: it scales its own residual)."""
+        options = dict(self.residual_options)
+        if self.transform is None:
+            return build_residual_fn([self.sequences], **options)
+        self.transform.normalize = options.pop("normalize", True)
+        return build_residual_fn([self.sequences], modify_residual=self.transform.apply, **options)
+
+
+_FILE_NAME = "a plain file name (non-empty, without '/', '\\', '..' or NUL)"
+
+
+def _check_file_name(source: str, key: str, value: str, default_from: str = "") -> None:
+    """Rejects names that could leave the results folder once used as a file name."""
+    bad = (
+        not value
+        or value.strip() in ("", ".")
+        or any(c in value for c in ("/", "\\", "\0", os.sep))
+        or ".." in value
+    )
+    if bad:
+        origin = f" (taken from {default_from}; set {key}: explicitly)" if default_from else ""
+        raise ExperimentError(
+            f"{source}: {key} must be {_FILE_NAME}, got {_type_name(value)} "
+            f"{short_repr(value)}{origin}"
+        )
+
+
+def _positive_number(node: _Node, key: str, default: float | None) -> float | None:
+    value = node.get(key, float, default, expected="a number")
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise node.err(key, "a finite number > 0", value)
+    return value
+
+
+def _state_signals(model: mujoco.MjModel, meas: Any) -> set[str]:
+    """Measured signals that give joint positions or velocities (read for window starts)."""
+    out = set()
+    for name, (stype, _) in (meas.signal_mapping or {}).items():
+        if stype in (SignalType.MjStateQPos, SignalType.MjStateQVel):
+            out.add(name)
+        elif stype == SignalType.MjSensor and int(model.sensor_type[model.sensor(name).id]) in (
+            int(mujoco.mjtSensor.mjSENS_JOINTPOS),
+            int(mujoco.mjtSensor.mjSENS_JOINTVEL),
+        ):
+            out.add(name)
+    return out
+
+
+def _shooting_options(top: _Node) -> dict[str, Any] | None:
+    node = top.child("shooting")
+    if node is None:
+        return None
+    window = _positive_number(node, "window", None)
+    overlap = node.get("overlap", float, None, expected="a number of seconds")
+    if overlap is not None:
+        if window is None:
+            raise ExperimentError(
+                f"{node.source}: shooting.overlap needs shooting.window (the window length "
+                f"in seconds), got overlap {overlap!r} without a window"
+            )
+        if not (math.isfinite(overlap) and 0 <= overlap < window):
+            raise node.err("overlap", f"a number of seconds in [0, window={window:g})", overlap)
+    opts = {
+        "window": window,
+        "overlap": 0.0 if overlap is None else overlap,
+        "estimate_initial_state": node.get("estimate_initial_state", bool, True),
+        "qpos_margin": _positive_number(node, "qpos_margin", 0.2),
+        "qvel_margin": _positive_number(node, "qvel_margin", 2.0),
+    }
+    node.finish()
+    return opts
+
+
+def bundled_examples() -> dict[str, Path]:
+    """Names and experiment files of the examples shipped with mjsysid."""
+    root = Path(str(resources.files("mjsysid") / "examples"))
+    return {p.parent.name: p for p in sorted(root.glob("*/experiment.yaml"))}
+
+
+def resolve_experiment_path(name: str | Path) -> Path:
+    """A file path, or ``example:<name>`` for a bundled example."""
+    text = str(name)
+    if text.startswith("example:"):
+        examples = bundled_examples()
+        key = text.split(":", 1)[1]
+        if key not in examples:
+            raise ExperimentError(f"example must be one of {sorted(examples)}, got {key!r}")
+        return examples[key]
+    return Path(name)
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Reads and validates an experiment file; loads the model and the recordings.
+
+    Raises:
+      ExperimentError: A mistake in the file (names the key path).
+      FileNotFoundError: The experiment, model or a recording file does not exist.
+    """
+    path = resolve_experiment_path(path)
+    source = str(path)
+    if path.suffix.lower() in (".xml", ".mjcf", ".urdf"):
+        raise ExperimentError(
+            f"{source}: this is a model file; give an experiment file (YAML) that names the "
+            "model, the recordings and the parameters (see `mjsysid examples` and the README's "
+            "experiment file)"
+        )
+    top = _Node(read_yaml(path), "", source)
+    version = top.get("schema_version", int, EXPERIMENT_SCHEMA_VERSION)
+    if version > EXPERIMENT_SCHEMA_VERSION:
+        raise ExperimentError(
+            f"{source}: schema_version must be <= {EXPERIMENT_SCHEMA_VERSION}, "
+            f"got {version}; upgrade mjsysid"
+        )
+    base = path.parent
+    name = top.get("name", str, path.stem)
+    _check_file_name(
+        source, "name", name, "" if "name" in top.data else f"the file name {path.name!r}"
+    )
+    shooting = _shooting_options(top)
+    warnings: list[str] = []
+    model_file = base / top.get(
+        "model", str, required=True, expected="a path to an MJCF or URDF file"
+    )
+    if not model_file.is_file():
+        raise FileNotFoundError(f"{source}: model: no such file {str(model_file)!r}")
+    try:
+        spec = mujoco.MjSpec.from_file(str(model_file))
+        model = spec.compile()
+    except ValueError as e:
+        raise ExperimentError(f"{source}: model: {str(model_file)!r} does not load: {e}") from e
+
+    # Parameters first: a frozen one with a nominal is that value in the model the data are
+    # read against and every fit runs on (a frozen parameter is not written by the fit).
+    params, transform, control, fixed = _parameters(top, spec, model, source)
+    if fixed:
+        for p in fixed:
+            assert p.modifier is not None  # (fixed holds model parameters only)
+            p.modifier(spec, p)
+        try:
+            model = spec.compile()
+        except ValueError as e:
+            names = [p.name for p in fixed]
+            raise ExperimentError(
+                f"{source}: parameters: the model does not compile with the frozen values of "
+                f"{names}: {e}"
+            ) from None
+    raw_seqs = top.get("sequences", list, required=True, expected="a list of recordings")
+    if not raw_seqs:
+        raise ExperimentError(f"{source}: sequences must be a non-empty list, got an empty list")
+    names, x0s, ctrls, senss = [], [], [], []
+    files = [path, model_file]
+    from_samples: list[str] = []  # sequences whose initial state is one measured sample
+    for i, raw in enumerate(raw_seqs):
+        node = _Node(raw, f"sequences[{i}]", source)
+        node.finish(_SEQUENCE_KEYS)  # before reading the recording with a misspelt option
+        seq_name = node.get("name", str, f"seq{i}")
+        _check_file_name(source, f"{node.path}.name", seq_name)
+        raw_file = node.get("file", str, required=True, expected="a .npz or .csv path")
+        rec_file = base / raw_file
+        if not rec_file.is_file():
+            what = "is not a file" if rec_file.exists() else "no such file"
+            rel = "" if Path(raw_file).is_absolute() else ", relative to the experiment file"
+            raise FileNotFoundError(
+                f"{source}: {node.path}.file: {what} {str(rec_file.absolute())!r} "
+                f"(the file says {raw_file!r}{rel})"
+            )
+        files.append(rec_file)
+        cmap = node.get("control", dict, None)
+        smap = node.get("sensors", dict, None)
+        ignore = node.get("ignore_columns", list, [], expected="a list of column names")
+        for k, c in enumerate(ignore):
+            if not isinstance(c, str):
+                raise node.err(f"ignore_columns[{k}]", "a column name (str)", c)
+        time_key = node.get("time", str, None)
+        time_scale = node.get("time_scale", (int, float), None, expected="a number (s per unit)")
+        time_range = node.get(
+            "time_range", list, None, expected="[start, end] in seconds (null for an open end)"
+        )
+        try:
+            rec = load_recording(
+                rec_file,
+                model,
+                time=time_key,
+                time_scale=time_scale,
+                control=cmap,
+                sensors=smap,
+                ignore_columns=ignore,
+                time_range=None if time_range is None else tuple(time_range),
+            )
+        except KeyError as e:
+            raise ExperimentError(f"{source}: {node.path}: {e.args[0]}") from None
+        except ValueError as e:
+            raise ExperimentError(f"{source}: {node.path}: {e}") from None
+        notes = list(rec.notes)
+        if rec.control is not None:
+            notes += _outside_ctrlrange(model, rec.control.data)
+        warnings += [f"{source}: {node.path} ({str(rec_file)!r}): {n}" for n in notes]
+        if rec.unused_columns:
+            warnings.append(
+                f"{source}: {node.path} ({str(rec_file)!r}): {rec.unused_message()}; list "
+                f"them under {node.path}.ignore_columns if that is intended"
+            )
+        init = node.child("initial_state")
+        if rec.initial_qpos is None and (init is None or "qpos" not in init.data):
+            from_samples.append(node.path)
+        qpos, qvel = initial_state_from_sensors(model, rec.sensordata)
+        if rec.initial_qpos is not None:
+            qpos = rec.initial_qpos
+        if rec.initial_qvel is not None:
+            qvel = rec.initial_qvel
+        if init is not None:
+            for key in ("qpos", "qvel"):
+                v = init.get(key, (list, dict), None)
+                if v is not None:
+                    try:
+                        full = create_initial_state(model, **{key: v})
+                    except (KeyError, ValueError) as e:
+                        raise ExperimentError(f"{source}: {init.path}.{key}: {e}") from None
+                    sl = (
+                        slice(1, 1 + model.nq)
+                        if key == "qpos"
+                        else slice(1 + model.nq, 1 + model.nq + model.nv)
+                    )
+                    if key == "qpos":
+                        qpos = full[sl]
+                    else:
+                        qvel = full[sl]
+            init.finish()
+        node.finish()
+        names.append(seq_name)
+        try:
+            x0s.append(create_initial_state(model, qpos, qvel, time=float(rec.times[0])))
+        except (KeyError, ValueError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) else str(e)
+            raise ExperimentError(
+                f"{source}: {node.path}: initial state (initial_qpos / "
+                f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
+                f"{msg}"
+            ) from None
+        ctrls.append(rec.control)
+        senss.append(rec.sensordata)
+    if shooting is None and from_samples:
+        warnings.append(
+            f"{source}: the initial state of {from_samples} is read from the first sample of "
+            "the sensors and held fixed, so its measurement noise biases the fit; add "
+            "shooting: {estimate_initial_state: true} to fit it as well (or give "
+            "initial_qpos / initial_qvel columns or initial_state: qpos)"
+        )
+    try:
+        sequences = ModelSequences(name, spec, names, x0s, ctrls, senss)
+    except (KeyError, ValueError) as e:
+        raise ExperimentError(f"{source}: sequences: {e}") from None
+
+    if shooting is not None and shooting.get("window") is not None and transform is not None:
+        first = sequences.sequences()[0][3]
+        corrected = transform.signals_with_parameters(first.names)
+        starts = [n for n in corrected if n in _state_signals(model, first)]
+        if starts:
+            warnings.append(
+                f"{source}: shooting: the window starts are read from the raw measurements of "
+                f"{starts}, which sensor parameters also correct (delay, gain or bias): the "
+                "starts do not get that correction; estimate_initial_state (with wide enough "
+                "qpos_margin/qvel_margin) can absorb a small one"
+            )
+    if shooting is not None:
+        sequences, state_params = _apply_shooting(sequences, shooting, source)
+        try:
+            params.update(state_params)
+        except ValueError as e:
+            raise ExperimentError(f"{source}: shooting: {e}") from None
+    residual_options: dict[str, Any] = {}
+    if control is not None:
+        residual_options["control_transform"] = control
+    res = top.child("residual")
+    if res is not None:
+        norm = res.get("normalize", (bool, str), True, expected="true, false, 'signal' or 'column'")
+        if norm not in (True, False, "signal", "column"):
+            raise res.err("normalize", "true, false, 'signal' or 'column'", norm)
+        residual_options["normalize"] = norm
+        weights = res.get("sensor_weights", dict, None)
+        if weights is not None:
+            for k, v in weights.items():
+                if isinstance(v, bool) or not isinstance(v, int | float | list):
+                    raise res.err(f"sensor_weights.{k}", "a number or list of numbers", v)
+            residual_options["sensor_weights"] = weights
+        enabled = res.get("enabled_observations", list, None)
+        if enabled is not None:
+            residual_options["enabled_observations"] = enabled
+        interp = res.get("control_interpolation", str, "zoh")
+        if interp not in ("zoh", "linear"):
+            raise res.err("control_interpolation", "'zoh' or 'linear'", interp)
+        residual_options["control_interpolation"] = interp
+        res.finish()
+    opt = top.child("optimizer")
+    method, max_iters, opt_options = "lm", 100, {}
+    if opt is not None:
+        method = opt.get("method", str, "lm")
+        if method not in OPTIMIZERS:
+            raise opt.err("method", f"one of {list(OPTIMIZERS)}", method)
+        max_iters = opt.get("max_iters", int, 100)
+        if max_iters < 0:
+            raise opt.err("max_iters", "a non-negative integer", max_iters)
+        for key in ("xtol", "gtol", "ftol", "eps"):
+            v = opt.get(key, float, None)
+            if v is not None:
+                if not v > 0:
+                    raise opt.err(key, "a positive number", v)
+                opt_options[key] = v
+        raw_horizons = opt.get("horizons", (int, float, list, str), None, expected=_HORIZONS)
+        if isinstance(raw_horizons, str):
+            if raw_horizons not in ("auto", "none"):
+                raise opt.err("horizons", _HORIZONS, raw_horizons)
+            opt_options["horizons"] = None if raw_horizons == "none" else "auto"
+        elif raw_horizons is not None and (horizons := _numbers(opt, "horizons")) is not None:
+            hs = horizons.tolist()
+            if not all(0 < h <= 1 for h in hs) or any(b <= a for a, b in itertools.pairwise(hs)):
+                raise opt.err("horizons", _HORIZONS, hs)
+            opt_options["horizons"] = tuple(hs)
+        opt.finish()
+    top.finish()
+    return Experiment(
+        path,
+        name,
+        spec,
+        model,
+        sequences,
+        params,
+        transform,
+        residual_options,
+        method,
+        max_iters,
+        opt_options,
+        shooting,
+        warnings,
+        files,
+    )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _apply_shooting(
+    sequences: ModelSequences, opts: dict[str, Any], source: str
+) -> tuple[ModelSequences, ParameterDict]:
+    """The windows (or the sequences themselves) and their initial-state parameters."""
+    if opts["window"] is not None:
+        try:
+            sequences = split_windows(sequences, opts["window"], overlap=opts["overlap"])
+        except (KeyError, ValueError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) else str(e)
+            raise ExperimentError(f"{source}: shooting.window: {msg}") from None
+    if not opts["estimate_initial_state"]:
+        return sequences, ParameterDict()
+    try:
+        state = initial_state_params(
+            sequences, qpos_margin=opts["qpos_margin"], qvel_margin=opts["qvel_margin"]
+        )
+    except (KeyError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) else str(e)
+        raise ExperimentError(f"{source}: shooting.estimate_initial_state: {msg}") from None
+    if not len(state):
+        raise ExperimentError(
+            f"{source}: shooting.estimate_initial_state: the model must have a hinge or slide "
+            "joint whose initial state can be estimated, got none; set it to false"
+        )
+    return sequences, state
+
+
+def _outside_ctrlrange(model: mujoco.MjModel, control: np.ndarray) -> list[str]:
+    """One line per limited actuator whose recorded commands ``(N, nu)`` (actuator order)
+    leave its ``ctrlrange``: MuJoCo clamps them, silently, before any dynamics."""
+    out = []
+    for i in np.flatnonzero(model.actuator_ctrllimited):
+        lo, hi = (float(v) for v in model.actuator_ctrlrange[i])
+        u = control[:, i]
+        tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+        bad = (u < lo - tol) | (u > hi + tol)
+        if bad.any():
+            far = float(u[bad][np.argmax(np.abs(u[bad] - 0.5 * (lo + hi)))])
+            out.append(
+                f"the commands of actuator {model.actuator(i).name!r} leave its ctrlrange "
+                f"[{lo:g}, {hi:g}] in {int(bad.sum())} of {u.size} samples (up to {far:g}), "
+                "where MuJoCo clamps them; check their units (duty cycle or PWM counts?) "
+                "against the model's ctrlrange"
+            )
+    return out
+
+
+def _parameters(
+    top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel, source: str
+) -> tuple[ParameterDict, SignalTransform | None, ControlTransform | None, list[Parameter]]:
+    """``(params, signal transform, control transform, fixed)``: ``fixed`` are the frozen
+    model parameters given a ``nominal``, whose value the model must take."""
+    raw = top.get("parameters", list, required=True, expected="a list of parameters")
+    fixed: list[Parameter] = []
+    if not raw:
+        raise ExperimentError(f"{source}: parameters must be a non-empty list, got an empty list")
+    params = ParameterDict()
+    transform = SignalTransform()
+    used_transform = False
+    control = ControlTransform()
+    n_control = 0  # operations of the control transform so far (their order matters)
+    for i, entry in enumerate(raw):
+        node = _Node(entry, f"parameters[{i}]", source)
+        kind = node.get("kind", str, required=True, expected=f"one of {ALL_KINDS}")
+        if kind not in ALL_KINDS:
+            raise node.err("kind", f"one of {ALL_KINDS}", kind)
+        target = node.get(
+            "target", str, required=True, expected="the element name or sensor pattern"
+        )
+        pname = node.get("name", str, None)
+        frozen = node.get("frozen", bool, False)
+        direction = "both"
+        if kind == "control_offset" and "direction" in node.data:
+            raise node.err(
+                "direction", "absent: an offset has no direction", node.data["direction"]
+            )
+        if kind in ("control_deadband", "control_gain"):
+            direction = node.get("direction", str, "both")
+            if direction not in ("both", "positive", "negative"):
+                raise node.err("direction", "'both', 'positive' or 'negative'", direction)
+            if pname is None and direction != "both":
+                pname = f"{target}_{kind.split('_', 1)[1]}_{direction[:3]}"
+        try:
+            if kind in INERTIA_KINDS:
+                p = body_inertia_param(
+                    spec,
+                    model,
+                    target,
+                    INERTIA_KINDS[kind],
+                    node.get("scale_rot_inertia", bool, True),
+                    param_name=pname,
+                    frozen=frozen,
+                )
+                nominal = _numbers(node, "nominal", p.size)
+                lo, hi = _numbers(node, "min", p.size), _numbers(node, "max", p.size)
+                if nominal is not None or lo is not None or hi is not None:
+                    ones = np.ones(p.size)
+                    p = Parameter(
+                        p.name,
+                        p.nominal if nominal is None else nominal * ones,
+                        p.min_value if lo is None else lo * ones,
+                        p.max_value if hi is None else hi * ones,
+                        frozen=frozen,
+                        modifier=p.modifier,
+                        model_modifier=p.model_modifier,
+                        meta=p.meta,
+                    )
+            else:
+                p = make_parameter(
+                    kind,
+                    model,
+                    target,
+                    name=pname,
+                    nominal=_numbers(node, "nominal"),
+                    min_value=_numbers(node, "min"),
+                    max_value=_numbers(node, "max"),
+                    frozen=frozen,
+                )
+        except ExperimentError:
+            raise
+        except (KeyError, ValueError, TypeError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) else str(e)
+            raise ExperimentError(f"{source}: {node.path}: {msg}") from None
+        if kind in SIGNAL_KINDS:
+            apply_to = node.get("apply_to", str, "predicted")
+            if apply_to not in ("predicted", "measured"):
+                raise node.err("apply_to", "'predicted' or 'measured'", apply_to)
+            if kind == "sensor_delay":
+                transform.delay(target, p.name)
+            elif kind == "sensor_gain":
+                transform.gain(target, p.name, target=apply_to)
+            else:
+                transform.bias(target, p.name, target=apply_to)
+            used_transform = True
+        if kind in CONTROL_KINDS:
+            op = kind.split("_", 1)[1]
+            one = ControlTransform()
+            if op == "offset":
+                one.offset(target, p.name)
+                control.offset(target, p.name)
+            else:
+                getattr(one, op)(target, p.name, direction)
+                getattr(control, op)(target, p.name, direction)
+            try:
+                one.validate(model)
+            except ValueError as e:
+                raise ExperimentError(f"{source}: {node.path}.target: {e}") from None
+            # what a controller needs to apply the identified transform (saved with the values)
+            p.meta.update(direction=direction, order=n_control)
+            n_control += 1
+        node.finish()
+        try:
+            params.add(p)
+        except ValueError as e:
+            raise ExperimentError(f"{source}: {node.path}.name: {e}") from None
+        if frozen and p.modifier is not None and "nominal" in node.data:
+            fixed.append(p)
+    return (
+        params,
+        transform if used_transform else None,
+        control if control.parameter_names else None,
+        fixed,
+    )

@@ -1,0 +1,719 @@
+"""Recordings on disk: ``.npz`` and ``.csv`` files with named columns.
+
+A recording holds a time column and named signal columns. Conventions (all overridable by
+an explicit column map in the experiment file):
+
+* time: ``time`` (``t`` and ``times`` are accepted too);
+* controls: ``ctrl.<actuator>`` (or a column named like the actuator);
+* sensors: ``<sensor>``; a d-dimensional sensor is one ``(N, d)`` npz array, or csv columns
+  ``<sensor>[0] .. <sensor>[d-1]``;
+* joint states: ``<joint>_qpos`` / ``<joint>_qvel``;
+* initial state (optional): ``initial_qpos`` ``(nq,)`` and ``initial_qvel`` ``(nv,)``.
+
+Column names must be unique, and every column must be used or explicitly ignored
+(:func:`load_recording` says what happens to the others). :func:`write_recording` writes
+exactly this layout; ``mjsysid simulate`` uses it, with :func:`apply_sensor_effects` for
+simulated sensor delays, gains and biases.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import fnmatch
+import io
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid.data.timeseries import (
+    SignalType,
+    TimeSeries,
+    resolve_signal_name,
+    signal_source_indices,
+)
+from mjsysid.util.errors import finite_real, must_be
+from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz
+
+TIME_KEYS = ("time", "t", "times")
+
+
+def _repeated(names: Sequence[str]) -> list[str]:
+    """Names that occur more than once in ``names``, in order of first repetition."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for n in names:
+        if n in seen and n not in out:
+            out.append(n)
+        seen.add(n)
+    return out
+
+
+def _npz_names(path: Path) -> list[str]:
+    """The array names of an ``.npz`` archive, repeats kept (``np.load`` keeps only one)."""
+    with zipfile.ZipFile(path) as z:
+        return [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
+
+
+def read_columns(path: str | Path) -> dict[str, np.ndarray]:
+    """All named columns of an ``.npz`` or ``.csv`` file (csv: header row, numbers below).
+
+    ``name[i]`` csv columns are gathered into one ``(N, d)`` array called ``name``.
+
+    Every column name must occur once: a repeated name (two csv header fields, two arrays of
+    one name in an npz archive, ``name[i]`` twice, or a plain ``name`` next to ``name[i]``
+    columns) is an error, since only one of the columns could be used and the other would be
+    dropped without a word.
+
+    Raises:
+      FileNotFoundError: No such file.
+      ValueError: Unknown extension, unreadable content or a repeated column name.
+    """
+    path = Path(path)
+    where = repr(str(path))
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        loaded = load_npz(path)
+        try:
+            names = _npz_names(path)
+        except (OSError, zipfile.BadZipFile) as e:  # pragma: no cover - load_npz read it
+            raise ValueError(f"{where} is not a readable .npz file ({e})") from e
+        repeated = _repeated(names)
+        if repeated:
+            raise ValueError(
+                f"{where}: column names must be unique, got {len(repeated)} repeated: "
+                f"{repeated} (only one array of each name could be read; rename or remove "
+                "the others)"
+            )
+        return {
+            k: np.asarray(v, dtype=np.float64) if v.dtype.kind in "biuf" else v
+            for k, v in loaded.items()
+        }
+    if suffix != ".csv":
+        raise ValueError(
+            must_be(f"recording {str(path)!r}", "a .npz or .csv file", suffix or path.name)
+        )
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {str(path)!r}")
+    text = path.read_text(encoding="utf-8")
+    rows = list(csv.reader(io.StringIO(text)))
+    if len(rows) < 2:
+        raise ValueError(
+            f"{str(path)!r} must have a header row and data rows, got {len(rows)} rows"
+        )
+    header = [h.strip() for h in rows[0]]
+    repeated = _repeated(header)
+    if repeated:
+        raise ValueError(
+            f"{where}: column names must be unique, got {len(repeated)} repeated in the header: "
+            f"{repeated} (only one column of each name could be used; rename or remove the "
+            "others)"
+        )
+    body = []
+    for i, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        if len(row) != len(header):
+            hint = (
+                f"; the header (line 1) names {len(header)} columns {header[:6]}: is a comment "
+                "or title line above it?"
+                if i == 2
+                else "; a line cut off (a truncated capture) or with a stray separator: "
+                "repair or delete it"
+            )
+            raise ValueError(
+                f"{str(path)!r} line {i}: must have {len(header)} fields, got {len(row)}{hint}"
+            )
+        try:
+            body.append([float(x) for x in row])
+        except ValueError:
+            raise ValueError(
+                f"{str(path)!r} line {i}: values must be numbers, got {row!r}"
+            ) from None
+    data = np.array(body)
+    out: dict[str, np.ndarray] = {}
+    grouped: dict[str, dict[int, np.ndarray]] = {}
+    for j, name in enumerate(header):
+        if name.endswith("]") and "[" in name:
+            base, idx = name[:-1].split("[", 1)
+            if idx.isdigit():
+                cols = grouped.setdefault(base, {})
+                if int(idx) in cols:
+                    raise ValueError(
+                        f"{where}: column names must be unique, got {name!r} for column "
+                        f"{base}[{int(idx)}] twice"
+                    )
+                cols[int(idx)] = data[:, j]
+                continue
+        out[name] = data[:, j]
+    for base, cols in grouped.items():
+        if base in out:
+            raise ValueError(
+                f"{where}: column names must be unique, got {base!r} both as a column and as "
+                f"columns {base}[i]"
+            )
+        if sorted(cols) != list(range(len(cols))):
+            raise ValueError(
+                f"{str(path)!r}: columns {base}[i] must be numbered 0..{len(cols) - 1}, "
+                f"got {sorted(cols)}"
+            )
+        out[base] = np.stack([cols[i] for i in range(len(cols))], axis=1)
+    return out
+
+
+SIMILAR = 0.8
+"""``difflib`` ratio from which an unused column counts as a misspelt signal name."""
+
+
+@dataclass
+class Recording:
+    """One recorded sequence, ready for :class:`ModelSequences`.
+
+    Attributes:
+      times: ``(N,)`` sample times (s).
+      control: ``(N, nu)`` controls, ``None`` for a model without actuators.
+      sensordata: The loaded sensor and joint-state signals, ``(N, D)``.
+      initial_qpos, initial_qvel: ``(nq,)`` / ``(nv,)`` recorded initial state, if present.
+      unused_columns: Columns that nothing reads, in file order (see :func:`load_recording`).
+      hints: ``{unused column: close signal name}`` for unused columns that look like a
+        signal of the model that was not loaded (a likely misspelling).
+      notes: Other things worth telling the user, one line each (the experiment loader
+        reports them as warnings): recorded initial-state columns left unused by a
+        ``time_range`` that starts after the first sample.
+    """
+
+    times: np.ndarray
+    control: TimeSeries | None
+    sensordata: TimeSeries
+    initial_qpos: np.ndarray | None
+    initial_qvel: np.ndarray | None
+    unused_columns: tuple[str, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def unused_message(self) -> str:
+        """A one-line description of :attr:`unused_columns` (empty when there are none)."""
+        if not self.unused_columns:
+            return ""
+        hint = "".join(
+            f"; did you mean {self.hints[c]!r} for {c!r}?"
+            for c in self.unused_columns
+            if c in self.hints
+        )
+        return (
+            f"{len(self.unused_columns)} column(s) are not used: {list(self.unused_columns)} "
+            f"(not the time column, a control, a model sensor or joint state){hint}"
+        )
+
+
+def _close(name: str, candidates: Sequence[str]) -> str | None:
+    """The candidate most similar to ``name`` (ratio >= :data:`SIMILAR`), or ``None``."""
+    found = difflib.get_close_matches(name, list(candidates), n=1, cutoff=SIMILAR)
+    return found[0] if found else None
+
+
+def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
+    best = _close(name, candidates)
+    return f"; did you mean {best!r}?" if best else ""
+
+
+def _column(
+    cols: Mapping[str, np.ndarray],
+    key: str | Sequence[str],
+    what: str,
+    n: int,
+    rows: slice = slice(None),
+) -> np.ndarray:
+    """Column(s) ``key`` as an ``(len(rows), width)`` array: ``n`` rows in the file, the
+    ``rows`` kept, which must be finite (errors give the row of the file)."""
+    first = rows.start or 0
+    keys = [key] if isinstance(key, str) else list(key)
+    parts = []
+    for k in keys:
+        if k not in cols:
+            raise KeyError(
+                f"{what}: the recording has no column {k!r}{_did_you_mean(k, sorted(cols))}; "
+                f"it has {sorted(cols)}"
+            )
+        arr = np.asarray(cols[k], dtype=np.float64)
+        arr = arr[:, None] if arr.ndim == 1 else arr
+        if arr.shape[0] != n:
+            raise ValueError(
+                must_be(
+                    f"{what}: column {k!r}",
+                    f"{n} rows (the time column's length)",
+                    f"{arr.shape[0]} rows",
+                )
+            )
+        arr = arr[rows]
+        bad = np.flatnonzero(~np.all(np.isfinite(arr), axis=1))
+        if bad.size:
+            row = int(bad[0])
+            raise ValueError(
+                f"{what}: column {k!r} must be finite, got {arr[row].tolist()} in data row "
+                f"{first + row + 1} of {n} ({bad.size} such row(s)); a lost or corrupt "
+                "sample: drop or repair the row, or leave it out with time_range, before "
+                "fitting"
+            )
+        parts.append(arr)
+    return np.concatenate(parts, axis=1)
+
+
+def _check_times(times: np.ndarray, what: str, plausible: bool = True) -> None:
+    """Finite, strictly increasing sample times; with ``plausible``, a typical step over
+    0.5 s is reported as probably not in seconds (the model would be simulated for hours)."""
+    bad = np.flatnonzero(~np.isfinite(times))
+    if bad.size:
+        raise ValueError(
+            f"{what} must be finite, got {float(times[bad[0]])} in data row "
+            f"{int(bad[0]) + 1}; drop or repair the row"
+        )
+    step = np.diff(times)
+    back = np.flatnonzero(step <= 0)
+    if back.size:
+        i = int(back[0])
+        raise ValueError(
+            f"{what} must be strictly increasing, got {float(times[i])!r} then "
+            f"{float(times[i + 1])!r} in "
+            f"data rows {i + 1} and {i + 2} ({back.size} such place(s)); a repeated or "
+            "reordered sample: drop or repair it"
+        )
+    if plausible and step.size and float(np.median(step)) > 0.5:
+        raise ValueError(
+            f"{what} must be in seconds: its typical step is {float(np.median(step))!r}, "
+            "which looks like milliseconds or another unit; give time_scale (experiment "
+            "file: time_scale: 0.001 for ms; time_scale: 1 for a recording that really is "
+            "that slow)"
+        )
+
+
+def _time_rows(times: np.ndarray, time_range: Any, where: str) -> slice:
+    """The rows of ``times (N,)`` (s) within ``time_range = (start, end)`` (s; ``None``: that
+    end of the recording), ends included."""
+    what = f"{where}: time_range"
+    ok = isinstance(time_range, Sequence) and not isinstance(time_range, str)
+    if not ok or len(time_range) != 2:
+        raise ValueError(
+            must_be(what, "[start, end] in seconds (None for an open end)", time_range)
+        )
+    ends = []
+    for v, default in zip(time_range, (times[0], times[-1]), strict=True):
+        if v is not None and not finite_real(v):
+            raise ValueError(must_be(what, "two finite numbers (s) or None", list(time_range)))
+        ends.append(float(default) if v is None else float(v))
+    start, end = ends
+    span = (float(times[0]), float(times[-1]))
+    if not start < end:
+        raise ValueError(must_be(what, "start < end", list(time_range)))
+    # a thousandth of the smallest sample spacing: ends typed as rounded decimals (or float32)
+    # still include the sample they name
+    tol = 1e-3 * float(np.min(np.diff(times))) if times.size > 1 else 0.0
+    if start < span[0] - tol or end > span[1] + tol:
+        raise ValueError(
+            must_be(
+                what,
+                f"within the recording's span [{span[0]!r}, {span[1]!r}] s (its own clock)",
+                list(time_range),
+            )
+        )
+    i0 = int(np.searchsorted(times, start - tol, side="left"))
+    i1 = int(np.searchsorted(times, end + tol, side="right"))
+    if i1 - i0 < 2:
+        raise ValueError(
+            must_be(
+                what,
+                "a range holding at least 2 samples",
+                list(time_range),
+                f"It holds {i1 - i0}.",
+            )
+        )
+    return slice(i0, i1)
+
+
+def load_recording(
+    path: str | Path,
+    model: mujoco.MjModel,
+    *,
+    time: str | None = None,
+    time_scale: float | None = None,
+    control: Mapping[str, str] | None = None,
+    sensors: Mapping[str, str | Sequence[str]] | None = None,
+    ignore_columns: Sequence[str] = (),
+    time_range: tuple[float | None, float | None] | None = None,
+) -> Recording:
+    """Reads a recording and maps its columns onto the model's actuators and sensors.
+
+    Every column must have a use. A column is *used* when it is the time column, a control
+    column, the column(s) of a loaded sensor or joint-state signal, ``initial_qpos`` or
+    ``initial_qvel``; columns named in ``ignore_columns`` are deliberately left out. Any other
+    column is *unused*:
+
+    * With the default sensor matching (``sensors=None``), an unused column whose name is
+      close (``difflib`` ratio >= 0.8) to a named model sensor that has no column of its own
+      is an error: ``j1_poss`` next to a model sensor ``j1_pos`` is almost certainly a typo,
+      and the fit would run without that sensor. Rename the column, map it (``sensors=``),
+      or list it in ``ignore_columns``.
+    * Every other unused column is listed in :attr:`Recording.unused_columns` (with
+      :attr:`Recording.hints` for names close to an unloaded joint state or sensor); the
+      experiment loader reports them as a warning, which ``mjsysid fit`` prints.
+
+    Args:
+      path: ``.npz`` or ``.csv`` file.
+      model: The compiled model (for names and widths).
+      time: Name of the time column (default: the first of ``time``, ``t``, ``times``).
+      time_scale: Seconds per unit of the time column (``1e-3`` for milliseconds). Default:
+        seconds, and a typical step over 0.5 s is refused as probably another unit (pass
+        ``time_scale=1.0`` for a recording that really is that slow).
+      control: ``{actuator: column}``; default ``ctrl.<actuator>`` or ``<actuator>`` for every
+        actuator (all actuators are required).
+      sensors: ``{signal: column or [columns]}``; default every model sensor and joint state
+        (``<joint>_qpos``/``_qvel``) with a column of that name.
+      ignore_columns: Columns to leave out without a warning; each must exist and not be
+        used otherwise.
+      time_range: ``(start, end)`` in seconds (after ``time_scale``; ``None``: that end of the
+        recording): keep the samples in this range, ends included, e.g. to leave out an
+        impact or a settling phase at the start, or a corrupt tail (values outside it are
+        not checked; the time column must be valid throughout). After a range that starts
+        past the first sample, ``initial_qpos`` / ``initial_qvel`` columns (the state at the
+        first sample) are not used, and :attr:`Recording.notes` says so: the initial state
+        comes from the sensors at ``start``.
+
+    Raises:
+      KeyError: A named column or signal does not exist (lists what does).
+      ValueError: Lengths or widths do not match, no sensor column was found, a column looks
+        like a misspelt model sensor, or ``ignore_columns`` names a used column.
+    """
+    where = f"recording {str(path)!r}"
+    if isinstance(ignore_columns, str):
+        raise TypeError(must_be("ignore_columns", "a list of column names", ignore_columns))
+    cols = read_columns(path)
+    for c in ignore_columns:
+        if c not in cols:
+            raise KeyError(
+                f"{where}: ignore_columns names {c!r}, which is not a column"
+                f"{_did_you_mean(c, sorted(cols))}; columns: {sorted(cols)}"
+            )
+    tkey = time or next((k for k in TIME_KEYS if k in cols), None)
+    if tkey is None or tkey not in cols:
+        raise KeyError(f"{where}: no time column {time or TIME_KEYS!r}; it has {sorted(cols)}")
+    scale = 1.0 if time_scale is None else time_scale
+    if not (finite_real(scale) and scale > 0):
+        raise ValueError(must_be("time_scale", "a finite number > 0 (s per unit)", time_scale))
+    raw = np.asarray(cols[tkey], dtype=np.float64).reshape(-1)  # errors quote the file's units
+    _check_times(raw, f"{where}: time column {tkey!r}", plausible=time_scale is None)
+    times = raw * float(scale)
+    n = times.size
+    rows = slice(0, n) if time_range is None else _time_rows(times, time_range, where)
+    notes: list[str] = []
+    late = [c for c in ("initial_qpos", "initial_qvel") if c in cols and rows.start > 0]
+    if late:
+        notes.append(
+            f"time_range starts at {float(times[rows.start])!r} s, after the first sample: "
+            f"the columns {late} (the state at {float(times[0])!r} s) are not used, the "
+            "initial state comes from the sensors at the range's start (or initial_state:)"
+        )
+    times = times[rows]
+    used = {tkey, "initial_qpos", "initial_qvel"}
+    # controls
+    ctrl_ts = None
+    if model.nu:
+        names = [model.actuator(i).name for i in range(model.nu)]
+        cmap = dict(control) if control is not None else {}
+        unknown = sorted(set(cmap) - set(names))
+        if unknown:
+            raise KeyError(
+                f"{where}: control names {unknown} are not actuators of the model; "
+                f"actuators: {names}"
+            )
+        data = []
+        for a in names:
+            mapped = cmap.get(a)
+            candidates = [mapped] if mapped else [f"ctrl.{a}", a]
+            key = next((k for k in candidates if k in cols), None)
+            if key is None:
+                spare = [c for c in cols if c not in used]
+                best = next((m for k in candidates if (m := _close(k, spare))), None)
+                looked = " or ".join(repr(k) for k in candidates)
+                raise KeyError(
+                    f"{where}: no control column for actuator {a!r} (looked for {looked}"
+                    f"{f'; did you mean {best!r}?' if best else ''}); map it under control: "
+                    f"in the experiment file; the recording has columns {sorted(cols)}"
+                )
+            data.append(_column(cols, key, where, n, rows))
+            used.add(key)
+        ctrl_ts = TimeSeries.from_control_names(times, np.concatenate(data, axis=1), model)
+    # sensors
+    sensor_names = [model.sensor(i).name for i in range(model.nsensor) if model.sensor(i).name]
+    state_names = [
+        f"{model.joint(j).name}{suffix}"
+        for j in range(model.njnt)
+        if model.joint(j).name
+        for suffix in ("_qpos", "_qvel")
+    ]
+    if sensors is None:
+        chosen: dict[str, str | Sequence[str]] = {s: s for s in sensor_names if s in cols}
+        for s in state_names:
+            if s in cols and s not in chosen:
+                chosen[s] = s
+    else:
+        chosen = dict(sensors)
+    for key in chosen.values():
+        used.update([key] if isinstance(key, str) else key)
+    unused = [c for c in cols if c not in used and c not in ignore_columns]
+    clash = [c for c in ignore_columns if c in used]
+    if clash:
+        raise ValueError(
+            must_be(
+                f"{where}: ignore_columns",
+                "columns that nothing else reads",
+                clash,
+                "these are the time, control, sensor or initial-state columns",
+            )
+        )
+    if sensors is None:
+        missing = [s for s in sensor_names if s not in cols]
+        typos = {c: m for c in unused if (m := _close(c, missing)) is not None}
+        if typos:
+            many = len(typos) > 1
+            found = ", ".join(repr(c) for c in typos)
+            meant = ", ".join(repr(m) for m in typos.values())
+            raise ValueError(
+                f"{where}: column{'s' if many else ''} {found} {'are' if many else 'is'} not "
+                f"used: did you mean the model sensor{'s' if many else ''} {meant} (which "
+                f"{'have' if many else 'has'} no column)? Without it the fit would leave "
+                f"{'those sensors' if many else 'that sensor'} out; rename the column, map it "
+                "under sensors: (e.g. sensors: {"
+                f"{next(iter(typos.values()))}: {next(iter(typos))}"
+                "}) or list it under ignore_columns:"
+            )
+        if not chosen:
+            raise ValueError(
+                f"{where}: must contain at least one column named like a model sensor "
+                f"or joint state, got columns {sorted(cols)}"
+            )
+    unloaded = [x for x in sensor_names + state_names if x not in chosen]
+    hints = {c: m for c in unused if (m := _close(c, unloaded)) is not None}
+    names_typed = []
+    blocks = []
+    for sig, key in chosen.items():
+        canonical, stype = resolve_signal_name(model, sig)
+        width = len(signal_source_indices(model, canonical, stype))
+        block = _column(cols, key, where, n, rows)
+        if block.shape[1] != width:
+            raise ValueError(
+                must_be(f"{where}: signal {sig!r}", f"{width} columns", f"{block.shape[1]}")
+            )
+        names_typed.append((canonical, stype))
+        blocks.append(block)
+    sens_ts = TimeSeries.from_names(times, np.concatenate(blocks, axis=1), model, names=names_typed)
+    qpos0 = None if "initial_qpos" in late else cols.get("initial_qpos")
+    qvel0 = None if "initial_qvel" in late else cols.get("initial_qvel")
+    return Recording(
+        times,
+        ctrl_ts,
+        sens_ts,
+        None if qpos0 is None else np.asarray(qpos0, dtype=np.float64).reshape(-1),
+        None if qvel0 is None else np.asarray(qvel0, dtype=np.float64).reshape(-1),
+        tuple(unused),
+        hints,
+        tuple(notes),
+    )
+
+
+def initial_state_from_sensors(
+    model: mujoco.MjModel, sens: TimeSeries, *, fill: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(qpos, qvel)`` at the first sample, from joint sensors and joint-state columns.
+
+    Entries without a measurement are ``fill`` when given, else ``qpos0`` and zero velocity.
+    """
+    qpos, qvel = model.qpos0.copy(), np.zeros(model.nv)
+    if fill is not None:
+        qpos[:], qvel[:] = fill, fill
+    assert sens.signal_mapping is not None
+    for name, (stype, cols) in sens.signal_mapping.items():
+        first = sens.data[0, cols]
+        if stype == SignalType.MjStateQPos:
+            qpos[signal_source_indices(model, name, stype)] = first
+        elif stype == SignalType.MjStateQVel:
+            qvel[signal_source_indices(model, name, stype)] = first
+        elif stype == SignalType.MjSensor:
+            i = model.sensor(name).id
+            if int(model.sensor_objtype[i]) != int(mujoco.mjtObj.mjOBJ_JOINT):
+                continue
+            j = int(model.sensor_objid[i])
+            if int(model.jnt_type[j]) not in (
+                int(mujoco.mjtJoint.mjJNT_HINGE),
+                int(mujoco.mjtJoint.mjJNT_SLIDE),
+            ):
+                continue
+            if int(model.sensor_type[i]) == int(mujoco.mjtSensor.mjSENS_JOINTPOS):
+                qpos[model.jnt_qposadr[j]] = first[0]
+            elif int(model.sensor_type[i]) == int(mujoco.mjtSensor.mjSENS_JOINTVEL):
+                qvel[model.jnt_dofadr[j]] = first[0]
+    return qpos, qvel
+
+
+def write_recording(
+    path: str | Path,
+    model: mujoco.MjModel,
+    times: np.ndarray,
+    control: np.ndarray,
+    sensordata: np.ndarray,
+    *,
+    initial_qpos: np.ndarray | None = None,
+    initial_qvel: np.ndarray | None = None,
+) -> Path:
+    """Writes a recording in the layout :func:`load_recording` reads by default.
+
+    ``sensordata`` holds all model sensors, ``(N, nsensordata)``; ``control`` is ``(N, nu)``.
+    The format follows the extension: ``.npz`` or ``.csv``.
+    """
+    path = Path(path)
+    cols: dict[str, np.ndarray] = {"time": np.asarray(times, dtype=np.float64)}
+    for i in range(model.nu):
+        cols[f"ctrl.{model.actuator(i).name}"] = control[:, i]
+    for i in range(model.nsensor):
+        s = model.sensor(i)
+        name = s.name or f"sensor{i}"
+        adr, dim = int(model.sensor_adr[i]), int(model.sensor_dim[i])
+        cols[name] = sensordata[:, adr] if dim == 1 else sensordata[:, adr : adr + dim]
+    if path.suffix.lower() == ".npz":
+        if initial_qpos is not None:
+            cols["initial_qpos"] = np.asarray(initial_qpos, dtype=np.float64)
+        if initial_qvel is not None:
+            cols["initial_qvel"] = np.asarray(initial_qvel, dtype=np.float64)
+        return atomic_savez(path, cols)
+    if path.suffix.lower() != ".csv":
+        raise ValueError(must_be("path", "a .npz or .csv file name", str(path)))
+    header, columns = [], []
+    for k, v in cols.items():
+        if v.ndim == 1:
+            header.append(k)
+            columns.append(v)
+        else:
+            for j in range(v.shape[1]):
+                header.append(f"{k}[{j}]")
+                columns.append(v[:, j])
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(header)
+    for row in np.stack(columns, axis=1):
+        w.writerow([repr(float(x)) for x in row])
+    return atomic_write_text(path, out.getvalue())
+
+
+SIGNAL_EFFECTS = ("sensor_delay", "sensor_gain", "sensor_bias")
+
+
+def recorded_sensor_names(model: mujoco.MjModel) -> list[str]:
+    """The column name of every model sensor, as :func:`write_recording` writes it
+    (``sensor<i>`` for an unnamed sensor)."""
+    return [model.sensor(i).name or f"sensor{i}" for i in range(model.nsensor)]
+
+
+def apply_sensor_effects(
+    model: mujoco.MjModel,
+    times: npt.ArrayLike,
+    sensordata: npt.ArrayLike,
+    effects: Sequence[tuple[str, str, npt.ArrayLike]],
+) -> tuple[np.ndarray, dict[str, float]]:
+    """What sensors with a delay, a gain and a bias report: the forward model of a fit's
+    ``sensor_delay``, ``sensor_gain`` and ``sensor_bias`` parameters.
+
+    The convention of :class:`mjsysid.SignalTransform` (gains and biases applied to the
+    prediction, ``apply_to: predicted``): a sensor ``s`` reports at time ``t``
+
+        ``y_s(t) = g_s · x_s(t − d_s) + b_s``
+
+    with ``x_s`` its true value, read by linear interpolation between samples; several gains
+    (biases) matching one sensor multiply (add up) in the order given. The recording has no
+    value before its first or after its last sample, so for ``t − d_s`` outside
+    ``[times[0], times[-1]]`` the first (last) true value is repeated: the first ``d_s``
+    seconds of a delayed sensor hold its initial reading. A fit whose delay bounds include
+    ``d_s`` never compares those samples (see :mod:`mjsysid.signal_modifier`).
+
+    Args:
+      model: The model whose sensors ``sensordata`` holds.
+      times: ``(N,)`` strictly increasing sample times (s).
+      sensordata: ``(N, nsensordata)`` true sensor values.
+      effects: ``(kind, pattern, value)`` with kind one of :data:`SIGNAL_EFFECTS`, an
+        :mod:`fnmatch` pattern over :func:`recorded_sensor_names` and the value: one number
+        (delay in s; gain; bias in sensor units) or, for a gain or a bias, one per column of
+        every matched sensor.
+
+    Returns:
+      ``(reported, delays)``: the ``(N, nsensordata)`` reported values and
+      ``{sensor: delay}`` of every delayed sensor.
+
+    Raises:
+      ValueError: An unknown kind, a pattern matching no sensor, a value of the wrong size or
+        not finite, a sensor delayed twice, or a delay not shorter than the recording.
+    """
+    t = np.asarray(times, dtype=np.float64).reshape(-1)
+    data = np.asarray(sensordata, dtype=np.float64)
+    if data.shape != (t.size, model.nsensordata):
+        raise ValueError(
+            must_be("sensordata", f"shape ({t.size}, {model.nsensordata})", data.shape)
+        )
+    names = recorded_sensor_names(model)
+    span = float(t[-1] - t[0]) if t.size else 0.0
+    delays: dict[str, float] = {}
+    scales: list[tuple[bool, str, np.ndarray]] = []
+    for kind, pattern, raw in effects:
+        if kind not in SIGNAL_EFFECTS:
+            raise ValueError(must_be("effect kind", f"one of {list(SIGNAL_EFFECTS)}", kind))
+        what = f"{kind}:{pattern}"
+        matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        if not matched:
+            raise ValueError(
+                f"{what}: the pattern must match at least one sensor, got none; sensors: {names}"
+            )
+        value = np.asarray(raw, dtype=np.float64).reshape(-1)
+        if not np.all(np.isfinite(value)):
+            raise ValueError(must_be(f"{what} value", "finite", value))
+        for n in matched:
+            width = int(model.sensor_dim[names.index(n)])
+            sizes = (1,) if kind == "sensor_delay" else (1, width)
+            if value.size not in sizes:
+                want = "one number" if sizes == (1,) else f"1 or {width} numbers (for {n!r})"
+                raise ValueError(must_be(f"{what} value", want, value))
+        if kind == "sensor_delay":
+            d = float(value[0])
+            if not abs(d) < span:
+                raise ValueError(
+                    must_be(
+                        f"{what} value",
+                        f"a delay shorter than the recording ({span:g} s)",
+                        d,
+                    )
+                )
+            twice = [n for n in matched if n in delays]
+            if twice:
+                raise ValueError(
+                    f"{what}: sensors {twice} must be delayed once, got a second delay"
+                )
+            delays.update({n: d for n in matched})
+        else:
+            scales.extend((kind == "sensor_gain", n, value) for n in matched)
+    out = data.copy()
+    for n, d in delays.items():
+        i = names.index(n)
+        adr = int(model.sensor_adr[i])
+        for c in range(adr, adr + int(model.sensor_dim[i])):
+            out[:, c] = np.interp(t - d, t, data[:, c])
+    for is_gain, n, value in [s for s in scales if s[0]] + [s for s in scales if not s[0]]:
+        i = names.index(n)
+        adr = int(model.sensor_adr[i])
+        cols = slice(adr, adr + int(model.sensor_dim[i]))
+        if is_gain:
+            out[:, cols] *= value
+        else:
+            out[:, cols] += value
+    return out, delays

@@ -1,0 +1,200 @@
+"""Confidence intervals at a least-squares solution.
+
+With ``n`` residuals and ``p`` parameters, the noise variance is ``σ² = ‖r‖²/(n − p)`` (or
+given). The columns of ``J`` are scaled to unit norm first, ``J_s = J D`` with
+``D = diag(1/‖J_:,i‖)``, so that which directions count as determined does not depend on the
+parameters' units; with ``H_s = J_sᵀJ_s = V Λ Vᵀ`` the covariance is
+
+    Σ = D H_s⁺ (J_sᵀ diag(σ²) J_s) H_s⁺ D,   H_s⁺ = V_r Λ_r⁻¹ V_rᵀ
+
+over the identifiable eigen-directions (``λ > rtol·λ_max``). For a full-rank ``J`` that is
+``(JᵀJ)⁻¹ (Jᵀ diag(σ²) J) (JᵀJ)⁻¹``: ``σ² (JᵀJ)⁻¹`` for one pooled variance, and with a
+variance per signal the sandwich estimate that stays valid for the unweighted fit. A parameter
+with a component in the remaining (null-space) directions, or without any effect (a zero
+column), cannot be determined from the data and gets an infinite interval; all others keep
+their finite ones. The half-width is ``t_{1−α/2, n−p}·√Σ_ii``.
+
+An exact fit (``r = 0``, noise-free data) estimates ``σ² = 0`` and gets zero-width intervals
+for its identifiable parameters: the data determine them exactly. No noise floor is invented;
+a known noise level is passed as ``noise_variance``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import scipy.stats
+
+from mjsysid.util.errors import first_bad_index, must_be
+
+
+def calculate_intervals(
+    residuals: npt.ArrayLike,
+    J: npt.ArrayLike,
+    alpha: float = 0.05,
+    *,
+    noise_variance: float | npt.ArrayLike | None = None,
+    groups: npt.ArrayLike | None = None,
+    rtol: float = 1e-10,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Covariance and ``(1 − alpha)`` confidence half-widths at a least-squares solution.
+
+    Args:
+      residuals: ``(n,)`` residual at the solution.
+      J: ``(n, p)`` Jacobian there, ``p >= 1`` and ``n > p``.
+      alpha: Significance level in ``(0, 1)`` (0.05 gives 95 % intervals).
+      noise_variance: Known residual variance, ``> 0``: a scalar or ``(n,)`` per entry.
+        Default: pooled estimate ``‖r‖²/(n − p)``, or per group with ``groups``.
+      groups: ``(n,)`` labels (e.g. one per sensor): a separate variance is estimated for each
+        group, ``σ_g² = ‖r_g‖² / (n_g − p·n_g/n)``. Not together with ``noise_variance``
+        (which gives the variances that ``groups`` would estimate).
+      rtol: Eigenvalues of the column-scaled ``J_sᵀJ_s`` below ``rtol·λ_max`` count as
+        unidentifiable directions; in ``[0, 1)``.
+
+    Returns:
+      ``(covariance (p, p), half_widths (p,))``. Parameters touching an unidentifiable direction
+      have an infinite variance and half-width, and NaN covariances with the others; the
+      others keep finite values. ``half_widths = t·sqrt(diag(covariance))``. An exact fit
+      (a zero residual, or a zero residual in one group) estimates a zero noise variance and
+      so gives zero-width intervals: what noise-free data determine exactly. Nothing is
+      invented in its place; pass ``noise_variance`` when the noise level is known otherwise.
+
+    Raises:
+      TypeError: An argument of the wrong type (``alpha="0.05"``).
+      ValueError: Wrong shapes, non-finite residuals or Jacobian, ``n <= p``, ``alpha`` or
+        ``rtol`` out of range, a ``noise_variance`` that is not finite and ``> 0``, or both
+        ``noise_variance`` and ``groups``.
+    """
+    r = _float_array("residuals", residuals)
+    if r.ndim != 1:
+        raise ValueError(must_be("residuals", "a 1-D array of shape (n,)", r))
+    Jm = _float_array("J", J)
+    if Jm.ndim != 2 or Jm.shape[0] != r.size:
+        raise ValueError(
+            must_be(
+                "J", f"shape ({r.size}, p) matching residuals", Jm, hint=f"got shape {Jm.shape}"
+            )
+        )
+    n, p = Jm.shape
+    if p == 0:
+        raise ValueError(
+            f"J must have at least one column (one per parameter), got shape {Jm.shape}"
+        )
+    if n <= p:
+        raise ValueError(must_be("residuals", f"more entries than parameters ({p})", n))
+    for name, arr in (("residuals", r), ("J", Jm)):
+        bad = ~np.isfinite(arr)
+        if np.any(bad):
+            at = np.unravel_index(first_bad_index(bad), arr.shape)
+            index = ", ".join(str(int(k)) for k in at)
+            raise ValueError(f"{name} must be finite, got {float(arr[at])!r} at {name}[{index}]")
+    a = _number("alpha", alpha, "a number in (0, 1)")
+    if not 0 < a < 1:
+        raise ValueError(must_be("alpha", "in (0, 1)", alpha))
+    tol = _number("rtol", rtol, "a number in [0, 1)")
+    if not 0 <= tol < 1:
+        raise ValueError(must_be("rtol", "in [0, 1)", rtol))
+    if noise_variance is not None and groups is not None:
+        raise ValueError(
+            "calculate_intervals takes noise_variance or groups, not both: groups estimate a "
+            "variance per group, noise_variance gives known ones; got both"
+        )
+    if noise_variance is not None:
+        var = _known_variance(noise_variance, n)
+    elif groups is not None:
+        var = _group_variance(r, groups, p)
+    else:
+        var = np.full(n, float(r @ r) / (n - p))
+    norms = np.linalg.norm(Jm, axis=0)
+    d = 1.0 / np.where(norms > 0, norms, 1.0)  # a zero column stays zero: a null direction
+    Js = Jm * d
+    lam, V = np.linalg.eigh(Js.T @ Js)
+    lam_max = max(float(lam.max()), 0.0)
+    keep = lam > tol * lam_max if lam_max > 0 else np.zeros(p, dtype=bool)
+    H_pinv = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    # Sandwich covariance of the least-squares estimate: H⁺ (Jᵀ diag(σ²) J) H⁺; equals σ² H⁺
+    # for a constant variance, and stays right when the variance differs between signals.
+    # As B Bᵀ with B = D H⁺ J_sᵀ diag(σ), so that its diagonal is a sum of squares (>= 0 to
+    # the last bit, exactly 0 for an exact fit) and the covariance exactly symmetric.
+    B = (d[:, None] * H_pinv) @ (Js.T * np.sqrt(var)[None, :])
+    cov = B @ B.T
+    diag = np.einsum("ij,ij->i", B, B)
+    np.fill_diagonal(cov, diag)
+    null = V[:, ~keep]
+    unident = np.linalg.norm(null, axis=1) > 1e-6 if null.size else np.zeros(p, dtype=bool)
+    cov[unident, :] = np.nan
+    cov[:, unident] = np.nan
+    cov[unident, unident] = np.inf
+    tval = float(scipy.stats.t.ppf(1.0 - a / 2.0, n - p))
+    half = tval * np.sqrt(np.diag(cov))
+    return cov, half
+
+
+def _number(name: str, value: Any, expected: str) -> float:
+    """``value`` as a float if it is a real number (not a bool, a string or an array)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(
+        value, int | float | np.integer | np.floating
+    ):
+        raise TypeError(must_be(name, expected, value))
+    return float(value)
+
+
+def _float_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float64 array; strings, booleans and other non-numbers are errors."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):
+        raise TypeError(must_be(name, "an array of numbers", value)) from None
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(must_be(name, "an array of numbers", value))
+    return raw.astype(np.float64)
+
+
+def _known_variance(noise_variance: Any, n: int) -> np.ndarray:
+    """A given noise variance, scalar or ``(n,)``, checked finite and ``> 0``, as ``(n,)``."""
+    var = _float_array("noise_variance", noise_variance)
+    if var.shape not in ((), (1,), (n,)):
+        raise ValueError(must_be("noise_variance", f"a scalar or an array of shape ({n},)", var))
+    bad = ~(np.isfinite(var) & (var > 0))
+    if np.any(bad):
+        i = first_bad_index(bad)
+        where = f"It is at entry {i}. " if var.ndim else ""
+        raise ValueError(
+            must_be(
+                "noise_variance",
+                "finite and > 0",
+                float(var.reshape(-1)[i]),
+                hint=f"{where}For an exact, noise-free fit leave noise_variance out: the "
+                "estimated variance is then 0 and the intervals have zero width",
+            )
+        )
+    return np.broadcast_to(var.reshape(-1) if var.ndim else var, (n,)).astype(np.float64)
+
+
+def _group_variance(r: np.ndarray, groups: Any, p: int) -> np.ndarray:
+    """Per-group variance estimate ``‖r_g‖² / (n_g − p·n_g/n)`` spread to ``(n,)``."""
+    n = r.size
+    try:
+        g = np.asarray(groups)
+    except (TypeError, ValueError):
+        raise ValueError(must_be("groups", f"{n} labels", groups)) from None
+    if g.ndim != 1:
+        raise ValueError(must_be("groups", f"a 1-D array of {n} labels", g))
+    if g.size != n:
+        raise ValueError(must_be("groups", f"{n} labels", g.size))
+    if g.dtype.kind == "f" and np.any(np.isnan(g)):
+        raise ValueError(must_be("groups", "labels without NaN", g))
+    try:
+        labels, inverse = np.unique(g, return_inverse=True)
+    except TypeError:
+        raise TypeError(must_be("groups", "labels of one comparable type", g)) from None
+    counts = np.bincount(inverse, minlength=labels.size).astype(np.float64)
+    sums = np.bincount(inverse, weights=r * r, minlength=labels.size)
+    # n_g (n − p)/n > 0 for every group because n > p: the estimate is always defined.
+    per_group = sums / (counts * (n - p) / n)
+    return per_group[inverse]
+
+
+__all__ = ["calculate_intervals"]

@@ -1,0 +1,391 @@
+"""Box-constrained Levenberg-Marquardt with secant Jacobian updates in the converging phase.
+
+Minimise ``c(x) = ½‖r(x)‖²`` subject to ``lo ≤ x ≤ hi``. With the Jacobian ``J`` and the
+column scaling ``D = diag(1 / ‖J_:,i‖)`` (computed from every finite-difference Jacobian,
+kept between them), the step in scaled coordinates ``z = D⁻¹x`` solves the box QP
+
+    dz = argmin  gᵀdz + ½ dzᵀ(H + μI)dz   s.t.  lo ≤ x + D·dz ≤ hi,
+    H = (JD)ᵀ(JD),  g = (JD)ᵀr,
+
+(``mujoco.mju_boxQP``). A trial point ``x + D·dz`` is accepted when the cost decreases by at
+least ``-c₁·gᵀdz`` (Armijo, ``c₁ = 10⁻²``); the reduction ratio
+``ρ = (c(x) − c(x + D·dz)) / (−gᵀdz − ½dzᵀH dz)`` then moves ``μ``: divided by
+``mu_factor²`` for ``ρ > 3/4`` (by ``mu_factor`` if trials were rejected before; to 0 below
+``mu_min``), multiplied by ``mu_factor`` for ``ρ < 1/4``. A rejected trial's ``μ`` is multiplied
+by ``mu_factor`` until the step is at least 3 % shorter than the rejected one (from ``μ = 0``
+the first values barely change it, and each trial costs an evaluation).
+
+**Secant phase.** A finite-difference Jacobian costs ``p`` candidate evaluations, a trial
+step one. Once an iteration with a fresh Jacobian shows the Gauss-Newton model to be accurate
+and convergence to be fast (``|ρ − 1| ≤ 1/4`` and the cost falling tenfold or more), the next
+Jacobians are Broyden updates instead,
+
+    J₊ = J + (Δr − J s) sᵀ / (sᵀs),   s = x₊ − x,  Δr = r(x₊) − r(x),
+
+which cost nothing. A secant iteration is kept only while its ``ρ`` stays within ``(1/2, 2)``
+and it gains at least as much, in ``ln(c_old / c_new)`` per candidate evaluation, as a
+finite-difference iteration (``p + 1`` evaluations) would gain now if convergence is quadratic:
+fitting ``ln c₊ = 2 ln c + const`` to the last finite-difference step ``c₀ → c₁``, that gain
+from the current cost ``c`` is ``ln(c₀/c₁) + ln(c₀/c)``. Otherwise, and before any
+convergence test is allowed to end the fit, the Jacobian is recomputed by finite differences.
+So the gradient and step tests always use a finite-difference Jacobian, and far from the
+solution (where the Jacobian changes quickly and a secant step could lead into another basin)
+every iteration uses one.
+
+**Batched trials.** ``trial_steps = m > 1`` evaluates the steps for ``μ, μ·16, …, μ·16^(m−1)``
+in one batched call and keeps the first (smallest ``μ``) acceptable one: on a machine with
+more threads than the rollouts of one candidate need, the extra candidates run in otherwise
+idle threads and save the sequential retries of rejected steps.
+
+Termination: ``"gtol"`` (``‖g_free‖ ≤ gtol``, the scaled gradient over the entries not held
+by an active bound), ``"xtol"`` (``‖Δx‖ < xtol·(xtol + ‖x‖)``), ``"stalled"`` (three steps
+in a row accepted only at ``μ ≥ 100``, where a step is a short steepest-descent step, each
+gaining less than 0.1 % of the cost: the cost is non-smooth there, as with contacts, and the
+fit would crawl along it for many more Jacobians; a smooth cost near its minimum takes
+Gauss-Newton steps at a small ``μ``), ``"max_iters"``,
+``"no_improvement"`` (``μ`` exceeded ``mu_max`` without an acceptable step) and
+``"factorization_failed"``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import mujoco
+import numpy as np
+import scipy.linalg.blas
+
+from mjsysid.util.errors import must_be
+
+_ARMIJO = 1e-2
+_TAIL_REDUCTION = 0.1  # enter the secant phase after a fresh step that cut the cost 10x ...
+_TAIL_RHO = 0.25  # ... with |rho - 1| below this
+_SECANT_RHO = (0.5, 2.0)  # a secant step outside this range ends the secant phase
+_LADDER = 16.0
+_SHORTER = 0.97  # after a rejection, the next trial step is at most this long (relative)
+# A fit stalls against a non-smooth cost (contacts) when its steps are accepted only at a
+# damping this large (scaled: steepest-descent steps far shorter than Gauss-Newton's) ...
+_STALL_MU = 100.0
+_STALL_GAIN = 1e-3  # ... and gain less than this share of the cost ...
+_STALL_ITERS = 3  # ... this many times in a row.
+
+
+class BatchResidual(Protocol):
+    """``residual(X)``: ``(p, k)`` candidates -> ``(n, k)`` residuals (NaN where diverged)."""
+
+    def __call__(self, X: np.ndarray, /) -> np.ndarray: ...
+
+
+class JacobianFn(Protocol):
+    """``jacobian(x, r)``: ``(n, p)`` finite-difference Jacobian at ``x`` with ``r = r(x)``."""
+
+    def __call__(self, x: np.ndarray, r: np.ndarray, /) -> np.ndarray: ...
+
+
+class StepCallback(Protocol):
+    """Called after every accepted step with ``(iteration, x, cost)``; may raise to stop."""
+
+    def __call__(self, iteration: int, x: np.ndarray, cost: float, /) -> None: ...
+
+
+@dataclass(frozen=True)
+class LMOptions:
+    """Settings of :func:`levenberg_marquardt`.
+
+    Attributes:
+      max_iters: Accepted steps at most.
+      xtol: Relative step tolerance. gtol: Scaled projected-gradient tolerance.
+      mu_min, mu_max: Smallest non-zero and largest damping (scaled problem: ``H`` has a unit
+        diagonal, so ``μ = 1`` halves the Gauss-Newton step along a well-scaled direction).
+      mu_factor: Growth of ``μ`` after a rejected or poor step (> 1).
+      secant: Use Broyden updates in the converging phase (see the module docstring).
+      trial_steps: Trial steps evaluated per batched call (>= 1).
+      x_scale: Fixed scaling ``D`` (scalar or ``(p,)``, positive) instead of the Jacobian
+        column norms.
+    """
+
+    max_iters: int = 200
+    xtol: float = 1e-8
+    gtol: float = 1e-8
+    mu_min: float = 1e-6
+    mu_max: float = 1e8
+    mu_factor: float = 4.0
+    secant: bool = True
+    trial_steps: int = 1
+    x_scale: float | np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("xtol", "gtol"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+                raise ValueError(must_be(f"LMOptions.{name}", "a finite number >= 0", v))
+        if not (0 < self.mu_min < self.mu_max and math.isfinite(self.mu_max)):
+            raise ValueError(
+                must_be(
+                    "LMOptions.mu_min, mu_max",
+                    "0 < mu_min < mu_max < inf",
+                    (self.mu_min, self.mu_max),
+                )
+            )
+        if not (math.isfinite(self.mu_factor) and self.mu_factor > 1):
+            raise ValueError(must_be("LMOptions.mu_factor", "a finite number > 1", self.mu_factor))
+        if not isinstance(self.secant, bool | np.bool_):
+            raise ValueError(must_be("LMOptions.secant", "True or False", self.secant))
+        for name in ("max_iters", "trial_steps"):
+            v = getattr(self, name)
+            low = 0 if name == "max_iters" else 1
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ValueError(must_be(f"LMOptions.{name}", f"an integer >= {low}", v))
+
+
+@dataclass
+class LMResult:
+    """What :func:`levenberg_marquardt` ended with.
+
+    Attributes:
+      x: ``(p,)`` last accepted point. r: ``(n,)`` residual there. cost: ``½‖r‖²``.
+      status: See the module docstring. nit: Accepted steps.
+      njev: Finite-difference Jacobians computed (the one given at the start excluded).
+      nsecant: Accepted steps taken with a Broyden-updated Jacobian.
+      mu: Damping at the end.
+    """
+
+    x: np.ndarray
+    r: np.ndarray
+    cost: float
+    status: str
+    nit: int
+    njev: int
+    nsecant: int
+    mu: float
+
+
+def _box_step(
+    H: np.ndarray, g: np.ndarray, mu: float, lower: np.ndarray, upper: np.ndarray
+) -> np.ndarray | None:
+    """``argmin gᵀd + ½dᵀ(H + μI)d`` within ``[lower, upper]``, or ``None`` if singular."""
+    p = g.size
+    d = np.zeros((p, 1))
+    scratch = np.zeros((p, p + 7))
+    Hmu = H + mu * np.eye(p)
+    nfree = mujoco.mju_boxQP(
+        d, scratch, None, Hmu, g.reshape(p, 1), lower.reshape(p, 1), upper.reshape(p, 1)
+    )
+    return d.reshape(-1) if nfree >= 0 else None
+
+
+def _damping_after(mu: float, rho: float, first_call: bool, opt: LMOptions) -> float:
+    """``μ`` for the next step after a step accepted at ``μ`` with reduction ratio ``ρ``.
+
+    ``ρ > 3/4``: divided by ``mu_factor²``, or by ``mu_factor`` when the step was not found
+    by the first trial call (the accepted damping is then about what the model needs, and a
+    full decrease would be rejected again next time); below ``mu_min`` it becomes 0.
+    ``ρ < 1/4``: multiplied by ``mu_factor`` (at least ``mu_min``). Otherwise unchanged.
+    """
+    if rho > 0.75:
+        cut = opt.mu_factor ** (2 if first_call else 1)
+        return mu / cut if mu / cut >= opt.mu_min else 0.0
+    if rho < 0.25:
+        return max(mu * opt.mu_factor, opt.mu_min)
+    return mu
+
+
+def _broyden(J: np.ndarray, JtJ: np.ndarray | None, s: np.ndarray, dr: np.ndarray) -> np.ndarray:
+    """``J ← J + u vᵀ`` in place (``u = Δr − J s``, ``v = s / sᵀs``, Broyden's update) and the
+    matching ``JᵀJ``, updated in ``O(np)``: ``JᵀJ + Jᵀu vᵀ + v uᵀJ + (uᵀu) v vᵀ``.
+
+    ``J`` must be Fortran- or C-contiguous and writable; returns the new ``JᵀJ`` (computed
+    afresh when ``JtJ`` is ``None``).
+    """
+    u = dr - J @ s
+    v = s / float(s @ s)
+    Jtu = J.T @ u if JtJ is not None else None
+    a = J if J.flags.f_contiguous else J.T  # a Fortran-ordered view for BLAS
+    x_, y_ = (u, v) if a is J else (v, u)
+    out = scipy.linalg.blas.dger(1.0, x_, y_, a=a, overwrite_a=True)
+    if not np.shares_memory(out, a):  # the wrapper had to copy: write the result back
+        a[...] = out
+    if JtJ is None or Jtu is None:
+        return J.T @ J
+    return JtJ + np.outer(Jtu, v) + np.outer(v, Jtu) + float(u @ u) * np.outer(v, v)
+
+
+def levenberg_marquardt(
+    residual: BatchResidual,
+    jacobian: JacobianFn,
+    x0: np.ndarray,
+    r0: np.ndarray,
+    J0: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    options: LMOptions | None = None,
+    callback: StepCallback | None = None,
+) -> LMResult:
+    """Minimises ``½‖r(x)‖²`` within ``bounds`` from ``x0`` (see the module docstring).
+
+    Args:
+      residual: Batched residual, ``(p, k) -> (n, k)``.
+      jacobian: Finite-difference Jacobian ``(x, r) -> (n, p)``.
+      x0: ``(p,)`` start, within the bounds. r0: ``(n,)`` finite residual at ``x0``.
+      J0: ``(n, p)`` Jacobian at ``x0``.
+      bounds: ``(lo, hi)``, each ``(p,)``, finite or infinite.
+      options: :class:`LMOptions` (defaults if ``None``).
+      callback: Called after each accepted step; an exception it raises ends the fit.
+
+    Returns:
+      :class:`LMResult`.
+
+    Raises:
+      ValueError: Inputs of the wrong shape, non-finite, or a start outside the bounds.
+    """
+    opt = options if options is not None else LMOptions()
+    x = np.array(x0, dtype=np.float64)
+    r = np.array(r0, dtype=np.float64)
+    J = np.asarray(J0, dtype=np.float64)  # not written to: Broyden updates work on a copy
+    p = x.size
+    if x.ndim != 1 or p == 0 or not np.all(np.isfinite(x)):
+        raise ValueError(must_be("x0", "a non-empty finite 1-D array", x))
+    if r.ndim != 1 or not np.all(np.isfinite(r)):
+        raise ValueError(must_be("r0", "a finite 1-D array (the residual at x0)", r))
+    if J.shape != (r.size, p):
+        raise ValueError(must_be("J0", f"shape ({r.size}, {p}) (residuals x parameters)", J.shape))
+    if len(bounds) != 2:
+        raise ValueError(must_be("bounds", "a pair (lower, upper)", bounds))
+    lo, hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (p,)) for b in bounds)
+    if np.any(x < lo) or np.any(x > hi):
+        raise ValueError(must_be("x0", f"within bounds [{lo}, {hi}]", x))
+    cost = 0.5 * float(r @ r)
+    fresh, njev, nit, nsecant = True, 0, 0, 0
+    mu = 0.0
+    D = np.ones(p)
+    fresh_gain, fresh_base = 0.0, cost  # ln-cost reduction of the last fresh step, its start
+    spent = p  # evaluations spent on the current step (its Jacobian included)
+    trials = 0  # trial candidates evaluated for the current step
+    status = "max_iters"
+    stalled = 0  # consecutive accepted steps that stalled (see _STALL_MU)
+
+    # JᵀJ and Jᵀr are kept while J and r stay (a rejected step changes neither): for a tall
+    # Jacobian they cost more than everything else in an iteration.
+    JtJ: np.ndarray | None = None
+    Jtr: np.ndarray | None = None
+    owned = False  # J is this function's own copy (finite-difference ones are the caller's)
+
+    def refresh() -> None:
+        nonlocal J, fresh, njev, spent, JtJ, Jtr, owned
+        J = np.asarray(jacobian(x, r), dtype=np.float64)
+        fresh, njev, spent, owned = True, njev + 1, p, False
+        JtJ = Jtr = None
+
+    if opt.x_scale is not None:
+        D = np.broadcast_to(np.asarray(opt.x_scale, dtype=np.float64), (p,)).copy()
+    while nit < opt.max_iters:
+        if JtJ is None:
+            JtJ = J.T @ J
+        if Jtr is None:
+            Jtr = J.T @ r
+        if fresh and opt.x_scale is None:  # column norms of J
+            D = 1.0 / np.maximum(np.sqrt(np.maximum(np.diag(JtJ), 0.0)), 1e-12)
+        H = JtJ * np.outer(D, D)
+        g = D * Jtr
+        held = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
+        if float(np.linalg.norm(g[~held])) <= opt.gtol:
+            if fresh:
+                status = "gtol"
+                break
+            refresh()
+            continue
+        dlo, dhi = (lo - x) / D, (hi - x) / D
+        # Trial steps for a ladder of damping values (the first one is mu itself).
+        steps: list[np.ndarray] = []
+        mus: list[float] = []
+        m = mu
+        while len(steps) < opt.trial_steps:
+            d = _box_step(H, g, m, dlo, dhi)
+            if d is None:
+                m = max(m * opt.mu_factor, opt.mu_min)
+                if m > opt.mu_max:
+                    break
+                continue
+            steps.append(d)
+            mus.append(m)
+            m = max(m * _LADDER, opt.mu_min)
+        if not steps:
+            status = "factorization_failed"
+            break
+        Z = np.stack(steps, axis=1)
+        X = np.clip(x[:, None] + D[:, None] * Z, lo[:, None], hi[:, None])
+        R = np.asarray(residual(X), dtype=np.float64).reshape(r.size, -1)
+        spent += Z.shape[1]
+        trials += Z.shape[1]
+        costs = 0.5 * np.einsum("ij,ij->j", R, R)
+        costs[~np.isfinite(costs)] = np.inf
+        slope = g @ Z  # gᵀdz < 0 for a descent step
+        predicted = -(slope + 0.5 * np.einsum("ij,ik,kj->j", Z, H, Z))
+        ok = (costs < cost) & (cost - costs >= -_ARMIJO * slope)
+        if not ok.any():
+            if not fresh:  # the secant model failed: get a true Jacobian first
+                refresh()
+                continue
+            mu = max(mus[-1] * opt.mu_factor, opt.mu_min)
+            # Damping values that leave the rejected step almost as long are skipped: each
+            # would cost an evaluation (from μ = 0, the first few steps of the ladder do).
+            target = _SHORTER * float(np.linalg.norm(steps[-1]))
+            while mu <= opt.mu_max:
+                d = _box_step(H, g, mu, dlo, dhi)
+                if d is None or float(np.linalg.norm(d)) <= target:
+                    break
+                mu *= opt.mu_factor
+            if mu > opt.mu_max:
+                status = "no_improvement"
+                break
+            continue
+        k = int(np.flatnonzero(ok)[0])
+        new_cost = float(costs[k])
+        rho = (cost - new_cost) / predicted[k] if predicted[k] > 0 else 0.0
+        eff = math.log(cost / new_cost) / spent if new_cost > 0 else math.inf  # per evaluation
+        mu = _damping_after(mus[k], rho, trials == Z.shape[1], opt)
+        s = X[:, k] - x
+        r_new = R[:, k].copy()
+        was_fresh = fresh
+        dr = r_new - r
+        old_cost = cost
+        x, r, cost = X[:, k].copy(), r_new, new_cost
+        Jtr = None
+        nit += 1
+        nsecant += 0 if was_fresh else 1
+        spent = trials = 0
+        if callback is not None:
+            callback(nit, x.copy(), cost)
+        if float(np.linalg.norm(s)) < opt.xtol * (opt.xtol + float(np.linalg.norm(x))):
+            if was_fresh:
+                status = "xtol"
+                break
+            refresh()
+            continue
+        stuck = mus[k] >= _STALL_MU and old_cost - new_cost < _STALL_GAIN * old_cost
+        stalled = stalled + 1 if stuck else 0
+        if stalled >= _STALL_ITERS:
+            if was_fresh:
+                status = "stalled"
+                break
+            refresh()
+            continue
+        if was_fresh:
+            fresh_gain = math.log(old_cost / new_cost) if new_cost > 0 else math.inf
+            fresh_base = old_cost
+            tail = new_cost <= _TAIL_REDUCTION * old_cost and abs(rho - 1.0) <= _TAIL_RHO
+            keep_secant = opt.secant and tail
+        else:
+            # What a finite-difference step would gain now, if convergence is quadratic
+            # (ln c₊ = 2 ln c + const, fitted to the last one), per evaluation it costs.
+            fresh_eff = (fresh_gain + math.log(fresh_base / old_cost)) / (p + 1)
+            keep_secant = eff >= fresh_eff and _SECANT_RHO[0] < rho < _SECANT_RHO[1]
+        if keep_secant and float(s @ s) > 0.0:
+            if not owned:
+                J, owned = np.array(J, order="F"), True
+            JtJ = _broyden(J, JtJ, s, dr)
+            fresh = False
+        else:
+            refresh()
+    return LMResult(x, r, cost, status, nit, njev, nsecant, mu)

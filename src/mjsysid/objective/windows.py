@@ -1,0 +1,346 @@
+"""Initial-state estimation and multiple shooting.
+
+A simulation that starts from a measured (noisy) state carries that error through the whole
+sequence, and a long sequence of a sensitive system (a pendulum, a legged robot) drifts away
+from the recording even with the right parameters. Two remedies, usable together:
+
+* :func:`initial_state_params` makes the initial joint positions and velocities of chosen
+  sequences parameters of the fit (they need no recompile and cost no extra rollouts: the
+  rollout simply starts from the candidate state).
+* :func:`split_windows` cuts each recording into shorter windows, each simulated from its own
+  initial state (multiple shooting). Combined with :func:`initial_state_params` every window's
+  start is estimated too; the physical parameters are shared by all windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import mujoco
+import numpy as np
+
+from mjsysid.data.recording import initial_state_from_sensors
+from mjsysid.data.sequences import ModelSequences
+from mjsysid.data.timeseries import SignalType, TimeSeries, signal_source_indices
+from mjsysid.objective.alignment import grid_length, zoh_indices
+from mjsysid.params.parameter import Parameter, ParameterDict
+from mjsysid.sim.rollout import create_initial_state, state_slices, sysid_rollout
+from mjsysid.util.errors import must_be
+
+INITIAL_KINDS = ("initial_qpos", "initial_qvel", "initial_act")
+
+
+def _scalar_joints(model: mujoco.MjModel, joints: Iterable[str] | None) -> list[int]:
+    ok = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    if joints is None:
+        return [j for j in range(model.njnt) if int(model.jnt_type[j]) in ok]
+    out = []
+    for name in joints:
+        j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if j < 0:
+            known = [model.joint(k).name for k in range(model.njnt)]
+            raise KeyError(f"joints: the model has no joint named {name!r}; known: {known}")
+        if int(model.jnt_type[j]) not in ok:
+            raise ValueError(
+                must_be(f"joints: {name!r}", "a hinge or slide joint", "a free or ball joint")
+            )
+        out.append(j)
+    return out
+
+
+def initial_state_params(
+    models_sequences: ModelSequences | Sequence[ModelSequences],
+    *,
+    sequences: Iterable[str] | None = None,
+    joints: Iterable[str] | None = None,
+    qpos: bool = True,
+    qvel: bool = True,
+    qpos_margin: float = 0.2,
+    qvel_margin: float = 2.0,
+    act: bool | None = None,
+    act_margin: float = 1.0,
+) -> ParameterDict:
+    """Parameters for the initial joint positions/velocities (and actuator activations) of
+    recorded sequences.
+
+    Args:
+      models_sequences: Where the sequences live.
+      sequences: Sequence names to include (default all).
+      joints: Hinge/slide joint names (default all hinge and slide joints).
+      qpos, qvel: Which parts of the state to estimate.
+      qpos_margin: Bounds are the recorded initial value ± this (rad or m).
+      qvel_margin: Same for velocities (rad/s or m/s).
+      act: Also the activation of every actuator that has one (filter or integrator
+        dynamics; default: when the model has any). A window of :func:`split_windows`
+        starts from the activation simulated with the nominal model, which a fitted time
+        constant changes.
+      act_margin: Bounds for activations: the initial value ± this (actuator units).
+
+    Returns:
+      One parameter per sequence, joint and part, named
+      ``"<model>/<sequence>/<joint>_qpos0"`` (``_qvel0``), and per actuator with an activation
+      ``"<model>/<sequence>/<actuator>_act0"``; nominal = the recorded initial value.
+    """
+    ms_list = (
+        [models_sequences]
+        if isinstance(models_sequences, ModelSequences)
+        else list(models_sequences)
+    )
+    wanted = None if sequences is None else set(sequences)
+    out = ParameterDict()
+    found: set[str] = set()
+    for ms in ms_list:
+        model = ms.model
+        slices = state_slices(model)
+        jids = _scalar_joints(model, joints)
+        for name, x0, _, _ in ms.sequences():
+            if wanted is not None and name not in wanted:
+                continue
+            found.add(name)
+            label = f"{ms.name}/{name}"
+            for j in jids:
+                jname = model.joint(j).name
+                for part, use, adr, margin in (
+                    ("qpos", qpos, slices["qpos"].start + int(model.jnt_qposadr[j]), qpos_margin),
+                    ("qvel", qvel, slices["qvel"].start + int(model.jnt_dofadr[j]), qvel_margin),
+                ):
+                    if not use:
+                        continue
+                    v = float(x0[adr])
+                    out.add(
+                        Parameter(
+                            f"{label}/{jname}_{part}0",
+                            v,
+                            v - margin,
+                            v + margin,
+                            meta={"kind": f"initial_{part}", "target": label, "joint": jname},
+                        )
+                    )
+            if model.na if act is None else act:
+                for a in np.flatnonzero(model.actuator_actadr >= 0):
+                    aname = model.actuator(int(a)).name
+                    v = float(x0[slices["act"].start + int(model.actuator_actadr[a])])
+                    out.add(
+                        Parameter(
+                            f"{label}/{aname}_act0",
+                            v,
+                            v - act_margin,
+                            v + act_margin,
+                            meta={"kind": "initial_act", "target": label, "actuator": aname},
+                        )
+                    )
+    if wanted is not None and wanted - found:
+        raise KeyError(f"sequences {sorted(wanted - found)} are not recorded sequences")
+    return out
+
+
+def initial_state_overrides(
+    params: ParameterDict, model: mujoco.MjModel, label: str
+) -> list[tuple[int, int]]:
+    """``(state index, x index)`` pairs: where each initial-state parameter of ``label`` goes."""
+    out = []
+    slices = state_slices(model)
+    i = 0
+    for p in params.non_frozen():
+        kind = p.meta.get("kind")
+        if kind == "initial_act" and p.meta.get("target") == label:
+            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, p.meta.get("actuator", ""))
+            if a < 0 or model.actuator_actadr[a] < 0:
+                raise KeyError(
+                    f"parameter {p.name!r}: the model has no actuator with an activation named "
+                    f"{p.meta.get('actuator')!r}"
+                )
+            out.append((slices["act"].start + int(model.actuator_actadr[a]), i))
+        elif kind in INITIAL_KINDS and p.meta.get("target") == label:
+            j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, p.meta.get("joint", ""))
+            if j < 0:
+                raise KeyError(
+                    f"parameter {p.name!r}: the model has no joint named {p.meta.get('joint')!r}"
+                )
+            if kind == "initial_qpos":
+                adr = slices["qpos"].start + int(model.jnt_qposadr[j])
+            else:
+                adr = slices["qvel"].start + int(model.jnt_dofadr[j])
+            out.append((adr, i))
+        i += p.size
+    return out
+
+
+def _scalar_position_columns(model: mujoco.MjModel, meas: TimeSeries) -> dict[int, int]:
+    """Data column holding the position of each hinge/slide joint ``{joint id: column}``,
+    from ``jointpos`` sensors and ``<joint>_qpos`` state columns."""
+    scalar = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    by_qpos = {
+        int(model.jnt_qposadr[j]): j for j in range(model.njnt) if model.jnt_type[j] in scalar
+    }
+    out: dict[int, int] = {}
+    assert meas.signal_mapping is not None
+    for name, (stype, cols) in meas.signal_mapping.items():
+        if stype == SignalType.MjStateQPos:
+            for adr, col in zip(signal_source_indices(model, name, stype), cols, strict=True):
+                if int(adr) in by_qpos:
+                    out[by_qpos[int(adr)]] = int(col)
+        elif stype == SignalType.MjSensor:
+            i = model.sensor(name).id
+            if (
+                int(model.sensor_type[i]) == int(mujoco.mjtSensor.mjSENS_JOINTPOS)
+                and int(model.sensor_objid[i]) in by_qpos.values()
+            ):
+                out[int(model.sensor_objid[i])] = int(cols[0])
+    return out
+
+
+def local_slope(times: np.ndarray, values: np.ndarray, t: float, samples: int) -> float:
+    """Derivative at ``t`` of the quadratic least-squares fit to the ``samples`` samples
+    nearest to ``t`` (a Savitzky-Golay derivative: centred inside the series, one-sided at
+    its ends; on a uniform grid and centred it is the slope of the linear fit).
+
+    Args:
+      times: ``(N,)`` increasing times (s). values: ``(N,)`` positions.
+      t: Where (s). samples: Points in the fit (>= 3).
+    """
+    k = int(np.searchsorted(times, t))
+    lo = min(max(k - samples // 2, 0), max(times.size - samples, 0))
+    sel = slice(lo, lo + samples)
+    tt = times[sel] - t
+    coef = np.polynomial.polynomial.polyfit(tt, values[sel], 2 if tt.size >= 3 else 1)
+    return float(coef[1])
+
+
+def split_windows(
+    models_sequences: ModelSequences,
+    window: float,
+    *,
+    overlap: float = 0.0,
+    min_samples: int = 5,
+    velocity_samples: int = 7,
+) -> ModelSequences:
+    """Multiple shooting: cuts every sequence into windows of ``window`` seconds.
+
+    Each window becomes a sequence ``"<name>#<k>"`` simulated from the state measured at its
+    start (the first window keeps the sequence's own initial state). Joint positions come
+    from ``jointpos`` sensors or ``<joint>_qpos`` columns, velocities from ``jointvel``
+    sensors or ``<joint>_qvel`` columns; a hinge or slide joint whose velocity is not
+    measured (an encoder-only recording) gets the derivative of a quadratic fitted to the
+    ``velocity_samples`` position samples around the window start (:func:`local_slope`,
+    which smooths encoder steps). Every window's residual is normalised by the RMS of its
+    whole recording (``rms_reference``), so each sample weighs the same as without windows.
+    Actuator activations (filter or integrator dynamics), which
+    no sensor shows, come from a simulation of the whole sequence with the nominal model.
+    Add :func:`initial_state_params` for the windows to estimate the starts as well
+    (recommended with estimated velocities, and needed for activations when a parameter such
+    as the filter's time constant is fitted). The starts are the raw measurements: sensor
+    delays, gains or biases fitted by a SignalTransform do not correct them.
+
+    Args:
+      models_sequences: The recordings.
+      window: Window length (s).
+      overlap: Overlap between consecutive windows (s), ``0 <= overlap < window``.
+      min_samples: A trailing window with fewer samples is merged into the previous one (which
+        then runs to the end of the recording, so no sample is left out).
+      velocity_samples: Samples in the fit that estimates an unmeasured velocity (>= 3).
+
+    Raises:
+      ValueError: Bad lengths, or a window start whose state cannot be read from the data (a
+        joint without a measured position, or a free/ball joint without measured velocity).
+    """
+    if not window > 0:
+        raise ValueError(must_be("window", "> 0 seconds", window))
+    if not 0 <= overlap < window:
+        raise ValueError(must_be("overlap", f"in [0, window={window})", overlap))
+    if not isinstance(velocity_samples, int | np.integer) or velocity_samples < 3:
+        raise ValueError(must_be("velocity_samples", "an integer >= 3", velocity_samples))
+    ms = models_sequences
+    model = ms.model
+    names, x0s, ctrls, senss = [], [], [], []
+    refs: list[TimeSeries | None] = []
+    for si, (name, x0, ctrl, meas) in enumerate(ms.sequences()):
+        # every window is normalised by its whole recording (or what that one used)
+        ref = ms.rms_reference[si] if ms.rms_reference is not None else None
+        ref = meas if ref is None else ref
+        t = meas.times
+        positions = _scalar_position_columns(model, meas)
+        activation = _nominal_activation(ms, si) if model.na else None
+        spans = [(t[0], t[0] + window)]
+        while spans[-1][0] + window - overlap < t[-1]:
+            start = spans[-1][0] + window - overlap
+            spans.append((start, start + window))
+        last = (t >= spans[-1][0] - 1e-12).sum()
+        if len(spans) > 1 and last < min_samples:  # too short: the previous window takes it
+            spans.pop()
+            spans[-1] = (spans[-1][0], t[-1])
+        for k, (s, end) in enumerate(spans):
+            keep = (t >= s - 1e-12) & (t <= end + 1e-12)
+            sub = TimeSeries(t[keep], meas.data[keep], meas.signal_mapping)
+            if k == 0:
+                start_state = x0.copy()
+            else:
+                qpos, qvel = initial_state_from_sensors(model, sub, fill=np.nan)
+                for j, col in positions.items():
+                    if np.isnan(qvel[model.jnt_dofadr[j]]):
+                        t0 = float(sub.times[0])
+                        qvel[model.jnt_dofadr[j]] = local_slope(
+                            t, meas.data[:, col], t0, velocity_samples
+                        )
+                _check_window_state(model, qpos, qvel, name)
+                act = None if activation is None else activation(float(sub.times[0]))
+                start_state = create_initial_state(model, qpos, qvel, act, time=float(sub.times[0]))
+            names.append(f"{name}#{k}")
+            x0s.append(start_state)
+            ctrls.append(ctrl)
+            senss.append(sub)
+            refs.append(ref)
+    return ModelSequences(ms.name, ms.spec, names, x0s, ctrls, senss, rms_reference=refs)
+
+
+def _nominal_activation(ms: ModelSequences, si: int) -> Callable[[float], np.ndarray]:
+    """``activation(t)``: the actuator activations (filters, integrators) of sequence ``si``
+    at time ``t``, from a simulation of the whole sequence with the nominal model (they are
+    not measured; zero-order-hold controls on the simulation grid)."""
+    model = ms.model
+    _, x0, ctrl, meas = ms.sequences()[si]
+    dt = float(model.opt.timestep)
+    t0 = float(meas.times[0])
+    grid = t0 + dt * np.arange(grid_length(t0, float(meas.times[-1]), dt))
+    assert ctrl is not None  # an activation needs an actuator
+    control = ctrl.data[zoh_indices(ctrl.times, grid)][:, ms.control_columns(si)]
+    (traj,) = sysid_rollout(model, None, control, x0)
+    acts = traj.state[:, state_slices(model)["act"]]
+
+    def activation(t: float) -> np.ndarray:
+        k = int(np.clip(np.searchsorted(grid, t + 1e-9 * dt) - 1, 0, len(grid) - 1))
+        return acts[k].copy()
+
+    return activation
+
+
+def _check_window_state(
+    model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, name: str
+) -> None:
+    """Names the joints whose start position or velocity the data do not give."""
+
+    def unknown(values: np.ndarray, adr: np.ndarray, width: dict[int, int]) -> list[str]:
+        return [
+            model.joint(j).name
+            for j in range(model.njnt)
+            if np.isnan(values[adr[j] : adr[j] + width[int(model.jnt_type[j])]]).any()
+        ]
+
+    no_pos = unknown(qpos, model.jnt_qposadr, _QPOS_WIDTH)
+    no_vel = unknown(qvel, model.jnt_dofadr, _DOF_WIDTH)
+    if no_pos:
+        raise ValueError(
+            f"split_windows: sequence {name!r} must measure the position of every joint to "
+            f"start a window from the data, got none for {no_pos}; record jointpos sensors "
+            "or <joint>_qpos columns"
+        )
+    if no_vel:
+        raise ValueError(
+            f"split_windows: sequence {name!r} must measure the velocity of its free and ball "
+            f"joints (hinge and slide velocities are estimated from positions), got none for "
+            f"{no_vel}; record their velocities or <joint>_qvel columns"
+        )
+
+
+_QPOS_WIDTH = {0: 7, 1: 4, 2: 1, 3: 1}  # mjtJoint: free, ball, slide, hinge
+_DOF_WIDTH = {0: 6, 1: 3, 2: 1, 3: 1}

@@ -1,0 +1,487 @@
+"""Plots and offscreen rendering for scripts, notebooks and the HTML report.
+
+* :func:`plot_sensor_comparison`: a matplotlib figure overlaying measured, identified (and
+  optionally initial) signals, one axes per signal. The figure is created without pyplot, so
+  it works headless (no display, Agg) and leaves no global state behind.
+* :func:`render_rollout`: RGB frames of one or several models' full-physics state
+  trajectories, drawn into the same picture (the first solid, the others as translucent
+  "ghosts"), rendered offscreen.
+
+Offscreen OpenGL. MuJoCo needs an OpenGL context to draw. Without a display, Linux offers two
+headless backends: EGL (GPU drivers, or Mesa's software ``llvmpipe``) and OSMesa (pure
+software). :func:`render_rollout` honours ``MUJOCO_GL`` (``egl``, ``osmesa``, ``glfw``) and
+otherwise tries ``glfw`` (only when ``DISPLAY`` is set), then ``egl``, then ``osmesa``. PyOpenGL
+binds one platform per process, so the first backend that loads fixes the choice for the
+process. When none works, a :class:`RuntimeError` says how to enable one.
+
+matplotlib is imported lazily (``pip install 'mjsysid[report]'``).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import platform
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid.data.timeseries import TimeSeries
+from mjsysid.sim.rollout import STATE_SPEC, state_size
+from mjsysid.util.errors import must_be
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from mjsysid.objective.residual import SequencePrediction
+
+REPORT_EXTRA_HINT = "pip install 'mjsysid[report]'"
+
+NO_GL_HELP = (
+    "render_rollout needs an offscreen OpenGL context and none could be created. On a machine "
+    "without a display, install a headless backend and select it before Python starts: "
+    "EGL (Debian/Ubuntu: apt-get install libegl1 libgl1-mesa-dri, or a GPU driver) with "
+    "MUJOCO_GL=egl, or OSMesa (apt-get install libosmesa6) with MUJOCO_GL=osmesa"
+)
+
+#: Colours (RGBA) of the 2nd, 3rd, ... trajectories drawn by :func:`render_rollout`.
+GHOST_COLORS: tuple[tuple[float, float, float, float], ...] = (
+    (0.10, 0.75, 0.25, 0.45),
+    (0.95, 0.45, 0.10, 0.45),
+    (0.55, 0.25, 0.85, 0.45),
+    (0.10, 0.55, 0.95, 0.45),
+)
+
+
+def _require_matplotlib() -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as e:
+        raise ImportError(f"plot_sensor_comparison needs matplotlib: {REPORT_EXTRA_HINT}") from e
+    return Figure
+
+
+# -- plot_sensor_comparison -----------------------------------------------------------------------
+def _as_series(value: Any, what: str, use: str) -> TimeSeries:
+    """A TimeSeries from a TimeSeries or a SequencePrediction (its ``use`` attribute)."""
+    if isinstance(value, TimeSeries):
+        return value
+    ts = getattr(value, use, None)
+    if isinstance(ts, TimeSeries):
+        return ts
+    raise TypeError(must_be(what, "a TimeSeries or a SequencePrediction", type(value).__name__))
+
+
+def _column_groups(ts: TimeSeries, model: mujoco.MjModel | None) -> dict[str, np.ndarray]:
+    """``{signal name: columns}``; series without a mapping get names from the model."""
+    if ts.signal_mapping is not None:
+        return {name: np.asarray(cols) for name, (_, cols) in ts.signal_mapping.items()}
+    if model is not None and ts.dim == model.nsensordata:
+        out = {}
+        for i in range(model.nsensor):
+            name = model.sensor(i).name or f"sensor {i}"
+            adr, dim = int(model.sensor_adr[i]), int(model.sensor_dim[i])
+            out[name] = np.arange(adr, adr + dim)
+        return out
+    return {f"column {j}": np.array([j]) for j in range(ts.dim)}
+
+
+def plot_sensor_comparison(
+    model: mujoco.MjModel | None,
+    predicted: TimeSeries | SequencePrediction,
+    measured: TimeSeries | SequencePrediction | None = None,
+    *,
+    initial: TimeSeries | SequencePrediction | None = None,
+    signals: Sequence[str] | None = None,
+    title: str | None = None,
+    ncols: int = 2,
+    figsize: tuple[float, float] | None = None,
+) -> Figure:
+    """Overlays measured and predicted signals, one axes per signal.
+
+    Each axes holds, for every column of the signal, the measured line (black), the identified
+    prediction (solid, blue) and, when ``initial`` is given, the initial prediction (dashed,
+    orange): ``2`` or ``3`` lines per column.
+
+    Args:
+      model: Compiled model; names the columns of series without a signal mapping (may be
+        ``None`` when the series carry names).
+      predicted: Identified prediction: a :class:`TimeSeries`, or a
+        :class:`~mjsysid.objective.residual.SequencePrediction` (its ``predicted_at_measured``).
+      measured: The recording (a TimeSeries, or a SequencePrediction's ``measured_used``).
+        Default: taken from ``predicted`` when that is a SequencePrediction.
+      initial: Optional prediction before the fit (TimeSeries or SequencePrediction).
+      signals: Signal names to plot (default: every signal of ``measured``).
+      title: Figure title.
+      ncols: Axes per row.
+      figsize: Inches; default grows with the number of signals.
+
+    Returns:
+      A ``matplotlib.figure.Figure`` (not attached to pyplot; ``fig.savefig(...)`` works
+      without a display, and notebooks display it).
+
+    Raises:
+      ImportError: matplotlib is missing.
+      TypeError: An argument is neither a TimeSeries nor a SequencePrediction.
+      KeyError: A name in ``signals`` is not a measured signal.
+    """
+    figure_cls = _require_matplotlib()
+    pred = _as_series(predicted, "predicted", "predicted_at_measured")
+    if measured is None:
+        if isinstance(predicted, TimeSeries):
+            raise TypeError(must_be("measured", "given when predicted is a TimeSeries", None))
+        meas = _as_series(predicted, "predicted", "measured_used")
+    else:
+        meas = _as_series(measured, "measured", "measured_used")
+    init = None if initial is None else _as_series(initial, "initial", "predicted_at_measured")
+    if not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(must_be("ncols", "a positive integer", ncols))
+    groups = _column_groups(meas, model)
+    if signals is not None:
+        names = [signals] if isinstance(signals, str) else list(signals)
+        unknown = [n for n in names if n not in groups]
+        if unknown:
+            raise KeyError(f"signals {unknown} must be measured signals; known: {list(groups)}")
+        groups = {n: groups[n] for n in names}
+    pred_groups = _column_groups(pred, model)
+    init_groups = None if init is None else _column_groups(init, model)
+
+    n = max(len(groups), 1)
+    cols = min(ncols, n)
+    rows = -(-n // cols)
+    fig = figure_cls(figsize=figsize or (6.0 * cols, 2.6 * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[len(groups) :]:
+        ax.set_visible(False)
+    for ax, (name, mcols) in zip(axes, groups.items(), strict=False):
+        single = mcols.size == 1
+        for j, c in enumerate(mcols):
+            suffix = "" if single else f"[{j}]"
+            ax.plot(meas.times, meas.data[:, c], color="black", lw=1.2, label=f"measured{suffix}")
+            if name in pred_groups and j < pred_groups[name].size:
+                ax.plot(
+                    pred.times,
+                    pred.data[:, pred_groups[name][j]],
+                    color="tab:blue",
+                    lw=1.2,
+                    label=f"identified{suffix}",
+                )
+            if (
+                init is not None
+                and init_groups is not None
+                and name in init_groups
+                and j < init_groups[name].size
+            ):
+                ax.plot(
+                    init.times,
+                    init.data[:, init_groups[name][j]],
+                    color="tab:orange",
+                    lw=1.0,
+                    ls="--",
+                    label=f"initial{suffix}",
+                )
+        ax.set_title(name)
+        ax.set_xlabel("time [s]")
+        ax.grid(True, alpha=0.3)
+        if single or mcols.size <= 3:
+            ax.legend(fontsize="small", loc="best")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+# -- render_rollout -------------------------------------------------------------------------------
+class OffscreenRenderingError(RuntimeError):
+    """No offscreen OpenGL context could be created (see :data:`NO_GL_HELP`)."""
+
+
+class GLContext(Protocol):
+    """What :func:`render_rollout` needs from an OpenGL context (MuJoCo's GLContext classes)."""
+
+    def make_current(self) -> None: ...
+
+    def free(self) -> None: ...
+
+
+GLContextFactory = Callable[[int, int], GLContext]
+
+_DISABLED = ("disable", "disabled", "off", "false", "0")
+
+
+def _backend_factory(name: str) -> GLContextFactory:
+    """Imports MuJoCo's GLContext class for backend ``name`` (errors surface when called)."""
+
+    def factory(width: int, height: int) -> GLContext:
+        if name == "egl":
+            from mujoco.egl import GLContext as Ctx
+        elif name == "osmesa":
+            from mujoco.osmesa import GLContext as Ctx
+        elif name == "glfw":
+            from mujoco.glfw import GLContext as Ctx
+        else:  # the platform default chosen by mujoco at import (cgl, wgl, ...)
+            from mujoco.gl_context import GLContext as Ctx
+        return Ctx(width, height)
+
+    return factory
+
+
+def gl_backend_candidates() -> list[tuple[str, GLContextFactory]]:
+    """OpenGL backends :func:`render_rollout` tries, in order (see the module docstring)."""
+    requested = os.environ.get("MUJOCO_GL", "").strip().lower()
+    if requested in _DISABLED:
+        return []
+    if requested in ("egl", "osmesa", "glfw"):
+        return [(requested, _backend_factory(requested))]
+    if platform.system() != "Linux":
+        return [(requested or "default", _backend_factory("default"))]
+    pyopengl = os.environ.get("PYOPENGL_PLATFORM", "").strip().lower()
+    if pyopengl in ("egl", "osmesa"):
+        return [(pyopengl, _backend_factory(pyopengl))]
+    names = (["glfw"] if os.environ.get("DISPLAY") else []) + ["egl", "osmesa"]
+    return [(n, _backend_factory(n)) for n in names]
+
+
+def create_gl_context(width: int, height: int) -> tuple[str, GLContext]:
+    """Creates and makes current an offscreen OpenGL context.
+
+    Returns:
+      ``(backend name, context)``; the caller frees the context.
+
+    Raises:
+      OffscreenRenderingError: (a RuntimeError) No backend works; the message says how to
+        enable one and why each candidate failed.
+    """
+    candidates = gl_backend_candidates()
+    if not candidates:
+        raise OffscreenRenderingError(
+            f"{NO_GL_HELP}. Rendering is disabled by MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}"
+        )
+    failures = []
+    for name, factory in candidates:
+        try:
+            ctx = factory(width, height)
+            ctx.make_current()
+        except Exception as e:  # GL backends fail with ImportError, OSError, GLError, ...
+            failures.append(f"{name}: {type(e).__name__}: {e}".strip())
+            continue
+        return name, ctx
+    raise OffscreenRenderingError(f"{NO_GL_HELP}. Tried: {'; '.join(failures)}")
+
+
+def _as_list(value: Any, kind: type | tuple[type, ...]) -> list[Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, kind):
+        return [value]
+    return list(value)
+
+
+def _as_states(state: Any) -> list[np.ndarray]:
+    """One ``(nstep, nstate)`` array, a stacked 3-D array, or a list of 2-D arrays -> list."""
+    if isinstance(state, np.ndarray):
+        items = [state] if state.ndim != 3 else list(state)
+    elif isinstance(state, Sequence) and state and all(np.ndim(s) == 2 for s in state):
+        items = list(state)
+    else:
+        items = [state]
+    return [np.asarray(s, dtype=np.float64) for s in items]
+
+
+def frame_indices(times: np.ndarray, frame_times: np.ndarray) -> np.ndarray:
+    """Index of the last sample at or before each frame time (clipped to the series)."""
+    idx = (
+        np.searchsorted(
+            times, frame_times + 1e-9 * max(1.0, float(np.abs(times).max())), side="right"
+        )
+        - 1
+    )
+    return np.clip(idx, 0, times.size - 1)
+
+
+def _trajectory_times(model: mujoco.MjModel, state: np.ndarray) -> np.ndarray:
+    """The time column of full-physics states, or ``k·timestep`` when it is not increasing."""
+    t = state[:, 0]
+    if t.size > 1 and np.all(np.diff(t) > 0):
+        return t
+    return float(model.opt.timestep) * np.arange(state.shape[0])
+
+
+def _camera(model: mujoco.MjModel, camera: int | str | mujoco.MjvCamera | None) -> mujoco.MjvCamera:
+    if isinstance(camera, mujoco.MjvCamera):
+        return camera
+    cam = mujoco.MjvCamera()
+    if camera is None:
+        mujoco.mjv_defaultFreeCamera(model, cam)
+        return cam
+    if isinstance(camera, str):
+        cid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        if cid < 0:
+            known = [model.camera(i).name for i in range(model.ncam)]
+            raise KeyError(f"camera {camera!r} must be a camera of the model; known: {known}")
+    elif isinstance(camera, int | np.integer) and not isinstance(camera, bool):
+        cid = int(camera)
+        if cid == -1:
+            mujoco.mjv_defaultFreeCamera(model, cam)
+            return cam
+        if not 0 <= cid < model.ncam:
+            raise ValueError(must_be("camera", f"a camera id in [-1, {model.ncam})", camera))
+    else:
+        raise TypeError(must_be("camera", "None, a camera name, an id or an MjvCamera", camera))
+    cam.type = mujoco.mjtCamera.mjCAMERA_FIXED
+    cam.fixedcamid = cid
+    return cam
+
+
+def render_rollout(
+    model: mujoco.MjModel | Sequence[mujoco.MjModel],
+    data: mujoco.MjData | Sequence[mujoco.MjData] | None,
+    state: npt.ArrayLike | Sequence[npt.ArrayLike],
+    framerate: float = 30.0,
+    *,
+    width: int = 320,
+    height: int = 240,
+    camera: int | str | mujoco.MjvCamera | None = None,
+    ghost_colors: Sequence[Sequence[float]] | None = None,
+    max_frames: int | None = None,
+    fast: bool = True,
+) -> list[np.ndarray]:
+    """Renders state trajectories offscreen, several models overlaid in one picture.
+
+    The first trajectory is drawn with the model's own colours; every further one is drawn
+    on top as a translucent ghost (``ghost_colors``, its static world geoms left out), so a
+    measured and an identified motion can be compared in one video.
+
+    Args:
+      model: One compiled model (shared by all trajectories) or one per trajectory. Models
+        must have the same kinematic structure as their states.
+      data: Scratch ``MjData`` (one, or one per model) or ``None`` to create them. Their
+        contents are overwritten.
+      state: ``(nstep, nstate)`` full-physics states (``mjSTATE_FULLPHYSICS``, as in
+        :class:`~mjsysid.objective.residual.SequencePrediction.state`), or a list of them, one per
+        trajectory. Frame times come from the state's time column (entry 0); trajectories
+        may have different lengths and sampling: each frame shows every trajectory at the
+        same time (the last sample at or before it).
+      framerate: Frames per second of simulated time.
+      width, height: Image size in pixels (the offscreen buffer is enlarged as needed).
+      camera: ``None`` (free camera framing the whole model), a camera name or id, or an
+        ``MjvCamera``.
+      ghost_colors: RGBA of the 2nd, 3rd, ... trajectories (default :data:`GHOST_COLORS`).
+      max_frames: Stop after this many frames.
+      fast: Turn off shadows, reflections and multisampling: software OpenGL (Mesa
+        llvmpipe, OSMesa) is then about 10x faster.
+
+    Returns:
+      List of ``(height, width, 3)`` uint8 RGB frames.
+
+    Raises:
+      OffscreenRenderingError: (a ``RuntimeError``) No offscreen OpenGL context can be
+        created; the message says how to enable one (``MUJOCO_GL=egl`` or ``osmesa``).
+      ValueError: Shapes that do not match the models, or bad options.
+    """
+    states = _as_states(state)
+    models = _as_list(model, mujoco.MjModel) or []
+    if not states:
+        raise ValueError(must_be("state", "a (nstep, nstate) array or a non-empty list", state))
+    if len(models) == 1 and len(states) > 1:
+        models = models * len(states)
+    if len(models) != len(states):
+        raise ValueError(
+            must_be(
+                "model", f"one model or {len(states)} (one per trajectory)", f"{len(models)} models"
+            )
+        )
+    for i, (m, s) in enumerate(zip(models, states, strict=True)):
+        if not isinstance(m, mujoco.MjModel):
+            raise TypeError(must_be(f"model[{i}]", "a compiled mujoco.MjModel", type(m).__name__))
+        if s.ndim != 2 or s.shape[1] != state_size(m) or s.shape[0] < 1:
+            raise ValueError(
+                must_be(
+                    f"state[{i}]",
+                    f"shape (nstep, {state_size(m)}) of full-physics states",
+                    s,
+                    hint=f"got shape {s.shape}",
+                )
+            )
+        if not np.all(np.isfinite(s)):
+            raise ValueError(must_be(f"state[{i}]", "finite", s))
+    datas = _as_list(data, mujoco.MjData)
+    if datas is None:
+        datas = [mujoco.MjData(m) for m in models]
+    elif len(datas) == 1 and len(models) > 1:
+        datas = datas + [mujoco.MjData(m) for m in models[1:]]
+    if len(datas) != len(models):
+        raise ValueError(must_be("data", f"None, one MjData or {len(models)}", f"{len(datas)}"))
+    if not (np.isfinite(framerate) and framerate > 0):
+        raise ValueError(must_be("framerate", "a positive number of frames per second", framerate))
+    for what, v in (("width", width), ("height", height)):
+        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
+            raise ValueError(must_be(what, "a positive integer number of pixels", v))
+    colors = [tuple(float(c) for c in rgba) for rgba in (ghost_colors or GHOST_COLORS)]
+    if any(len(c) != 4 for c in colors):
+        raise ValueError(must_be("ghost_colors", "RGBA 4-tuples", ghost_colors))
+
+    times = [_trajectory_times(m, s) for m, s in zip(models, states, strict=True)]
+    t0 = float(times[0][0])
+    t1 = float(max(t[-1] for t in times))
+    frame_times = t0 + np.arange(int(np.floor((t1 - t0) * framerate + 1e-9)) + 1) / framerate
+    if max_frames is not None:
+        frame_times = frame_times[: max(int(max_frames), 1)]
+    picks = [frame_indices(t, frame_times) for t in times]
+
+    base = models[0]
+    buffer_model = base
+    if (
+        width > base.vis.global_.offwidth
+        or height > base.vis.global_.offheight
+        or (fast and base.vis.quality.offsamples)
+    ):
+        buffer_model = copy.copy(base)
+        buffer_model.vis.global_.offwidth = max(width, base.vis.global_.offwidth)
+        buffer_model.vis.global_.offheight = max(height, base.vis.global_.offheight)
+        if fast:
+            buffer_model.vis.quality.offsamples = 0
+    cam = _camera(base, camera)
+
+    _, ctx = create_gl_context(width, height)
+    mjr = None
+    try:
+        mjr = mujoco.MjrContext(buffer_model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, mjr)
+        scene = mujoco.MjvScene(base, maxgeom=max(1000, sum(int(m.ngeom) + 50 for m in models)))
+        if fast:
+            for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION):
+                scene.flags[flag] = 0
+        opt, pert = mujoco.MjvOption(), mujoco.MjvPerturb()
+        rect = mujoco.MjrRect(0, 0, width, height)
+        rgb = np.empty((height, width, 3), dtype=np.uint8)
+        frames = []
+        for f in range(frame_times.size):
+            for m, d, s, idx in zip(models, datas, states, picks, strict=True):
+                mujoco.mj_setState(m, d, s[idx[f]], STATE_SPEC.value)
+                mujoco.mj_fwdPosition(m, d)
+            mujoco.mjv_updateScene(
+                models[0], datas[0], opt, pert, cam, mujoco.mjtCatBit.mjCAT_ALL.value, scene
+            )
+            for k in range(1, len(models)):
+                start = scene.ngeom
+                mujoco.mjv_addGeoms(
+                    models[k], datas[k], opt, pert, mujoco.mjtCatBit.mjCAT_DYNAMIC.value, scene
+                )
+                rgba = colors[(k - 1) % len(colors)]
+                for g in range(start, scene.ngeom):
+                    scene.geoms[g].rgba[:] = rgba
+                    scene.geoms[g].matid = -1
+            mujoco.mjr_render(rect, scene, mjr)
+            mujoco.mjr_readPixels(rgb, None, rect, mjr)
+            frames.append(np.flipud(rgb).copy())
+        return frames
+    finally:
+        if mjr is not None:
+            mjr.free()
+        ctx.free()
+
+
+__all__ = ["OffscreenRenderingError", "plot_sensor_comparison", "render_rollout"]

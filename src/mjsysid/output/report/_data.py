@@ -1,0 +1,720 @@
+"""The data behind each section of the report: small pure functions, each unit-tested.
+
+Conventions and formulas:
+
+* **At a bound.** Entry ``i`` is at its lower bound when ``x_i − lo_i ≤ rtol·s_i + atol`` with
+  ``s_i = hi_i − lo_i`` for finite bounds (``max(|bound|, 1)`` otherwise); infinite bounds are
+  never reached. The same on the upper side.
+* **Correlation.** ``ρ_ij = Σ_ij / √(Σ_ii Σ_jj)`` from the parameter covariance ``Σ``; entries
+  touching a parameter with an infinite, NaN or non-positive variance are undefined (NaN), the
+  diagonal of the others is 1, and rounding is clipped to ``[−1, 1]``.
+* **Conditioning.** ``κ = λ_max / λ_min`` of ``JᵀJ`` after scaling every Jacobian column to unit
+  norm (``JᵀJ`` then holds the cosines between sensitivity directions, so κ does not depend on
+  the parameters' units); a zero column or a singular matrix gives ``κ = ∞``. ``κ`` is the
+  square of the condition number of the scaled ``J``: two parameters whose sensitivity
+  directions have cosine ``c`` alone give ``κ = (1 + |c|)/(1 − |c|)``.
+* **Unidentifiable directions.** Eigenvectors ``v`` of the scaled ``JᵀJ`` with
+  ``λ ≤ rtol·λ_max``: moving the (scaled) parameters along ``v`` leaves the residual unchanged
+  to first order, so the data cannot tell those combinations apart.
+* **Remaining error of a signal.** ``NRMSE = RMS(y − ŷ) / RMS(y − ȳ)`` per measured column (the
+  root of the unexplained fraction of the signal's variance; 0 is a perfect fit, 1 is no
+  better than the mean; ``RMS(y)`` is used for a constant signal), and ``fit = 1 − NRMSE``
+  (as in system-identification toolboxes' ``compare``).
+* **Decimation for plots.** Min-max decimation: the samples are cut into buckets and every
+  bucket keeps its first sample and the samples where each series is lowest and highest, so
+  peaks survive (unlike plain striding).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid.util.errors import must_be
+
+
+# -- parameters -----------------------------------------------------------------------------------
+def at_bound_flags(
+    values: npt.ArrayLike,
+    lower: npt.ArrayLike,
+    upper: npt.ArrayLike,
+    *,
+    rtol: float = 1e-6,
+    atol: float = 1e-12,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(at_lower, at_upper)`` boolean arrays of shape ``(p,)`` (see the module docstring)."""
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), x.shape)
+    hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), x.shape)
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    with np.errstate(invalid="ignore"):
+        span = np.where(
+            finite,
+            hi - lo,
+            np.maximum(
+                np.maximum(
+                    np.abs(np.where(np.isfinite(lo), lo, 0.0)),
+                    np.abs(np.where(np.isfinite(hi), hi, 0.0)),
+                ),
+                1.0,
+            ),
+        )
+        tol = rtol * span + atol
+        at_lo = np.isfinite(lo) & (x - lo <= tol)
+        at_hi = np.isfinite(hi) & (hi - x <= tol)
+    return at_lo, at_hi
+
+
+def relative_change(initial: npt.ArrayLike, final: npt.ArrayLike) -> np.ndarray:
+    """``(final − initial) / |initial|``; NaN where ``initial`` is 0 (undefined)."""
+    a = np.asarray(initial, dtype=np.float64)
+    b = np.asarray(final, dtype=np.float64)
+    out = np.full(np.broadcast_shapes(a.shape, b.shape), np.nan)
+    nz = np.broadcast_to(a != 0, out.shape)
+    out[nz] = (np.broadcast_to(b, out.shape)[nz] - np.broadcast_to(a, out.shape)[nz]) / np.abs(
+        np.broadcast_to(a, out.shape)[nz]
+    )
+    return out
+
+
+@dataclass(frozen=True)
+class ParameterRow:
+    """One scalar entry of the parameter table.
+
+    Attributes:
+      group: The parameter's name (array parameters have one row per entry).
+      name: The entry's label (``name`` or ``name[i]``, as in ``parameter_names``).
+      kind: ``meta["kind"]`` when known, else ``""``.
+      nominal, initial, identified, lower, upper: Values (SI units of the quantity).
+      half_width: Confidence half-width (inf: unidentifiable; NaN: not computed).
+      rel_change: ``(identified − initial)/|initial|`` (NaN if ``initial`` is 0).
+      at_lower, at_upper, frozen, identifiable, large_interval: Flags.
+    """
+
+    group: str
+    name: str
+    kind: str
+    nominal: float
+    initial: float
+    identified: float
+    lower: float
+    upper: float
+    half_width: float
+    rel_change: float
+    at_lower: bool
+    at_upper: bool
+    frozen: bool
+    identifiable: bool
+    large_interval: bool
+
+    @property
+    def ci_low(self) -> float:
+        return self.identified - self.half_width
+
+    @property
+    def ci_high(self) -> float:
+        return self.identified + self.half_width
+
+    @property
+    def flags(self) -> list[str]:
+        """Short flag words shown in the table."""
+        out = []
+        if self.frozen:
+            out.append("frozen")
+        if self.at_lower:
+            out.append("at lower bound")
+        if self.at_upper:
+            out.append("at upper bound")
+        if not self.frozen and not self.identifiable:
+            out.append("unidentifiable")
+        elif self.large_interval:
+            out.append("large interval")
+        return out
+
+
+def parameter_rows(
+    initial_params: Any,
+    opt_params: Any,
+    confidence: Any = None,
+    *,
+    large_interval: float = 0.5,
+    bound_rtol: float = 1e-6,
+) -> list[ParameterRow]:
+    """Rows of the parameter table, one per scalar entry, frozen parameters included.
+
+    Args:
+      initial_params, opt_params: ``ParameterDict`` before and after the fit.
+      confidence: A :class:`~mjsysid.output.results.Confidence` (``names``, ``half_widths``), or
+        ``None`` when intervals are not available (half-widths NaN, nothing flagged).
+      large_interval: Flag intervals with ``half_width > large_interval·|identified|`` (and
+        any finite non-zero half-width around 0).
+      bound_rtol: Relative tolerance of :func:`at_bound_flags`.
+    """
+    hw_by_name: dict[str, float] = {}
+    if confidence is not None:
+        hw_by_name = {
+            n: float(h) for n, h in zip(confidence.names, confidence.half_widths, strict=True)
+        }
+    rows: list[ParameterRow] = []
+    for name, p in opt_params.items():
+        init = initial_params[name].value if name in initial_params else p.nominal
+        labels = [name] if p.size == 1 else [f"{name}[{i}]" for i in range(p.size)]
+        at_lo, at_hi = at_bound_flags(p.value, p.min_value, p.max_value, rtol=bound_rtol)
+        change = relative_change(init, p.value)
+        kind = str(p.meta.get("kind", "")) if isinstance(p.meta, dict) else ""
+        for i, label in enumerate(labels):
+            hw = math.nan if p.frozen else hw_by_name.get(label, math.nan)
+            ident = not (
+                math.isinf(hw)
+                or (confidence is not None and math.isnan(hw) and label in hw_by_name)
+            )
+            val = float(p.value[i])
+            large = bool(
+                math.isfinite(hw) and hw > 0 and (val == 0 or hw > large_interval * abs(val))
+            )
+            rows.append(
+                ParameterRow(
+                    group=name,
+                    name=label,
+                    kind=kind,
+                    nominal=float(p.nominal[i]),
+                    initial=float(init[i]),
+                    identified=val,
+                    lower=float(p.min_value[i]),
+                    upper=float(p.max_value[i]),
+                    half_width=hw,
+                    rel_change=float(change[i]),
+                    at_lower=bool(at_lo[i]) and not p.frozen,
+                    at_upper=bool(at_hi[i]) and not p.frozen,
+                    frozen=bool(p.frozen),
+                    identifiable=ident or p.frozen,
+                    large_interval=large,
+                )
+            )
+    return rows
+
+
+# -- covariance and Jacobian ----------------------------------------------------------------------
+def correlation_from_covariance(covariance: npt.ArrayLike) -> np.ndarray:
+    """``(p, p)`` correlation matrix; NaN rows/columns for undefined variances."""
+    cov = np.asarray(covariance, dtype=np.float64)
+    if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
+        raise ValueError(must_be("covariance", "a square (p, p) matrix", cov))
+    var = np.diag(cov).copy()
+    ok = np.isfinite(var) & (var > 0)
+    sd = np.where(ok, np.sqrt(np.where(ok, var, 1.0)), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = cov / np.outer(sd, sd)
+    corr[~ok, :] = np.nan
+    corr[:, ~ok] = np.nan
+    corr[~np.isfinite(corr)] = np.nan
+    corr = np.clip(corr, -1.0, 1.0)
+    idx = np.flatnonzero(ok)
+    corr[idx, idx] = 1.0
+    return corr
+
+
+def _unit_columns(jac: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    J = np.asarray(jac, dtype=np.float64)
+    if J.ndim != 2:
+        raise ValueError(must_be("jac", "a 2-D (n, p) matrix", J))
+    norms = np.linalg.norm(J, axis=0)
+    safe = np.where(norms > 0, norms, 1.0)
+    return J / safe, norms
+
+
+def condition_number(jac: npt.ArrayLike) -> float:
+    """κ of ``JᵀJ`` with unit-norm columns (see the module docstring); NaN without entries."""
+    Js, norms = _unit_columns(jac)
+    if Js.size == 0 or not np.all(np.isfinite(Js)):
+        return math.nan
+    if np.any(norms == 0):
+        return math.inf
+    lam = np.linalg.eigvalsh(Js.T @ Js)
+    lam_max = float(lam.max())
+    lam_min = float(lam.min())
+    if lam_max <= 0:
+        return math.inf
+    if lam_min <= lam_max * 1e-15:
+        return math.inf
+    return lam_max / lam_min
+
+
+@dataclass(frozen=True)
+class Direction:
+    """A combination of parameters the data do not determine.
+
+    Attributes:
+      ratio: ``λ / λ_max`` of the scaled ``JᵀJ`` (0 for an exact null direction).
+      names: Parameters with the largest components, largest first.
+      weights: Their components of the unit eigenvector.
+    """
+
+    ratio: float
+    names: list[str]
+    weights: list[float]
+
+    def describe(self) -> str:
+        terms = " ".join(
+            f"{'+' if w >= 0 else '−'} {abs(w):.2f}·{n}"
+            for n, w in zip(self.names, self.weights, strict=True)
+        )
+        return terms.lstrip("+ ")
+
+
+def unidentifiable_directions(
+    jac: npt.ArrayLike,
+    names: Sequence[str],
+    *,
+    rtol: float = 1e-10,
+    max_terms: int = 4,
+) -> list[Direction]:
+    """Eigen-directions of the column-scaled ``JᵀJ`` with ``λ ≤ rtol·λ_max``."""
+    Js, _ = _unit_columns(jac)
+    p = Js.shape[1]
+    if len(names) != p:
+        raise ValueError(must_be("names", f"{p} labels (one per Jacobian column)", len(names)))
+    if Js.size == 0 or not np.all(np.isfinite(Js)):
+        return []
+    lam, V = np.linalg.eigh(Js.T @ Js)
+    lam_max = max(float(lam.max()), 0.0)
+    out = []
+    for k in np.flatnonzero(lam <= rtol * lam_max) if lam_max > 0 else range(p):
+        v = V[:, k]
+        v = v * (1.0 if v[np.argmax(np.abs(v))] >= 0 else -1.0)
+        ranked = np.argsort(-np.abs(v))[:max_terms]
+        order = [int(i) for i in ranked if abs(v[i]) >= 0.05] or [int(ranked[0])]
+        out.append(
+            Direction(
+                float(max(lam[k], 0.0) / lam_max) if lam_max > 0 else 0.0,
+                [names[i] for i in order],
+                [float(v[i]) for i in order],
+            )
+        )
+    return out
+
+
+def strong_correlations(
+    corr: np.ndarray, names: Sequence[str], threshold: float = 0.95
+) -> list[tuple[str, str, float]]:
+    """Pairs with ``|ρ| ≥ threshold`` (NaN ignored), strongest first."""
+    c = np.asarray(corr, dtype=np.float64)
+    iu = np.triu_indices(c.shape[0], k=1)
+    vals = c[iu]
+    with np.errstate(invalid="ignore"):
+        keep = np.flatnonzero(np.abs(vals) >= threshold)
+    keep = keep[np.argsort(-np.abs(vals[keep]))]
+    return [(names[iu[0][k]], names[iu[1][k]], float(vals[k])) for k in keep]
+
+
+# -- signals --------------------------------------------------------------------------------------
+def nrmse(measured: npt.ArrayLike, predicted: npt.ArrayLike) -> np.ndarray:
+    """Per-column ``RMS(y − ŷ)/RMS(y − ȳ)`` of ``(N, D)`` arrays -> ``(D,)`` (module docstring).
+
+    NaN where the prediction is not finite; a column that is constant and exactly predicted
+    gives 0.
+    """
+    y = np.atleast_2d(np.asarray(measured, dtype=np.float64).T).T
+    yh = np.atleast_2d(np.asarray(predicted, dtype=np.float64).T).T
+    if y.shape != yh.shape:
+        raise ValueError(
+            must_be("predicted", f"shape {y.shape} like measured", yh, hint=f"got shape {yh.shape}")
+        )
+    with np.errstate(invalid="ignore"):
+        err = np.sqrt(np.mean((y - yh) ** 2, axis=0))
+    spread = np.sqrt(np.mean((y - y.mean(axis=0)) ** 2, axis=0))
+    scale = np.asarray(
+        np.where(
+            spread > 1e-12 * np.maximum(np.abs(y).max(axis=0), 1e-300),
+            spread,
+            np.sqrt(np.mean(y**2, axis=0)),
+        )
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(
+            scale > 0, err / np.where(scale > 0, scale, 1.0), np.where(err == 0, 0.0, np.inf)
+        )
+    out[~np.all(np.isfinite(yh), axis=0)] = np.nan
+    return out
+
+
+def column_labels(ts: Any) -> list[str]:
+    """A label per data column: ``signal`` or ``signal[j]``; ``column j`` without a mapping."""
+    labels = [f"column {j}" for j in range(ts.data.shape[1])]
+    if ts.signal_mapping is not None:
+        for name, (_, cols) in ts.signal_mapping.items():
+            for j, c in enumerate(cols):
+                labels[int(c)] = name if len(cols) == 1 else f"{name}[{j}]"
+    return labels
+
+
+def column_signals(ts: Any) -> list[str]:
+    """The signal name of every data column (``column j`` without a mapping)."""
+    out = [f"column {j}" for j in range(ts.data.shape[1])]
+    if ts.signal_mapping is not None:
+        for name, (_, cols) in ts.signal_mapping.items():
+            for c in cols:
+                out[int(c)] = name
+    return out
+
+
+@dataclass(frozen=True)
+class SignalError:
+    """Remaining error of one measured column of one sequence.
+
+    Attributes:
+      sequence: ``"model/sequence"``. signal: signal name. column: column label.
+      initial, identified: NRMSE before and after the fit (NaN when unknown).
+    """
+
+    sequence: str
+    signal: str
+    column: str
+    initial: float
+    identified: float
+
+    @property
+    def fit_percent(self) -> float:
+        return 100.0 * (1.0 - self.identified)
+
+
+def signal_errors(
+    initial_predictions: Sequence[Any] | None, identified_predictions: Sequence[Any]
+) -> list[SignalError]:
+    """NRMSE per sequence and measured column (``SequencePrediction`` lists, same order).
+
+    Sequences whose compared prediction does not match the measured series column by column
+    (a custom residual) are left out.
+    """
+    out = []
+    inits = (
+        list(initial_predictions)
+        if initial_predictions is not None
+        else [None] * len(identified_predictions)
+    )
+    for ini, fin in zip(inits, identified_predictions, strict=True):
+        label = f"{fin.model_name}/{fin.sequence_name}"
+        meas = fin.measured_used
+        if fin.predicted_at_measured.data.shape != meas.data.shape:
+            continue
+        e1 = _safe_nrmse(meas.data, fin.predicted_at_measured.data)
+        e0 = (
+            _safe_nrmse(ini.measured_used.data, ini.predicted_at_measured.data)
+            if ini is not None
+            else np.full(e1.shape, np.nan)
+        )
+        if e0.shape != e1.shape:
+            e0 = np.full(e1.shape, np.nan)
+        sigs, labs = column_signals(meas), column_labels(meas)
+        for j in range(e1.size):
+            out.append(SignalError(label, sigs[j], labs[j], float(e0[j]), float(e1[j])))
+    return out
+
+
+@dataclass(frozen=True)
+class ResidualCorrelation:
+    """Lag-1 autocorrelation of the identified residual of one signal of one sequence.
+
+    ``rho = Σ_k e_k·e_{k+1} / Σ_k e_k²`` over the signal's columns (``e`` with its mean
+    removed). Least-squares intervals assume independent residuals; with an AR(1)-like
+    correlation ``ρ`` the effective number of samples is ``n(1 − ρ)/(1 + ρ)`` and the true
+    intervals are wider by :attr:`inflation` ``= √((1 + ρ)/(1 − ρ))``.
+    """
+
+    sequence: str
+    signal: str
+    rho: float
+
+    @property
+    def inflation(self) -> float:
+        r = min(max(self.rho, 0.0), 1.0 - 1e-12)
+        return math.sqrt((1.0 + r) / (1.0 - r))
+
+
+def residual_autocorrelation(
+    identified_predictions: Sequence[Any], exact: float = 1e-9
+) -> list[ResidualCorrelation]:
+    """:class:`ResidualCorrelation` of every measured signal (``SequencePrediction`` list).
+
+    Signals with fewer than 10 samples, and exact fits (residual RMS below ``exact`` times
+    the signal's RMS, where the residual is rounding noise), are left out, as are sequences
+    whose compared prediction does not match the measured series column by column.
+    """
+    out = []
+    for fin in identified_predictions:
+        meas = fin.measured_used
+        y, yh = np.asarray(meas.data), np.asarray(fin.predicted_at_measured.data)
+        if y.shape != yh.shape or y.shape[0] < 10:
+            continue
+        sigs = column_signals(meas)
+        for name in dict.fromkeys(sigs):
+            cols = [j for j, s in enumerate(sigs) if s == name]
+            e = y[:, cols] - yh[:, cols]
+            if not np.all(np.isfinite(e)):
+                continue
+            e = e - e.mean(axis=0)
+            energy = float(np.sum(e * e))
+            if energy <= (exact**2) * float(np.sum(y[:, cols] ** 2)) or energy == 0.0:
+                continue
+            rho = float(np.sum(e[1:] * e[:-1])) / energy
+            out.append(ResidualCorrelation(f"{fin.model_name}/{fin.sequence_name}", name, rho))
+    return out
+
+
+def _safe_nrmse(y: np.ndarray, yh: np.ndarray) -> np.ndarray:
+    if y.shape != yh.shape:
+        return np.full(y.shape[1] if y.ndim == 2 else 1, np.nan)
+    return nrmse(y, yh)
+
+
+# -- optimisation trace ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StageTrace:
+    """The cost per iteration of an early horizon stage, on that stage's part of the data."""
+
+    label: str  # "first 10 %"
+    iterations: np.ndarray  # counted across stages
+    cost: np.ndarray
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Cost and parameter values per iteration of the fit on the whole data (``iterations``
+    starts at the start point: 0, or after the early horizon stages in ``early``)."""
+
+    iterations: np.ndarray
+    cost: np.ndarray
+    candidates: np.ndarray  # (niter, p), may have 0 rows
+    early: tuple[StageTrace, ...] = ()
+
+
+def optimisation_trace(opt_result: Any) -> Trace | None:
+    """From ``opt_result.extras["objective"]`` / ``["candidate"]`` / ``["stages"]``; ``None``
+    when absent. Early stages that ran (not skipped) become :class:`StageTrace` entries."""
+    extras = getattr(opt_result, "extras", None) or {}
+    obj = np.asarray(extras.get("objective", []) or [], dtype=np.float64).reshape(-1)
+    if obj.size == 0:
+        return None
+    cand_list = extras.get("candidate", []) or []
+    p = np.asarray(opt_result.x).size
+    cand = np.zeros((0, p))
+    if len(cand_list):
+        stacked = np.asarray(
+            np.stack([np.asarray(c, dtype=np.float64).reshape(-1) for c in cand_list])
+        )
+        if stacked.shape[1] == p:
+            cand = stacked
+    early, offset = [], 0
+    for st in (extras.get("stages") or [])[:-1]:
+        cost = np.asarray(st.get("objective", []), dtype=np.float64).reshape(-1)
+        if st.get("status") != "skipped" and cost.size:
+            label = f"first {100.0 * float(st['horizon']):g} %"
+            early.append(StageTrace(label, offset + np.arange(cost.size), cost))
+        offset += int(st.get("nit", 0))
+    return Trace(offset + np.arange(obj.size), obj, cand, tuple(early))
+
+
+# -- warnings -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReportWarning:
+    """One warning in words. ``category``: ``optimizer``, ``bounds``, ``identifiability``,
+    ``conditioning``, ``correlation``, ``signals``, ``confidence`` or ``data``."""
+
+    category: str
+    message: str
+    details: list[str] = field(default_factory=list)
+
+
+def _names_list(names: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def collect_warnings(
+    rows: Sequence[ParameterRow],
+    *,
+    opt_result: Any = None,
+    condition: float = math.nan,
+    directions: Sequence[Direction] = (),
+    correlations: Sequence[tuple[str, str, float]] = (),
+    errors: Sequence[SignalError] = (),
+    large_error: float = 0.2,
+    cond_threshold: float = 1e6,
+    notes: Sequence[str] = (),
+    autocorrelation: Sequence[ResidualCorrelation] = (),
+    rho_threshold: float = 0.5,
+) -> list[ReportWarning]:
+    """Everything a user should look at, in words, most important first.
+
+    Args:
+      rows: From :func:`parameter_rows`.
+      opt_result: For the termination status (``success``, ``message``).
+      condition: From :func:`condition_number`.
+      directions: From :func:`unidentifiable_directions`.
+      correlations: From :func:`strong_correlations`.
+      errors: From :func:`signal_errors`.
+      large_error: Flag signals whose identified NRMSE exceeds this.
+      cond_threshold: Flag κ above this.
+      notes: Extra messages (e.g. why intervals could not be computed).
+      autocorrelation: From :func:`residual_autocorrelation`.
+      rho_threshold: Flag residuals whose lag-1 autocorrelation exceeds this.
+    """
+    out: list[ReportWarning] = []
+    if opt_result is not None and not bool(getattr(opt_result, "success", True)):
+        out.append(
+            ReportWarning(
+                "optimizer",
+                f"The optimizer did not report convergence (status "
+                f"{getattr(opt_result, 'status', '?')!s}): {getattr(opt_result, 'message', '')}",
+            )
+        )
+    elif getattr(opt_result, "status", None) == "stalled":
+        out.append(
+            ReportWarning(
+                "optimizer",
+                "The fit stopped where its steps stalled: no nearby point is clearly better. "
+                "Typical of a non-smooth cost (contacts, dry friction) or of a long simulation "
+                "that drifts from the data. If the signals below fit poorly, try another start, "
+                "shorter horizons or multiple shooting (split_windows).",
+            )
+        )
+    for n in notes:
+        out.append(ReportWarning("confidence", n))
+    corr = sorted((c for c in autocorrelation if c.rho > rho_threshold), key=lambda c: -c.rho)
+    if corr:
+        worst = corr[0]
+        out.append(
+            ReportWarning(
+                "confidence",
+                f"The residuals of {len(corr)} signal(s) are correlated in time (lag-1 "
+                f"autocorrelation up to {worst.rho:.2f}, {worst.signal} in {worst.sequence}): "
+                "dynamics the model does not have, a filtered sensor, or samples much faster "
+                "than the noise changes. The confidence intervals assume independent noise: "
+                f"they are too narrow, by about ×{worst.inflation:.2g} (√((1+ρ)/(1−ρ))) for the "
+                "worst signal",
+                [f"{c.sequence}: {c.signal}: ρ = {c.rho:.3f}" for c in corr[:20]],
+            )
+        )
+    lo = [r for r in rows if r.at_lower]
+    hi = [r for r in rows if r.at_upper]
+    if lo or hi:
+        details = [
+            f"{r.name} = {r.identified:.6g} at its {'lower' if r.at_lower else 'upper'} "
+            f"bound {r.lower if r.at_lower else r.upper:.6g}"
+            for r in lo + hi
+        ]
+        out.append(
+            ReportWarning(
+                "bounds",
+                f"{len(lo) + len(hi)} parameter(s) ended at a bound "
+                f"({_names_list([r.name for r in lo + hi])}): the data pull them further, so the "
+                "bound, the model structure or the data may be wrong; the interval of a parameter "
+                "at a bound is not meaningful",
+                details,
+            )
+        )
+    unid = [r.name for r in rows if not r.identifiable and not r.frozen]
+    if unid:
+        out.append(
+            ReportWarning(
+                "identifiability",
+                f"{len(unid)} parameter(s) are not identifiable from these data "
+                f"({_names_list(unid)}): their confidence interval is infinite. Excite them more "
+                "(richer controls: mjsysid.excitation), measure more signals, or freeze them at "
+                "trusted values (e.g. from CAD)",
+                [f"direction: {d.describe()} (λ/λmax = {d.ratio:.1e})" for d in directions],
+            )
+        )
+    elif directions:
+        out.append(
+            ReportWarning(
+                "identifiability",
+                f"{len(directions)} parameter combination(s) are not determined by the data",
+                [d.describe() for d in directions],
+            )
+        )
+    if math.isinf(condition) or (math.isfinite(condition) and condition > cond_threshold):
+        kappa = "infinite" if math.isinf(condition) else f"{condition:.3g}"
+        out.append(
+            ReportWarning(
+                "conditioning",
+                f"The Gauss-Newton matrix JᵀJ (columns scaled to unit norm) is "
+                f"poorly conditioned: κ = {kappa} > {cond_threshold:.0e}. Some parameters have "
+                "nearly the same effect on the signals; their estimates are correlated and "
+                "sensitive to noise",
+            )
+        )
+    if correlations:
+        out.append(
+            ReportWarning(
+                "correlation",
+                f"{len(correlations)} parameter pair(s) are strongly correlated "
+                f"(|ρ| ≥ {min(abs(c[2]) for c in correlations):.2f})",
+                [f"{a} ~ {b}: ρ = {c:+.3f}" for a, b, c in correlations[:20]],
+            )
+        )
+    big = [e for e in errors if np.isfinite(e.identified) and e.identified > large_error]
+    bad = [e for e in errors if not np.isfinite(e.identified)]
+    if big:
+        big = sorted(big, key=lambda e: -e.identified)
+        out.append(
+            ReportWarning(
+                "signals",
+                f"{len(big)} signal column(s) keep a large error after the fit (NRMSE > "
+                f"{large_error:g}): the model cannot reproduce them with these parameters",
+                [
+                    f"{e.sequence}: {e.column}: NRMSE {e.initial:.3g} → {e.identified:.3g}"
+                    for e in big[:30]
+                ],
+            )
+        )
+    if bad:
+        out.append(
+            ReportWarning(
+                "signals",
+                f"{len(bad)} signal column(s) have no finite prediction (the simulation diverged)",
+                [f"{e.sequence}: {e.column}" for e in bad[:30]],
+            )
+        )
+    return out
+
+
+# -- plotting helpers -----------------------------------------------------------------------------
+def decimate_indices(values: npt.ArrayLike, max_points: int) -> np.ndarray:
+    """Sorted sample indices that keep at most about ``max_points`` samples, peaks included.
+
+    Args:
+      values: ``(n,)`` or ``(n, k)`` series sharing one time axis (NaN allowed).
+      max_points: Target number of samples (at least 4).
+
+    Returns:
+      ``(m,)`` increasing indices with ``m ≤ max(max_points, 4)``; the first and last sample are
+      always kept, and all samples when ``n ≤ max_points``.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim == 1:
+        v = v[:, None]
+    n = v.shape[0]
+    max_points = max(int(max_points), 4)
+    if n <= max_points:
+        return np.arange(n)
+    k = v.shape[1]
+    per_bucket = 1 + 2 * k
+    nb = max((max_points - 2) // per_bucket, 1)
+    edges = np.linspace(0, n, nb + 1).astype(np.int64)
+    keep = [np.array([0, n - 1])]
+    filled = np.where(np.isfinite(v), v, 0.0)
+    for b in range(nb):
+        a, e = int(edges[b]), int(edges[b + 1])
+        if e <= a:
+            continue
+        seg = filled[a:e]
+        keep.append(np.array([a]))
+        keep.append(a + np.argmin(seg, axis=0))
+        keep.append(a + np.argmax(seg, axis=0))
+    return np.unique(np.concatenate(keep))

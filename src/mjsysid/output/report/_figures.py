@@ -1,0 +1,314 @@
+"""Plotly figure specifications (plain ``{"data": [...], "layout": {...}}`` dicts).
+
+The figures are built as JSON-able dicts, drawn in the browser by plotly.js; the plotly Python
+package is only needed for the plotly.js bundle. SVG traces (``scatter``, ``heatmap``) are used
+instead of WebGL so the report draws on machines without a GPU. Every series is decimated
+(:func:`~mjsysid.output.report._data.decimate_indices`) to bound the file size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mjsysid.output.report._data import Trace, decimate_indices
+
+MEASURED = "#222222"
+INITIAL = "#ff7f0e"
+IDENTIFIED = "#1f77b4"
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#ff7f0e",
+)
+
+#: Diverging scale for ρ in [−1, 1]: blue negative, near-white 0, red positive.
+CORRELATION_SCALE = [
+    [0.0, "#2166ac"],
+    [0.25, "#67a9cf"],
+    [0.5, "#f7f7f7"],
+    [0.75, "#ef8a62"],
+    [1.0, "#b2182b"],
+]
+#: Cells whose correlation is undefined (a parameter is unidentifiable).
+UNDEFINED = "#404040"
+
+_BASE_LAYOUT: dict[str, Any] = {
+    "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+    "hovermode": "x unified",
+    "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
+    "font": {"size": 12},
+    "paper_bgcolor": "white",
+    "plot_bgcolor": "white",
+}
+
+
+def numbers(values: Any) -> list[float | None]:
+    """A JSON-able list: 7 significant digits, ``None`` (JSON null) for NaN and inf."""
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    return [float(f"{v:.7g}") if math.isfinite(v) else None for v in arr.tolist()]
+
+
+def _axis(title: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": title},
+        "gridcolor": "#e5e5e5",
+        "zerolinecolor": "#cccccc",
+        "automargin": True,
+        **extra,
+    }
+
+
+def _line(
+    x: Any,
+    y: Any,
+    name: str,
+    color: str,
+    *,
+    dash: str = "solid",
+    width: float = 1.5,
+    yaxis: str = "y",
+    group: str = "",
+    show: bool = True,
+) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": numbers(x),
+        "y": numbers(y),
+        "name": name,
+        "line": {"color": color, "dash": dash, "width": width},
+        "yaxis": yaxis,
+        "legendgroup": group or name,
+        "showlegend": show,
+        "hovertemplate": "%{y:.6g}",
+    }
+
+
+def signal_figure(
+    title: str,
+    times: np.ndarray,
+    measured: np.ndarray,
+    identified: np.ndarray,
+    initial: np.ndarray | None,
+    max_points: int,
+) -> dict[str, Any]:
+    """Measured vs initial vs identified (top) and the residual ``measured − predicted`` (bottom).
+
+    Args:
+      title: Column label. times: ``(N,)`` s. measured, identified, initial: ``(N,)`` values.
+      max_points: Decimation target per trace.
+    """
+    series = [measured, identified] + ([initial] if initial is not None else [])
+    idx = decimate_indices(np.stack(series, axis=1), max_points)
+    t = times[idx]
+    data = [_line(t, measured[idx], "measured", MEASURED, width=1.8)]
+    if initial is not None:
+        data.append(_line(t, initial[idx], "initial", INITIAL, dash="dash"))
+    data.append(_line(t, identified[idx], "identified", IDENTIFIED))
+    if initial is not None:
+        data.append(
+            _line(
+                t,
+                (measured - initial)[idx],
+                "initial",
+                INITIAL,
+                dash="dash",
+                yaxis="y2",
+                show=False,
+            )
+        )
+    data.append(
+        _line(t, (measured - identified)[idx], "identified", IDENTIFIED, yaxis="y2", show=False)
+    )
+    layout = {
+        **_BASE_LAYOUT,
+        "meta": {"title": title},
+        "height": 360,
+        "xaxis": _axis("time [s]", anchor="y2"),
+        "yaxis": _axis("signal", domain=[0.36, 1.0]),
+        "yaxis2": _axis("residual", domain=[0.0, 0.27]),
+    }
+    return {"data": data, "layout": layout}
+
+
+def controls_figure(
+    times: np.ndarray, control: np.ndarray, names: Sequence[str], max_points: int
+) -> dict[str, Any]:
+    """Every actuator's control on the simulation grid, ``(nstep, nu)``."""
+    idx = decimate_indices(control, max_points)
+    data = [
+        {
+            **_line(times[idx], control[idx, j], names[j], PALETTE[j % len(PALETTE)]),
+            "line": {"color": PALETTE[j % len(PALETTE)], "shape": "hv", "width": 1.3},
+        }
+        for j in range(control.shape[1])
+    ]
+    layout = {**_BASE_LAYOUT, "height": 300, "xaxis": _axis("time [s]"), "yaxis": _axis("control")}
+    return {"data": data, "layout": layout}
+
+
+def correlation_figure(corr: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
+    """Heatmap of ``ρ`` in ``[−1, 1]``; undefined entries drawn grey and labelled on hover."""
+    p = len(names)
+    undefined = ~np.isfinite(corr)
+    labels = [
+        n + (" (unidentifiable)" if undefined[i].all() and p > 0 else "")
+        for i, n in enumerate(names)
+    ]
+    z = [numbers(row) for row in corr]
+    data: list[dict[str, Any]] = [
+        {
+            "type": "heatmap",
+            "z": z,
+            "x": labels,
+            "y": labels,
+            "zmin": -1,
+            "zmax": 1,
+            "colorscale": CORRELATION_SCALE,
+            "xgap": 1 if p <= 40 else 0,
+            "ygap": 1 if p <= 40 else 0,
+            "colorbar": {"title": {"text": "ρ"}},
+            "hovertemplate": "%{y}<br>%{x}<br>ρ = %{z:.3f}<extra></extra>",
+        }
+    ]
+    if undefined.any():
+        data.append(
+            {
+                "type": "heatmap",
+                "z": [[1 if u else None for u in row] for row in undefined],
+                "x": labels,
+                "y": labels,
+                "showscale": False,
+                "colorscale": [[0, UNDEFINED], [1, UNDEFINED]],
+                "xgap": 1 if p <= 40 else 0,
+                "ygap": 1 if p <= 40 else 0,
+                "hovertemplate": "%{y}<br>%{x}<br>undefined: a parameter is unidentifiable"
+                "<extra></extra>",
+                "name": "undefined",
+            }
+        )
+    side = int(min(900, max(420, 200 + 14 * p)))
+    ticks = p <= 60
+    layout = {
+        **_BASE_LAYOUT,
+        "hovermode": "closest",
+        "height": side,
+        "margin": {"l": 60, "r": 20, "t": 10, "b": 40},
+        "xaxis": {
+            "showticklabels": ticks,
+            "ticks": "outside" if ticks else "",
+            "tickangle": -45,
+            "automargin": True,
+            "showgrid": False,
+        },
+        "yaxis": {
+            "showticklabels": ticks,
+            "ticks": "outside" if ticks else "",
+            "autorange": "reversed",
+            "automargin": True,
+            "showgrid": False,
+            "scaleanchor": "x",
+        },
+    }
+    if side + 240 <= 1000:  # small matrices: keep the colour bar next to the cells
+        layout["width"] = side + 240
+    return {"data": data, "layout": layout}
+
+
+def trace_figures(
+    trace: Trace, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, max_paths: int = 30
+) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
+    """Cost per iteration and parameter paths (normalised to their bounds).
+
+    Returns:
+      ``(cost figure, paths figure or None, note)``; with more than ``max_paths`` parameters,
+      only those that moved most are drawn and ``note`` says so.
+    """
+    costs = [trace.cost, *(st.cost for st in trace.early)]
+    positive = all(bool(np.all(c[np.isfinite(c)] > 0)) for c in costs)
+    stages = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "x": numbers(st.iterations),
+            "y": numbers(st.cost),
+            "name": f"{st.label} of the data",
+            "line": {"color": PALETTE[k % len(PALETTE)], "dash": "dot"},
+            "hovertemplate": f"{st.label}<br>iteration %{{x}}<br>cost %{{y:.6g}}<extra></extra>",
+        }
+        for k, st in enumerate(trace.early)
+    ]
+    cost = {
+        "data": [
+            *stages,
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": numbers(trace.iterations),
+                "y": numbers(trace.cost),
+                "name": "whole data" if stages else "cost",
+                "line": {"color": IDENTIFIED},
+                "hovertemplate": "iteration %{x}<br>cost %{y:.6g}<extra></extra>",
+            },
+        ],
+        "layout": {
+            **_BASE_LAYOUT,
+            "hovermode": "closest",
+            "height": 320,
+            "xaxis": _axis("iteration"),
+            "yaxis": _axis("cost", type="log" if positive else "linear"),
+        },
+    }
+    cand = trace.candidates
+    if cand.shape[0] == 0:
+        return cost, None, ""
+    finite = np.isfinite(lower) & np.isfinite(upper) & (upper > lower)
+    span = np.where(finite, upper - lower, np.maximum(np.abs(cand[0]), 1e-12))
+    base = np.where(finite, lower, 0.0)
+    norm = (cand - base) / span
+    moved = np.abs(norm[-1] - norm[0])
+    order = np.argsort(-moved, kind="stable")[:max_paths]
+    note = ""
+    if len(names) > max_paths:
+        note = (
+            f"Showing the {max_paths} of {len(names)} parameters that moved most, relative to "
+            "their bound range."
+        )
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": numbers(trace.iterations[0] + np.arange(cand.shape[0])),
+            "y": numbers(norm[:, i]),
+            "name": names[i],
+            "line": {"color": PALETTE[k % len(PALETTE)], "width": 1.3},
+            "customdata": numbers(cand[:, i]),
+            "hovertemplate": f"{names[i]}<br>iteration %{{x}}<br>value %{{customdata:.6g}}"
+            "<extra></extra>",
+        }
+        for k, i in enumerate(order)
+    ]
+    ylabel = "position in bounds (0 = lower, 1 = upper)" if finite.all() else "normalised value"
+    paths = {
+        "data": data,
+        "layout": {
+            **_BASE_LAYOUT,
+            "hovermode": "closest",
+            "height": 360,
+            "legend": {"font": {"size": 10}},
+            "xaxis": _axis("iteration"),
+            "yaxis": _axis(ylabel),
+        },
+    }
+    return cost, paths, note

@@ -1,0 +1,452 @@
+"""Saving and loading identification results (YAML + npz, never pickle).
+
+A results folder holds::
+
+    params_x_0.yaml      initial parameters (schema, bounds, values, metadata)
+    params_x_hat.yaml    identified parameters
+    result.npz           x, residual, Jacobian, gradient, per-iteration objective/candidates
+    confidence.npz       covariance and confidence half-widths
+    confidence.yaml      the same per parameter, human readable
+    <model>.xml          the identified model of every ModelSequences
+    result.yaml          summary (status, message, costs, versions) and the file list
+
+Every file is written atomically and ``result.yaml`` is written last, so a folder without it
+(or with a file missing from its list) is an incomplete save and :func:`load_results` says so.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import yaml
+
+from mjsysid.data.sequences import ModelSequences
+from mjsysid.fit.intervals import calculate_intervals
+from mjsysid.fit.optimize import OptimizeResult
+from mjsysid.params.apply import apply_param_modifiers_spec
+from mjsysid.params.parameter import ParameterDict
+from mjsysid.util.errors import must_be
+from mjsysid.util.files import atomic_write_files, load_npz, npz_bytes, read_yaml
+
+RESULTS_SCHEMA_VERSION = 1
+
+# Keys of result.yaml: (check, what it must be).
+_NUMBER = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+_INT = (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
+_STR = (lambda v: isinstance(v, str), "a string")
+_SUMMARY_KEYS = {
+    "schema": _STR,
+    "schema_version": _INT,
+    "optimizer": _STR,
+    "status": _STR,
+    "success": (lambda v: isinstance(v, bool), "true or false"),
+    "message": _STR,
+    "initial_cost": _NUMBER,
+    "cost": _NUMBER,
+    "nit": _INT,
+    "nfev": _INT,
+    "njev": _INT,
+    "wall_time": _NUMBER,
+    "parameter_names": (
+        lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+        "a list of names",
+    ),
+    "models": (lambda v: isinstance(v, dict), "a mapping"),
+    "sequences": (lambda v: isinstance(v, dict), "a mapping"),
+    "versions": (lambda v: isinstance(v, dict), "a mapping"),
+    "files": (
+        lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+        "a list of file names",
+    ),
+}
+_OPTIONAL_KEYS = {
+    "stages": (  # horizon stages of the fit (optimize(horizons=...))
+        lambda v: isinstance(v, list) and all(isinstance(st, dict) for st in v),
+        "a list of mappings",
+    ),
+}
+
+
+def _check_summary(summary: dict[str, Any], where: Path) -> None:
+    allowed = {**_SUMMARY_KEYS, **_OPTIONAL_KEYS}
+    unknown = sorted(set(summary) - set(allowed))
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; allowed: {sorted(allowed)}")
+    for key, (ok, expected) in allowed.items():
+        if key not in summary:
+            if key in _OPTIONAL_KEYS:
+                continue
+            raise ValueError(f"{where}: missing required key {key!r}")
+        if not ok(summary[key]):
+            raise ValueError(must_be(f"{where}: {key}", expected, summary[key]))
+
+
+@dataclass
+class Confidence:
+    """Per-parameter confidence information.
+
+    Attributes:
+      names: Label of each free entry. values: identified values.
+      half_widths: ``(p,)`` half-widths of the ``1 − alpha`` intervals (inf if unidentifiable).
+      covariance: ``(p, p)`` covariance (see :func:`calculate_intervals`).
+      alpha: Significance level.
+      converged: Whether the fit met a convergence test (``OptimizeResult.success``). The
+        intervals linearise the model at the end point; at a point that is not a minimum they
+        describe nothing useful.
+      at_bound: ``(p,)`` ``-1`` / ``+1`` where the value sits at its lower / upper bound, else
+        ``0`` (the interval of such a parameter ignores the bound and is not meaningful).
+    """
+
+    names: list[str]
+    values: np.ndarray
+    half_widths: np.ndarray
+    covariance: np.ndarray
+    alpha: float
+    converged: bool = True
+    at_bound: np.ndarray | None = None
+
+    @property
+    def identifiable(self) -> np.ndarray:
+        """``(p,)`` bool: finite interval."""
+        return np.isfinite(self.half_widths)
+
+    def caveats(self) -> list[str]:
+        """What limits these intervals, in words (empty when nothing does)."""
+        out = []
+        if not self.converged:
+            out.append(
+                "the fit did not converge: the intervals describe its end point, which is not "
+                "a minimum"
+            )
+        side = np.zeros(len(self.names), int) if self.at_bound is None else self.at_bound
+        for k, n in enumerate(self.names):
+            if side[k]:
+                bound = "lower" if side[k] < 0 else "upper"
+                out.append(f"{n} is at its {bound} bound: its interval is not meaningful")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = []
+        side = np.zeros(len(self.names), int) if self.at_bound is None else self.at_bound
+        for n, v, h, b in zip(self.names, self.values, self.half_widths, side, strict=True):
+            finite = bool(np.isfinite(h))
+            rows.append(
+                {
+                    "name": n,
+                    "value": float(v),
+                    "half_width": float(h) if finite else ".inf",
+                    "lower": float(v - h) if finite else "-.inf",
+                    "upper": float(v + h) if finite else ".inf",
+                    "identifiable": finite,
+                    "at_bound": {-1: "lower", 1: "upper"}.get(int(b), False),
+                }
+            )
+        return {
+            "alpha": self.alpha,
+            "converged": self.converged,
+            "caveats": self.caveats(),
+            "parameters": rows,
+        }
+
+
+def bound_sides(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``(p,)`` ``-1`` / ``+1`` where ``x`` is at (within ``1e-9`` relative of) its lower /
+    upper bound, else ``0``."""
+    tol = 1e-9 * np.maximum(1.0, np.abs(x))
+    return np.where(x <= lo + tol, -1, np.where(x >= hi - tol, 1, 0))
+
+
+@dataclass
+class Results:
+    """Everything :func:`load_results` reads back."""
+
+    folder: Path
+    initial_params: ParameterDict
+    opt_params: ParameterDict
+    result: OptimizeResult
+    confidence: Confidence
+    model_files: dict[str, Path]
+    summary: dict[str, Any]
+
+
+def compute_confidence(
+    opt_result: OptimizeResult,
+    residual_fn: Any = None,
+    alpha: float = 0.05,
+    params: ParameterDict | None = None,
+) -> Confidence:
+    """Intervals at the solution; noise variance estimated per measured signal when known.
+
+    ``params`` (the fitted parameters, for their bounds) marks the values at a bound.
+    """
+    groups = residual_fn.signal_groups() if hasattr(residual_fn, "signal_groups") else None
+    if groups is not None and groups.size != opt_result.fun.size:
+        groups = None
+    cov, half = calculate_intervals(opt_result.fun, opt_result.jac, alpha, groups=groups)
+    at_bound = None
+    if params is not None and params.size == opt_result.x.size:
+        lo, hi = params.get_bounds()
+        at_bound = bound_sides(opt_result.x, lo, hi)
+    return Confidence(
+        list(opt_result.parameter_names),
+        opt_result.x.copy(),
+        half,
+        cov,
+        alpha,
+        converged=bool(opt_result.success),
+        at_bound=at_bound,
+    )
+
+
+def _plain(stage: dict[str, Any]) -> dict[str, Any]:
+    """A horizon-stage summary with plain Python values (for YAML)."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, list | tuple):
+            return [plain(e) for e in v]
+        return float(v) if isinstance(v, float) else int(v)
+
+    return {k: plain(v) for k, v in stage.items()}
+
+
+def _versions() -> dict[str, str]:
+    from mjsysid._version import __version__
+
+    return {
+        "mjsysid": __version__,
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def save_results(
+    experiment_results_folder: str | Path,
+    models_sequences: Sequence[ModelSequences] | ModelSequences,
+    initial_params: ParameterDict,
+    opt_params: ParameterDict,
+    opt_result: OptimizeResult,
+    residual_fn: Any = None,
+    *,
+    alpha: float = 0.05,
+) -> Path:
+    """Writes parameters, result, confidence intervals and identified models to a folder.
+
+    Args:
+      experiment_results_folder: Created if missing (``str`` or ``Path``).
+      models_sequences: The data the fit used; one ``<name>.xml`` is written per entry.
+      initial_params, opt_params: Before and after the fit.
+      opt_result: From :func:`optimize`.
+      residual_fn: Used for per-signal noise estimates in the intervals (optional).
+      alpha: Significance level of the intervals.
+
+    Returns:
+      The folder path.
+
+    Raises:
+      OSError: The folder cannot be created or written (message names the path).
+    """
+    folder = Path(experiment_results_folder)
+    ms_list = (
+        [models_sequences]
+        if isinstance(models_sequences, ModelSequences)
+        else list(models_sequences)
+        if isinstance(models_sequences, list | tuple)
+        else []
+    )
+    if not ms_list or not all(isinstance(m, ModelSequences) for m in ms_list):
+        raise TypeError(
+            must_be(
+                "models_sequences", "a ModelSequences or a non-empty list of them", models_sequences
+            )
+        )
+    if not isinstance(opt_result, OptimizeResult):
+        raise TypeError(must_be("opt_result", "an OptimizeResult", type(opt_result).__name__))
+    for what, params in (("initial_params", initial_params), ("opt_params", opt_params)):
+        if not isinstance(params, ParameterDict):
+            raise TypeError(must_be(what, "a ParameterDict", type(params).__name__))
+        if params.get_non_frozen_parameter_names() != list(opt_result.parameter_names):
+            raise ValueError(
+                must_be(
+                    f"{what}: free parameters",
+                    f"those of opt_result {list(opt_result.parameter_names)}",
+                    params.get_non_frozen_parameter_names(),
+                )
+            )
+
+    def dump(data: Any) -> bytes:
+        return yaml.safe_dump(data, sort_keys=False).encode("utf-8")
+
+    files: dict[str, bytes] = {
+        "params_x_0.yaml": dump(initial_params.to_dict()),
+        "params_x_hat.yaml": dump(opt_params.to_dict()),
+    }
+    cand = opt_result.extras.get("candidate") or []
+    files["result.npz"] = npz_bytes(
+        {
+            "x": opt_result.x,
+            "fun": opt_result.fun,
+            "jac": opt_result.jac,
+            "grad": opt_result.grad,
+            "objective": np.asarray(opt_result.extras.get("objective", []), dtype=np.float64),
+            "candidate": (np.stack(cand) if len(cand) else np.zeros((0, opt_result.x.size))),
+            "schema_version": np.array(RESULTS_SCHEMA_VERSION),
+        }
+    )
+    conf = compute_confidence(opt_result, residual_fn, alpha, opt_params)
+    assert conf.at_bound is not None
+    files["confidence.npz"] = npz_bytes(
+        {
+            "covariance": conf.covariance,
+            "half_widths": conf.half_widths,
+            "alpha": np.array(alpha),
+            "converged": np.array(conf.converged),
+            "at_bound": conf.at_bound,
+        }
+    )
+    files["confidence.yaml"] = dump(conf.to_dict())
+    models: dict[str, str] = {}
+    for ms in ms_list:
+        spec = apply_param_modifiers_spec(opt_params, ms.spec.copy())
+        spec.compile()
+        files[f"{ms.name}.xml"] = spec.to_xml().encode("utf-8")
+        models[ms.name] = f"{ms.name}.xml"
+    summary = {
+        "schema": "mjsysid.results",
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "optimizer": opt_result.optimizer,
+        "status": opt_result.status,
+        "success": opt_result.success,
+        "message": opt_result.message,
+        "initial_cost": float(opt_result.initial_cost),
+        "cost": float(opt_result.cost),
+        "nit": int(opt_result.nit),
+        "nfev": int(opt_result.nfev),
+        "njev": int(opt_result.njev),
+        "wall_time": float(opt_result.wall_time),
+        "parameter_names": list(opt_result.parameter_names),
+        **(
+            {"stages": [_plain(st) for st in opt_result.extras["stages"]]}
+            if opt_result.extras.get("stages")
+            else {}
+        ),
+        "models": models,
+        "sequences": {ms.name: list(ms.sequence_name) for ms in ms_list},
+        "versions": _versions(),
+        "files": [
+            "params_x_0.yaml",
+            "params_x_hat.yaml",
+            "result.npz",
+            "confidence.npz",
+            "confidence.yaml",
+            *models.values(),
+        ],
+    }
+    files["result.yaml"] = dump(summary)
+    # Nothing in the folder changes until every file is on disk; result.yaml goes in last.
+    return atomic_write_files(folder, files, commit="result.yaml")
+
+
+def load_results(folder: str | Path) -> Results:
+    """Reads a folder written by :func:`save_results`.
+
+    Raises:
+      FileNotFoundError: No such folder, or no ``result.yaml`` (an incomplete save).
+      ValueError: A file listed in ``result.yaml`` is missing or malformed, or a newer schema.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no such results folder: {str(folder)!r}")
+    summary_path = folder / "result.yaml"
+    if not summary_path.is_file():
+        raise FileNotFoundError(
+            f"{str(folder)!r} has no result.yaml: it is not a results folder, or saving was "
+            "interrupted before it finished"
+        )
+    summary = read_yaml(summary_path)
+    if not isinstance(summary, dict) or summary.get("schema") != "mjsysid.results":
+        raise ValueError(must_be(f"{summary_path}", "an mjsysid results summary", summary))
+    version = summary.get("schema_version")
+    if not isinstance(version, int) or version > RESULTS_SCHEMA_VERSION:
+        raise ValueError(
+            f"{summary_path}: schema_version must be <= {RESULTS_SCHEMA_VERSION}, got "
+            f"{version!r}; upgrade mjsysid to read it"
+        )
+    _check_summary(summary, summary_path)
+    missing = [f for f in summary["files"] if not (folder / f).is_file()]
+    if missing:
+        raise ValueError(f"{str(folder)!r} is incomplete: missing {missing}")
+    z = load_npz(folder / "result.npz", required=("x", "fun", "jac", "grad"))
+    c = load_npz(folder / "confidence.npz", required=("covariance", "half_widths", "alpha"))
+    names = list(summary["parameter_names"])
+    p = len(names)
+    n = int(np.asarray(z["fun"]).size)
+    for file, arrays, shapes in (
+        ("result.npz", z, {"x": (p,), "fun": (n,), "jac": (n, p), "grad": (p,)}),
+        (
+            "confidence.npz",
+            c,
+            {"half_widths": (p,), "covariance": (p, p), "at_bound": (p,), "alpha": ()},
+        ),
+    ):
+        for key, shape in shapes.items():
+            if key in arrays and np.shape(arrays[key]) != shape:
+                raise ValueError(
+                    must_be(
+                        f"{folder / file}: {key}",
+                        f"shape {shape} ({p} parameter names, {n} residuals)",
+                        arrays[key],
+                        f"got shape {np.shape(arrays[key])}; the folder is inconsistent",
+                    )
+                )
+    if not np.all(np.isfinite(z["x"])):
+        raise ValueError(f"{folder / 'result.npz'}: x must be finite, got {z['x']!r}")
+    cand = z.get("candidate", np.zeros((0, len(names))))
+    result = OptimizeResult(
+        x=z["x"],
+        cost=float(summary["cost"]),
+        fun=z["fun"],
+        jac=z["jac"],
+        grad=z["grad"],
+        status=str(summary["status"]),
+        success=bool(summary["success"]),
+        message=str(summary["message"]),
+        nfev=int(summary["nfev"]),
+        njev=int(summary["njev"]),
+        nit=int(summary["nit"]),
+        initial_cost=float(summary["initial_cost"]),
+        wall_time=float(summary["wall_time"]),
+        parameter_names=names,
+        optimizer=str(summary["optimizer"]),
+        extras={
+            "objective": list(z.get("objective", np.zeros(0))),
+            "candidate": list(cand),
+            **({"stages": summary["stages"]} if summary.get("stages") else {}),
+        },
+    )
+    conf = Confidence(
+        names,
+        z["x"],
+        c["half_widths"],
+        c["covariance"],
+        float(c["alpha"]),
+        converged=bool(c["converged"]) if "converged" in c else result.success,
+        at_bound=np.asarray(c["at_bound"], dtype=int) if "at_bound" in c else None,
+    )
+    return Results(
+        folder=folder,
+        initial_params=ParameterDict.load_from_disk(folder / "params_x_0.yaml"),
+        opt_params=ParameterDict.load_from_disk(folder / "params_x_hat.yaml"),
+        result=result,
+        confidence=conf,
+        model_files={k: folder / v for k, v in summary.get("models", {}).items()},
+        summary=summary,
+    )

@@ -1,0 +1,889 @@
+r"""Rigid-body inertia parameters: mass, centre of mass and a physically consistent full inertia.
+
+:func:`body_inertia_param` makes a :class:`~mjsysid.Parameter` for one body, in one of
+three parameterisations (:class:`InertiaType`):
+
+========  ======  ====================================================  ===================
+type      values  meaning                                               meta kind
+========  ======  ====================================================  ===================
+Mass      1       mass ``m`` [kg]                                       body_mass
+MassIpos  4       ``[m, cx, cy, cz]``: mass, centre of mass (body)      body_mass_ipos
+Pseudo    10      ``theta``: log-Cholesky factor of the pseudo-inertia  body_pseudo_inertia
+========  ======  ====================================================  ===================
+
+With ``Mass`` and ``MassIpos`` the rotational inertia about the centre of mass keeps its nominal
+principal axes; with ``scale_rot_inertia=True`` it is scaled by ``m / m0`` (a body made of the
+same shape, denser or lighter), otherwise it keeps its nominal value.
+
+Nominal values (mass, centre of mass, full 3x3 inertia) are read **once** from the compiled
+model, so bodies whose inertia MuJoCo inferred from geoms and bodies with rotated principal axes
+(``body_iquat`` not the identity) work alike; the modifiers never compile.
+
+Pseudo-inertia
+--------------
+A rigid body with mass :math:`m`, centre of mass :math:`c` and rotational inertia :math:`I_c`
+about the centre of mass (all in the body frame) has rotational inertia about the body-frame
+origin (parallel-axis theorem)
+
+.. math:: \bar I = I_c + m\,(\lVert c\rVert^2 \mathbb 1 - c c^\top),
+
+and the 4x4 *pseudo-inertia* (the second-moment matrix of the mass density
+:math:`\int [r; 1][r; 1]^\top \, dm`)
+
+.. math::
+   J = \begin{bmatrix} \Sigma & h \\ h^\top & m \end{bmatrix},\qquad
+   \Sigma = \tfrac12 \operatorname{tr}(\bar I)\,\mathbb 1 - \bar I,\qquad h = m c.
+
+Inverse map: :math:`m = J_{44}`, :math:`c = h / m`, :math:`\bar I = \operatorname{tr}(\Sigma)
+\mathbb 1 - \Sigma`; about the centre of mass :math:`\Sigma_c = \Sigma - m c c^\top` and
+:math:`I_c = \operatorname{tr}(\Sigma_c)\mathbb 1 - \Sigma_c`.
+
+Physical consistency (Wensing, Kim & Slotine 2017): :math:`J \succ 0` if and only if
+:math:`m > 0` and :math:`\Sigma_c \succ 0`, i.e. the principal moments
+:math:`I_i = \sigma_j + \sigma_k` of :math:`I_c` (with :math:`\sigma` the eigenvalues of
+:math:`\Sigma_c`) are positive and satisfy the strict triangle inequalities
+:math:`I_1 + I_2 > I_3` (and permutations).
+
+Log-Cholesky parameterisation (Rucker & Wensing 2022, "Smooth Parameterizations of Rigid-Body
+Inertia", IEEE RA-L 7(2)): with
+:math:`\theta = [\alpha, d_1, d_2, d_3, s_{12}, s_{23}, s_{13}, t_1, t_2, t_3]`,
+
+.. math::
+   U = e^{\alpha} \begin{bmatrix}
+     e^{d_1} & s_{12} & s_{13} & t_1 \\
+     0 & e^{d_2} & s_{23} & t_2 \\
+     0 & 0 & e^{d_3} & t_3 \\
+     0 & 0 & 0 & 1 \end{bmatrix},\qquad J = U U^\top .
+
+Writing :math:`U = e^{\alpha} [[A, t], [0, 1]]` gives :math:`m = e^{2\alpha}`, :math:`c = t` and
+:math:`\Sigma_c = m A A^\top`. Since :math:`U` is upper triangular with a positive diagonal for
+every finite :math:`\theta`, :math:`J` is positive definite: **any finite theta is a physically
+consistent body**, and :math:`\theta \mapsto J` is a diffeomorphism onto the positive-definite
+4x4 matrices. The units are telling: :math:`e^{d_i}` and :math:`s_{ij}` are lengths [m] (a
+"square root" of the mass-normalised second moment), :math:`t` is the centre of mass [m].
+
+Inverse: :math:`U` is the *upper-lower* Cholesky factor of :math:`J`. With :math:`P` the 4x4
+exchange (index-reversal) matrix, :math:`P J P = L L^\top` is an ordinary Cholesky
+factorisation and :math:`U = P L P`. Then :math:`\alpha = \ln U_{44}`, and
+:math:`d_i = \ln(U_{ii} / U_{44})`, :math:`s_{ij} = U_{ij} / U_{44}`,
+:math:`t_i = U_{i4} / U_{44}`. :func:`theta_from_inertial` / :func:`inertial_from_theta` use the
+same maths on :math:`\Sigma_c / m = A A^\top` directly, which avoids the cancellation in
+:math:`\Sigma - m c c^\top` when the centre of mass is far from the origin.
+
+Default bounds of ``Pseudo`` (all finite, and every theta inside is consistent anyway):
+:math:`\alpha_0 + \tfrac12 \ln(\text{mass\_bounds})` (the mass range of ``Mass``),
+:math:`d_{i,0} \pm \ln f` (each principal "size" within a factor ``f = pseudo_bounds``),
+:math:`s_{ij,0} \pm (f - 1)\,r` with :math:`r = \lVert A_0 \rVert_F =
+\sqrt{\operatorname{tr}(I_c) / (2m)}` the body's nominal radius of gyration, and
+:math:`t_0 \pm` ``com_bounds``.
+
+How the value reaches MuJoCo
+----------------------------
+Both paths write the same numbers: mass, ``ipos = c``, principal moments :math:`\lambda` and the
+principal-axes quaternion :math:`q` with :math:`I_c = R(q)\,\mathrm{diag}(\lambda)\,R(q)^\top`
+(for ``Pseudo`` from ``mju_eig3`` of :math:`I_c`; for the other types the nominal
+``body_inertia`` / ``body_iquat``).
+
+* ``modifier(spec, p)`` sets ``explicitinertial = True``, ``mass``, ``ipos``, ``inertia``,
+  ``iquat`` (orientation type quaternion) and marks ``fullinertia`` unset (``fullinertia[0] =
+  NaN``: MuJoCo refuses a body with both a full and a diagonal inertia). ``iquat`` is always a
+  finite unit quaternion.
+* ``model_modifier(model, p)`` writes ``body_mass``, ``body_ipos``, ``body_inertia`` and
+  ``body_iquat``, applies the compiler's ``boundmass`` / ``boundinertia`` clamps (recorded from
+  the spec at creation), and re-derives ``body_sameframe`` and the ``geom_sameframe`` /
+  ``site_sameframe`` of the body's geoms and sites with the compiler's rule (frames within 1e-6
+  are the same). The caller then runs ``mj_setConst``. A body the compiler marked *simple*
+  (inertial frame = body frame, e.g. a free sphere) cannot take an offset centre of mass or
+  rotated axes in a compiled copy (the sparsity of the mass matrix would change), so
+  ``MassIpos`` and ``Pseudo`` parameters of such a body have ``model_modifier = None`` and are
+  applied by recompiling.
+
+mujoco 4.0's ``mj_setConst`` does not refresh ``model.stat`` (``meanmass``, ``meaninertia``,
+``meansize``), which the compiler sets; ``stat.meaninertia`` (the mean diagonal of the mass
+matrix at ``qpos0``) scales the constraint solver's tolerances, so with active constraints a
+fast-path model agrees with a recompiled one to solver tolerance unless the caller refreshes it.
+
+Models compiled with ``settotalmass``, ``inertiafromgeom="true"`` or ``alignfree`` (for a free
+body) are refused: there the compiler rescales or overrides what a modifier writes.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid.params import kinds as param_kinds
+from mjsysid.params.apply import FieldWrite
+from mjsysid.params.parameter import Parameter
+from mjsysid.util.errors import model_key, must_be, require_model
+
+__all__ = [
+    "InertiaType",
+    "apply_body_inertia",
+    "body_inertia_param",
+    "full_inertia_from_model",
+    "inertial_from_pseudo_inertia",
+    "inertial_from_theta",
+    "pseudo_inertia_from_inertial",
+    "pseudo_inertia_from_theta",
+    "theta_from_inertial",
+    "theta_from_pseudo_inertia",
+]
+
+
+class InertiaType(enum.Enum):
+    """How a body's inertia is parameterised (see the module docstring)."""
+
+    Mass = "body_mass"
+    """1 value: mass [kg]."""
+    MassIpos = "body_mass_ipos"
+    """4 values: mass [kg] and centre of mass in the body frame [m]."""
+    Pseudo = "body_pseudo_inertia"
+    """10 values: log-Cholesky factor ``theta`` of the 4x4 pseudo-inertia."""
+
+
+_SIZE = {InertiaType.Mass: 1, InertiaType.MassIpos: 4, InertiaType.Pseudo: 10}
+_SUFFIX = {
+    InertiaType.Mass: "mass",
+    InertiaType.MassIpos: "mass_ipos",
+    InertiaType.Pseudo: "inertia",
+}
+_BY_KIND = {t.value: t for t in InertiaType}
+
+_FRAME_EPS = 1e-6  # MuJoCo compiler: frames closer than this are "the same" (kFrameEps)
+_SAME_NONE = int(mujoco.mjtSameFrame.mjSAMEFRAME_NONE)
+_SAME_BODY = int(mujoco.mjtSameFrame.mjSAMEFRAME_BODY)
+_SAME_INERTIA = int(mujoco.mjtSameFrame.mjSAMEFRAME_INERTIA)
+_SAME_BODYROT = int(mujoco.mjtSameFrame.mjSAMEFRAME_BODYROT)
+_SAME_INERTIAROT = int(mujoco.mjtSameFrame.mjSAMEFRAME_INERTIAROT)
+_QUNIT = (1.0, 0.0, 0.0, 0.0)
+_ZERO3 = (0.0, 0.0, 0.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pure numerical functions
+# ------------------------------------------------------------------------------------------------
+def _vec(name: str, value: npt.ArrayLike, n: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+        raise ValueError(must_be(name, f"a finite array of shape ({n},)", arr))
+    return arr
+
+
+def _sym3(name: str, value: npt.ArrayLike) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
+        raise ValueError(must_be(name, "a finite 3x3 array", arr))
+    return 0.5 * (arr + arr.T)
+
+
+def _positive_mass(mass: float) -> float:
+    m = float(mass)
+    if not (math.isfinite(m) and m > 0.0):
+        raise ValueError(must_be("mass", "a finite number > 0 [kg]", mass))
+    return m
+
+
+def _upper_cholesky(mat: np.ndarray, what: str) -> np.ndarray:
+    """Upper-triangular ``U`` with ``U @ U.T == mat`` (``mat`` symmetric positive definite)."""
+    try:
+        low = np.linalg.cholesky(mat[::-1, ::-1])
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            must_be(
+                what,
+                "positive definite (a physically consistent rigid body: m > 0, "
+                "principal moments > 0 satisfying the triangle inequalities)",
+                mat,
+            )
+        ) from None
+    return np.ascontiguousarray(low[::-1, ::-1])
+
+
+def pseudo_inertia_from_inertial(
+    mass: float, com: npt.ArrayLike, inertia: npt.ArrayLike, *, about: str = "com"
+) -> np.ndarray:
+    """Pseudo-inertia ``J`` of a rigid body.
+
+    Args:
+      mass: Mass ``m`` [kg], > 0.
+      com: Centre of mass ``c`` in the body frame [m], shape ``(3,)``.
+      inertia: Rotational inertia [kg·m²], shape ``(3, 3)``, about the centre of mass
+        (``about="com"``) or about the body-frame origin (``about="origin"``).
+      about: ``"com"`` or ``"origin"``.
+
+    Returns:
+      ``J``, shape ``(4, 4)``: ``[[Σ, m c], [m cᵀ, m]]`` with ``Σ = ½ tr(Ī) 𝟙 − Ī`` [kg·m²].
+    """
+    m = _positive_mass(mass)
+    c = _vec("com", com, 3)
+    inertia_mat = _sym3("inertia", inertia)
+    if about == "com":
+        i_origin = inertia_mat + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    elif about == "origin":
+        i_origin = inertia_mat
+    else:
+        raise ValueError(must_be("about", "'com' or 'origin'", about))
+    j = np.empty((4, 4))
+    j[:3, :3] = 0.5 * np.trace(i_origin) * np.eye(3) - i_origin
+    j[:3, 3] = j[3, :3] = m * c
+    j[3, 3] = m
+    return j
+
+
+def inertial_from_pseudo_inertia(j: npt.ArrayLike) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass, centre of mass and inertia about the centre of mass from a pseudo-inertia.
+
+    Args:
+      j: Pseudo-inertia, shape ``(4, 4)``, symmetric with ``J[3, 3] > 0``.
+
+    Returns:
+      ``(m, c, I_c)``: mass [kg], centre of mass ``(3,)`` [m] and rotational inertia about the
+      centre of mass ``(3, 3)`` [kg·m²], in the body frame. (Physically consistent exactly when
+      ``J`` is positive definite; this function does not check that.)
+    """
+    arr = np.asarray(j, dtype=np.float64)
+    if arr.shape != (4, 4) or not np.all(np.isfinite(arr)):
+        raise ValueError(must_be("J", "a finite 4x4 array", arr))
+    arr = 0.5 * (arr + arr.T)
+    m = float(arr[3, 3])
+    if not m > 0.0:
+        raise ValueError(must_be("J[3, 3] (the mass)", "> 0", m))
+    c = arr[:3, 3] / m
+    sigma_c = arr[:3, :3] - m * np.outer(c, c)
+    return m, c, np.trace(sigma_c) * np.eye(3) - sigma_c
+
+
+def pseudo_inertia_from_theta(theta: npt.ArrayLike) -> np.ndarray:
+    """Pseudo-inertia ``J = U Uᵀ`` from log-Cholesky parameters.
+
+    Args:
+      theta: ``[α, d1, d2, d3, s12, s23, s13, t1, t2, t3]``, shape ``(10,)``, any finite values.
+
+    Returns:
+      ``J``, shape ``(4, 4)``, positive definite.
+    """
+    u = _u_from_theta(_vec("theta", theta, 10))
+    return u @ u.T
+
+
+def _u_from_theta(theta: npt.ArrayLike) -> np.ndarray:
+    a, d1, d2, d3, s12, s23, s13, t1, t2, t3 = np.asarray(theta, dtype=np.float64)
+    u = np.array(
+        [
+            [math.exp(d1), s12, s13, t1],
+            [0.0, math.exp(d2), s23, t2],
+            [0.0, 0.0, math.exp(d3), t3],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
+    return math.exp(a) * u
+
+
+def theta_from_pseudo_inertia(j: npt.ArrayLike) -> np.ndarray:
+    """Log-Cholesky parameters of a positive-definite pseudo-inertia (inverse of
+    :func:`pseudo_inertia_from_theta`).
+
+    Args:
+      j: Pseudo-inertia, shape ``(4, 4)``, symmetric positive definite.
+
+    Returns:
+      ``theta``, shape ``(10,)``.
+
+    Raises:
+      ValueError: ``J`` is not positive definite (not a physically consistent body).
+    """
+    arr = np.asarray(j, dtype=np.float64)
+    if arr.shape != (4, 4) or not np.all(np.isfinite(arr)):
+        raise ValueError(must_be("J", "a finite 4x4 array", arr))
+    u = _upper_cholesky(0.5 * (arr + arr.T), "J")
+    v = u / u[3, 3]
+    return np.array(
+        [
+            math.log(u[3, 3]),
+            math.log(v[0, 0]),
+            math.log(v[1, 1]),
+            math.log(v[2, 2]),
+            v[0, 1],
+            v[1, 2],
+            v[0, 2],
+            v[0, 3],
+            v[1, 3],
+            v[2, 3],
+        ]
+    )
+
+
+def theta_from_inertial(mass: float, com: npt.ArrayLike, inertia_com: npt.ArrayLike) -> np.ndarray:
+    """Log-Cholesky parameters from mass, centre of mass and inertia about the centre of mass.
+
+    Equal to ``theta_from_pseudo_inertia(pseudo_inertia_from_inertial(m, c, I_c))`` but
+    factorises ``Σ_c / m`` directly (no cancellation for a far-away centre of mass).
+
+    Args:
+      mass: Mass [kg], > 0.
+      com: Centre of mass in the body frame [m], shape ``(3,)``.
+      inertia_com: Rotational inertia about the centre of mass [kg·m²], shape ``(3, 3)``.
+
+    Returns:
+      ``theta``, shape ``(10,)``.
+
+    Raises:
+      ValueError: The inertia is not positive definite or violates the triangle inequalities.
+    """
+    m = _positive_mass(mass)
+    c = _vec("com", com, 3)
+    i_c = _sym3("inertia_com", inertia_com)
+    sigma_c = 0.5 * np.trace(i_c) * np.eye(3) - i_c
+    a = _upper_cholesky(sigma_c / m, "inertia_com (as the second moment Σ_c = ½ tr(I_c) 𝟙 − I_c)")
+    return np.array(
+        [
+            0.5 * math.log(m),
+            math.log(a[0, 0]),
+            math.log(a[1, 1]),
+            math.log(a[2, 2]),
+            a[0, 1],
+            a[1, 2],
+            a[0, 2],
+            c[0],
+            c[1],
+            c[2],
+        ]
+    )
+
+
+def inertial_from_theta(theta: npt.ArrayLike) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass, centre of mass and inertia about the centre of mass from log-Cholesky parameters.
+
+    Equal to ``inertial_from_pseudo_inertia(pseudo_inertia_from_theta(theta))`` without the
+    cancellation in ``Σ − m c cᵀ``.
+
+    Args:
+      theta: ``[α, d1, d2, d3, s12, s23, s13, t1, t2, t3]``, shape ``(10,)``.
+
+    Returns:
+      ``(m, c, I_c)``: mass [kg] ``= exp(2α)``, centre of mass ``(3,)`` [m] ``= t`` and inertia
+      about the centre of mass ``(3, 3)`` [kg·m²], physically consistent for every finite theta.
+    """
+    th = _vec("theta", theta, 10)
+    m, i_c = _mass_and_inertia(th.tolist())
+    return m, th[7:10].copy(), np.array(i_c).reshape(3, 3)
+
+
+def _mass_and_inertia(th: list[float]) -> tuple[float, list[float]]:
+    """``(m, I_c)`` of :func:`inertial_from_theta` in plain floats (``I_c`` row-major, 9
+    values): for one 3x3 product NumPy's per-call cost is several times the arithmetic.
+
+    ``Σ_c = m·A·Aᵀ`` with ``A = [[e^d1, s12, s13], [0, e^d2, s23], [0, 0, e^d3]]``, and
+    ``I_c = tr(Σ_c)·1 − Σ_c``.
+    """
+    m = math.exp(2.0 * th[0])
+    a11, a22, a33 = math.exp(th[1]), math.exp(th[2]), math.exp(th[3])
+    a12, a23, a13 = th[4], th[5], th[6]
+    s11 = m * (a11 * a11 + a12 * a12 + a13 * a13)
+    s22 = m * (a22 * a22 + a23 * a23)
+    s33 = m * (a33 * a33)
+    s12 = m * (a12 * a22 + a13 * a23)
+    s13 = m * (a13 * a33)
+    s23 = m * (a23 * a33)
+    tr = s11 + s22 + s33
+    return m, [tr - s11, -s12, -s13, -s12, tr - s22, -s23, -s13, -s23, tr - s33]
+
+
+def full_inertia_from_model(
+    model: mujoco.MjModel, body: int | str
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass, centre of mass and full inertia tensor of a compiled body.
+
+    Args:
+      model: Compiled model.
+      body: Body id or name.
+
+    Returns:
+      ``(m, c, I_c)``: ``body_mass`` [kg], ``body_ipos`` ``(3,)`` [m] and the inertia about the
+      centre of mass in the body frame ``R(q) diag(body_inertia) R(q)ᵀ`` ``(3, 3)`` [kg·m²]
+      with ``q = body_iquat``.
+    """
+    require_model(model)
+    if isinstance(body, str):
+        b = param_kinds.element_id(model, "body", body)
+    else:
+        b = int(body)
+        if not 0 <= b < model.nbody:
+            raise ValueError(must_be("body", f"a body id in [0, {model.nbody})", body))
+    rot = _quat_to_mat(model.body_iquat[b])
+    i_c = rot @ np.diag(model.body_inertia[b]) @ rot.T
+    return float(model.body_mass[b]), model.body_ipos[b].copy(), 0.5 * (i_c + i_c.T)
+
+
+def _quat_to_mat(quat: npt.ArrayLike) -> np.ndarray:
+    q = np.asarray(quat, dtype=np.float64)
+    mat = np.empty(9)
+    mujoco.mju_quat2Mat(mat, q / np.linalg.norm(q))
+    return mat.reshape(3, 3)
+
+
+def _principal(inertia_com: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Principal moments ``(3,)`` and axes quaternion ``(4,)`` of a 3x3 inertia (``mju_eig3``)."""
+    eigval, eigvec, quat = np.empty(3), np.empty(9), np.empty(4)
+    mujoco.mju_eig3(eigval, eigvec, quat, np.ascontiguousarray(inertia_com).reshape(9))
+    return eigval, quat
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing values into a spec / a compiled model
+# ------------------------------------------------------------------------------------------------
+Inertial = tuple[float, np.ndarray, np.ndarray, np.ndarray]  # mass, ipos, inertia(3), iquat(4)
+
+
+def _meta_vec(meta: dict[str, Any], key: str, n: int) -> np.ndarray:
+    value = meta.get(key)
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = np.zeros(0)
+    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+        raise ValueError(must_be(f"meta[{key!r}]", f"a list of {n} finite numbers", value))
+    return arr
+
+
+def _meta_float(meta: dict[str, Any], key: str, default: float | None = None) -> float:
+    value = meta.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(must_be(f"meta[{key!r}]", "a finite number", value))
+    return float(value)
+
+
+def _make_compute(kind: InertiaType, meta: dict[str, Any]) -> Callable[[np.ndarray], Inertial]:
+    """``value -> (mass, ipos, principal inertia, iquat)`` for one kind, from ``meta`` only."""
+    if kind is InertiaType.Pseudo:
+
+        def compute_pseudo(value: np.ndarray) -> Inertial:
+            th = value.tolist()
+            if len(th) != 10 or not all(map(math.isfinite, th)):
+                raise ValueError(must_be("theta", "10 finite values", value))
+            m, i_c = _mass_and_inertia(th)
+            eigval, quat = _principal(np.array(i_c))
+            return m, value[7:10].copy(), eigval, quat
+
+        return compute_pseudo
+
+    mass0 = _meta_float(meta, "mass0")
+    if not mass0 > 0:
+        raise ValueError(must_be("meta['mass0']", "> 0", mass0))
+    ipos0 = _meta_vec(meta, "ipos0", 3)
+    inertia0 = _meta_vec(meta, "inertia0", 3)
+    iquat0 = _meta_vec(meta, "iquat0", 4)
+    scale = meta.get("scale_rot_inertia", True)
+    if not isinstance(scale, bool):
+        raise ValueError(must_be("meta['scale_rot_inertia']", "true or false", scale))
+    with_ipos = kind is InertiaType.MassIpos
+
+    def compute(value: np.ndarray) -> Inertial:
+        m = float(value[0])
+        inertia = inertia0 * (m / mass0) if scale else inertia0.copy()
+        ipos = np.array(value[1:4], dtype=np.float64) if with_ipos else ipos0.copy()
+        return m, ipos, inertia, iquat0.copy()
+
+    return compute
+
+
+def _write_spec(body: Any, values: Inertial) -> None:
+    mass, ipos, inertia, iquat = values
+    body.explicitinertial = True
+    body.mass = float(mass)
+    body.ipos = [float(v) for v in ipos]
+    body.inertia = [float(v) for v in inertia]
+    body.iquat = [float(v) for v in iquat]
+    body.ialt.type = mujoco.mjtOrientation.mjORIENTATION_QUAT
+    body.fullinertia = [math.nan, 0.0, 0.0, 0.0, 0.0, 0.0]  # unset: diagonal + iquat rule
+
+
+# Plain floats (finite: model fields): for 3-4 values NumPy's per-call cost is several times
+# the comparison's.
+def _same_vec(a: Sequence[float], b: Sequence[float]) -> bool:
+    return max(map(abs, map(operator.sub, a, b))) < _FRAME_EPS
+
+
+def _same_quat(a: Sequence[float], b: Sequence[float]) -> bool:
+    return _same_vec(a, b) or max(map(abs, map(operator.add, a, b))) < _FRAME_EPS
+
+
+def _sameframe(
+    pos: Sequence[float],
+    quat: Sequence[float],
+    ipos: Sequence[float] | None = None,
+    iquat: Sequence[float] | None = None,
+) -> int:
+    """The compiler's ``*_sameframe`` rule for a frame ``(pos, quat)`` in its body frame."""
+    if _same_vec(pos, _ZERO3) and _same_quat(quat, _QUNIT):
+        return _SAME_BODY
+    if _same_quat(quat, _QUNIT):
+        return _SAME_BODYROT
+    if ipos is None or iquat is None:
+        return _SAME_NONE
+    if _same_vec(pos, ipos) and _same_quat(quat, iquat):
+        return _SAME_INERTIA
+    if _same_quat(quat, iquat):
+        return _SAME_INERTIAROT
+    return _SAME_NONE
+
+
+def _write_model(
+    model: mujoco.MjModel,
+    element: tuple[int, np.ndarray, np.ndarray],
+    values: Inertial,
+    boundmass: float,
+    boundinertia: float,
+    target: str,
+) -> None:
+    b, geoms, sites = element
+    mass, ipos, inertia, iquat = values
+    if boundmass > 0:
+        mass = max(mass, boundmass)
+    if boundinertia > 0:
+        inertia = np.maximum(inertia, boundinertia)
+    quat = np.asarray(iquat, dtype=np.float64)
+    quat = quat / math.sqrt(float(quat @ quat))
+    ipos = np.asarray(ipos, dtype=np.float64)
+    model.body_mass[b] = mass
+    model.body_inertia[b] = inertia
+    # (element-wise on lists: np.array_equal costs more than the whole write for 3-4 values)
+    ipos_l, quat_l = ipos.tolist(), quat.tolist()
+    if model.body_ipos[b].tolist() == ipos_l and model.body_iquat[b].tolist() == quat_l:
+        return  # same inertial frame (always for InertiaType.Mass): frame flags are unchanged
+    frame = _sameframe(ipos_l, quat_l)
+    if model.body_simple[b] and frame != _SAME_BODY:
+        raise RuntimeError(
+            f"body {target!r} is 'simple' in this compiled model (its inertial frame is its body "
+            "frame), so its centre of mass or principal axes cannot change without recompiling; "
+            "apply this parameter with its spec modifier instead of model_modifier"
+        )
+    model.body_ipos[b] = ipos
+    model.body_iquat[b] = quat
+    model.body_sameframe[b] = frame
+    for kind, rows in (("geom", geoms), ("site", sites)):
+        if rows.size:
+            pos, quats = getattr(model, f"{kind}_pos"), getattr(model, f"{kind}_quat")
+            getattr(model, f"{kind}_sameframe")[rows] = [
+                _sameframe(p, q, ipos_l, quat_l)
+                for p, q in zip(pos[rows].tolist(), quats[rows].tolist(), strict=True)
+            ]
+
+
+def _kind_of(param: Parameter) -> InertiaType:
+    kind = param.meta.get("kind")
+    if kind not in _BY_KIND:
+        raise ValueError(
+            must_be(
+                f"parameter {param.name!r}: meta['kind']",
+                f"one of {sorted(_BY_KIND)} (made by body_inertia_param)",
+                kind,
+            )
+        )
+    t = _BY_KIND[kind]
+    if param.size != _SIZE[t]:
+        raise ValueError(
+            f"parameter {param.name!r}: value must have length {_SIZE[t]} for kind {kind!r}, "
+            f"got length {param.size}"
+        )
+    return t
+
+
+def apply_body_inertia(spec: mujoco.MjSpec, name: str, param: Parameter) -> None:
+    """Writes a parameter made by :func:`body_inertia_param` into the spec body ``name``.
+
+    Args:
+      spec: Spec to modify in place (not compiled here).
+      name: Body name in ``spec`` (usually ``param.meta["target"]``).
+      param: Parameter of kind ``body_mass``, ``body_mass_ipos`` or ``body_pseudo_inertia``;
+        its current ``value`` is written.
+
+    Raises:
+      ValueError: Unknown kind, wrong number of values or malformed ``meta``.
+      KeyError: ``spec`` has no body ``name``.
+    """
+    _require_spec(spec)
+    kind = _kind_of(param)
+    body = param_kinds.spec_element(spec, "body", name)
+    _write_spec(body, _make_compute(kind, param.meta)(param.value))
+
+
+def _bind(param: Parameter) -> None:
+    """Re-creates ``param.modifier`` and ``param.model_modifier`` from ``param.meta`` only."""
+    kind = _kind_of(param)
+    meta = param.meta
+    target = meta.get("target")
+    if not isinstance(target, str) or not target:
+        raise ValueError(
+            must_be(f"parameter {param.name!r}: meta['target']", "a body name", target)
+        )
+    compute = _make_compute(kind, meta)
+    boundmass = _meta_float(meta, "boundmass", 0.0)
+    boundinertia = _meta_float(meta, "boundinertia", 0.0)
+    fast = meta.get("fast_path", True)
+    if not isinstance(fast, bool):
+        raise ValueError(
+            must_be(f"parameter {param.name!r}: meta['fast_path']", "true or false", fast)
+        )
+
+    def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
+        _write_spec(param_kinds.spec_element(spec, "body", target), compute(p.value))
+
+    # Element ids per model structure (name lookups cost more than the write itself).
+    ids: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]] = {}
+
+    def model_modifier(model: mujoco.MjModel, p: Parameter) -> None:
+        key = model_key(model)
+        if key not in ids:
+            b = param_kinds.element_id(model, "body", target)
+            ids[key] = (
+                b,
+                np.flatnonzero(model.geom_bodyid == b),
+                np.flatnonzero(model.site_bodyid == b),
+            )
+        _write_model(model, ids[key], compute(p.value), boundmass, boundinertia, target)
+
+    if kind is InertiaType.Mass and meta.get("scale_rot_inertia", True):
+        mass0 = _meta_float(meta, "mass0")
+        inertia0 = _meta_vec(meta, "inertia0", 3)
+        ipos0 = _meta_vec(meta, "ipos0", 3)
+        iquat0 = _meta_vec(meta, "iquat0", 4)
+        iquat0 = iquat0 / math.sqrt(float(iquat0 @ iquat0))  # as _write_model normalises it
+
+        def field_writes(model: mujoco.MjModel) -> list[FieldWrite] | None:
+            """``body_mass = m``, ``body_inertia = (m / mass0)·inertia0``: what
+            ``model_modifier`` writes while no bound is active and the frame is unchanged."""
+            b = param_kinds.element_id(model, "body", target)
+            same_frame = (
+                model.body_ipos[b].tolist() == ipos0.tolist()
+                and model.body_iquat[b].tolist() == iquat0.tolist()
+            )
+            if boundmass > 0 or boundinertia > 0 or not same_frame:
+                return None
+            return [
+                FieldWrite("body_mass", np.array([b]), np.zeros(1, int), np.ones(1), np.ones(1)),
+                FieldWrite(
+                    "body_inertia",
+                    3 * b + np.arange(3),
+                    np.zeros(3, int),
+                    np.full(3, mass0),
+                    inertia0.copy(),
+                ),
+            ]
+
+        model_modifier.field_writes = field_writes  # type: ignore[attr-defined]
+    param.modifier = modifier
+    param.model_modifier = model_modifier if fast else None
+
+
+for _kind in _BY_KIND:
+    param_kinds.register_rebinder(_kind, _bind)
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameter factory
+# ------------------------------------------------------------------------------------------------
+def _require_spec(spec: Any) -> None:
+    if not isinstance(spec, mujoco.MjSpec):
+        hint = (
+            "did you swap spec and model? pass the MjSpec the model was compiled from"
+            if isinstance(spec, mujoco.MjModel)
+            else ""
+        )
+        raise TypeError(must_be("spec", "a mujoco.MjSpec", type(spec).__name__, hint))
+
+
+def _check_compiler(spec: mujoco.MjSpec, model: mujoco.MjModel, b: int, name: str) -> None:
+    comp = spec.compiler
+    if comp.settotalmass > 0:
+        raise ValueError(
+            must_be(
+                "spec.compiler.settotalmass",
+                "<= 0 (off) to identify a body's inertia",
+                comp.settotalmass,
+                "the compiler rescales every mass to that total; remove settotalmass",
+            )
+        )
+    if comp.inertiafromgeom == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE:
+        raise ValueError(
+            must_be(
+                "spec.compiler.inertiafromgeom",
+                "'auto' or 'false' to identify a body's inertia",
+                "true",
+                "with 'true' the compiler ignores explicit inertials",
+            )
+        )
+    free = int(mujoco.mjtJoint.mjJNT_FREE)
+    joints = range(model.body_jntadr[b], model.body_jntadr[b] + model.body_jntnum[b])
+    if comp.alignfree and any(int(model.jnt_type[j]) == free for j in joints):
+        raise ValueError(
+            must_be(
+                "spec.compiler.alignfree",
+                f"False for the free body {name!r}",
+                True,
+                "alignfree moves the body frame to the centre of mass, so the compiled "
+                "inertial frame is not the spec's",
+            )
+        )
+
+
+def _bounds_pair(mass_bounds: Any) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in mass_bounds)
+    except (TypeError, ValueError):
+        raise ValueError(
+            must_be("mass_bounds", "a pair (low, high) of relative factors", mass_bounds)
+        ) from None
+    if not (0 < lo <= 1 <= hi < math.inf and lo < hi):
+        raise ValueError(
+            must_be("mass_bounds", "factors with 0 < low <= 1 <= high, low < high", mass_bounds)
+        )
+    return lo, hi
+
+
+def _com_margin(com_bounds: Any) -> np.ndarray:
+    arr = np.asarray(com_bounds, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(3, float(arr))
+    if arr.shape != (3,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(must_be("com_bounds", "a half-width >= 0 [m] or 3 of them", com_bounds))
+    return arr
+
+
+def body_inertia_param(
+    spec: mujoco.MjSpec,
+    model: mujoco.MjModel,
+    body_name: str,
+    inertia_type: InertiaType | str = InertiaType.Mass,
+    scale_rot_inertia: bool = True,
+    *,
+    param_name: str | None = None,
+    mass_bounds: tuple[float, float] = (0.1, 10.0),
+    com_bounds: float | npt.ArrayLike = 0.05,
+    pseudo_bounds: float = 2.0,
+    frozen: bool = False,
+) -> Parameter:
+    """A parameter for the inertia of one body (see the module docstring for the maths).
+
+    Args:
+      spec: The spec ``model`` was compiled from (its compiler settings are checked and
+        ``boundmass`` / ``boundinertia`` recorded; it is not modified).
+      model: Compiled model; nominal mass, centre of mass and full inertia are read from it once.
+      body_name: Name of a moving body.
+      inertia_type: :class:`InertiaType` (or its name, e.g. ``"Pseudo"``).
+      scale_rot_inertia: ``Mass`` / ``MassIpos``: scale the rotational inertia about the centre
+        of mass by ``m / m0``; otherwise keep it. Ignored (recorded only) for ``Pseudo``.
+      param_name: Default ``f"{body_name}_mass"``, ``f"{body_name}_mass_ipos"`` or
+        ``f"{body_name}_inertia"``.
+      mass_bounds: Mass range as factors of the nominal mass, ``(low, high)``; for ``Pseudo``
+        it bounds ``α`` to the same mass range.
+      com_bounds: Half-width [m] of the box around the nominal centre of mass (scalar or
+        ``(3,)``); for ``Pseudo`` it bounds ``t``.
+      pseudo_bounds: ``Pseudo`` only, a factor ``f > 1``: ``d_i`` within ``± ln f`` and
+        ``s_ij`` within ``± (f − 1) r`` of nominal, ``r = sqrt(tr(I_c) / (2 m))``.
+      frozen: Create the parameter frozen.
+
+    Returns:
+      A :class:`Parameter` with size 1, 4 or 10, ``modifier``, ``model_modifier`` (``None``
+      where no exact fast path exists, see the module docstring) and JSON-able ``meta``.
+
+    Raises:
+      TypeError: ``spec`` / ``model`` of the wrong type, or a bad ``inertia_type``.
+      KeyError: No body ``body_name`` in the model or the spec (the message lists known names).
+      ValueError: The world body, a massless body, a compiler setting that overrides explicit
+        inertias, or bad bounds.
+    """
+    _require_spec(spec)
+    require_model(model)
+    if isinstance(inertia_type, str) and inertia_type in InertiaType.__members__:
+        inertia_type = InertiaType[inertia_type]
+    if not isinstance(inertia_type, InertiaType):
+        raise TypeError(
+            must_be(
+                "inertia_type", f"an InertiaType ({list(InertiaType.__members__)})", inertia_type
+            )
+        )
+    if not isinstance(scale_rot_inertia, bool):
+        raise TypeError(must_be("scale_rot_inertia", "True or False", scale_rot_inertia))
+    if not isinstance(body_name, str):
+        raise TypeError(must_be("body_name", "a body name (str)", body_name))
+    b = param_kinds.element_id(model, "body", body_name)
+    if b == 0:
+        moving = [
+            mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, i)
+            for i in range(1, model.nbody)
+            if model.body_weldid[i] != 0
+        ]
+        raise ValueError(
+            must_be(
+                "body_name",
+                "a moving body",
+                body_name,
+                f"the world body does not move, so its inertia is not identifiable; "
+                f"moving bodies: {[n for n in moving if n]}",
+            )
+        )
+    param_kinds.spec_element(spec, "body", body_name)
+    _check_compiler(spec, model, b, body_name)
+    m0, c0, i_c0 = full_inertia_from_model(model, b)
+    if not m0 > 0:
+        raise ValueError(must_be(f"body {body_name!r}: mass", "> 0 to be identified", m0))
+    lo_f, hi_f = _bounds_pair(mass_bounds)
+    com_margin = _com_margin(com_bounds)
+
+    simple = bool(model.body_simple[b])
+    meta: dict[str, Any] = {
+        "kind": inertia_type.value,
+        "target": body_name,
+        "scale_rot_inertia": scale_rot_inertia,
+    }
+    if inertia_type is InertiaType.Pseudo:
+        f = float(pseudo_bounds)
+        if not (math.isfinite(f) and f > 1.0):
+            raise ValueError(must_be("pseudo_bounds", "a finite factor > 1", pseudo_bounds))
+        nominal = theta_from_inertial(m0, c0, i_c0)
+        r = math.sqrt(np.trace(i_c0) / (2.0 * m0))
+        margin = np.concatenate(
+            [[0.0], np.full(3, math.log(f)), np.full(3, (f - 1.0) * r), com_margin]
+        )
+        lo, hi = nominal - margin, nominal + margin
+        lo[0], hi[0] = nominal[0] + 0.5 * math.log(lo_f), nominal[0] + 0.5 * math.log(hi_f)
+        fast = not simple
+    else:
+        meta.update(
+            mass0=m0,
+            ipos0=[float(v) for v in model.body_ipos[b]],
+            inertia0=[float(v) for v in model.body_inertia[b]],
+            iquat0=[float(v) for v in model.body_iquat[b]],
+        )
+        if inertia_type is InertiaType.Mass:
+            nominal, lo, hi = np.array([m0]), np.array([lo_f * m0]), np.array([hi_f * m0])
+            fast = True
+        else:
+            nominal = np.concatenate([[m0], c0])
+            lo = np.concatenate([[lo_f * m0], c0 - com_margin])
+            hi = np.concatenate([[hi_f * m0], c0 + com_margin])
+            fast = not simple
+    meta.update(
+        boundmass=float(spec.compiler.boundmass),
+        boundinertia=float(spec.compiler.boundinertia),
+        fast_path=fast,
+    )
+    param = Parameter(
+        param_name or f"{body_name}_{_SUFFIX[inertia_type]}",
+        nominal,
+        lo,
+        hi,
+        frozen=frozen,
+        meta=meta,
+    )
+    _bind(param)
+    return param

@@ -1,0 +1,553 @@
+"""Ready-made parameter kinds: the common physical quantities, with modifiers and bounds.
+
+``make_parameter("joint_damping", model, "hinge1")`` returns a :class:`Parameter` whose
+nominal value is read once from the compiled model, with physically sensible default bounds,
+a spec modifier (for :func:`apply_param_modifiers`) and an exact compiled-model fast path.
+Its ``meta`` records ``{"kind": ..., "target": ...}``, so a saved parameter file re-creates the
+modifiers on load (:meth:`ParameterDict.load_from_disk`).
+
+Kinds (``target`` is the element name):
+
+=====================  ===========  ===============================================
+kind                   element      quantity (spec field -> model field)
+=====================  ===========  ===============================================
+joint_damping          joint        ``damping[0]`` -> ``dof_damping`` (every dof)
+joint_armature         joint        ``armature`` -> ``dof_armature``
+joint_frictionloss     joint        ``frictionloss`` -> ``dof_frictionloss``
+joint_stiffness        joint        ``stiffness[0]`` -> ``jnt_stiffness``
+actuator_kp            actuator     position gain (``gainprm[0]``, ``biasprm[1] = -kp``)
+actuator_kv            actuator     velocity gain of an affine-bias actuator (``biasprm[2] = -kv``):
+                                    a position servo's kv, or a DC motor's back-EMF damping
+                                    (``<general ... biastype="affine" biasprm="0 0 -kv">``)
+actuator_gear          actuator     ``gear[0]`` (motor constant / transmission ratio)
+actuator_filter_tau    actuator     time constant ``dynprm[0]`` of a filter actuator (s)
+geom_friction          geom         sliding friction ``friction[0]``
+pair_friction          pair         sliding friction ``friction[0:2]`` (both tangent axes)
+body_mass / ...        body         see :mod:`mjsysid.params.inertia`
+sensor_delay           sensor glob  no model change; used by :class:`SignalTransform`
+sensor_gain            sensor glob  no model change; used by :class:`SignalTransform`
+sensor_bias            sensor glob  no model change; used by :class:`SignalTransform`
+control_deadband       actuator     no model change; used by :class:`ControlTransform`
+                       glob         (``deadband``: a command's threshold, >= 0; default
+                                    bounds ``[0, s/2]``, offset ``±s/2``, ``s`` the largest
+                                    ``|ctrlrange|`` of the matched actuators, else 1)
+control_gain           actuator     no model change; :class:`ControlTransform` ``gain``
+control_offset         actuator     no model change; :class:`ControlTransform` ``offset``
+=====================  ===========  ===============================================
+
+Every kind here has one value (a joint quantity is written to all dofs of its joint), so
+``nominal``, ``min_value`` and ``max_value`` are single numbers.
+
+Physical limits. A kind whose quantity cannot be negative without being nonsense has a lower
+limit of 0 (:attr:`Kind.lower`): ``joint_damping``, ``joint_armature``, ``joint_frictionloss``,
+``actuator_kp``, ``actuator_kv``, ``actuator_filter_tau``, ``geom_friction`` and
+``pair_friction``. Their default bounds start at 0 or above, a ``min_value`` below 0 is
+rejected by :func:`make_parameter`, and :func:`mjsysid.fit.optimize` refuses to fit such a
+parameter whose bounds reach below 0 (also one loaded from a file, or whose bounds were changed
+in place). ``min_value=-inf`` (no bound at all) stays accepted by :func:`make_parameter`, to
+write any value into a model (a simulated truth), but not by ``optimize``. Kinds where a
+negative value has a meaning have no limit: ``joint_stiffness`` (a negative spring is a
+destabilising one), ``actuator_gear`` (the sign is the motor's direction), and the signal kinds
+(``sensor_delay`` may be negative, ``sensor_gain`` may flip a sign). Body masses and inertias
+are bounded by :func:`mjsysid.body_inertia_param`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid.params.apply import FieldWrite
+from mjsysid.params.parameter import Parameter, ParameterDict, as_number_vector
+from mjsysid.util.errors import model_key, must_be, require_model
+
+_OBJ = {
+    "joint": mujoco.mjtObj.mjOBJ_JOINT,
+    "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR,
+    "geom": mujoco.mjtObj.mjOBJ_GEOM,
+    "pair": mujoco.mjtObj.mjOBJ_PAIR,
+    "body": mujoco.mjtObj.mjOBJ_BODY,
+}
+
+
+def element_id(model: mujoco.MjModel, element: str, name: str) -> int:
+    """Id of the named element, or a ``KeyError`` listing the known names."""
+    i = mujoco.mj_name2id(model, _OBJ[element], name)
+    if i < 0:
+        count = {
+            "joint": model.njnt,
+            "actuator": model.nu,
+            "geom": model.ngeom,
+            "pair": model.npair,
+            "body": model.nbody,
+        }[element]
+        known = [mujoco.mj_id2name(model, _OBJ[element], k) for k in range(count)]
+        raise KeyError(
+            f"the model has no {element} named {name!r}; known: {[k for k in known if k]}"
+        )
+    return i
+
+
+def spec_element(spec: mujoco.MjSpec, element: str, name: str) -> Any:
+    """The named element of ``spec`` (``spec.joint(name)`` etc.) or a clear ``KeyError``."""
+    obj = getattr(spec, element)(name)
+    if obj is None:
+        raise KeyError(f"the spec has no {element} named {name!r}")
+    return obj
+
+
+def _dofs(model: mujoco.MjModel, joint: int) -> slice:
+    adr = model.jnt_dofadr[joint]
+    n = {0: 6, 1: 3}.get(int(model.jnt_type[joint]), 1)
+    return slice(adr, adr + n)
+
+
+def _require_position_actuator(model: mujoco.MjModel, i: int, name: str) -> None:
+    if (
+        model.actuator_gaintype[i] != mujoco.mjtGain.mjGAIN_FIXED
+        or model.actuator_biastype[i] != mujoco.mjtBias.mjBIAS_AFFINE
+    ):
+        raise ValueError(
+            f"actuator {name!r} must be a position-type actuator (fixed gain, affine bias) to "
+            "have kp/kv gains, got a different gain/bias type; for a motor use actuator_gear, "
+            'and for its back-EMF declare it <general ... biastype="affine" '
+            'biasprm="0 0 -kv"> (then actuator_kv is that damping)'
+        )
+
+
+def _require_filter_actuator(model: mujoco.MjModel, i: int, name: str) -> None:
+    filters = (int(mujoco.mjtDyn.mjDYN_FILTER), int(mujoco.mjtDyn.mjDYN_FILTEREXACT))
+    if int(model.actuator_dyntype[i]) not in filters:
+        raise ValueError(
+            f'actuator {name!r} must have first-order filter dynamics (dyntype="filter" or '
+            f'"filterexact", dynprm="tau") to have a filter time constant, got dyntype '
+            f"{mujoco.mjtDyn(int(model.actuator_dyntype[i])).name}"
+        )
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How one kind of quantity is read, written and bounded.
+
+    Attributes:
+      element: Element type the target names (``"joint"``, ``"actuator"``, ...) or ``None``.
+      read: ``read(model, id) -> nominal`` (1-D array).
+      set_spec: ``set_spec(spec_element, value)``.
+      set_model: ``set_model(model, id, value)``; exact equivalent of set_spec + compile.
+      bounds: ``bounds(nominal) -> (lo, hi)`` defaults.
+      unit: SI unit, for reports.
+      fields: ``fields(model, id) -> [(field, flat indices, factor)]``: what ``set_model``
+        writes, ``model.<field>.flat[index] = factor · value[0]`` (for batched writes, see
+        :class:`mjsysid.params.apply.WritePlan`).
+      lower: Physical lower limit of the quantity (``None``: a negative value has a meaning);
+        see "Physical limits" in the module docstring.
+      lower_reason: Why, for error messages.
+    """
+
+    element: str | None
+    read: Callable[[mujoco.MjModel, int], np.ndarray] | None
+    set_spec: Callable[[Any, np.ndarray], None] | None
+    set_model: Callable[[mujoco.MjModel, int, np.ndarray], None] | None
+    bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+    unit: str
+    fields: Callable[[mujoco.MjModel, int], list[tuple[str, list[int], float]]] | None = None
+    lower: float | None = None
+    lower_reason: str = ""
+
+
+def _at(model: mujoco.MjModel, field: str, row: int, col: int = 0) -> int:
+    """Flat index of ``model.<field>[row, col]`` (``row`` for a 1-D field)."""
+    shape = getattr(model, field).shape
+    return row if len(shape) == 1 else row * shape[1] + col
+
+
+def _nonneg(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    hi = np.maximum(10.0 * np.abs(nominal), 1.0)
+    return np.zeros_like(nominal), hi
+
+
+def _positive(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mag = np.maximum(np.abs(nominal), 1e-6)
+    return 0.1 * mag, 10.0 * mag
+
+
+def _same_sign(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """0.1x to 10x the nominal, on the nominal's side of 0 (a gear of -2 gets [-20, -0.2])."""
+    lo, hi = _positive(nominal)
+    neg = nominal < 0
+    return np.where(neg, -hi, lo), np.where(neg, -lo, hi)
+
+
+def _set0(attr: str) -> Callable[[Any, np.ndarray], None]:
+    def setter(obj: Any, value: np.ndarray) -> None:
+        field = getattr(obj, attr)
+        if isinstance(field, np.ndarray):
+            field[0] = value[0]
+        else:
+            setattr(obj, attr, float(value[0]))
+
+    return setter
+
+
+def _set_kp_spec(act: Any, v: np.ndarray) -> None:
+    act.gainprm[0] = v[0]
+    act.biasprm[1] = -v[0]
+
+
+def _set_kp_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+    m.actuator_gainprm[i, 0] = v[0]
+    m.actuator_biasprm[i, 1] = -v[0]
+
+
+def _set_kv_spec(act: Any, v: np.ndarray) -> None:
+    act.biasprm[2] = -v[0]
+
+
+def _set_kv_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+    m.actuator_biasprm[i, 2] = -v[0]
+
+
+def _set_pair_friction_spec(pair: Any, v: np.ndarray) -> None:
+    pair.friction[0] = v[0]
+    pair.friction[1] = v[0]
+
+
+def _set_pair_friction_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+    m.pair_friction[i, 0:2] = v[0]
+
+
+def _dof_kind(field: str, spec_attr: str, unit: str, reason: str) -> Kind:
+    """A joint quantity stored once per dof (``model.<field>``), the same for all its dofs."""
+
+    def read(m: mujoco.MjModel, i: int) -> np.ndarray:
+        return getattr(m, field)[_dofs(m, i)][:1].copy()
+
+    def write(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+        getattr(m, field)[_dofs(m, i)] = v[0]
+
+    def fields(m: mujoco.MjModel, i: int) -> list[tuple[str, list[int], float]]:
+        d = _dofs(m, i)
+        return [(field, list(range(d.start, d.stop)), 1.0)]
+
+    return Kind("joint", read, _set0(spec_attr), write, _nonneg, unit, fields, 0.0, reason)
+
+
+KINDS: dict[str, Kind] = {
+    "joint_damping": _dof_kind(
+        "dof_damping", "damping", "N·m·s/rad", "a negative damping adds energy"
+    ),
+    "joint_armature": _dof_kind(
+        "dof_armature", "armature", "kg·m²", "armature is a rotor inertia, never negative"
+    ),
+    "joint_frictionloss": _dof_kind(
+        "dof_frictionloss", "frictionloss", "N·m", "a friction loss is a magnitude, never negative"
+    ),
+    "joint_stiffness": Kind(
+        "joint",
+        lambda m, i: m.jnt_stiffness[i : i + 1].copy(),
+        _set0("stiffness"),
+        lambda m, i, v: m.jnt_stiffness.__setitem__(i, v[0]),
+        _nonneg,
+        "N·m/rad",
+        lambda m, i: [("jnt_stiffness", [i], 1.0)],
+    ),
+    "actuator_kp": Kind(
+        "actuator",
+        lambda m, i: m.actuator_gainprm[i, :1].copy(),
+        _set_kp_spec,
+        _set_kp_model,
+        _positive,
+        "N·m/rad",
+        lambda m, i: [
+            ("actuator_gainprm", [_at(m, "actuator_gainprm", i, 0)], 1.0),
+            ("actuator_biasprm", [_at(m, "actuator_biasprm", i, 1)], -1.0),
+        ],
+        0.0,
+        "a negative position gain drives away from the target",
+    ),
+    "actuator_kv": Kind(
+        "actuator",
+        lambda m, i: -m.actuator_biasprm[i, 2:3],
+        _set_kv_spec,
+        _set_kv_model,
+        _nonneg,
+        "N·m·s/rad",
+        lambda m, i: [("actuator_biasprm", [_at(m, "actuator_biasprm", i, 2)], -1.0)],
+        0.0,
+        "a negative velocity gain adds energy",
+    ),
+    "actuator_gear": Kind(
+        "actuator",
+        lambda m, i: m.actuator_gear[i, :1].copy(),
+        _set0("gear"),
+        lambda m, i, v: m.actuator_gear.__setitem__((i, 0), v[0]),
+        _same_sign,
+        "N·m/ctrl",
+        lambda m, i: [("actuator_gear", [_at(m, "actuator_gear", i, 0)], 1.0)],
+    ),
+    "actuator_filter_tau": Kind(
+        "actuator",
+        lambda m, i: m.actuator_dynprm[i, :1].copy(),
+        _set0("dynprm"),
+        lambda m, i, v: m.actuator_dynprm.__setitem__((i, 0), v[0]),
+        _positive,
+        "s",
+        lambda m, i: [("actuator_dynprm", [_at(m, "actuator_dynprm", i, 0)], 1.0)],
+        0.0,
+        "a time constant is positive",
+    ),
+    "geom_friction": Kind(
+        "geom",
+        lambda m, i: m.geom_friction[i, :1].copy(),
+        _set0("friction"),
+        lambda m, i, v: m.geom_friction.__setitem__((i, 0), v[0]),
+        _nonneg,
+        "1",
+        lambda m, i: [("geom_friction", [_at(m, "geom_friction", i, 0)], 1.0)],
+        0.0,
+        "a friction coefficient is never negative",
+    ),
+    "pair_friction": Kind(
+        "pair",
+        lambda m, i: m.pair_friction[i, :1].copy(),
+        _set_pair_friction_spec,
+        _set_pair_friction_model,
+        _nonneg,
+        "1",
+        lambda m, i: [
+            ("pair_friction", [_at(m, "pair_friction", i, 0), _at(m, "pair_friction", i, 1)], 1.0)
+        ],
+        0.0,
+        "a friction coefficient is never negative",
+    ),
+    "sensor_delay": Kind(
+        None, None, None, None, lambda n: (np.full_like(n, -0.05), np.full_like(n, 0.1)), "s"
+    ),
+    "sensor_gain": Kind(
+        None, None, None, None, lambda n: (np.full_like(n, 0.5), np.full_like(n, 2.0)), "1"
+    ),
+    "sensor_bias": Kind(
+        None,
+        None,
+        None,
+        None,
+        lambda n: (np.full_like(n, -1.0), np.full_like(n, 1.0)),
+        "sensor unit",
+    ),
+    "control_deadband": Kind(
+        None,
+        None,
+        None,
+        None,
+        lambda n: (np.zeros_like(n), np.full_like(n, 0.5)),
+        "ctrl",
+        None,
+        0.0,
+        "a deadband is a width, never negative",
+    ),
+    "control_gain": Kind(
+        None, None, None, None, lambda n: (np.full_like(n, 0.5), np.full_like(n, 2.0)), "1"
+    ),
+    "control_offset": Kind(
+        None, None, None, None, lambda n: (np.full_like(n, -0.5), np.full_like(n, 0.5)), "ctrl"
+    ),
+}
+_SIGNAL_NOMINAL = {
+    "sensor_delay": 0.0,
+    "sensor_gain": 1.0,
+    "sensor_bias": 0.0,
+    "control_deadband": 0.0,
+    "control_gain": 1.0,
+    "control_offset": 0.0,
+}
+
+# Kinds defined elsewhere (inertia) register a rebinder: meta -> (modifier, model_modifier).
+_REBINDERS: dict[str, Callable[[Parameter], None]] = {}
+
+
+def register_rebinder(kind: str, rebind: Callable[[Parameter], None]) -> None:
+    """Lets another module re-create modifiers of its own kind from ``Parameter.meta``."""
+    _REBINDERS[kind] = rebind
+
+
+def _bind(param: Parameter, kind_name: str, target: str) -> None:
+    kind = KINDS[kind_name]
+    if kind.set_spec is None or kind.set_model is None:
+        return
+    set_spec, set_model, element = kind.set_spec, kind.set_model, kind.element
+    assert element is not None
+
+    def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
+        set_spec(spec_element(spec, element, target), p.value)
+
+    ids: dict[tuple[int, int], int] = {}  # element id per model structure
+
+    def model_modifier(model: mujoco.MjModel, p: Parameter) -> None:
+        key = model_key(model)
+        if key not in ids:
+            ids[key] = element_id(model, element, target)
+        set_model(model, ids[key], p.value)
+
+    fields = kind.fields
+    if fields is not None:
+
+        def field_writes(model: mujoco.MjModel) -> list[FieldWrite]:
+            out = []
+            for field, index, factor in fields(model, element_id(model, element, target)):
+                n = len(index)
+                one = np.ones(n)
+                out.append(FieldWrite(field, np.array(index), np.zeros(n, int), one, factor * one))
+            return out
+
+        model_modifier.field_writes = field_writes  # type: ignore[attr-defined]
+    param.modifier = modifier
+    param.model_modifier = model_modifier
+
+
+def _command_scale(model: mujoco.MjModel, pattern: str) -> float:
+    """Largest ``|ctrlrange|`` of the limited actuators ``pattern`` matches (1 without any):
+    the command unit the default deadband and offset bounds are measured in."""
+    require_model(model)
+    limits = [
+        float(np.max(np.abs(model.actuator_ctrlrange[i])))
+        for i in range(model.nu)
+        if fnmatch.fnmatchcase(model.actuator(i).name, pattern) and model.actuator_ctrllimited[i]
+    ]
+    return max(limits) if limits else 1.0
+
+
+def make_parameter(
+    kind: str,
+    model: mujoco.MjModel | None,
+    target: str,
+    *,
+    name: str | None = None,
+    nominal: npt.ArrayLike | None = None,
+    min_value: npt.ArrayLike | None = None,
+    max_value: npt.ArrayLike | None = None,
+    frozen: bool = False,
+) -> Parameter:
+    """Creates a parameter of a known kind.
+
+    Args:
+      kind: One of :data:`KINDS` (see the module docstring).
+      model: Compiled model to read the nominal value from (may be ``None`` for sensor kinds
+        or when ``nominal`` is given).
+      target: Element name (joint, actuator, geom, pair) or sensor glob for sensor kinds.
+      name: Parameter name; default ``f"{target}_{quantity}"`` (e.g. ``hinge1_damping``).
+      nominal: Override the value read from the model; a single number.
+      min_value, max_value: Override the kind's default bounds; single numbers. For a kind
+        with a physical lower limit (damping, armature, friction loss, kp, kv, friction; see
+        the module docstring) ``min_value`` must not lie below it, except ``-inf``.
+      frozen: Create the parameter frozen (``True`` or ``False``).
+
+    Raises:
+      TypeError: ``kind`` or ``target`` is not a string, ``model`` is not an ``MjModel``,
+        ``frozen`` is not a bool.
+      ValueError: Unknown kind, kind not applicable to the element (e.g. kp of a motor),
+        ``nominal``/``min_value``/``max_value`` not a single number, or ``min_value`` below
+        the kind's physical limit.
+      KeyError: ``target`` is not an element of the model.
+    """
+    if not isinstance(kind, str):
+        raise TypeError(must_be("kind", f"a string, one of {sorted(KINDS)}", kind))
+    if kind not in KINDS:
+        if kind in _REBINDERS or kind.startswith("body_"):
+            raise ValueError(f"kind {kind!r} is created with mjsysid.body_inertia_param")
+        raise ValueError(must_be("kind", f"one of {sorted(KINDS)}", kind))
+    spec_kind = KINDS[kind]
+    if not isinstance(target, str):
+        element = spec_kind.element
+        raise TypeError(
+            must_be(
+                "target",
+                f"the {element}'s name (a string)" if element else "a sensor name pattern",
+                target,
+            )
+        )
+    if spec_kind.element is not None:
+        if model is None:
+            raise ValueError(must_be("model", f"a compiled MjModel to read {kind} from", model))
+        require_model(model)
+        i = element_id(model, spec_kind.element, target)
+        if kind in ("actuator_kp", "actuator_kv"):
+            _require_position_actuator(model, i, target)
+        if kind == "actuator_kp" and model.actuator_biasprm[i, 1] != -model.actuator_gainprm[i, 0]:
+            raise ValueError(
+                f"actuator {target!r} must be a position servo (biasprm[1] = -gainprm[0]) to "
+                "have a kp: writing one would add a spring to it; for a motor's strength use "
+                "actuator_gear"
+            )
+        if kind == "actuator_filter_tau":
+            _require_filter_actuator(model, i, target)
+        assert spec_kind.read is not None
+        read = spec_kind.read(model, i)
+        if kind == "actuator_filter_tau" and read[0] <= 0 and nominal is None:
+            raise ValueError(
+                f"actuator {target!r} has a filter time constant of {float(read[0])!r} in the "
+                "model (dynprm[0]); give nominal, min_value and max_value"
+            )
+    else:
+        read = np.array([_SIGNAL_NOMINAL[kind]])
+    given = {}
+    for field, value in (("nominal", nominal), ("min_value", min_value), ("max_value", max_value)):
+        if value is None:
+            continue
+        arr = as_number_vector(field, value)
+        if arr.size != read.size:
+            per = " (one value for the whole joint, written to each of its dofs)"
+            raise ValueError(
+                must_be(
+                    field,
+                    f"a single number for {kind}{per if spec_kind.element == 'joint' else ''}",
+                    value,
+                )
+            )
+        given[field] = arr
+    nom = given.get("nominal", read)
+    lo, hi = spec_kind.bounds(np.asarray(nom, dtype=np.float64))
+    if kind in ("control_deadband", "control_offset") and model is not None:
+        lo, hi = lo * _command_scale(model, target), hi * _command_scale(model, target)
+    lo = given.get("min_value", lo)
+    hi = given.get("max_value", hi)
+    limit = spec_kind.lower
+    if limit is not None and "min_value" in given:
+        below = np.flatnonzero((lo < limit) & np.isfinite(lo))
+        if below.size:
+            raise ValueError(
+                must_be(
+                    "min_value",
+                    f">= {limit!r} for {kind} ({spec_kind.lower_reason})",
+                    float(lo[below[0]]),
+                    hint="A lower bound below it lets the fit reach values that are not physical",
+                )
+            )
+    quantity = kind.split("_", 1)[1]
+    param = Parameter(
+        name or f"{target}_{quantity}",
+        nom,
+        lo,
+        hi,
+        frozen=frozen,
+        meta={"kind": kind, "target": target},
+    )
+    _bind(param, kind, target)
+    return param
+
+
+def rebind_modifiers(params: ParameterDict) -> None:
+    """Re-creates modifiers of loaded parameters whose ``meta.kind`` is known."""
+    from mjsysid.params import inertia  # noqa: F401  (importing it registers the body_* rebinders)
+
+    for p in params.values():
+        kind = p.meta.get("kind")
+        if kind in KINDS and isinstance(p.meta.get("target"), str):
+            _bind(p, kind, p.meta["target"])
+        elif kind in _REBINDERS:
+            _REBINDERS[kind](p)

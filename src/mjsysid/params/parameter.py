@@ -1,0 +1,678 @@
+"""Parameters: named, bounded values that know how to apply themselves to a model.
+
+A :class:`Parameter` holds a 1-D float value (a scalar is a length-1 array, so modifiers read
+``p.value[0]``), its nominal value and its box bounds. A :class:`ParameterDict` stacks the
+values of its non-frozen parameters into the one vector ``x`` that the optimizer sees.
+
+Frozen parameters are invisible to the optimizer: they are left out of ``as_vector``,
+``update_from_vector``, ``get_bounds`` and ``randomize``, and their modifiers are not called
+(the model keeps whatever its spec says for that quantity).
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import yaml
+
+from mjsysid.objective.protocols import ModelModifierFn, ModifierFn
+from mjsysid.util.errors import must_be, short_repr
+from mjsysid.util.files import atomic_write_text, read_yaml
+
+PARAMS_SCHEMA = "mjsysid.parameters"
+PARAMS_SCHEMA_VERSION = 1
+
+
+def _has_bool(value: Any) -> bool:
+    """Whether ``value`` is or holds a boolean (``np.asarray([True, 0.5])`` hides it)."""
+    if isinstance(value, bool | np.bool_):
+        return True
+    if isinstance(value, list | tuple):
+        return any(_has_bool(v) for v in value)
+    return False
+
+
+def as_number_vector(what: str, value: Any) -> np.ndarray:
+    """``value`` (a number or a sequence of numbers) as a 1-D float64 array.
+
+    Booleans and strings are errors, not ``1.0`` or a parsed number: ``nominal=True`` or
+    ``min_value="0"`` is a mistake that a silent conversion would hide.
+
+    Raises:
+      ValueError: ``value`` is not a number or a sequence of numbers, or has more than one
+        dimension. The message starts with ``what``.
+    """
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nesting
+        raw = None
+    if raw is None or raw.dtype.kind not in "iuf" or _has_bool(value):
+        raise ValueError(must_be(what, "a number or a sequence of numbers", value))
+    if raw.ndim > 1:
+        raise ValueError(must_be(what, "a scalar or a 1-D array", raw))
+    return raw.astype(np.float64).reshape(-1)
+
+
+def _as_vector(name: str, field: str, value: npt.ArrayLike) -> np.ndarray:
+    return as_number_vector(f"parameter {name!r}: {field}", value)
+
+
+def _check_flag(what: str, value: Any) -> bool:
+    """``value`` as a ``bool``; anything but ``True``/``False`` (``"no"`` is truthy) is an error."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(must_be(what, "True or False", value))
+    return bool(value)
+
+
+class Parameter:
+    """A named value with bounds and an optional modifier callback.
+
+    Args:
+      name: Unique name within a :class:`ParameterDict`.
+      nominal: Starting (and reset) value; a scalar or a 1-D sequence.
+      min_value: Lower bound, same shape as ``nominal`` (``-inf`` allowed, not NaN).
+      max_value: Upper bound, same shape as ``nominal`` (``+inf`` allowed, not NaN).
+      frozen: Exclude from optimization; the modifier is then never called. ``True`` or
+        ``False`` (a string such as ``"no"`` is an error, not truthy).
+      modifier: ``modifier(spec, param)`` writes ``param.value`` into an ``MjSpec``
+        (see :class:`mjsysid.ModifierFn`). ``None`` for parameters that act only on
+        signals (delay, gain, bias) or inside a custom residual.
+      model_modifier: Optional fast path that writes the value into a compiled ``MjModel``
+        with the same effect as ``modifier`` plus a recompile.
+      meta: JSON-able description saved with the parameter (for example
+        ``{"kind": "joint_damping", "target": "hinge1"}``); known kinds let a saved file
+        re-create the modifier on load.
+
+    The value may later be set outside the bounds (see :attr:`value`); the bounds constrain
+    the fit, and :func:`mjsysid.fit.optimize` checks them again (they are plain arrays that can
+    be changed in place).
+
+    Raises:
+      ValueError: When a number is not a number (booleans and strings are refused), shapes
+        differ, the nominal is not finite, a bound is NaN, ``min_value > max_value`` (or
+        equal, unless frozen), or the nominal is out of bounds.
+      TypeError: ``frozen`` is not ``True`` or ``False``.
+    """
+
+    __slots__ = (
+        "_frozen",
+        "_value",
+        "max_value",
+        "meta",
+        "min_value",
+        "model_modifier",
+        "modifier",
+        "name",
+        "nominal",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        nominal: npt.ArrayLike,
+        min_value: npt.ArrayLike,
+        max_value: npt.ArrayLike,
+        frozen: bool = False,
+        modifier: ModifierFn | None = None,
+        *,
+        model_modifier: ModelModifierFn | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(must_be("Parameter name", "a non-empty string", name))
+        self.name = name
+        self.nominal = _as_vector(name, "nominal", nominal)
+        self.min_value = _as_vector(name, "min_value", min_value)
+        self.max_value = _as_vector(name, "max_value", max_value)
+        self._frozen = _check_flag(f"parameter {name!r}: frozen", frozen)
+        if modifier is not None and not callable(modifier):
+            raise ValueError(must_be(f"parameter {name!r}: modifier", "callable or None", modifier))
+        if model_modifier is not None and not callable(model_modifier):
+            raise ValueError(
+                must_be(f"parameter {name!r}: model_modifier", "callable or None", model_modifier)
+            )
+        self.modifier = modifier
+        self.model_modifier = model_modifier
+        self.meta: dict[str, Any] = dict(meta or {})
+        _check_plain(f"parameter {name!r}: meta", self.meta)
+        self._validate()
+        self._value = self.nominal.copy()
+
+    def _validate(self) -> None:
+        n, lo, hi = self.nominal, self.min_value, self.max_value
+        where = f"parameter {self.name!r}"
+        if n.size == 0:
+            raise ValueError(must_be(f"{where}: nominal", "non-empty", n))
+        if lo.shape != n.shape or hi.shape != n.shape:
+            raise ValueError(
+                f"{where}: nominal, min_value and max_value must have the same shape, got "
+                f"{n.shape}, {lo.shape} and {hi.shape}"
+            )
+        if not np.all(np.isfinite(n)):
+            raise ValueError(must_be(f"{where}: nominal", "finite", n))
+        for field, b in (("min_value", lo), ("max_value", hi)):
+            if np.any(np.isnan(b)):
+                raise ValueError(
+                    must_be(f"{where}: {field}", "a number (+-inf allowed), not NaN", b)
+                )
+        bad = np.flatnonzero(lo > hi)
+        if bad.size:
+            i = bad[0]
+            raise ValueError(
+                f"{where}: min_value must be <= max_value, got min_value[{i}]={float(lo[i])!r} > "
+                f"max_value[{i}]={float(hi[i])!r}"
+            )
+        if not self.frozen:
+            eq = np.flatnonzero(lo == hi)
+            if eq.size:
+                i = eq[0]
+                raise ValueError(
+                    f"{where}: min_value must be < max_value for a non-frozen parameter, got "
+                    f"both equal to {float(lo[i])!r} at index {i}. Freeze it (frozen=True) to keep "
+                    "it "
+                    "fixed"
+                )
+        out = np.flatnonzero((n < lo) | (n > hi))
+        if out.size:
+            i = out[0]
+            raise ValueError(
+                f"{where}: nominal must lie within [min_value, max_value], got nominal[{i}]="
+                f"{float(n[i])!r} outside [{float(lo[i])!r}, {float(hi[i])!r}]"
+            )
+
+    # -- value access -------------------------------------------------------------------------
+    @property
+    def frozen(self) -> bool:
+        """Whether the optimizer leaves this parameter out (``True``/``False`` only).
+
+        Unfreezing a parameter whose bounds are equal (``min_value == max_value``, allowed
+        only while frozen) is an error: widen the bounds first.
+        """
+        return self._frozen
+
+    @frozen.setter
+    def frozen(self, flag: bool) -> None:
+        flag = _check_flag(f"parameter {self.name!r}: frozen", flag)
+        if not flag:
+            eq = np.flatnonzero(self.min_value == self.max_value)
+            if eq.size:
+                i = int(eq[0])
+                raise ValueError(
+                    f"parameter {self.name!r}: min_value must be < max_value for a non-frozen "
+                    f"parameter, got both equal to {float(self.min_value[i])!r} at index {i}; "
+                    "widen the bounds before unfreezing it"
+                )
+        self._frozen = flag
+
+    @property
+    def value(self) -> np.ndarray:
+        """Current value, a 1-D float64 array of length :attr:`size` (mutable in place).
+
+        Setting it checks the shape and finiteness, not the bounds: a value outside them is a
+        legal state (a simulated truth, a point of a sweep), but :func:`mjsysid.fit.optimize`
+        refuses to start from one, naming the parameter. A value written in place
+        (``p.value[0] = ...``) is not checked here; ``optimize`` checks it too.
+        """
+        return self._value
+
+    @value.setter
+    def value(self, new: npt.ArrayLike) -> None:
+        arr = _as_vector(self.name, "value", new)
+        if arr.shape != self.nominal.shape:
+            raise ValueError(must_be(f"parameter {self.name!r}: value", f"shape {self.shape}", arr))
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(must_be(f"parameter {self.name!r}: value", "finite", arr))
+        self._value = arr
+
+    @property
+    def shape(self) -> tuple[int]:
+        """Shape of :attr:`value`, always ``(size,)``."""
+        return (self.nominal.size,)
+
+    @property
+    def size(self) -> int:
+        """Number of scalar entries."""
+        return int(self.nominal.size)
+
+    def as_vector(self) -> np.ndarray:
+        """A copy of the current value."""
+        return self._value.copy()
+
+    def update_from_vector(self, x: npt.ArrayLike) -> None:
+        """Sets the value from a vector of length :attr:`size`."""
+        self.value = x
+
+    def get_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(min_value, max_value)`` copies."""
+        return self.min_value.copy(), self.max_value.copy()
+
+    def reset(self) -> None:
+        """Restores the nominal value."""
+        self._value = self.nominal.copy()
+
+    def sample(self, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Draws a value uniformly within the bounds, stores it and returns a copy.
+
+        Raises:
+          ValueError: If a bound is infinite (a uniform draw is then undefined).
+        """
+        if not (np.all(np.isfinite(self.min_value)) and np.all(np.isfinite(self.max_value))):
+            raise ValueError(
+                f"parameter {self.name!r}: sample needs finite bounds, got min_value="
+                f"{short_repr(self.min_value)}, max_value={short_repr(self.max_value)}"
+            )
+        rng = np.random.default_rng() if rng is None else rng
+        self._value = rng.uniform(self.min_value, self.max_value)
+        return self._value.copy()
+
+    def copy(self) -> Parameter:
+        """A deep copy of the arrays; callbacks are shared (they are stateless functions)."""
+        new = _copy.copy(self)
+        for attr in ("nominal", "min_value", "max_value", "_value"):
+            object.__setattr__(new, attr, getattr(self, attr).copy())
+        new.meta = _copy.deepcopy(self.meta)
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form used by the YAML files (no callbacks)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "value": self._value.tolist(),
+            "nominal": self.nominal.tolist(),
+            "min_value": [_yaml_float(v) for v in self.min_value],
+            "max_value": [_yaml_float(v) for v in self.max_value],
+            "frozen": self.frozen,
+        }
+        meta = dict(self.meta)
+        if self.modifier is not None and "kind" not in meta:
+            meta["modifier"] = "custom"  # not saved: a loaded parameter must say it lacks one
+        if meta:
+            out["meta"] = meta
+        return out
+
+    def __repr__(self) -> str:
+        flag = ", frozen" if self.frozen else ""
+        return (
+            f"Parameter({self.name!r}, value={short_repr(self._value)}, "
+            f"bounds=[{short_repr(self.min_value)}, {short_repr(self.max_value)}]{flag})"
+        )
+
+
+def _check_plain(where: str, value: Any) -> None:
+    """Raises unless ``value`` is YAML/JSON plain data (what ``meta`` is saved as)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(must_be(f"{where} keys", "strings", k))
+            _check_plain(f"{where}[{k!r}]", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_plain(f"{where}[{i}]", v)
+    elif value is not None and type(value) not in (str, int, float, bool):
+        raise TypeError(
+            must_be(
+                where,
+                "plain data (str, int, float, bool, None, list, dict)",
+                type(value).__name__,
+                "convert numpy values with float() / .tolist()",
+            )
+        )
+
+
+def _yaml_float(v: float) -> float | str:
+    return float(v) if math.isfinite(v) else (".inf" if v > 0 else "-.inf")
+
+
+def _from_yaml_float(v: Any) -> float:
+    if isinstance(v, str) and v.lower() in (".inf", "inf", "+.inf", "-.inf", "-inf"):
+        return -math.inf if v.startswith("-") else math.inf
+    return float(v)
+
+
+def check_modifiers_present(params: Iterable[Parameter], where: str) -> None:
+    """Raises when a free parameter was saved with a custom modifier and loaded without it
+    (callbacks are not saved): it would silently change nothing."""
+    lost = [
+        p.name
+        for p in params
+        if not p.frozen and p.modifier is None and p.meta.get("modifier") == "custom"
+    ]
+    if lost:
+        raise ValueError(
+            f"{where}: parameters {lost} were saved with custom modifiers and loaded without "
+            "them (callbacks are not saved); set p.modifier again, or load the values into the "
+            "ParameterDict that has them (ParameterDict.load_values)"
+        )
+
+
+class ParameterDict:
+    """An ordered collection of parameters, flattened into one optimizer vector.
+
+    The vector ``x`` is the concatenation of the values of the non-frozen parameters, in the
+    order they were added. Iterating yields parameter names, like a ``dict``.
+    """
+
+    def __init__(self, parameters: Iterable[Parameter] = ()) -> None:
+        self._params: dict[str, Parameter] = {}
+        for p in parameters:
+            self.add(p)
+
+    # -- container protocol -------------------------------------------------------------------
+    def add(self, param: Parameter) -> Parameter:
+        """Adds ``param``; a second parameter with the same name is an error."""
+        if not isinstance(param, Parameter):
+            raise TypeError(must_be("ParameterDict.add: param", "a Parameter", param))
+        if param.name in self._params:
+            raise ValueError(
+                f"ParameterDict already has a parameter named {param.name!r}; names must be unique"
+            )
+        self._params[param.name] = param
+        return param
+
+    def update(self, other: ParameterDict | Iterable[Parameter]) -> None:
+        """Adds every parameter of ``other`` (names must not clash)."""
+        items = other.values() if isinstance(other, ParameterDict) else other
+        for p in items:
+            self.add(p)
+
+    def __getitem__(self, name: str) -> Parameter:
+        try:
+            return self._params[name]
+        except KeyError:
+            raise KeyError(
+                f"no parameter named {name!r}; known parameters: {list(self._params)}"
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._params
+
+    def __len__(self) -> int:
+        return len(self._params)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._params)
+
+    def keys(self) -> list[str]:
+        return list(self._params)
+
+    def values(self) -> list[Parameter]:
+        return list(self._params.values())
+
+    def items(self) -> list[tuple[str, Parameter]]:
+        return list(self._params.items())
+
+    def non_frozen(self) -> list[Parameter]:
+        """The parameters the optimizer sees, in vector order."""
+        return [p for p in self._params.values() if not p.frozen]
+
+    @property
+    def size(self) -> int:
+        """Length of :meth:`as_vector`."""
+        return sum(p.size for p in self.non_frozen())
+
+    # -- vector view --------------------------------------------------------------------------
+    def as_vector(self) -> np.ndarray:
+        """Concatenated values of all non-frozen parameters, shape ``(size,)``."""
+        parts = [p.value for p in self.non_frozen()]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def update_from_vector(self, x: npt.ArrayLike) -> None:
+        """Writes ``x`` (shape ``(size,)``) back into the non-frozen parameters.
+
+        Like :attr:`Parameter.value`, the values are checked for shape and finiteness, not
+        against the bounds (see there).
+        """
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError):
+            arr = np.asarray(None)
+        if arr.dtype.kind not in "iuf" or _has_bool(x):
+            raise ValueError(
+                must_be("update_from_vector: x", f"an array of {self.size} numbers", x)
+            )
+        arr = arr.astype(np.float64)
+        if arr.ndim != 1 or arr.size != self.size:
+            raise ValueError(
+                must_be(
+                    "update_from_vector: x",
+                    f"a 1-D array of length {self.size} (one entry per non-frozen scalar)",
+                    arr,
+                )
+            )
+        if not np.all(np.isfinite(arr)):
+            i = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise ValueError(
+                f"update_from_vector: x must be finite, got x[{i}]={float(arr[i])!r} "
+                f"({self.get_non_frozen_parameter_names()[i]})"
+            )
+        i = 0
+        for p in self.non_frozen():
+            p._value = arr[i : i + p.size].copy()
+            i += p.size
+
+    def _assign_checked_vector(self, x: np.ndarray, free: list[Parameter]) -> None:
+        """``update_from_vector`` for a ``(size,)`` float vector the caller already validated.
+
+        ``free`` is :meth:`non_frozen`, computed once by the caller (the residual's hot loop
+        writes every candidate this way).
+        """
+        i = 0
+        for p in free:
+            n = p.nominal.size
+            p._value = x[i : i + n].copy()
+            i += n
+
+    def get_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)`` arrays of shape ``(size,)``."""
+        ps = self.non_frozen()
+        if not ps:
+            return np.zeros(0), np.zeros(0)
+        return (
+            np.concatenate([p.min_value for p in ps]),
+            np.concatenate([p.max_value for p in ps]),
+        )
+
+    def randomize(self, rng: np.random.Generator | None = None) -> None:
+        """Samples every non-frozen parameter uniformly within its bounds."""
+        rng = np.random.default_rng() if rng is None else rng
+        for p in self.non_frozen():
+            p.sample(rng)
+
+    def reset(self) -> None:
+        """Restores every parameter (frozen ones too) to its nominal value."""
+        for p in self._params.values():
+            p.reset()
+
+    def copy(self) -> ParameterDict:
+        """Deep copy of values; modifier callables are kept."""
+        return ParameterDict(p.copy() for p in self._params.values())
+
+    def get_non_frozen_parameter_names(self) -> list[str]:
+        """One label per entry of :meth:`as_vector`; arrays expand to ``name[i]``."""
+        out: list[str] = []
+        for p in self.non_frozen():
+            out.extend([p.name] if p.size == 1 else [f"{p.name}[{i}]" for i in range(p.size)])
+        return out
+
+    # -- files --------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": PARAMS_SCHEMA,
+            "schema_version": PARAMS_SCHEMA_VERSION,
+            "parameters": [p.to_dict() for p in self._params.values()],
+        }
+
+    def save_to_disk(self, path: str | Path) -> None:
+        """Writes the parameters (schema, bounds, values, metadata) to a YAML file atomically."""
+        atomic_write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "parameters") -> ParameterDict:
+        """Builds a dict from :meth:`to_dict` output, or from the peer's YAML layout.
+
+        Known ``meta.kind`` values re-create their modifiers (see :mod:`mjsysid.params.kinds`).
+        """
+        entries = _parse_entries(data, source)
+        out = cls()
+        for k, e in enumerate(entries):
+            p = Parameter(
+                e["name"],
+                e["nominal"],
+                e["min_value"],
+                e["max_value"],
+                frozen=e["frozen"],
+                meta=e.get("meta"),
+            )
+            p.value = e["value"]
+            bad = np.flatnonzero((p.value < p.min_value) | (p.value > p.max_value))
+            if bad.size:
+                i = int(bad[0])
+                at = f" at index {i}" if p.size > 1 else ""
+                raise ValueError(
+                    f"{source}: parameters[{k}].value must lie within [{float(p.min_value[i])!r}, "
+                    f"{float(p.max_value[i])!r}], got {float(p.value[i])!r}{at}"
+                )
+            out.add(p)
+        from mjsysid.params import (
+            kinds as param_kinds,  # local import: param_kinds builds on this module
+        )
+
+        param_kinds.rebind_modifiers(out)
+        return out
+
+    @classmethod
+    def load_from_disk(cls, path: str | Path) -> ParameterDict:
+        """Reads a file written by :meth:`save_to_disk` (or by ``mujoco.sysid``).
+
+        To continue a fit with your own modifiers, use :meth:`load_values` on the dict that
+        has them.
+        """
+        return cls.from_dict(read_yaml(path), source=str(path))
+
+    def load_values(self, path: str | Path, *, strict: bool = True) -> None:
+        """Restores values (and frozen flags) saved in ``path`` into this dict, by name.
+
+        Modifiers, bounds and metadata of this dict are kept. With ``strict`` (default) the file
+        must hold exactly this dict's names.
+
+        Raises:
+          KeyError: A name is missing on either side (``strict``).
+          ValueError: A saved value has the wrong length or lies outside this dict's bounds.
+        """
+        loaded = ParameterDict.load_from_disk(path)
+        if strict and set(loaded) != set(self):
+            missing, extra = sorted(set(self) - set(loaded)), sorted(set(loaded) - set(self))
+            raise KeyError(
+                f"{path}: saved parameters must match this ParameterDict, missing {missing}, "
+                f"unexpected {extra}"
+            )
+        for name in loaded:
+            if name not in self:
+                continue
+            mine, saved = self[name], loaded[name]
+            if saved.size != mine.size:
+                raise ValueError(
+                    must_be(f"{path}: {name}.value", f"length {mine.size}", saved.value)
+                )
+            v = saved.value
+            if np.any(v < mine.min_value) or np.any(v > mine.max_value):
+                raise ValueError(
+                    f"{path}: {name}.value must lie within [{short_repr(mine.min_value)}, "
+                    f"{short_repr(mine.max_value)}], got {short_repr(v)}"
+                )
+            mine.value = v
+            mine.frozen = saved.frozen
+
+    def __repr__(self) -> str:
+        lines = [f"ParameterDict({len(self)} parameters, {self.size} free values)"]
+        for p in self._params.values():
+            lines.append(f"  {p!r}")
+        return "\n".join(lines)
+
+
+_ENTRY_KEYS = {"name", "value", "nominal", "min_value", "max_value", "frozen", "meta"}
+
+
+def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
+    """Validates the YAML structure and returns one dict per parameter."""
+    if not isinstance(data, dict):
+        raise ValueError(must_be(f"{source}", "a YAML mapping", type(data).__name__))
+    if "schema_version" in data:
+        version = data["schema_version"]
+        if data.get("schema", PARAMS_SCHEMA) != PARAMS_SCHEMA:
+            raise ValueError(must_be(f"{source}: schema", repr(PARAMS_SCHEMA), data["schema"]))
+        if (
+            isinstance(version, bool)
+            or not isinstance(version, int)
+            or version > PARAMS_SCHEMA_VERSION
+        ):
+            raise ValueError(
+                f"{source}: schema_version must be an integer <= {PARAMS_SCHEMA_VERSION}, got "
+                f"{version!r}; the file was written by a newer mjsysid, upgrade to read it"
+            )
+        unknown = set(data) - {"schema", "schema_version", "parameters"}
+        if unknown:
+            raise ValueError(f"{source}: unknown top-level keys {sorted(unknown)}")
+        raw = data.get("parameters")
+        if not isinstance(raw, list):
+            raise ValueError(must_be(f"{source}: parameters", "a list", raw))
+    else:  # The peer writes {name: {name, nominal, value, min_value, max_value, frozen}}.
+        raw = []
+        for key, entry in data.items():
+            if not isinstance(entry, dict):
+                raise ValueError(
+                    must_be(f"{source}: {key}", "a mapping of parameter fields", entry)
+                )
+            raw.append({"name": key, **entry})
+    out = []
+    for i, entry in enumerate(raw):
+        where = f"{source}: parameters[{i}]"
+        if not isinstance(entry, dict):
+            raise ValueError(must_be(where, "a mapping", entry))
+        unknown = set(entry) - _ENTRY_KEYS
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_ENTRY_KEYS)}"
+            )
+        for key in ("name", "nominal", "min_value", "max_value"):
+            if key not in entry:
+                raise ValueError(f"{where}: missing required key {key!r}")
+        if not isinstance(entry["name"], str):
+            raise ValueError(must_be(f"{where}.name", "a string", entry["name"]))
+        e = dict(entry)
+        for key in ("min_value", "max_value"):
+            vals = e[key] if isinstance(e[key], list) else [e[key]]
+            try:
+                e[key] = [_from_yaml_float(v) for v in vals]
+            except (TypeError, ValueError):
+                raise ValueError(must_be(f"{where}.{key}", "numbers", e[key])) from None
+        e.setdefault("value", e["nominal"])
+        frozen = e.setdefault("frozen", False)
+        if not isinstance(frozen, bool):
+            raise ValueError(must_be(f"{where}.frozen", "true or false", frozen))
+        meta = e.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise ValueError(must_be(f"{where}.meta", "a mapping", meta))
+        if meta and "kind" in meta and not isinstance(meta.get("target"), str):
+            from mjsysid.params.kinds import (
+                KINDS,  # local import: param_kinds builds on this module
+            )
+
+            kind = KINDS.get(meta["kind"])
+            element = (
+                (kind.element or "sensor pattern")
+                if kind
+                else ("body" if str(meta["kind"]).startswith("body_") else None)
+            )
+            if element is not None:
+                raise ValueError(
+                    must_be(f"{where}.meta.target", f"a {element} name", meta.get("target"))
+                )
+        out.append(e)
+    return out

@@ -1,0 +1,455 @@
+"""Initial states and batched, multithreaded rollouts.
+
+Time convention. A rollout from the full-physics state ``s_0`` at time ``t_0`` with controls
+``u_0 .. u_{N-1}`` produces, for every step ``k = 0 .. N-1``, the sensor readings and the state
+*at* ``t_k = t_0 + k·dt`` (before step ``k`` is integrated). MuJoCo's rollout returns the
+state *after* each step, so :func:`batched_rollout` shifts it by one step and prepends ``s_0``:
+row ``k`` of both arrays then describes the same instant.
+
+Divergence. When MuJoCo meets an unstable state it resets the data (and its clock) and warns;
+inside a batched rollout that is only visible in the outputs. :func:`batched_rollout` checks
+that every trajectory's clock advanced by exactly ``dt`` per step and that everything is
+finite, and reports the first rollout and step that did not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import mujoco.rollout
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid.data.timeseries import TimeSeries
+from mjsysid.util.errors import must_be, require_model, short_repr
+
+STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+
+def state_size(model: mujoco.MjModel) -> int:
+    """Length of the full-physics state vector (time, qpos, qvel, act, ...)."""
+    return int(mujoco.mj_stateSize(model, STATE_SPEC.value))
+
+
+def state_slices(model: mujoco.MjModel) -> dict[str, slice]:
+    """Where ``time``, ``qpos``, ``qvel`` and ``act`` sit inside the full-physics state."""
+    out, start = {}, 0
+    for key, bit in (
+        ("time", mujoco.mjtState.mjSTATE_TIME),
+        ("qpos", mujoco.mjtState.mjSTATE_QPOS),
+        ("qvel", mujoco.mjtState.mjSTATE_QVEL),
+        ("act", mujoco.mjtState.mjSTATE_ACT),
+    ):
+        n = int(mujoco.mj_stateSize(model, bit.value))
+        out[key] = slice(start, start + n)
+        start += n
+    return out
+
+
+def _joint_values(
+    model: mujoco.MjModel,
+    field: str,
+    values: npt.ArrayLike | Mapping[str, npt.ArrayLike],
+    base: np.ndarray,
+) -> np.ndarray:
+    """Fills ``base`` (qpos or qvel) from a full vector or a ``{joint_name: value}`` mapping."""
+    out = base.copy()
+    if isinstance(values, Mapping):
+        for jname, v in values.items():
+            j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, jname)
+            if j < 0:
+                known = [model.joint(k).name for k in range(model.njnt)]
+                raise KeyError(f"{field}: the model has no joint named {jname!r}; known: {known}")
+            jtype = int(model.jnt_type[j])
+            if field == "qpos":
+                adr, width = int(model.jnt_qposadr[j]), {0: 7, 1: 4}.get(jtype, 1)
+            else:
+                adr, width = int(model.jnt_dofadr[j]), {0: 6, 1: 3}.get(jtype, 1)
+            arr = np.asarray(v, dtype=np.float64).reshape(-1)
+            if arr.size != width:
+                raise ValueError(must_be(f"{field}[{jname!r}]", f"{width} values", arr))
+            out[adr : adr + width] = arr
+    else:
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+        if arr.size != base.size:
+            raise ValueError(must_be(field, f"an array of length {base.size}", arr))
+        out[:] = arr
+    if not np.all(np.isfinite(out)):
+        i = int(np.flatnonzero(~np.isfinite(out))[0])
+        raise ValueError(f"{field} must be finite, got {field}[{i}]={float(out[i])!r}")
+    return out
+
+
+def create_initial_state(
+    model: mujoco.MjModel,
+    qpos: npt.ArrayLike | Mapping[str, npt.ArrayLike] | None = None,
+    qvel: npt.ArrayLike | Mapping[str, npt.ArrayLike] | None = None,
+    act: npt.ArrayLike | None = None,
+    *,
+    time: float = 0.0,
+) -> np.ndarray:
+    """Packs a full-physics state vector (``mjSTATE_FULLPHYSICS``) for a rollout.
+
+    Args:
+      model: The compiled model.
+      qpos: ``(nq,)`` positions, or ``{joint_name: values}`` for a subset (others keep
+        ``model.qpos0``). Default ``qpos0``.
+      qvel: ``(nv,)`` velocities (rad/s, m/s) or ``{joint_name: values}``. Default zeros.
+      act: ``(na,)`` actuator activations. Default zeros.
+      time: Simulation time of the state (s).
+
+    Returns:
+      ``(nstate,)`` state vector.
+    """
+    require_model(model)
+    data = mujoco.MjData(model)
+    data.qpos[:] = _joint_values(model, "qpos", model.qpos0 if qpos is None else qpos, model.qpos0)
+    if qvel is not None:
+        data.qvel[:] = _joint_values(model, "qvel", qvel, np.zeros(model.nv))
+    if act is not None:
+        data.act[:] = _joint_values(model, "act", act, np.zeros(model.na))
+    if not np.isfinite(time):
+        raise ValueError(must_be("time", "finite", time))
+    data.time = float(time)
+    state = np.empty(state_size(model))
+    mujoco.mj_getState(model, data, state, STATE_SPEC.value)
+    return state
+
+
+@dataclass(frozen=True, eq=False)
+class SystemTrajectory:
+    """One simulated trajectory; row ``k`` of every array is the instant ``times[k]``.
+
+    Attributes:
+      model: The model that produced it.
+      times: ``(nstep,)`` simulation times (s).
+      control: ``(nstep, nu)`` controls applied from ``times[k]`` to ``times[k+1]``.
+      sensordata: ``(nstep, nsensordata)`` sensor readings.
+      state: ``(nstep, nstate)`` full-physics states.
+    """
+
+    model: mujoco.MjModel
+    times: np.ndarray
+    control: np.ndarray
+    sensordata: np.ndarray
+    state: np.ndarray
+
+    def qpos(self) -> np.ndarray:
+        """``(nstep, nq)`` joint positions."""
+        return self.state[:, state_slices(self.model)["qpos"]]
+
+    def qvel(self) -> np.ndarray:
+        """``(nstep, nv)`` joint velocities."""
+        return self.state[:, state_slices(self.model)["qvel"]]
+
+
+class RolloutDivergedError(RuntimeError):
+    """A simulation became unstable (MuJoCo reset it) or produced non-finite values."""
+
+    def __init__(self, index: int, step: int, time: float, reason: str) -> None:
+        super().__init__(
+            f"rollout {index} diverged at step {step} (t={time:.6g} s): {reason}. The "
+            "simulation is unstable for these parameter values; check bounds (e.g. masses "
+            "near zero, huge gains) or reduce the model timestep"
+        )
+        self.index, self.step, self.time = index, step, time
+
+
+def default_nthread() -> int:
+    """Threads for rollouts: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def clock_end(
+    t0: np.ndarray, dt: np.ndarray, nstep: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t_end, tol, negative)``: the time each rollout must end at, the tolerance on it,
+    and the rollouts that start at a negative time."""
+    t_end = t0 + dt * nstep
+    tol = 1e-9 * np.maximum(1.0, np.maximum(np.abs(t0), np.abs(t_end))) + 1e-6 * dt
+    return t_end, tol, np.flatnonzero(t0 < 0)
+
+
+def clock_ok(
+    states: np.ndarray,
+    t0: np.ndarray,
+    dt: np.ndarray,
+    scan: bool = True,
+    end: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """``(nbatch,)`` mask of rollouts whose clock advanced by ``dt`` per step and, with
+    ``scan``, whose states are all finite.
+
+    A reset (MuJoCo's response to an unstable state) shows in the clock; a non-finite entry
+    anywhere makes the sum over the rollout non-finite (one pass over the array). Runs right
+    after a rollout, when the caches are cold: every Python step counts, so the common case
+    (no negative start time, no scan) is one NumPy expression.
+
+    Args:
+      states: ``(nbatch, nstep, nstate)`` rollout output (state after each step; column 0 is
+        the time).
+      t0: ``(nbatch,)`` start times. dt: ``(nbatch,)`` timesteps.
+      scan: Look for non-finite entries. Without it only the clock is checked, which is
+        enough when MuJoCo's automatic reset is on: a non-finite position, velocity or
+        acceleration then resets the simulation instead of entering the state.
+      end: :func:`clock_end` computed beforehand (it does not depend on ``states``).
+    """
+    nstep = states.shape[1]
+    t_end, tol, neg = clock_end(t0, dt, nstep) if end is None else end
+    # NaN and inf times compare False without a warning
+    ok = np.abs(states[:, -1, 0] - t_end) <= tol
+    if scan:
+        with np.errstate(over="ignore", invalid="ignore"):
+            ok &= np.isfinite(states.sum(axis=(1, 2)))
+    # A reset sets the time to 0, so from t0 >= 0 the clock ends early; only a rollout that
+    # starts at a negative time can come back to the expected end, so check each step.
+    if neg.size:
+        expected = t0[neg, None] + dt[neg, None] * np.arange(1, nstep + 1)[None, :]
+        ok[neg] &= (np.abs(states[neg, :, 0] - expected) <= tol[neg, None]).all(axis=1)
+    return ok
+
+
+def divergence_error(states: np.ndarray, index: int, t0: float, dt: float) -> RolloutDivergedError:
+    """Builds the error for rollout ``index`` (first bad step and reason)."""
+    s = states[index]
+    nstep = s.shape[0]
+    expected = t0 + dt * np.arange(1, nstep + 1)
+    bad_clock = np.abs(s[:, 0] - expected) > 1e-9 * np.maximum(1.0, np.abs(expected)) + 1e-6 * dt
+    bad_val = ~np.isfinite(s).all(axis=1)
+    step = int(np.flatnonzero(bad_clock | bad_val)[0])
+    reason = "non-finite state" if bad_val[step] else "MuJoCo reset the simulation (instability)"
+    return RolloutDivergedError(index, step, float(expected[step] - dt), reason)
+
+
+def align_states(raw_state: np.ndarray, initial_states: np.ndarray) -> np.ndarray:
+    """States at ``t_k`` from MuJoCo's states after each step, ``(..., nstep, nstate)``."""
+    state = np.empty_like(raw_state)
+    state[..., 0, :] = initial_states
+    state[..., 1:, :] = raw_state[..., :-1, :]
+    return state
+
+
+class BatchRollout:
+    """A persistent thread pool plus per-thread ``MjData`` scratch, reused across calls.
+
+    Args:
+      nthread: Worker threads (default: all CPUs available to the process).
+    """
+
+    def __init__(self, nthread: int | None = None) -> None:
+        self.nthread = default_nthread() if nthread is None else int(nthread)
+        if self.nthread < 1:
+            raise ValueError(must_be("nthread", "a positive integer", nthread))
+        self._runner = mujoco.rollout.Rollout(nthread=self.nthread) if self.nthread > 1 else None
+        self._datas: dict[int, list[mujoco.MjData]] = {}
+        self._ends: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def use_datas(self, model: mujoco.MjModel, datas: list[mujoco.MjData]) -> None:
+        """Uses the caller's per-thread ``MjData`` for models shaped like ``model``."""
+        if len(datas) != self.nthread:
+            raise ValueError(
+                must_be("datas", f"{self.nthread} MjData (one per thread)", len(datas))
+            )
+        self._datas[int(model.signature)] = list(datas)
+
+    def datas_for(self, model: mujoco.MjModel) -> list[mujoco.MjData]:
+        """Per-thread ``MjData`` compatible with ``model`` (cached by model signature)."""
+        key = int(model.signature)
+        if key not in self._datas:
+            self._datas[key] = [mujoco.MjData(model) for _ in range(self.nthread)]
+        return self._datas[key]
+
+    def run(
+        self,
+        models: Sequence[mujoco.MjModel],
+        initial_states: np.ndarray,
+        control: np.ndarray,
+        *,
+        align: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rolls out ``nbatch`` models in one multithreaded call.
+
+        Args:
+          models: ``nbatch`` models with the same sizes.
+          initial_states: ``(nbatch, nstate)`` full-physics states at ``t_0``.
+          control: ``(nbatch, nstep, nu)`` controls.
+          align: Return states aligned with the sensors (row ``k`` at ``t_k``); ``False``
+            returns MuJoCo's states after each step (row ``k`` at ``t_{k+1}``), saving a copy.
+
+        Returns:
+          ``(state, sensordata, ok)``: ``(nbatch, nstep, nstate)`` and
+          ``(nbatch, nstep, nsensordata)`` arrays aligned so row ``k`` is time ``t_k``, and a
+          ``(nbatch,)`` mask that is ``False`` for rollouts that diverged (see
+          :func:`divergence_error` for the reason).
+        """
+        nbatch, nstep = control.shape[0], control.shape[1]
+        datas = self.datas_for(models[0])
+        m0 = models[0]
+        raw_state = np.empty((nbatch, nstep, state_size(m0)))
+        sensordata = np.empty((nbatch, nstep, m0.nsensordata))
+        x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
+        ctrl = np.ascontiguousarray(control, dtype=np.float64)
+        # Read what the checks need now: after the rollout the caches are cold, and every
+        # Python step costs several times more.
+        opts = {id(m): m.opt for m in models}  # models repeat across sequences
+        dt = np.array([opts[id(m)].timestep for m in models])
+        autoreset = all(
+            not o.disableflags & mujoco.mjtDisableBit.mjDSBL_AUTORESET for o in opts.values()
+        )
+        t0 = np.array(initial_states[:, 0], dtype=np.float64)
+        key = (t0.tobytes(), dt.tobytes(), nstep)  # the same for every call of a fit
+        end = self._ends.get(key)
+        if end is None:
+            if len(self._ends) >= 16:
+                self._ends.clear()
+            end = self._ends[key] = clock_end(t0, dt, nstep)
+        runner = mujoco.rollout.rollout if self._runner is None else self._runner.rollout
+        runner(
+            list(models),
+            datas[0] if self._runner is None else datas,
+            x0,
+            ctrl,
+            skip_checks=True,
+            nstep=nstep,
+            state=raw_state,
+            sensordata=sensordata,
+        )
+        ok = clock_ok(raw_state, t0, dt, scan=not autoreset, end=end)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
+        if not align:
+            return raw_state, sensordata, ok
+        return align_states(raw_state, initial_states), sensordata, ok
+
+    def close(self) -> None:
+        """Stops the worker threads (also done when the object is garbage collected)."""
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+
+    def __enter__(self) -> BatchRollout:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _control_rows(control: Any, timestep: float) -> npt.ArrayLike:
+    """``control`` as rows, one per step: arrays pass through; a ``TimeSeries`` (or a list
+    of them, one per rollout) must be sampled every ``timestep`` seconds."""
+    series = [control] if isinstance(control, TimeSeries) else None
+    if isinstance(control, list | tuple) and control and isinstance(control[0], TimeSeries):
+        series = list(control)
+    if series is None:
+        return control
+    for k, ts in enumerate(series):
+        what = "control" if len(series) == 1 else f"control[{k}]"
+        if not isinstance(ts, TimeSeries):
+            raise TypeError(must_be(what, "a TimeSeries like the other entries", ts))
+        dt = np.diff(ts.times)
+        if dt.size and not np.allclose(dt, timestep, rtol=1e-6, atol=0.0):
+            raise ValueError(
+                must_be(
+                    what,
+                    f"a TimeSeries sampled every model timestep ({timestep!r} s): one row per step",
+                    ts,
+                    hint=f"Its steps are {dt.min():.6g} to {dt.max():.6g} s; resample it "
+                    f"first: ts.resample(target_dt={timestep!r})",
+                )
+            )
+    lengths = {ts.data.shape[0] for ts in series}
+    if len(lengths) > 1:
+        raise ValueError(must_be("control", "TimeSeries of one length", sorted(lengths)))
+    return np.stack([ts.data for ts in series])
+
+
+def sysid_rollout(
+    models: Sequence[mujoco.MjModel] | mujoco.MjModel,
+    datas: Sequence[mujoco.MjData] | mujoco.MjData | None,
+    control: npt.ArrayLike | Any,
+    initial_states: npt.ArrayLike,
+    *,
+    nthread: int | None = None,
+) -> list[SystemTrajectory]:
+    """Rolls out many models in one batched, multithreaded ``mujoco.rollout`` call.
+
+    Args:
+      models: ``nbatch`` compiled models of the same sizes (or one model, broadcast).
+      datas: One ``MjData`` per thread (or ``None`` to create them); the thread count is
+        ``len(datas)`` when given.
+      control: ``(nbatch, nstep, nu)`` or ``(nstep, nu)`` (broadcast) controls, one row per
+        step; or a control ``TimeSeries`` (broadcast) or a list of them, one per rollout,
+        sampled every model timestep.
+      initial_states: ``(nbatch, nstate)`` or ``(nstate,)`` (broadcast) full-physics states.
+      nthread: Thread count when ``datas`` is ``None``.
+
+    Returns:
+      One :class:`SystemTrajectory` per rollout, rows aligned in time.
+
+    Raises:
+      ValueError: Shapes that do not match the models.
+      RolloutDivergedError: A simulation became unstable.
+    """
+    model_list = [models] if isinstance(models, mujoco.MjModel) else list(models)
+    if not model_list:
+        raise ValueError(must_be("models", "a non-empty sequence of MjModel", models))
+    m0 = model_list[0]
+    ctrl = np.asarray(_control_rows(control, float(m0.opt.timestep)), dtype=np.float64)
+    if ctrl.ndim == 2:
+        ctrl = ctrl[None]
+    x0 = np.asarray(initial_states, dtype=np.float64)
+    if x0.ndim == 1:
+        x0 = x0[None]
+    nbatch = max(len(model_list), ctrl.shape[0], x0.shape[0])
+    if len(model_list) == 1:
+        model_list = model_list * nbatch
+    for what, n in (
+        ("models", len(model_list)),
+        ("control", ctrl.shape[0]),
+        ("initial_states", x0.shape[0]),
+    ):
+        if n not in (1, nbatch):
+            raise ValueError(must_be(f"{what} batch size", f"1 or {nbatch}", n))
+    ctrl = np.broadcast_to(ctrl, (nbatch, *ctrl.shape[1:])).copy()
+    x0 = np.broadcast_to(x0, (nbatch, x0.shape[1])).copy()
+    if ctrl.ndim != 3 or ctrl.shape[2] != m0.nu:
+        raise ValueError(
+            must_be(
+                "control", f"shape (nbatch, nstep, {m0.nu})", ctrl, hint=f"got shape {ctrl.shape}"
+            )
+        )
+    if x0.shape[1] != state_size(m0):
+        raise ValueError(
+            must_be(
+                "initial_states",
+                f"rows of length {state_size(m0)} (full-physics state; see create_initial_state)",
+                x0,
+            )
+        )
+    for name, arr in (("control", ctrl), ("initial_states", x0)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite, got {short_repr(arr[~np.isfinite(arr)])}")
+    if datas is not None:
+        data_list = [datas] if isinstance(datas, mujoco.MjData) else list(datas)
+        runner = BatchRollout(nthread=len(data_list))
+        runner.use_datas(m0, data_list)
+    else:
+        runner = BatchRollout(nthread=nthread)
+    with runner:
+        raw_state, sensordata, ok = runner.run(model_list, x0, ctrl, align=False)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise divergence_error(raw_state, i, float(x0[i, 0]), float(model_list[i].opt.timestep))
+    state = align_states(raw_state, x0)
+    out = []
+    for i, m in enumerate(model_list):
+        times = x0[i, 0] + m.opt.timestep * np.arange(ctrl.shape[1])
+        out.append(SystemTrajectory(m, times, ctrl[i], sensordata[i], state[i]))
+    return out
