@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from mjsysid.sim.rollout import state_slices
+from mjsysid.data.states import state_slices
 
 ARM2 = """
 <mujoco model="arm2">

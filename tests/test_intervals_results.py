@@ -8,6 +8,7 @@ import scipy.stats
 
 import mjsysid as ms
 import mjsysid.data.recording
+import mjsysid.fit.confidence
 import mjsysid.objective.signal_transform
 import mjsysid.output.results
 from conftest import ARM2
@@ -260,7 +261,7 @@ def _fit(make_problem, noise=0.0):
 
 def test_noisy_fit_intervals_cover_truth(make_problem):
     _p, _params, rf, _opt, res = _fit(make_problem, noise=0.002)
-    conf = mjsysid.output.results.compute_confidence(res, rf)
+    conf = mjsysid.fit.confidence.compute_confidence(res, rf)
     assert np.all(np.abs(res.x - [1.3, 0.5]) <= conf.half_widths)
     assert np.all(conf.half_widths < 0.05)
 

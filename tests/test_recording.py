@@ -15,7 +15,8 @@ import pytest
 
 import mjsysid as ms
 from conftest import ARM2
-from mjsysid.data.recording import apply_sensor_effects, load_recording, read_columns
+from mjsysid.data.recording import load_recording, read_columns
+from mjsysid.sim.sensor_effects import apply_sensor_effects
 
 N = 50
 

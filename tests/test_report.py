@@ -26,6 +26,7 @@ import pytest
 
 import mjsysid as ms
 from mjsysid import report as rep
+from mjsysid.fit.confidence import Confidence, compute_confidence
 from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.fit.optimize import OptimizeResult
 from mjsysid.output.report import (
@@ -44,7 +45,6 @@ from mjsysid.output.report import (
     strong_correlations,
     unidentifiable_directions,
 )
-from mjsysid.output.results import Confidence, compute_confidence
 
 pytest.importorskip("jinja2", reason="the report needs the report extra (jinja2)")
 pytest.importorskip("plotly", reason="the report needs the report extra (plotly)")

@@ -14,6 +14,7 @@ from mjsysid.data.recording import (
     write_recording,
 )
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.data.states import create_initial_state
 from mjsysid.data.timeseries import (
     DtStatistics,
     SignalType,
@@ -21,6 +22,7 @@ from mjsysid.data.timeseries import (
     resolve_signal_name,
     signal_source_indices,
 )
+from mjsysid.fit.confidence import Confidence
 from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.fit.lm import LMOptions, LMResult, levenberg_marquardt
 from mjsysid.fit.optimize import (
@@ -30,6 +32,7 @@ from mjsysid.fit.optimize import (
     sweep_parameter,
 )
 from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.initial_state import initial_state_params
 from mjsysid.objective.protocols import (
     BuildModelFn,
     CustomRolloutFn,
@@ -39,11 +42,11 @@ from mjsysid.objective.protocols import (
 )
 from mjsysid.objective.residual import ResidualFunction, SequencePrediction, build_residual_fn
 from mjsysid.objective.signal_transform import SignalTransform
-from mjsysid.objective.windows import initial_state_params, split_windows
+from mjsysid.objective.windows import split_windows
 from mjsysid.output import report
 from mjsysid.output.plotting import OffscreenRenderingError, plot_sensor_comparison, render_rollout
 from mjsysid.output.report import default_report
-from mjsysid.output.results import Confidence, Results, load_results, save_results
+from mjsysid.output.results import Results, load_results, save_results
 from mjsysid.params import apply as model_modifier
 from mjsysid.params import parameter
 from mjsysid.params.apply import (
@@ -63,12 +66,7 @@ from mjsysid.params.inertia import (
 )
 from mjsysid.params.kinds import make_parameter
 from mjsysid.params.parameter import Parameter, ParameterDict
-from mjsysid.sim.rollout import (
-    RolloutDivergedError,
-    SystemTrajectory,
-    create_initial_state,
-    sysid_rollout,
-)
+from mjsysid.sim.rollout import RolloutDivergedError, SystemTrajectory, sysid_rollout
 
 __all__ = [
     "BuildModelFn",

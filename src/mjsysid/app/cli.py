@@ -66,8 +66,9 @@ def _table(result, conf, params) -> str:
 
 def cmd_fit(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> int:
     from mjsysid.app.experiment import load_experiment
+    from mjsysid.fit.confidence import compute_confidence
     from mjsysid.fit.optimize import optimize, resolve_horizons
-    from mjsysid.output.results import compute_confidence, save_results
+    from mjsysid.output.results import save_results
 
     exp = load_experiment(args.experiment)
     for warning in exp.warnings:
@@ -299,13 +300,15 @@ def cmd_simulate(args: argparse.Namespace, out_stream: TextIO, err: TextIO) -> i
 
     from mjsysid.app.experiment import ALL_KINDS, CONTROL_KINDS, INERTIA_KINDS
     from mjsysid.data.excitation import make_excitation
-    from mjsysid.data.recording import SIGNAL_EFFECTS, apply_sensor_effects, write_recording
+    from mjsysid.data.recording import write_recording
+    from mjsysid.data.states import create_initial_state
     from mjsysid.objective.control_transform import ControlTransform
     from mjsysid.params.apply import apply_param_modifiers
     from mjsysid.params.inertia import body_inertia_param
     from mjsysid.params.kinds import KINDS, make_parameter
     from mjsysid.params.parameter import ParameterDict
-    from mjsysid.sim.rollout import create_initial_state, sysid_rollout
+    from mjsysid.sim.rollout import sysid_rollout
+    from mjsysid.sim.sensor_effects import SIGNAL_EFFECTS, apply_sensor_effects
 
     _check_simulate_args(args)
     sets = _parse_set(args.set or [])

@@ -25,15 +25,17 @@ import numpy as np
 from mjsysid.app.planning import cartpole_model, cartpole_starts, evaluate_planner
 from mjsysid.data.excitation import multisine
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.data.states import create_initial_state
 from mjsysid.data.timeseries import TimeSeries
+from mjsysid.fit.confidence import compute_confidence
 from mjsysid.fit.optimize import optimize
+from mjsysid.objective.initial_state import initial_state_params
 from mjsysid.objective.residual import build_residual_fn
-from mjsysid.objective.windows import initial_state_params
-from mjsysid.output.results import compute_confidence, save_results
+from mjsysid.output.results import save_results
 from mjsysid.params.inertia import InertiaType, body_inertia_param
 from mjsysid.params.kinds import make_parameter
 from mjsysid.params.parameter import ParameterDict
-from mjsysid.sim.rollout import create_initial_state, sysid_rollout
+from mjsysid.sim.rollout import sysid_rollout
 
 TRUE_POLE_MASS = 0.8
 #: Encoder-like noise: 1 mrad / 1 mm on positions, 0.02 rad/s (m/s) on velocities.

@@ -74,16 +74,17 @@ import numpy as np
 
 from mjsysid.data.recording import initial_state_from_sensors, load_recording
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.data.states import create_initial_state
 from mjsysid.data.timeseries import SignalType
 from mjsysid.fit.optimize import OPTIMIZERS
 from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.initial_state import initial_state_params
 from mjsysid.objective.residual import ResidualFunction, build_residual_fn
 from mjsysid.objective.signal_transform import SignalTransform
-from mjsysid.objective.windows import initial_state_params, split_windows
+from mjsysid.objective.windows import split_windows
 from mjsysid.params.inertia import InertiaType, body_inertia_param
 from mjsysid.params.kinds import KINDS, make_parameter
 from mjsysid.params.parameter import Parameter, ParameterDict
-from mjsysid.sim.rollout import create_initial_state
 from mjsysid.util.errors import short_repr
 from mjsysid.util.files import read_yaml
 

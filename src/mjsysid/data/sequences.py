@@ -15,8 +15,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from mjsysid.data.states import state_size
 from mjsysid.data.timeseries import SignalType, TimeSeries, signal_source_indices
-from mjsysid.sim.rollout import state_size
 from mjsysid.util.errors import must_be, short_repr
 
 _TIME_TOL = 1e-9

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.data.states import state_slices
 from mjsysid.data.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.objective.signal_ops import column_rms, signal_rms
-from mjsysid.sim.rollout import state_slices
 from mjsysid.util.errors import must_be
 
 _STATE_TYPES = {

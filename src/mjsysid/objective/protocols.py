@@ -7,39 +7,22 @@ know what a callback receives and must return.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import mujoco
 import numpy as np
 
-if TYPE_CHECKING:
-    from mjsysid.data.timeseries import TimeSeries
-    from mjsysid.params.parameter import Parameter, ParameterDict
-    from mjsysid.sim.rollout import SystemTrajectory
+from mjsysid.data.timeseries import TimeSeries
+from mjsysid.params.parameter import ModelModifierFn, ModifierFn, ParameterDict
+from mjsysid.sim.rollout import SystemTrajectory
 
-
-class ModifierFn(Protocol):
-    """Writes a parameter's current value into an ``MjSpec``.
-
-    Called as ``modifier(spec, param)``; ``param.value`` is a 1-D float array. A modifier must
-    set absolute values (``joint.damping[0] = p.value[0]``), never accumulate
-    (``*= p.value[0]``): mjsysid calls it many times on the same working spec.
-    """
-
-    def __call__(self, spec: mujoco.MjSpec, param: Parameter, /) -> None: ...
-
-
-class ModelModifierFn(Protocol):
-    """Optional fast path: writes a parameter's value into a compiled ``MjModel``.
-
-    Called as ``model_modifier(model, param)`` on a private compiled model. It must have
-    exactly the effect the spec modifier plus a recompile would have (mjsysid calls
-    ``mj_setConst`` afterwards to refresh derived constants), and it must write every field it
-    can change, whatever the value: the residual function reuses its candidate models and
-    rewrites only the parameters whose values changed.
-    """
-
-    def __call__(self, model: mujoco.MjModel, param: Parameter, /) -> None: ...
+__all__ = [
+    "BuildModelFn",
+    "CustomRolloutFn",
+    "ModelModifierFn",
+    "ModifierFn",
+    "ModifyResidualFn",
+]
 
 
 class BuildModelFn(Protocol):

@@ -51,9 +51,9 @@ from mjsysid.objective.alignment import (
     sequence_head,
 )
 from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.initial_state import INITIAL_KINDS, initial_state_overrides
 from mjsysid.objective.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
 from mjsysid.objective.signal_transform import SignalTransform
-from mjsysid.objective.windows import INITIAL_KINDS, initial_state_overrides
 from mjsysid.params.apply import (
     WritePlan,
     apply_param_modifiers,

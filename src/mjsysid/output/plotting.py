@@ -29,8 +29,8 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from mjsysid.data.states import STATE_SPEC, state_size
 from mjsysid.data.timeseries import TimeSeries
-from mjsysid.sim.rollout import STATE_SPEC, state_size
 from mjsysid.util.errors import must_be
 
 if TYPE_CHECKING:  # pragma: no cover

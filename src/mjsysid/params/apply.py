@@ -9,12 +9,12 @@ left modified. A modifier that raises, or values that make the spec fail to comp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
 from mjsysid.params.parameter import Parameter, ParameterDict, check_modifiers_present
+from mjsysid.params.targets import FieldWriter
 from mjsysid.util.errors import must_be, short_repr
 
 
@@ -110,31 +110,12 @@ def supports_model_edits(params: ParameterDict) -> bool:
     return all(p.model_modifier is not None for p in params.non_frozen() if p.modifier is not None)
 
 
-@dataclass(frozen=True)
-class FieldWrite:
-    """A parameter's exact compiled-model write as an elementwise map, so that many
-    parameters can be written with one array operation per model field:
-
-        model.<field>.flat[index] = value[component] / divisor * factor
-
-    A ``model_modifier`` may carry ``field_writes(model) -> list[FieldWrite] | None`` (``None``
-    where the map does not apply to this model); :class:`WritePlan` then writes the parameter
-    without calling it. The result must equal the ``model_modifier``'s bit for bit.
-    """
-
-    field: str
-    index: np.ndarray  # flat indices into model.<field>
-    component: np.ndarray  # entry of the parameter value written to each index
-    divisor: np.ndarray
-    factor: np.ndarray
-
-
 class WritePlan:
     """Writes the free parameters of one structure into models of one structure.
 
-    Parameters whose ``model_modifier`` has ``field_writes`` are written as one gather and one
-    scatter per model field, straight from the parameter vector ``x``; the others through their
-    ``model_modifier``, and only when their value changed.
+    Parameters whose ``model_modifier`` is a :class:`~mjsysid.params.targets.FieldWriter` are
+    written as one gather and one scatter per model field, straight from the parameter vector
+    ``x``; the others through their ``model_modifier``, and only when their value changed.
 
     Args:
       model: A model of the structure the plan is for (element ids are read from it).
@@ -149,9 +130,9 @@ class WritePlan:
         for k, p in enumerate(free):
             if p.modifier is None:
                 continue
-            make = getattr(p.model_modifier, "field_writes", None)
+            mm = p.model_modifier
             try:
-                writes = make(model) if callable(make) else None
+                writes = mm.field_writes(model) if isinstance(mm, FieldWriter) else None
             except Exception as e:  # reported as the model_modifier's own failure would be
                 raise _failure(p, "model_modifier", e) from e
             if writes is None:

@@ -119,9 +119,8 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.params import kinds as param_kinds
-from mjsysid.params.apply import FieldWrite
-from mjsysid.params.parameter import Parameter
+from mjsysid.params.parameter import KindBinding, Parameter, register_kind
+from mjsysid.params.targets import FieldWrite, MappedModelWrite, element_id, spec_element
 from mjsysid.util.errors import model_key, must_be, require_model
 
 __all__ = [
@@ -413,7 +412,7 @@ def full_inertia_from_model(
     """
     require_model(model)
     if isinstance(body, str):
-        b = param_kinds.element_id(model, "body", body)
+        b = element_id(model, "body", body)
     else:
         b = int(body)
         if not 0 <= b < model.nbody:
@@ -612,7 +611,7 @@ def apply_body_inertia(spec: mujoco.MjSpec, name: str, param: Parameter) -> None
     """
     _require_spec(spec)
     kind = _kind_of(param)
-    body = param_kinds.spec_element(spec, "body", name)
+    body = spec_element(spec, "body", name)
     _write_spec(body, _make_compute(kind, param.meta)(param.value))
 
 
@@ -635,7 +634,7 @@ def _bind(param: Parameter) -> None:
         )
 
     def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
-        _write_spec(param_kinds.spec_element(spec, "body", target), compute(p.value))
+        _write_spec(spec_element(spec, "body", target), compute(p.value))
 
     # Element ids per model structure (name lookups cost more than the write itself).
     ids: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]] = {}
@@ -643,7 +642,7 @@ def _bind(param: Parameter) -> None:
     def model_modifier(model: mujoco.MjModel, p: Parameter) -> None:
         key = model_key(model)
         if key not in ids:
-            b = param_kinds.element_id(model, "body", target)
+            b = element_id(model, "body", target)
             ids[key] = (
                 b,
                 np.flatnonzero(model.geom_bodyid == b),
@@ -661,7 +660,7 @@ def _bind(param: Parameter) -> None:
         def field_writes(model: mujoco.MjModel) -> list[FieldWrite] | None:
             """``body_mass = m``, ``body_inertia = (m / mass0)·inertia0``: what
             ``model_modifier`` writes while no bound is active and the frame is unchanged."""
-            b = param_kinds.element_id(model, "body", target)
+            b = element_id(model, "body", target)
             same_frame = (
                 model.body_ipos[b].tolist() == ipos0.tolist()
                 and model.body_iquat[b].tolist() == iquat0.tolist()
@@ -679,13 +678,15 @@ def _bind(param: Parameter) -> None:
                 ),
             ]
 
-        model_modifier.field_writes = field_writes  # type: ignore[attr-defined]
+        param.modifier = modifier
+        param.model_modifier = MappedModelWrite(model_modifier, field_writes) if fast else None
+        return
     param.modifier = modifier
     param.model_modifier = model_modifier if fast else None
 
 
 for _kind in _BY_KIND:
-    param_kinds.register_rebinder(_kind, _bind)
+    register_kind(_kind, KindBinding("body", _bind))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -815,7 +816,7 @@ def body_inertia_param(
         raise TypeError(must_be("scale_rot_inertia", "True or False", scale_rot_inertia))
     if not isinstance(body_name, str):
         raise TypeError(must_be("body_name", "a body name (str)", body_name))
-    b = param_kinds.element_id(model, "body", body_name)
+    b = element_id(model, "body", body_name)
     if b == 0:
         moving = [
             mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, i)
@@ -831,7 +832,7 @@ def body_inertia_param(
                 f"moving bodies: {[n for n in moving if n]}",
             )
         )
-    param_kinds.spec_element(spec, "body", body_name)
+    spec_element(spec, "body", body_name)
     _check_compiler(spec, model, b, body_name)
     m0, c0, i_c0 = full_inertia_from_model(model, b)
     if not m0 > 0:

@@ -63,43 +63,15 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.params.apply import FieldWrite
-from mjsysid.params.parameter import Parameter, ParameterDict, as_number_vector
+from mjsysid.params.parameter import (
+    KindBinding,
+    Parameter,
+    as_number_vector,
+    register_kind,
+    registered_kind,
+)
+from mjsysid.params.targets import FieldWrite, MappedModelWrite, element_id, spec_element
 from mjsysid.util.errors import model_key, must_be, require_model
-
-_OBJ = {
-    "joint": mujoco.mjtObj.mjOBJ_JOINT,
-    "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR,
-    "geom": mujoco.mjtObj.mjOBJ_GEOM,
-    "pair": mujoco.mjtObj.mjOBJ_PAIR,
-    "body": mujoco.mjtObj.mjOBJ_BODY,
-}
-
-
-def element_id(model: mujoco.MjModel, element: str, name: str) -> int:
-    """Id of the named element, or a ``KeyError`` listing the known names."""
-    i = mujoco.mj_name2id(model, _OBJ[element], name)
-    if i < 0:
-        count = {
-            "joint": model.njnt,
-            "actuator": model.nu,
-            "geom": model.ngeom,
-            "pair": model.npair,
-            "body": model.nbody,
-        }[element]
-        known = [mujoco.mj_id2name(model, _OBJ[element], k) for k in range(count)]
-        raise KeyError(
-            f"the model has no {element} named {name!r}; known: {[k for k in known if k]}"
-        )
-    return i
-
-
-def spec_element(spec: mujoco.MjSpec, element: str, name: str) -> Any:
-    """The named element of ``spec`` (``spec.joint(name)`` etc.) or a clear ``KeyError``."""
-    obj = getattr(spec, element)(name)
-    if obj is None:
-        raise KeyError(f"the spec has no {element} named {name!r}")
-    return obj
 
 
 def _dofs(model: mujoco.MjModel, joint: int) -> slice:
@@ -367,14 +339,6 @@ _SIGNAL_NOMINAL = {
     "control_offset": 0.0,
 }
 
-# Kinds defined elsewhere (inertia) register a rebinder: meta -> (modifier, model_modifier).
-_REBINDERS: dict[str, Callable[[Parameter], None]] = {}
-
-
-def register_rebinder(kind: str, rebind: Callable[[Parameter], None]) -> None:
-    """Lets another module re-create modifiers of its own kind from ``Parameter.meta``."""
-    _REBINDERS[kind] = rebind
-
 
 def _bind(param: Parameter, kind_name: str, target: str) -> None:
     kind = KINDS[kind_name]
@@ -405,7 +369,9 @@ def _bind(param: Parameter, kind_name: str, target: str) -> None:
                 out.append(FieldWrite(field, np.array(index), np.zeros(n, int), one, factor * one))
             return out
 
-        model_modifier.field_writes = field_writes  # type: ignore[attr-defined]
+        param.modifier = modifier
+        param.model_modifier = MappedModelWrite(model_modifier, field_writes)
+        return
     param.modifier = modifier
     param.model_modifier = model_modifier
 
@@ -458,7 +424,7 @@ def make_parameter(
     if not isinstance(kind, str):
         raise TypeError(must_be("kind", f"a string, one of {sorted(KINDS)}", kind))
     if kind not in KINDS:
-        if kind in _REBINDERS or kind.startswith("body_"):
+        if registered_kind(kind) is not None or kind.startswith("body_"):
             raise ValueError(f"kind {kind!r} is created with mjsysid.body_inertia_param")
         raise ValueError(must_be("kind", f"one of {sorted(KINDS)}", kind))
     spec_kind = KINDS[kind]
@@ -541,13 +507,10 @@ def make_parameter(
     return param
 
 
-def rebind_modifiers(params: ParameterDict) -> None:
-    """Re-creates modifiers of loaded parameters whose ``meta.kind`` is known."""
-    from mjsysid.params import inertia  # noqa: F401  (importing it registers the body_* rebinders)
+def _register(name: str, kind: Kind) -> None:
+    element = kind.element or "sensor pattern"
+    register_kind(name, KindBinding(element, lambda p: _bind(p, name, p.meta["target"])))
 
-    for p in params.values():
-        kind = p.meta.get("kind")
-        if kind in KINDS and isinstance(p.meta.get("target"), str):
-            _bind(p, kind, p.meta["target"])
-        elif kind in _REBINDERS:
-            _REBINDERS[kind](p)
+
+for _name, _kind in KINDS.items():
+    _register(_name, _kind)

@@ -13,20 +13,76 @@ from __future__ import annotations
 
 import copy as _copy
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import mujoco
 import numpy as np
 import numpy.typing as npt
 import yaml
 
-from mjsysid.objective.protocols import ModelModifierFn, ModifierFn
 from mjsysid.util.errors import must_be, short_repr
 from mjsysid.util.files import atomic_write_text, read_yaml
 
 PARAMS_SCHEMA = "mjsysid.parameters"
 PARAMS_SCHEMA_VERSION = 1
+
+
+class ModifierFn(Protocol):
+    """Writes a parameter's current value into an ``MjSpec``.
+
+    Called as ``modifier(spec, param)``; ``param.value`` is a 1-D float array. A modifier must
+    set absolute values (``joint.damping[0] = p.value[0]``), never accumulate
+    (``*= p.value[0]``): mjsysid calls it many times on the same working spec.
+    """
+
+    def __call__(self, spec: mujoco.MjSpec, param: Parameter, /) -> None: ...
+
+
+class ModelModifierFn(Protocol):
+    """Optional fast path: writes a parameter's value into a compiled ``MjModel``.
+
+    Called as ``model_modifier(model, param)`` on a private compiled model. It must have
+    exactly the effect the spec modifier plus a recompile would have (mjsysid calls
+    ``mj_setConst`` afterwards to refresh derived constants), and it must write every field it
+    can change, whatever the value: the residual function reuses its candidate models and
+    rewrites only the parameters whose values changed. One that also implements
+    :class:`~mjsysid.params.targets.FieldWriter` is written in batches, without being called.
+    """
+
+    def __call__(self, model: mujoco.MjModel, param: Parameter, /) -> None: ...
+
+
+@dataclass(frozen=True)
+class KindBinding:
+    """How parameters of one ``meta.kind`` get their modifiers back from ``meta`` alone
+    (when a saved parameter file is loaded).
+
+    Attributes:
+      element: What ``meta.target`` names (``"joint"``, ``"body"``, ``"sensor pattern"``), for
+        error messages.
+      bind: ``bind(param)`` sets ``param.modifier`` and ``param.model_modifier``.
+    """
+
+    element: str
+    bind: Callable[[Parameter], None]
+
+
+# The kind registry: filled by the modules that define kinds (mjsysid.params.kinds and
+# mjsysid.params.inertia, both imported by the mjsysid.params package).
+_KINDS: dict[str, KindBinding] = {}
+
+
+def register_kind(kind: str, binding: KindBinding) -> None:
+    """Makes ``meta.kind == kind`` known to :meth:`ParameterDict.load`."""
+    _KINDS[kind] = binding
+
+
+def registered_kind(kind: object) -> KindBinding | None:
+    """The binding registered for ``kind`` (``None`` for an unknown or missing kind)."""
+    return _KINDS.get(kind) if isinstance(kind, str) else None
 
 
 def _has_bool(value: Any) -> bool:
@@ -539,11 +595,10 @@ class ParameterDict:
                     f"{float(p.max_value[i])!r}], got {float(p.value[i])!r}{at}"
                 )
             out.add(p)
-        from mjsysid.params import (
-            kinds as param_kinds,  # local import: param_kinds builds on this module
-        )
-
-        param_kinds.rebind_modifiers(out)
+        for p in out.values():
+            binding = registered_kind(p.meta.get("kind"))
+            if binding is not None:
+                binding.bind(p)
         return out
 
     @classmethod
@@ -660,14 +715,10 @@ def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
         if meta is not None and not isinstance(meta, dict):
             raise ValueError(must_be(f"{where}.meta", "a mapping", meta))
         if meta and "kind" in meta and not isinstance(meta.get("target"), str):
-            from mjsysid.params.kinds import (
-                KINDS,  # local import: param_kinds builds on this module
-            )
-
-            kind = KINDS.get(meta["kind"])
+            binding = registered_kind(meta["kind"])
             element = (
-                (kind.element or "sensor pattern")
-                if kind
+                binding.element
+                if binding
                 else ("body" if str(meta["kind"]).startswith("body_") else None)
             )
             if element is not None:

@@ -562,7 +562,7 @@ def default_report(
         say why not otherwise; ``True``: the same, and log a warning when none works;
         ``False``: no videos. Rendering problems never fail the report.
       confidence: A :class:`~mjsysid.output.results.Confidence`; default: computed with
-        :func:`mjsysid.output.results.compute_confidence` at level ``1 − alpha``.
+        :func:`mjsysid.fit.confidence.compute_confidence` at level ``1 − alpha``.
       alpha: Significance level of the intervals when they are computed here.
       max_points_per_trace: Samples kept per plotted line (min-max decimation keeps peaks).
       max_total_points: Budget of plotted samples over all signal figures (bounds the file
@@ -646,7 +646,7 @@ def default_report(
     # Confidence intervals and correlation.
     conf = confidence
     if conf is None:
-        from mjsysid.output.results import compute_confidence
+        from mjsysid.fit.confidence import compute_confidence
 
         try:
             conf = compute_confidence(opt_result, residual_fn, alpha)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from mjsysid.data.states import state_slices
 from mjsysid.data.timeseries import SignalType, TimeSeries, signal_source_indices
-from mjsysid.sim.rollout import state_slices
 
 logger = logging.getLogger(__name__)
 
