@@ -543,3 +543,17 @@ def test_a_change_of_meta_alone_is_a_new_structure(arm):
     rf(a.as_vector(), a)
     fresh = ms.build_residual_fn([windows])
     np.testing.assert_array_equal(rf(b.as_vector(), b), fresh(b.as_vector(), b))
+
+
+def test_predict_takes_x_then_params_and_the_older_order(make_problem):
+    p = make_problem(ARM2, truth_arm, n=100)
+    params = arm_params(p.spec, p.model)
+    rf = ms.build_residual_fn([p.sequences])
+    x = params.as_vector() * 1.01
+    new = rf.predict(x, params)[0].residual
+    np.testing.assert_array_equal(rf.predict(params, x)[0].residual, new)
+    np.testing.assert_array_equal(
+        rf.predict(None, params)[0].residual, rf.predict(params)[0].residual
+    )
+    with pytest.raises(TypeError, match="params must be a ParameterDict"):
+        rf.predict(x)

@@ -42,7 +42,7 @@ import scipy.optimize
 
 from mjsysid.fit.intervals import calculate_intervals as calculate_intervals  # re-export (spec)
 from mjsysid.fit.lm import LMOptions, levenberg_marquardt
-from mjsysid.objective.signal_transform import SignalTransform
+from mjsysid.objective.protocols import HorizonResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import finite_real, must_be
 from mjsysid.util.files import atomic_savez, load_npz
@@ -451,14 +451,12 @@ def resolve_horizons(
 
     ``None``: one stage. A sequence: validated, 1.0 appended when missing. ``"auto"``: the
     fractions of :data:`AUTO_HORIZONS` at which every sequence keeps at least 20 measured
-    samples (that a :class:`SignalTransform`'s delay bounds leave readable), then 1.0, when
-    the fit can use them: ``residual_fn`` has
-    :meth:`~mjsysid.ResidualFunction.head`, no ``custom_rollout`` and no ``modify_residual``
-    but a :meth:`SignalTransform.apply <mjsysid.SignalTransform.apply>` (custom code never
-    receives shortened series unasked), the backend is ``"lm"`` or ``"mujoco"`` (an early
-    stage ends on a slow iteration, which the scipy backends do not report) and a free
-    parameter of ``params`` (when given) changes the simulation (signal-only fits simulate
-    once in all, so stages cannot save anything); otherwise one stage.
+    samples (:meth:`~mjsysid.objective.protocols.HorizonResidualFn.horizon_samples`), then
+    1.0, when the fit can use them: ``residual_fn`` is a
+    :class:`~mjsysid.objective.protocols.HorizonResidualFn` whose ``supports_horizons(params)``
+    says so (custom code never receives shortened series unasked), the backend is ``"lm"``
+    or ``"mujoco"`` (an early stage ends on a slow iteration, which the scipy backends do
+    not report); otherwise one stage.
 
     Raises:
       TypeError: ``horizons`` is not ``"auto"``, ``None`` or a sequence of numbers, or stages
@@ -472,23 +470,17 @@ def resolve_horizons(
             raise TypeError(
                 must_be("horizons", "'auto', None or a sequence of fractions in (0, 1]", horizons)
             )
-        head_samples = getattr(residual_fn, "head_samples", None)
-        custom = getattr(residual_fn, "modify_residual", None)
-        built_in = custom is None or isinstance(getattr(custom, "__self__", None), SignalTransform)
-        built_in = built_in and getattr(residual_fn, "custom_rollout", None) is None
-        simulates = getattr(residual_fn, "simulates", None)
         if (
             optimizer not in ("lm", "mujoco")
-            or not callable(head_samples)
-            or not built_in
-            or (params is not None and callable(simulates) and not simulates(params))
+            or not isinstance(residual_fn, HorizonResidualFn)
+            or not residual_fn.supports_horizons(params)
         ):
             return (1.0,)
-        # a SignalTransform's delays need room: it reads the prediction at t - delay
-        delays = (0.0, 0.0)
-        if custom is not None and params is not None:
-            delays = custom.__self__.delay_bounds(params)
-        early = [h for h in AUTO_HORIZONS if min(head_samples(h, delays)) >= _AUTO_MIN_SAMPLES]
+        early = [
+            h
+            for h in AUTO_HORIZONS
+            if min(residual_fn.horizon_samples(h, params)) >= _AUTO_MIN_SAMPLES
+        ]
         return (*early, 1.0)
     if not isinstance(horizons, Sequence | np.ndarray):
         raise TypeError(
@@ -511,7 +503,7 @@ def resolve_horizons(
         )
     if hs[-1] < 1.0:
         hs.append(1.0)
-    if len(hs) > 1 and not callable(getattr(residual_fn, "head", None)):
+    if len(hs) > 1 and not isinstance(residual_fn, HorizonResidualFn):
         raise TypeError(
             must_be(
                 "residual_fn",
@@ -961,7 +953,12 @@ def optimize(
         _checkpoint_write(ckpt, x0, float("nan"), start_iter, names, stages[0])
 
     # every head is made (and a too-short sequence reported) before anything is simulated
-    fns = [residual_fn.head(h) for h in stages[:-1]] + [residual_fn]  # type: ignore[attr-defined]
+    heads = (
+        [residual_fn.head(h) for h in stages[:-1]]
+        if isinstance(residual_fn, HorizonResidualFn)
+        else []
+    )
+    fns: list[ResidualFn] = [*heads, residual_fn]
     full = _Counted(residual_fn, params) if len(stages) > 1 else None
     # the whole data at the start: the result's initial cost, the first stage's yardstick
     r_start = full(x0) if full is not None else None

@@ -6,8 +6,8 @@ know what a callback receives and must return.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import mujoco
 import numpy as np
@@ -17,11 +17,14 @@ from mjsysid.params.parameter import ModelModifierFn, ModifierFn, ParameterDict
 from mjsysid.sim.rollout import SystemTrajectory
 
 __all__ = [
+    "BatchResidualModifier",
     "BuildModelFn",
     "CustomRolloutFn",
+    "HorizonResidualFn",
     "ModelModifierFn",
     "ModifierFn",
     "ModifyResidualFn",
+    "batch_modifier",
 ]
 
 
@@ -75,3 +78,99 @@ class CustomRolloutFn(Protocol):
         param_dicts: Sequence[ParameterDict],
         /,
     ) -> Sequence[SystemTrajectory]: ...
+
+
+@runtime_checkable
+class BatchResidualModifier(Protocol):
+    """A custom residual that also evaluates every candidate of a sequence in one call.
+
+    :class:`~mjsysid.SignalTransform` implements it; so may any user object. Passing
+    ``modify_residual=obj.apply`` (its bound ``apply``) to
+    :func:`~mjsysid.build_residual_fn` lets the residual function call
+    :meth:`batch_residuals` instead of ``apply`` once per candidate; both must give the same
+    numbers. The residual function also reads :attr:`normalize` (how it scales the measured
+    signals) and calls :meth:`validate_signals` before any simulation.
+    """
+
+    normalize: bool | str
+
+    def apply(self, *args: Any, **kwargs: Any) -> tuple[np.ndarray, TimeSeries, TimeSeries]:
+        """The :class:`ModifyResidualFn` of one candidate."""
+        ...
+
+    def batch_residuals(
+        self,
+        params: ParameterDict,
+        values: Callable[[str], np.ndarray],
+        which: np.ndarray,
+        predictions: np.ndarray,
+        grid: np.ndarray,
+        mapping: Any,
+        sensordata_measured: TimeSeries,
+        sensor_weights: Mapping[str, Any] | None = None,
+        out: np.ndarray | None = None,
+        rms_reference: TimeSeries | None = None,
+    ) -> np.ndarray:
+        """``(k, m)`` residual blocks of ``k`` candidates of one sequence; row ``j`` equals
+        ``apply(...)[0].reshape(-1)`` for candidate ``j``.
+
+        Args:
+          params: The parameters (names, sizes, bounds; the values come from ``values``).
+          values: ``values(name) -> (k, size)``: each candidate's value of a parameter.
+          which: ``(k,)`` row of ``predictions`` each candidate reads.
+          predictions: ``(u, nstep, D)`` simulated signals on ``grid`` (``(nstep,)`` times,
+            s), columns as ``mapping`` says.
+          sensordata_measured: The measured series of the sequence.
+          sensor_weights: Weights by signal name or pattern.
+          out: ``(k, m)`` array to write into (ignored when its size does not fit).
+          rms_reference: Series whose RMS normalises this sequence (its whole recording, for
+            a window), or ``None`` for the measured series itself.
+        """
+        ...
+
+    def validate_signals(
+        self,
+        names: Sequence[str],
+        params: ParameterDict | None = None,
+        widths: Mapping[str, int] | None = None,
+    ) -> None:
+        """Raises when a rule names no measured signal or a parameter is missing."""
+        ...
+
+    def delay_bounds(self, params: ParameterDict) -> tuple[float, float]:
+        """``(lo, hi)`` (s): the range of delays the parameters' bounds allow."""
+        ...
+
+
+def batch_modifier(fn: object) -> BatchResidualModifier | None:
+    """The :class:`BatchResidualModifier` whose bound ``apply`` ``fn`` is (else ``None``)."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, BatchResidualModifier) and fn == owner.apply:
+        return owner
+    return None
+
+
+@runtime_checkable
+class HorizonResidualFn(Protocol):
+    """A batched residual function that can be fitted on growing horizons.
+
+    :func:`~mjsysid.optimize` asks it, through this protocol only, whether horizon stages
+    can help and for the residual of the first part of every sequence.
+    :class:`~mjsysid.ResidualFunction` implements it.
+    """
+
+    def __call__(self, x: np.ndarray, params: ParameterDict, /) -> np.ndarray: ...
+
+    def supports_horizons(self, params: ParameterDict | None = None) -> bool:
+        """Whether shorter horizons are meaningful: no custom code receives shortened series
+        unasked, and (with ``params``) a free parameter changes the simulation."""
+        ...
+
+    def horizon_samples(self, fraction: float, params: ParameterDict | None = None) -> list[int]:
+        """Measured samples each sequence keeps (and can read, given the delay bounds of
+        ``params``) in the first ``fraction`` of its duration."""
+        ...
+
+    def head(self, fraction: float) -> HorizonResidualFn:
+        """The residual of the first ``fraction`` of every sequence."""
+        ...

@@ -52,8 +52,12 @@ from mjsysid.objective.alignment import (
 )
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.initial_state import INITIAL_KINDS, initial_state_overrides
-from mjsysid.objective.protocols import BuildModelFn, CustomRolloutFn, ModifyResidualFn
-from mjsysid.objective.signal_transform import SignalTransform
+from mjsysid.objective.protocols import (
+    BuildModelFn,
+    CustomRolloutFn,
+    ModifyResidualFn,
+    batch_modifier,
+)
 from mjsysid.params.apply import (
     WritePlan,
     apply_param_modifiers,
@@ -110,16 +114,6 @@ def _spans(sizes: list[int]) -> list[slice]:
     """Consecutive slices of the given sizes, from 0."""
     ends = np.cumsum(sizes).tolist()
     return [slice(e - n, e) for n, e in zip(sizes, ends, strict=True)]
-
-
-def _bound_signal_transform(fn: object) -> SignalTransform | None:
-    """The transform when ``fn`` is a :class:`SignalTransform`'s own ``apply``."""
-    owner = getattr(fn, "__self__", None)
-    if isinstance(owner, SignalTransform) and getattr(fn, "__func__", None) is (
-        SignalTransform.apply
-    ):
-        return owner
-    return None
 
 
 _CONTROL_BATCHES = 8  # stacked control batches kept (by sequences and width)
@@ -281,7 +275,7 @@ class ResidualFunction:
         # A custom residual scales its own: the built-in scale is only computed (and an
         # all-zero signal refused, here rather than at the first call) as a SignalTransform
         # will; another custom residual normalises as it likes.
-        transform = _bound_signal_transform(modify_residual)
+        transform = batch_modifier(modify_residual)
         own_scale = (
             self.normalize
             if modify_residual is None
@@ -302,11 +296,11 @@ class ResidualFunction:
             for si in range(len(ms))
         ]
         self._check_names()
-        validate: Any = getattr(modify_residual, "__self__", None)
+        batched = batch_modifier(modify_residual)
         self._measured_names = list(dict.fromkeys(n for s in self._sequences for n in s.meas.names))
         self._widths = {n: len(s.meas.columns(n)) for s in self._sequences for n in s.meas.names}
-        if hasattr(validate, "validate_signals"):
-            validate.validate_signals(self._measured_names, widths=self._widths)
+        if batched is not None:
+            batched.validate_signals(self._measured_names, widths=self._widths)
         # Block starts in the residual; a custom residual's sizes are known after one call.
         sizes = [s.meas.data.size if modify_residual is None else 0 for s in self._sequences]
         self._offsets = np.cumsum([0, *sizes])
@@ -340,9 +334,9 @@ class ResidualFunction:
     def check_params(self, params: ParameterDict) -> None:
         """Checks, before any simulation, that the parameters a SignalTransform or the
         ControlTransform reads exist (with valid sizes)."""
-        owner: Any = getattr(self.modify_residual, "__self__", None)
-        if hasattr(owner, "validate_signals"):
-            owner.validate_signals(self._measured_names, params, self._widths)
+        batched = batch_modifier(self.modify_residual)
+        if batched is not None:
+            batched.validate_signals(self._measured_names, params, self._widths)
         if self.control_transform is not None:
             for ms in self.models_sequences:
                 self.control_transform.validate(ms.model, params)
@@ -526,10 +520,21 @@ class ResidualFunction:
         return np.ascontiguousarray(out[:, 0]) if flat else out
 
     def predict(
-        self, params: ParameterDict, x: npt.ArrayLike | None = None
+        self,
+        x: npt.ArrayLike | ParameterDict | None = None,
+        params: ParameterDict | npt.ArrayLike | None = None,
     ) -> list[SequencePrediction]:
-        """Detailed prediction of every sequence at ``x`` (default: the current values)."""
-        xv = params.as_vector() if x is None else x
+        """Detailed prediction of every sequence at ``x`` (``None``: the current values).
+
+        The arguments come in the order of :meth:`__call__` (``x, params``). The older order
+        ``predict(params)`` / ``predict(params, x)`` still works: a :class:`ParameterDict`
+        given first is taken as ``params``.
+        """
+        if isinstance(x, ParameterDict):  # predict(params[, x]): the older argument order
+            x, params = params, x
+        if not isinstance(params, ParameterDict):
+            raise TypeError(must_be("params", "a ParameterDict", params))
+        xv = params.as_vector() if x is None else np.asarray(x, dtype=np.float64)
         return self._evaluate(self._check_x(xv, params)[:, :1], params, details=True)[1]
 
     def _evaluate(
@@ -598,7 +603,7 @@ class ResidualFunction:
                     preds,
                     self._transformed_controls(work, X, sim_cols, group, mi),
                 )
-        transform = _bound_signal_transform(self.modify_residual)
+        transform = batch_modifier(self.modify_residual)
         custom = self.modify_residual is not None and transform is None
         mixed: dict[int, list[tuple[np.ndarray, ...]]] = {}  # sims of sequences partly cached
         for i in range(nseq):
@@ -672,7 +677,7 @@ class ResidualFunction:
                 view = None
                 if out is not None:
                     view = out[:, int(self._offsets[si]) : int(self._offsets[si + 1])]
-                block = transform._residuals(
+                block = transform.batch_residuals(
                     work,
                     lambda name: (
                         X[layout.spans[name]].T
@@ -936,6 +941,27 @@ class ResidualFunction:
         with ``delays = (lo, hi)`` (s), only those that every delay in that range can read
         (a :class:`SignalTransform` drops the others)."""
         return [head_samples(seq.meas.times, float(fraction), delays) for seq in self._sequences]
+
+    def supports_horizons(self, params: ParameterDict | None = None) -> bool:
+        """Whether horizon stages (:meth:`head`) can help a fit: no custom rollout and no
+        custom residual but a :class:`~mjsysid.objective.protocols.BatchResidualModifier`'s
+        ``apply`` (custom code never receives shortened series unasked), and, with
+        ``params``, a free parameter that changes the simulation (signal-only fits simulate
+        once in all)."""
+        built_in = self.modify_residual is None or batch_modifier(self.modify_residual)
+        if not built_in or self.custom_rollout is not None:
+            return False
+        return params is None or self.simulates(params)
+
+    def horizon_samples(self, fraction: float, params: ParameterDict | None = None) -> list[int]:
+        """Measured samples each sequence keeps in :meth:`head` ``(fraction)`` that every
+        delay the bounds of ``params`` allow can read (a batched modifier such as a
+        :class:`SignalTransform` reads the prediction at ``t - delay``)."""
+        batched = batch_modifier(self.modify_residual)
+        delays = (0.0, 0.0)
+        if batched is not None and params is not None:
+            delays = batched.delay_bounds(params)
+        return self.head_samples(fraction, delays)
 
     def head(self, fraction: float) -> ResidualFunction:
         """The residual of the first ``fraction`` of every sequence (a horizon stage).

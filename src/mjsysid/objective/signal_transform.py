@@ -17,7 +17,7 @@ by :meth:`SignalTransform.enable_sensors`, the delay window, the per-signal RMS,
 columns every delay, gain and bias rule touches) is compiled once into a plan per (measured
 series, prediction grid, delay bounds, sensor weights) and cached on the transform (the last
 :data:`_MAX_PLANS` plans). A call then costs one interpolation per distinct delay value, the
-gains and biases in place and one weighted difference. :meth:`SignalTransform._residuals` does
+gains and biases in place and one weighted difference. :meth:`SignalTransform.batch_residuals` does
 the same for all candidates of a sequence at once (what the residual function calls): one plan
 lookup, one interpolation per distinct (simulation, delays) pair. The results are those of
 the section-8 functions (:mod:`mjsysid.signal_modifier`) applied one by one, to the last bit.
@@ -485,7 +485,7 @@ class SignalTransform:
         assert meas_ts is not None
         return residual, TimeSeries._unchecked(plan.times, out, plan.pred_mapping_out), meas_ts
 
-    def _residuals(
+    def batch_residuals(
         self,
         params: ParameterDict,
         values: Callable[[str], np.ndarray],

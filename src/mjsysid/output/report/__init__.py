@@ -702,7 +702,7 @@ def default_report(
             if which == "initial" and preds1 is None:
                 break
             try:
-                pred = residual_fn.predict(params)
+                pred = residual_fn.predict(None, params)
             except Exception as e:  # shown in the report instead of failing it
                 logger.warning("default_report: %s predictions failed: %s", which, e, exc_info=True)
                 signals_reason = (
