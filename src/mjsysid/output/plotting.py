@@ -386,8 +386,8 @@ def render_rollout(
         ``MjvCamera``.
       ghost_colors: RGBA of the 2nd, 3rd, ... trajectories (default :data:`GHOST_COLORS`).
       max_frames: Stop after this many frames.
-      fast: Turn off shadows, reflections and multisampling: software OpenGL (Mesa
-        llvmpipe, OSMesa) is then about 10x faster.
+      fast: Turn off shadows, reflections and multisampling: much faster with software
+        OpenGL (Mesa llvmpipe, OSMesa).
 
     Returns:
       List of ``(height, width, 3)`` uint8 RGB frames.

@@ -40,7 +40,7 @@ from mjsysid.util.errors import must_be
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReportOptions:
     """The keyword options of :func:`~mjsysid.output.report.default_report` (see there)."""
 
@@ -145,7 +145,7 @@ def check_fit(
     save_dir: Any,
     opts: ReportOptions,
 ) -> FitInputs:
-    """The checked fit; TypeError/ValueError for the first bad argument, in signature order."""
+    """The checked fit; TypeError/ValueError for the first bad argument."""
     if not all(hasattr(opt_result, a) for a in ("x", "fun", "jac", "success", "message")):
         raise TypeError(
             must_be(
@@ -392,14 +392,13 @@ def default_report(
       alpha: Significance level of the intervals when they are computed here.
       max_points_per_trace: Samples kept per plotted line (min-max decimation keeps peaks).
       max_total_points: Budget of plotted samples over all signal figures (bounds the file
-        size, about 20 bytes per sample, for many long sequences); lines get fewer samples,
-        but at least 100 each.
+        size for many long sequences); lines get fewer samples, but at least 100 each.
       large_error: Signals with NRMSE above this are flagged.
       large_interval: Parameters with ``half_width > large_interval·|value|`` are flagged.
       cond_threshold: Warn when κ(JᵀJ) (unit-norm columns) exceeds this.
       correlation_threshold: Warn about parameter pairs with ``|ρ|`` at least this.
-      inline_plotly: Put plotly.js inside ``report.html`` (one file, ~5 MB larger) instead
-        of ``report_assets/``.
+      inline_plotly: Put plotly.js inside ``report.html`` (one file, larger by plotly.js)
+        instead of ``report_assets/``.
       video_fps, video_size, max_video_seconds: Frames per second, ``(width, height)`` in
         pixels, and the length of simulated time shown per sequence.
 
@@ -414,10 +413,20 @@ def default_report(
     """
     jinja2, plotly_offline = require_report_dependencies()
     opts = ReportOptions(
-        title, videos, alpha, max_points_per_trace, max_total_points, large_error,
-        large_interval, cond_threshold, correlation_threshold, inline_plotly, video_fps,
-        video_size, max_video_seconds,
-    )  # fmt: skip
+        title=title,
+        videos=videos,
+        alpha=alpha,
+        max_points_per_trace=max_points_per_trace,
+        max_total_points=max_total_points,
+        large_error=large_error,
+        large_interval=large_interval,
+        cond_threshold=cond_threshold,
+        correlation_threshold=correlation_threshold,
+        inline_plotly=inline_plotly,
+        video_fps=video_fps,
+        video_size=video_size,
+        max_video_seconds=max_video_seconds,
+    )
     check_options(opts)
     fit = check_fit(
         models_sequences, initial_params, opt_params, opt_result, residual_fn, save_dir, opts
