@@ -45,6 +45,7 @@ from mjsysid.output.report import (
     strong_correlations,
     unidentifiable_directions,
 )
+from mjsysid.output.report import html as report_html
 
 pytest.importorskip("jinja2", reason="the report needs the report extra (jinja2)")
 pytest.importorskip("plotly", reason="the report needs the report extra (plotly)")
@@ -497,7 +498,7 @@ def test_report_without_gl_says_why(
 def test_failure_mid_write_leaves_no_report(
     fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = rep._write_file
+    real = report_html._write_file
     written: list[str] = []
 
     def failing(path: Path, payload: bytes) -> None:
@@ -506,7 +507,7 @@ def test_failure_mid_write_leaves_no_report(
         written.append(path.name)
         real(path, payload)
 
-    monkeypatch.setattr(rep, "_write_file", failing)
+    monkeypatch.setattr(report_html, "_write_file", failing)
     with pytest.raises(OSError, match="No space left"):
         default_report(
             fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r", videos=False
@@ -515,12 +516,12 @@ def test_failure_mid_write_leaves_no_report(
     assert not (tmp_path / "r" / "report.html").exists()
     assert not list((tmp_path / "r").glob(".report-*"))
     # A previous complete report survives a failed rewrite untouched.
-    monkeypatch.setattr(rep, "_write_file", real)
+    monkeypatch.setattr(report_html, "_write_file", real)
     out = default_report(
         fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r", videos=False
     )
     before = out.read_bytes()
-    monkeypatch.setattr(rep, "_write_file", failing)
+    monkeypatch.setattr(report_html, "_write_file", failing)
     with pytest.raises(OSError):
         default_report(
             fit.seq,

@@ -23,6 +23,7 @@ import copy
 import os
 import platform
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import mujoco
@@ -129,26 +130,13 @@ def plot_sensor_comparison(
       KeyError: A name in ``signals`` is not a measured signal.
     """
     figure_cls = _require_matplotlib()
-    pred = _as_series(predicted, "predicted", "predicted_at_measured")
-    if measured is None:
-        if isinstance(predicted, TimeSeries):
-            raise TypeError(must_be("measured", "given when predicted is a TimeSeries", None))
-        meas = _as_series(predicted, "predicted", "measured_used")
-    else:
-        meas = _as_series(measured, "measured", "measured_used")
-    init = None if initial is None else _as_series(initial, "initial", "predicted_at_measured")
+    pred, meas, init = _comparison_series(predicted, measured, initial)
     if not isinstance(ncols, int) or ncols < 1:
         raise ValueError(must_be("ncols", "a positive integer", ncols))
-    groups = _column_groups(meas, model)
-    if signals is not None:
-        names = [signals] if isinstance(signals, str) else list(signals)
-        unknown = [n for n in names if n not in groups]
-        if unknown:
-            raise KeyError(f"signals {unknown} must be measured signals; known: {list(groups)}")
-        groups = {n: groups[n] for n in names}
-    pred_groups = _column_groups(pred, model)
-    init_groups = None if init is None else _column_groups(init, model)
-
+    groups = _selected_groups(_column_groups(meas, model), signals)
+    lines = [(pred, _column_groups(pred, model), _IDENTIFIED_STYLE)]
+    if init is not None:
+        lines.append((init, _column_groups(init, model), _INITIAL_STYLE))
     n = max(len(groups), 1)
     cols = min(ncols, n)
     rows = -(-n // cols)
@@ -157,40 +145,68 @@ def plot_sensor_comparison(
     for ax in axes[len(groups) :]:
         ax.set_visible(False)
     for ax, (name, mcols) in zip(axes, groups.items(), strict=False):
-        single = mcols.size == 1
-        for j, c in enumerate(mcols):
-            suffix = "" if single else f"[{j}]"
-            ax.plot(meas.times, meas.data[:, c], color="black", lw=1.2, label=f"measured{suffix}")
-            if name in pred_groups and j < pred_groups[name].size:
-                ax.plot(
-                    pred.times,
-                    pred.data[:, pred_groups[name][j]],
-                    color="tab:blue",
-                    lw=1.2,
-                    label=f"identified{suffix}",
-                )
-            if (
-                init is not None
-                and init_groups is not None
-                and name in init_groups
-                and j < init_groups[name].size
-            ):
-                ax.plot(
-                    init.times,
-                    init.data[:, init_groups[name][j]],
-                    color="tab:orange",
-                    lw=1.0,
-                    ls="--",
-                    label=f"initial{suffix}",
-                )
-        ax.set_title(name)
-        ax.set_xlabel("time [s]")
-        ax.grid(True, alpha=0.3)
-        if single or mcols.size <= 3:
-            ax.legend(fontsize="small", loc="best")
+        _plot_signal(ax, name, mcols, meas, lines)
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _comparison_series(
+    predicted: Any, measured: Any, initial: Any
+) -> tuple[TimeSeries, TimeSeries, TimeSeries | None]:
+    """``(identified, measured, initial or None)`` series of :func:`plot_sensor_comparison`."""
+    pred = _as_series(predicted, "predicted", "predicted_at_measured")
+    if measured is None:
+        if isinstance(predicted, TimeSeries):
+            raise TypeError(must_be("measured", "given when predicted is a TimeSeries", None))
+        meas = _as_series(predicted, "predicted", "measured_used")
+    else:
+        meas = _as_series(measured, "measured", "measured_used")
+    init = None if initial is None else _as_series(initial, "initial", "predicted_at_measured")
+    return pred, meas, init
+
+
+_IDENTIFIED_STYLE: dict[str, Any] = {"color": "tab:blue", "lw": 1.2, "label": "identified"}
+_INITIAL_STYLE: dict[str, Any] = {"color": "tab:orange", "lw": 1.0, "ls": "--", "label": "initial"}
+
+
+def _selected_groups(
+    groups: dict[str, np.ndarray], signals: Sequence[str] | None
+) -> dict[str, np.ndarray]:
+    """``groups`` restricted to ``signals`` (in that order); KeyError for an unknown name."""
+    if signals is None:
+        return groups
+    names = [signals] if isinstance(signals, str) else list(signals)
+    unknown = [n for n in names if n not in groups]
+    if unknown:
+        raise KeyError(f"signals {unknown} must be measured signals; known: {list(groups)}")
+    return {n: groups[n] for n in names}
+
+
+def _plot_signal(
+    ax: Any,
+    name: str,
+    mcols: np.ndarray,
+    meas: TimeSeries,
+    lines: Sequence[tuple[TimeSeries, dict[str, np.ndarray], dict[str, Any]]],
+) -> None:
+    """One axes: per column the measured line and every prediction that has the signal."""
+    single = mcols.size == 1
+    for j, c in enumerate(mcols):
+        suffix = "" if single else f"[{j}]"
+        ax.plot(meas.times, meas.data[:, c], color="black", lw=1.2, label=f"measured{suffix}")
+        for series, groups, style in lines:
+            if name in groups and j < groups[name].size:
+                ax.plot(
+                    series.times,
+                    series.data[:, groups[name][j]],
+                    **{**style, "label": f"{style['label']}{suffix}"},
+                )
+    ax.set_title(name)
+    ax.set_xlabel("time [s]")
+    ax.grid(True, alpha=0.3)
+    if single or mcols.size <= 3:
+        ax.legend(fontsize="small", loc="best")
 
 
 # -- render_rollout -------------------------------------------------------------------------------
@@ -370,8 +386,8 @@ def render_rollout(
         ``MjvCamera``.
       ghost_colors: RGBA of the 2nd, 3rd, ... trajectories (default :data:`GHOST_COLORS`).
       max_frames: Stop after this many frames.
-      fast: Turn off shadows, reflections and multisampling: software OpenGL (Mesa
-        llvmpipe, OSMesa) is then about 10x faster.
+      fast: Turn off shadows, reflections and multisampling: much faster with software
+        OpenGL (Mesa llvmpipe, OSMesa).
 
     Returns:
       List of ``(height, width, 3)`` uint8 RGB frames.
@@ -381,6 +397,45 @@ def render_rollout(
         created; the message says how to enable one (``MUJOCO_GL=egl`` or ``osmesa``).
       ValueError: Shapes that do not match the models, or bad options.
     """
+    models, datas, states = _rollout_inputs(model, data, state)
+    if not (np.isfinite(framerate) and framerate > 0):
+        raise ValueError(must_be("framerate", "a positive number of frames per second", framerate))
+    for what, v in (("width", width), ("height", height)):
+        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
+            raise ValueError(must_be(what, "a positive integer number of pixels", v))
+    colors = [tuple(float(c) for c in rgba) for rgba in (ghost_colors or GHOST_COLORS)]
+    if any(len(c) != 4 for c in colors):
+        raise ValueError(must_be("ghost_colors", "RGBA 4-tuples", ghost_colors))
+    frames = _FrameSchedule.of(models, states, framerate, max_frames)
+    buffer_model = _buffer_model(models[0], width, height, fast)
+    cam = _camera(models[0], camera)
+    _, ctx = create_gl_context(width, height)
+    mjr = None
+    try:
+        mjr = mujoco.MjrContext(buffer_model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, mjr)
+        renderer = _Renderer(
+            _scene(models, fast),
+            mjr,
+            cam,
+            colors,
+            mujoco.MjrRect(0, 0, width, height),
+            np.empty((height, width, 3), dtype=np.uint8),
+        )
+        return [
+            renderer.frame(models, datas, states, [int(idx[f]) for idx in frames.picks])
+            for f in range(frames.times.size)
+        ]
+    finally:
+        if mjr is not None:
+            mjr.free()
+        ctx.free()
+
+
+def _rollout_inputs(
+    model: Any, data: Any, state: Any
+) -> tuple[list[mujoco.MjModel], list[mujoco.MjData], list[np.ndarray]]:
+    """One model, one MjData and one checked state array per trajectory."""
     states = _as_states(state)
     models = _as_list(model, mujoco.MjModel) or []
     if not states:
@@ -394,19 +449,7 @@ def render_rollout(
             )
         )
     for i, (m, s) in enumerate(zip(models, states, strict=True)):
-        if not isinstance(m, mujoco.MjModel):
-            raise TypeError(must_be(f"model[{i}]", "a compiled mujoco.MjModel", type(m).__name__))
-        if s.ndim != 2 or s.shape[1] != state_size(m) or s.shape[0] < 1:
-            raise ValueError(
-                must_be(
-                    f"state[{i}]",
-                    f"shape (nstep, {state_size(m)}) of full-physics states",
-                    s,
-                    hint=f"got shape {s.shape}",
-                )
-            )
-        if not np.all(np.isfinite(s)):
-            raise ValueError(must_be(f"state[{i}]", "finite", s))
+        _check_trajectory(i, m, s)
     datas = _as_list(data, mujoco.MjData)
     if datas is None:
         datas = [mujoco.MjData(m) for m in models]
@@ -414,74 +457,114 @@ def render_rollout(
         datas = datas + [mujoco.MjData(m) for m in models[1:]]
     if len(datas) != len(models):
         raise ValueError(must_be("data", f"None, one MjData or {len(models)}", f"{len(datas)}"))
-    if not (np.isfinite(framerate) and framerate > 0):
-        raise ValueError(must_be("framerate", "a positive number of frames per second", framerate))
-    for what, v in (("width", width), ("height", height)):
-        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
-            raise ValueError(must_be(what, "a positive integer number of pixels", v))
-    colors = [tuple(float(c) for c in rgba) for rgba in (ghost_colors or GHOST_COLORS)]
-    if any(len(c) != 4 for c in colors):
-        raise ValueError(must_be("ghost_colors", "RGBA 4-tuples", ghost_colors))
+    return models, datas, states
 
-    times = [_trajectory_times(m, s) for m, s in zip(models, states, strict=True)]
-    t0 = float(times[0][0])
-    t1 = float(max(t[-1] for t in times))
-    frame_times = t0 + np.arange(int(np.floor((t1 - t0) * framerate + 1e-9)) + 1) / framerate
-    if max_frames is not None:
-        frame_times = frame_times[: max(int(max_frames), 1)]
-    picks = [frame_indices(t, frame_times) for t in times]
 
-    base = models[0]
-    buffer_model = base
-    if (
+def _check_trajectory(i: int, m: Any, s: np.ndarray) -> None:
+    if not isinstance(m, mujoco.MjModel):
+        raise TypeError(must_be(f"model[{i}]", "a compiled mujoco.MjModel", type(m).__name__))
+    if s.ndim != 2 or s.shape[1] != state_size(m) or s.shape[0] < 1:
+        raise ValueError(
+            must_be(
+                f"state[{i}]",
+                f"shape (nstep, {state_size(m)}) of full-physics states",
+                s,
+                hint=f"got shape {s.shape}",
+            )
+        )
+    if not np.all(np.isfinite(s)):
+        raise ValueError(must_be(f"state[{i}]", "finite", s))
+
+
+@dataclass(frozen=True)
+class _FrameSchedule:
+    """Frame times ``(nframe,)`` [s] and, per trajectory, the state index shown in each frame."""
+
+    times: np.ndarray
+    picks: list[np.ndarray]
+
+    @classmethod
+    def of(
+        cls,
+        models: Sequence[mujoco.MjModel],
+        states: Sequence[np.ndarray],
+        framerate: float,
+        max_frames: int | None,
+    ) -> _FrameSchedule:
+        times = [_trajectory_times(m, s) for m, s in zip(models, states, strict=True)]
+        t0 = float(times[0][0])
+        t1 = float(max(t[-1] for t in times))
+        frame_times = t0 + np.arange(int(np.floor((t1 - t0) * framerate + 1e-9)) + 1) / framerate
+        if max_frames is not None:
+            frame_times = frame_times[: max(int(max_frames), 1)]
+        return cls(frame_times, [frame_indices(t, frame_times) for t in times])
+
+
+def _buffer_model(base: mujoco.MjModel, width: int, height: int, fast: bool) -> mujoco.MjModel:
+    """``base``, or a copy whose offscreen buffer fits the image (no multisampling if fast)."""
+    if not (
         width > base.vis.global_.offwidth
         or height > base.vis.global_.offheight
         or (fast and base.vis.quality.offsamples)
     ):
-        buffer_model = copy.copy(base)
-        buffer_model.vis.global_.offwidth = max(width, base.vis.global_.offwidth)
-        buffer_model.vis.global_.offheight = max(height, base.vis.global_.offheight)
-        if fast:
-            buffer_model.vis.quality.offsamples = 0
-    cam = _camera(base, camera)
+        return base
+    buffer_model = copy.copy(base)
+    buffer_model.vis.global_.offwidth = max(width, base.vis.global_.offwidth)
+    buffer_model.vis.global_.offheight = max(height, base.vis.global_.offheight)
+    if fast:
+        buffer_model.vis.quality.offsamples = 0
+    return buffer_model
 
-    _, ctx = create_gl_context(width, height)
-    mjr = None
-    try:
-        mjr = mujoco.MjrContext(buffer_model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
-        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, mjr)
-        scene = mujoco.MjvScene(base, maxgeom=max(1000, sum(int(m.ngeom) + 50 for m in models)))
-        if fast:
-            for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION):
-                scene.flags[flag] = 0
-        opt, pert = mujoco.MjvOption(), mujoco.MjvPerturb()
-        rect = mujoco.MjrRect(0, 0, width, height)
-        rgb = np.empty((height, width, 3), dtype=np.uint8)
-        frames = []
-        for f in range(frame_times.size):
-            for m, d, s, idx in zip(models, datas, states, picks, strict=True):
-                mujoco.mj_setState(m, d, s[idx[f]], STATE_SPEC.value)
-                mujoco.mj_fwdPosition(m, d)
-            mujoco.mjv_updateScene(
-                models[0], datas[0], opt, pert, cam, mujoco.mjtCatBit.mjCAT_ALL.value, scene
+
+def _scene(models: Sequence[mujoco.MjModel], fast: bool) -> mujoco.MjvScene:
+    """A scene with room for every model's geoms (no shadows or reflections if fast)."""
+    scene = mujoco.MjvScene(models[0], maxgeom=max(1000, sum(int(m.ngeom) + 50 for m in models)))
+    if fast:
+        for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION):
+            scene.flags[flag] = 0
+    return scene
+
+
+@dataclass
+class _Renderer:
+    """What every frame reuses: scene, GPU context, camera, options and the pixel buffer."""
+
+    scene: mujoco.MjvScene
+    mjr: mujoco.MjrContext
+    cam: mujoco.MjvCamera
+    colors: Sequence[tuple[float, ...]]
+    rect: mujoco.MjrRect
+    rgb: np.ndarray
+    opt: mujoco.MjvOption = field(default_factory=mujoco.MjvOption)
+    pert: mujoco.MjvPerturb = field(default_factory=mujoco.MjvPerturb)
+
+    def frame(
+        self,
+        models: Sequence[mujoco.MjModel],
+        datas: Sequence[mujoco.MjData],
+        states: Sequence[np.ndarray],
+        rows: Sequence[int],
+    ) -> np.ndarray:
+        """The states at ``rows``, the first trajectory solid, the others as ghosts; (h, w, 3)."""
+        opt, pert, scene = self.opt, self.pert, self.scene
+        for m, d, s, row in zip(models, datas, states, rows, strict=True):
+            mujoco.mj_setState(m, d, s[row], STATE_SPEC.value)
+            mujoco.mj_fwdPosition(m, d)
+        mujoco.mjv_updateScene(
+            models[0], datas[0], opt, pert, self.cam, mujoco.mjtCatBit.mjCAT_ALL.value, scene
+        )
+        for k in range(1, len(models)):
+            start = scene.ngeom
+            mujoco.mjv_addGeoms(
+                models[k], datas[k], opt, pert, mujoco.mjtCatBit.mjCAT_DYNAMIC.value, scene
             )
-            for k in range(1, len(models)):
-                start = scene.ngeom
-                mujoco.mjv_addGeoms(
-                    models[k], datas[k], opt, pert, mujoco.mjtCatBit.mjCAT_DYNAMIC.value, scene
-                )
-                rgba = colors[(k - 1) % len(colors)]
-                for g in range(start, scene.ngeom):
-                    scene.geoms[g].rgba[:] = rgba
-                    scene.geoms[g].matid = -1
-            mujoco.mjr_render(rect, scene, mjr)
-            mujoco.mjr_readPixels(rgb, None, rect, mjr)
-            frames.append(np.flipud(rgb).copy())
-        return frames
-    finally:
-        if mjr is not None:
-            mjr.free()
-        ctx.free()
+            rgba = self.colors[(k - 1) % len(self.colors)]
+            for g in range(start, scene.ngeom):
+                scene.geoms[g].rgba[:] = rgba
+                scene.geoms[g].matid = -1
+        mujoco.mjr_render(self.rect, scene, self.mjr)
+        mujoco.mjr_readPixels(self.rgb, None, self.rect, self.mjr)
+        return np.flipud(self.rgb).copy()
 
 
 __all__ = ["OffscreenRenderingError", "plot_sensor_comparison", "render_rollout"]

@@ -124,33 +124,14 @@ def _versions() -> dict[str, str]:
     }
 
 
-def save_results(
-    experiment_results_folder: str | Path,
-    models_sequences: Sequence[ModelSequences] | ModelSequences,
-    initial_params: ParameterDict,
-    opt_params: ParameterDict,
-    opt_result: OptimizeResult,
-    residual_fn: Any = None,
-    *,
-    alpha: float = 0.05,
-) -> Path:
-    """Writes parameters, result, confidence intervals and identified models to a folder.
+def _dump(data: Any) -> bytes:
+    return yaml.safe_dump(data, sort_keys=False).encode("utf-8")
 
-    Args:
-      experiment_results_folder: Created if missing (``str`` or ``Path``).
-      models_sequences: The data the fit used; one ``<name>.xml`` is written per entry.
-      initial_params, opt_params: Before and after the fit.
-      opt_result: From :func:`optimize`.
-      residual_fn: Used for per-signal noise estimates in the intervals (optional).
-      alpha: Significance level of the intervals.
 
-    Returns:
-      The folder path.
-
-    Raises:
-      OSError: The folder cannot be created or written (message names the path).
-    """
-    folder = Path(experiment_results_folder)
+def _check_save_arguments(
+    models_sequences: Any, initial_params: Any, opt_params: Any, opt_result: Any
+) -> list[ModelSequences]:
+    """The list of ModelSequences; TypeError/ValueError for the first bad argument."""
     ms_list = (
         [models_sequences]
         if isinstance(models_sequences, ModelSequences)
@@ -177,16 +158,12 @@ def save_results(
                     params.get_non_frozen_parameter_names(),
                 )
             )
+    return ms_list
 
-    def dump(data: Any) -> bytes:
-        return yaml.safe_dump(data, sort_keys=False).encode("utf-8")
 
-    files: dict[str, bytes] = {
-        "params_x_0.yaml": dump(initial_params.to_dict()),
-        "params_x_hat.yaml": dump(opt_params.to_dict()),
-    }
+def _result_npz(opt_result: OptimizeResult) -> bytes:
     cand = opt_result.extras.get("candidate") or []
-    files["result.npz"] = npz_bytes(
+    return npz_bytes(
         {
             "x": opt_result.x,
             "fun": opt_result.fun,
@@ -197,25 +174,29 @@ def save_results(
             "schema_version": np.array(RESULTS_SCHEMA_VERSION),
         }
     )
-    conf = compute_confidence(opt_result, residual_fn, alpha, opt_params)
+
+
+def _confidence_files(conf: Confidence, alpha: float) -> dict[str, bytes]:
     assert conf.at_bound is not None
-    files["confidence.npz"] = npz_bytes(
-        {
-            "covariance": conf.covariance,
-            "half_widths": conf.half_widths,
-            "alpha": np.array(alpha),
-            "converged": np.array(conf.converged),
-            "at_bound": conf.at_bound,
-        }
-    )
-    files["confidence.yaml"] = dump(conf.to_dict())
-    models: dict[str, str] = {}
-    for ms in ms_list:
-        spec = apply_param_modifiers_spec(opt_params, ms.spec.copy())
-        spec.compile()
-        files[f"{ms.name}.xml"] = spec.to_xml().encode("utf-8")
-        models[ms.name] = f"{ms.name}.xml"
-    summary = {
+    return {
+        "confidence.npz": npz_bytes(
+            {
+                "covariance": conf.covariance,
+                "half_widths": conf.half_widths,
+                "alpha": np.array(alpha),
+                "converged": np.array(conf.converged),
+                "at_bound": conf.at_bound,
+            }
+        ),
+        "confidence.yaml": _dump(conf.to_dict()),
+    }
+
+
+def _summary(
+    opt_result: OptimizeResult, ms_list: Sequence[ModelSequences], models: dict[str, str]
+) -> dict[str, Any]:
+    """The contents of ``result.yaml``."""
+    return {
         "schema": "mjsysid.results",
         "schema_version": RESULTS_SCHEMA_VERSION,
         "optimizer": opt_result.optimizer,
@@ -246,19 +227,56 @@ def save_results(
             *models.values(),
         ],
     }
-    files["result.yaml"] = dump(summary)
+
+
+def save_results(
+    experiment_results_folder: str | Path,
+    models_sequences: Sequence[ModelSequences] | ModelSequences,
+    initial_params: ParameterDict,
+    opt_params: ParameterDict,
+    opt_result: OptimizeResult,
+    residual_fn: Any = None,
+    *,
+    alpha: float = 0.05,
+) -> Path:
+    """Writes parameters, result, confidence intervals and identified models to a folder.
+
+    Args:
+      experiment_results_folder: Created if missing (``str`` or ``Path``).
+      models_sequences: The data the fit used; one ``<name>.xml`` is written per entry.
+      initial_params, opt_params: Before and after the fit.
+      opt_result: From :func:`optimize`.
+      residual_fn: Used for per-signal noise estimates in the intervals (optional).
+      alpha: Significance level of the intervals.
+
+    Returns:
+      The folder path.
+
+    Raises:
+      OSError: The folder cannot be created or written (message names the path).
+    """
+    folder = Path(experiment_results_folder)
+    ms_list = _check_save_arguments(models_sequences, initial_params, opt_params, opt_result)
+    files: dict[str, bytes] = {
+        "params_x_0.yaml": _dump(initial_params.to_dict()),
+        "params_x_hat.yaml": _dump(opt_params.to_dict()),
+        "result.npz": _result_npz(opt_result),
+    }
+    conf = compute_confidence(opt_result, residual_fn, alpha, opt_params)
+    files.update(_confidence_files(conf, alpha))
+    models: dict[str, str] = {}
+    for ms in ms_list:
+        spec = apply_param_modifiers_spec(opt_params, ms.spec.copy())
+        spec.compile()
+        files[f"{ms.name}.xml"] = spec.to_xml().encode("utf-8")
+        models[ms.name] = f"{ms.name}.xml"
+    files["result.yaml"] = _dump(_summary(opt_result, ms_list, models))
     # Nothing in the folder changes until every file is on disk; result.yaml goes in last.
     return atomic_write_files(folder, files, commit="result.yaml")
 
 
-def load_results(folder: str | Path) -> Results:
-    """Reads a folder written by :func:`save_results`.
-
-    Raises:
-      FileNotFoundError: No such folder, or no ``result.yaml`` (an incomplete save).
-      ValueError: A file listed in ``result.yaml`` is missing or malformed, or a newer schema.
-    """
-    folder = Path(folder)
+def _read_summary(folder: Path) -> dict[str, Any]:
+    """``result.yaml`` of ``folder``, checked (FileNotFoundError, ValueError)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"no such results folder: {str(folder)!r}")
     summary_path = folder / "result.yaml"
@@ -280,9 +298,11 @@ def load_results(folder: str | Path) -> Results:
     missing = [f for f in summary["files"] if not (folder / f).is_file()]
     if missing:
         raise ValueError(f"{str(folder)!r} is incomplete: missing {missing}")
-    z = load_npz(folder / "result.npz", required=("x", "fun", "jac", "grad"))
-    c = load_npz(folder / "confidence.npz", required=("covariance", "half_widths", "alpha"))
-    names = list(summary["parameter_names"])
+    return summary
+
+
+def _check_shapes(folder: Path, z: dict[str, Any], c: dict[str, Any], names: Sequence[str]) -> None:
+    """ValueError when the arrays do not fit the parameter names and residual count."""
     p = len(names)
     n = int(np.asarray(z["fun"]).size)
     for file, arrays, shapes in (
@@ -305,8 +325,13 @@ def load_results(folder: str | Path) -> Results:
                 )
     if not np.all(np.isfinite(z["x"])):
         raise ValueError(f"{folder / 'result.npz'}: x must be finite, got {z['x']!r}")
+
+
+def _optimize_result(
+    summary: dict[str, Any], z: dict[str, Any], names: list[str]
+) -> OptimizeResult:
     cand = z.get("candidate", np.zeros((0, len(names))))
-    result = OptimizeResult(
+    return OptimizeResult(
         x=z["x"],
         cost=float(summary["cost"]),
         fun=z["fun"],
@@ -328,6 +353,22 @@ def load_results(folder: str | Path) -> Results:
             **({"stages": summary["stages"]} if summary.get("stages") else {}),
         },
     )
+
+
+def load_results(folder: str | Path) -> Results:
+    """Reads a folder written by :func:`save_results`.
+
+    Raises:
+      FileNotFoundError: No such folder, or no ``result.yaml`` (an incomplete save).
+      ValueError: A file listed in ``result.yaml`` is missing or malformed, or a newer schema.
+    """
+    folder = Path(folder)
+    summary = _read_summary(folder)
+    z = load_npz(folder / "result.npz", required=("x", "fun", "jac", "grad"))
+    c = load_npz(folder / "confidence.npz", required=("covariance", "half_widths", "alpha"))
+    names = list(summary["parameter_names"])
+    _check_shapes(folder, z, c, names)
+    result = _optimize_result(summary, z, names)
     conf = Confidence(
         names,
         z["x"],

@@ -158,6 +158,36 @@ def controls_figure(
     return {"data": data, "layout": layout}
 
 
+def _correlation_layout(p: int) -> dict[str, Any]:
+    """The heatmap's layout for ``p`` parameters (square cells, tick labels up to 60)."""
+    side = int(min(900, max(420, 200 + 14 * p)))
+    ticks = p <= 60
+    layout = {
+        **_BASE_LAYOUT,
+        "hovermode": "closest",
+        "height": side,
+        "margin": {"l": 60, "r": 20, "t": 10, "b": 40},
+        "xaxis": {
+            "showticklabels": ticks,
+            "ticks": "outside" if ticks else "",
+            "tickangle": -45,
+            "automargin": True,
+            "showgrid": False,
+        },
+        "yaxis": {
+            "showticklabels": ticks,
+            "ticks": "outside" if ticks else "",
+            "autorange": "reversed",
+            "automargin": True,
+            "showgrid": False,
+            "scaleanchor": "x",
+        },
+    }
+    if side + 240 <= 1000:  # small matrices: keep the colour bar next to the cells
+        layout["width"] = side + 240
+    return layout
+
+
 def correlation_figure(corr: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
     """Heatmap of ``ρ`` in ``[−1, 1]``; undefined entries drawn grey and labelled on hover."""
     p = len(names)
@@ -198,43 +228,11 @@ def correlation_figure(corr: np.ndarray, names: Sequence[str]) -> dict[str, Any]
                 "name": "undefined",
             }
         )
-    side = int(min(900, max(420, 200 + 14 * p)))
-    ticks = p <= 60
-    layout = {
-        **_BASE_LAYOUT,
-        "hovermode": "closest",
-        "height": side,
-        "margin": {"l": 60, "r": 20, "t": 10, "b": 40},
-        "xaxis": {
-            "showticklabels": ticks,
-            "ticks": "outside" if ticks else "",
-            "tickangle": -45,
-            "automargin": True,
-            "showgrid": False,
-        },
-        "yaxis": {
-            "showticklabels": ticks,
-            "ticks": "outside" if ticks else "",
-            "autorange": "reversed",
-            "automargin": True,
-            "showgrid": False,
-            "scaleanchor": "x",
-        },
-    }
-    if side + 240 <= 1000:  # small matrices: keep the colour bar next to the cells
-        layout["width"] = side + 240
-    return {"data": data, "layout": layout}
+    return {"data": data, "layout": _correlation_layout(p)}
 
 
-def trace_figures(
-    trace: Trace, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, max_paths: int = 30
-) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
-    """Cost per iteration and parameter paths (normalised to their bounds).
-
-    Returns:
-      ``(cost figure, paths figure or None, note)``; with more than ``max_paths`` parameters,
-      only those that moved most are drawn and ``note`` says so.
-    """
+def _cost_figure(trace: Trace) -> dict[str, Any]:
+    """Cost per iteration (log axis when all positive), earlier horizon stages dotted."""
     costs = [trace.cost, *(st.cost for st in trace.early)]
     positive = all(bool(np.all(c[np.isfinite(c)] > 0)) for c in costs)
     stages = [
@@ -249,7 +247,7 @@ def trace_figures(
         }
         for k, st in enumerate(trace.early)
     ]
-    cost = {
+    return {
         "data": [
             *stages,
             {
@@ -270,9 +268,13 @@ def trace_figures(
             "yaxis": _axis("cost", type="log" if positive else "linear"),
         },
     }
+
+
+def _paths_figure(
+    trace: Trace, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, max_paths: int
+) -> tuple[dict[str, Any], str]:
+    """Paths of the ``max_paths`` parameters that moved most (normalised to their bounds)."""
     cand = trace.candidates
-    if cand.shape[0] == 0:
-        return cost, None, ""
     finite = np.isfinite(lower) & np.isfinite(upper) & (upper > lower)
     span = np.where(finite, upper - lower, np.maximum(np.abs(cand[0]), 1e-12))
     base = np.where(finite, lower, 0.0)
@@ -311,4 +313,20 @@ def trace_figures(
             "yaxis": _axis(ylabel),
         },
     }
+    return paths, note
+
+
+def trace_figures(
+    trace: Trace, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, max_paths: int = 30
+) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
+    """Cost per iteration and parameter paths (normalised to their bounds).
+
+    Returns:
+      ``(cost figure, paths figure or None, note)``; with more than ``max_paths`` parameters,
+      only those that moved most are drawn and ``note`` says so.
+    """
+    cost = _cost_figure(trace)
+    if trace.candidates.shape[0] == 0:
+        return cost, None, ""
+    paths, note = _paths_figure(trace, names, lower, upper, max_paths)
     return cost, paths, note

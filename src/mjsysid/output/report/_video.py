@@ -90,7 +90,7 @@ def encode_gif(frames: Sequence[np.ndarray], fps: float) -> bytes:
     """Animated GIF (looping) of ``(H, W, 3)`` uint8 frames.
 
     One 255-colour palette is computed from a few frames spread over the clip and shared by
-    all frames (no dithering): ~8x faster than a palette per frame, and smaller.
+    all frames (no dithering): faster than a palette per frame, and smaller.
     """
     try:
         from PIL import Image

@@ -1,0 +1,129 @@
+"""Numbers and table rows as the report's page shows them."""
+
+from __future__ import annotations
+
+import math
+import platform
+from collections.abc import Sequence
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from mjsysid.output.report._data import ParameterRow, SignalError
+
+_FLAG_CSS = {
+    "frozen": "frozen",
+    "at lower bound": "bound",
+    "at upper bound": "bound",
+    "unidentifiable": "unident",
+    "large interval": "large",
+}
+
+_NUMBER_COLUMNS = (
+    "nominal",
+    "initial",
+    "identified",
+    "lower",
+    "upper",
+    "half_width",
+    "ci_low",
+    "rel_change",
+)
+
+
+def fmt(v: float, digits: int = 6) -> str:
+    """``v`` with ``digits`` significant digits; ``—`` for NaN/None, ``±∞`` for infinities."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    return f"{v:.{digits}g}"
+
+
+def num_attr(v: float) -> str:
+    """Sort key for the table (``""`` sorts last)."""
+    if math.isnan(v):
+        return ""
+    if math.isinf(v):
+        return "1e308" if v > 0 else "-1e308"
+    return repr(float(v))
+
+
+def _percent(v: float) -> str:
+    return "—" if not math.isfinite(v) else f"{100.0 * v:+.3g} %"
+
+
+def _table_row(r: ParameterRow, group_start: bool) -> dict[str, Any]:
+    hw = r.half_width
+    if math.isnan(hw):
+        interval = "—"
+    elif math.isinf(hw):
+        interval = "(−∞, ∞)"
+    else:
+        interval = f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
+    return {
+        "group": r.group,
+        "name": r.name,
+        "kind": r.kind,
+        "group_start": group_start,
+        "flags": [{"text": f, "css": _FLAG_CSS.get(f, "")} for f in r.flags],
+        "search": " ".join([r.group, r.name, r.kind, *r.flags]).lower(),
+        "v": {k: num_attr(getattr(r, k)) for k in _NUMBER_COLUMNS},
+        "s": {
+            "nominal": fmt(r.nominal),
+            "initial": fmt(r.initial),
+            "identified": fmt(r.identified),
+            "lower": fmt(r.lower),
+            "upper": fmt(r.upper),
+            "half_width": "—" if math.isnan(hw) else ("∞" if math.isinf(hw) else fmt(hw, 3)),
+            "interval": interval,
+            "rel_change": _percent(r.rel_change),
+        },
+    }
+
+
+def table_rows(rows: Sequence[ParameterRow]) -> list[dict[str, Any]]:
+    """The parameter table's rows; a group of several parameters starts with a rule."""
+    sizes: dict[str, int] = {}
+    for r in rows:
+        sizes[r.group] = sizes.get(r.group, 0) + 1
+    out = []
+    prev = None
+    for r in rows:
+        start = prev is not None and r.group != prev and (sizes[r.group] > 1 or sizes[prev] > 1)
+        out.append(_table_row(r, start))
+        prev = r.group
+    return out
+
+
+def error_rows(errors: Sequence[SignalError], large_error: float) -> list[dict[str, Any]]:
+    """The rows of the fit-per-signal table (flagged above ``large_error`` or not finite)."""
+    return [
+        {
+            "sequence": e.sequence,
+            "column": e.column,
+            "flagged": bool(not np.isfinite(e.identified) or e.identified > large_error),
+            "search": f"{e.sequence} {e.column}".lower(),
+            "initial": fmt(e.initial, 3),
+            "identified": fmt(e.identified, 3),
+            "fit": "—" if not np.isfinite(e.identified) else f"{e.fit_percent:.1f}",
+            "v_initial": num_attr(e.initial),
+            "v_identified": num_attr(e.identified),
+            "v_fit": num_attr(e.fit_percent),
+        }
+        for e in errors
+    ]
+
+
+def versions(plotly_js_version: str) -> dict[str, str]:
+    """The versions the summary lists."""
+    from mjsysid._version import __version__
+
+    return {
+        "mjsysid": __version__,
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "plotly.js": plotly_js_version,
+    }

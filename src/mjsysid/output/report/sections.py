@@ -1,0 +1,291 @@
+"""The data of the report's sections, ready for the template (figures go into one dict)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mjsysid.data.sequences import ModelSequences
+from mjsysid.output.report._data import (
+    Direction,
+    ParameterRow,
+    column_labels,
+    column_signals,
+    condition_number,
+    correlation_from_covariance,
+    optimisation_trace,
+    strong_correlations,
+    unidentifiable_directions,
+)
+from mjsysid.output.report.format import fmt
+
+
+# -- summary --------------------------------------------------------------------------------------
+def _model_summary(ms: ModelSequences) -> dict[str, Any]:
+    m = ms.model
+    seqs = []
+    for name, _, _, meas in ms.sequences():
+        t0, t1 = float(meas.times[0]), float(meas.times[-1])
+        n_signals = max(meas.n_signals, 1) if meas.signal_mapping else meas.dim
+        seqs.append(
+            {
+                "name": name,
+                "detail": f"{meas.times.size} samples, {t1 - t0:.4g} s, {n_signals} signals",
+            }
+        )
+    return {
+        "name": ms.name,
+        "sequences": seqs,
+        "detail": (
+            f"{len(ms)} sequence(s); {m.nq} qpos, {m.nv} dofs, {m.nu} actuators, "
+            f"{m.nsensor} "
+            f"sensors, timestep {m.opt.timestep:g} s"
+        ),
+    }
+
+
+def _result_summary(opt_result: Any) -> dict[str, Any]:
+    cost0 = float(getattr(opt_result, "initial_cost", math.nan))
+    cost = float(getattr(opt_result, "cost", math.nan))
+    reduction = ""
+    if math.isfinite(cost0) and cost0 > 0 and math.isfinite(cost):
+        reduction = f"{100.0 * (1.0 - cost / cost0):.4g} % lower"
+    wall = float(getattr(opt_result, "wall_time", math.nan))
+    fun = getattr(opt_result, "fun", None)
+    return {
+        "status": str(getattr(opt_result, "status", "?")),
+        "success": bool(getattr(opt_result, "success", False)),
+        "message": str(getattr(opt_result, "message", "")),
+        "optimizer": str(getattr(opt_result, "optimizer", "?")),
+        "initial_cost": fmt(cost0),
+        "cost": fmt(cost),
+        "reduction": reduction,
+        "nit": getattr(opt_result, "nit", "?"),
+        "nfev": getattr(opt_result, "nfev", "?"),
+        "njev": getattr(opt_result, "njev", "?"),
+        "stages": [
+            f"{100.0 * float(st['horizon']):g} %: {st['nit']} iterations, "
+            f"{st['nfev']} evaluations, cost {fmt(float(st['cost']))}"
+            for st in (getattr(opt_result, "extras", None) or {}).get("stages", [])
+        ],
+        "wall_time": "—" if not math.isfinite(wall) else f"{wall:.3g} s",
+        "n_residuals": "—" if fun is None else int(np.asarray(fun).size),
+    }
+
+
+def summary(
+    ms_list: Sequence[ModelSequences],
+    rows: Sequence[ParameterRow],
+    opt_result: Any,
+    condition: float,
+    alpha: float | None,
+    versions: dict[str, str],
+) -> dict[str, Any]:
+    """The summary section: the fit's result, the parameters, the data and the versions."""
+    out = _result_summary(opt_result)
+    out.update(
+        {
+            "n_free": sum(1 for r in rows if not r.frozen),
+            "n_frozen": sum(1 for r in rows if r.frozen),
+            "n_groups": len({r.group for r in rows}),
+            "condition": "—"
+            if math.isnan(condition)
+            else ("∞" if math.isinf(condition) else f"{condition:.3g}"),
+            "confidence": "—" if alpha is None else f"{100.0 * (1.0 - alpha):g} %",
+            "models": [_model_summary(ms) for ms in ms_list],
+            "versions": versions,
+            "generated": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        }
+    )
+    return out
+
+
+# -- signals --------------------------------------------------------------------------------------
+def points_per_trace(preds: Sequence[Any], max_points: int, max_total_points: int) -> int:
+    """Samples per plotted line so that all signal figures together stay within budget.
+
+    Every measured column draws up to 5 lines (measured, initial, identified and two
+    residuals) and every actuator one; the result lies in ``[min(100, max_points),
+    max_points]``.
+    """
+    lines = sum(5 * p.measured_used.data.shape[1] + p.control.shape[1] for p in preds)
+    if lines == 0:
+        return max_points
+    return int(min(max_points, max(min(100, max_points), max_total_points // lines)))
+
+
+def _controls_figure(
+    i: int, p1: Any, ms: ModelSequences | None, max_points: int, figures: dict[str, Any]
+) -> str | None:
+    """Adds the controls figure of prediction ``i`` to ``figures``; its id (``None``: none)."""
+    from mjsysid.output.report._figures import controls_figure
+
+    if not (p1.control.shape[1] and p1.control.shape[0] == p1.predicted.times.size):
+        return None
+    names = (
+        [ms.model.actuator(k).name or f"actuator {k}" for k in range(ms.model.nu)]
+        if ms is not None and ms.model.nu == p1.control.shape[1]
+        else [f"u{k}" for k in range(p1.control.shape[1])]
+    )
+    fid = f"s{i}u"
+    figures[fid] = controls_figure(p1.predicted.times, p1.control, names, max_points)
+    return fid
+
+
+def _signal_groups(
+    i: int, p0: Any, p1: Any, max_points: int, figures: dict[str, Any]
+) -> dict[str, list[dict[str, str]]]:
+    """Adds one overlay per measured column to ``figures``; their ids by signal."""
+    from mjsysid.output.report._figures import signal_figure
+
+    meas = p1.measured_used
+    pred = p1.predicted_at_measured
+    init = p0.predicted_at_measured if p0 is not None else None
+    if init is not None and init.data.shape != pred.data.shape:
+        init = None
+    groups: dict[str, list[dict[str, str]]] = {}
+    labels = column_labels(meas)
+    sigs = column_signals(meas)
+    for c in range(meas.data.shape[1]):
+        fid = f"s{i}c{c}"
+        figures[fid] = signal_figure(
+            labels[c],
+            meas.times,
+            meas.data[:, c],
+            pred.data[:, c],
+            None if init is None else init.data[:, c],
+            max_points,
+        )
+        groups.setdefault(sigs[c], []).append({"id": fid, "label": labels[c]})
+    return groups
+
+
+def signal_sections(
+    ms_list: Sequence[ModelSequences],
+    preds0: Sequence[Any] | None,
+    preds1: Sequence[Any],
+    max_points: int,
+    figures: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One section per predicted sequence: controls and measured vs predicted signals."""
+    by_name = {ms.name: ms for ms in ms_list}
+    out = []
+    for i, p1 in enumerate(preds1):
+        p0 = preds0[i] if preds0 is not None else None
+        meas = p1.measured_used
+        pred = p1.predicted_at_measured
+        controls_fig = _controls_figure(i, p1, by_name.get(p1.model_name), max_points, figures)
+        note = ""
+        groups: dict[str, list[dict[str, str]]] = {}
+        if pred.data.shape == meas.data.shape:
+            groups = _signal_groups(i, p0, p1, max_points, figures)
+        else:
+            note = (
+                f"The prediction the residual compared ({pred.data.shape[1]} columns) does not "
+                "match "
+                f"the measured series ({meas.data.shape[1]} columns) column by column (a custom "
+                "residual), so no per-signal overlay is drawn."
+            )
+        t0, t1 = float(meas.times[0]), float(meas.times[-1])
+        out.append(
+            {
+                "label": f"{p1.model_name}/{p1.sequence_name}",
+                "detail": f"{meas.times.size} samples over {t1 - t0:.4g} s, {len(groups)} signals",
+                "controls_fig": controls_fig,
+                "note": note,
+                "groups": [{"name": k, "figs": v} for k, v in groups.items()],
+            }
+        )
+    return out
+
+
+# -- correlation and identifiability --------------------------------------------------------------
+@dataclass(frozen=True)
+class CorrelationSection:
+    """The correlation heatmap's figure id (or why there is none) and the strong pairs."""
+
+    fig: str | None = None
+    reason: str = ""
+    note: str = ""
+    pairs: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+def correlation_section(
+    conf: Any, notes: Sequence[str], threshold: float, figures: dict[str, Any]
+) -> CorrelationSection:
+    """The heatmap of the parameter correlation (added to ``figures``) when ``conf`` has one."""
+    from mjsysid.output.report._figures import correlation_figure
+
+    if not (
+        conf is not None
+        and np.asarray(conf.covariance).shape == (len(conf.names),) * 2
+        and len(conf.names) > 0
+    ):
+        return CorrelationSection(
+            reason="No correlation matrix: confidence intervals are not available"
+            + (f" ({notes[-1]})" if notes else ".")
+        )
+    corr = correlation_from_covariance(conf.covariance)
+    pairs = strong_correlations(corr, conf.names, threshold)
+    figures["corr"] = correlation_figure(corr, conf.names)
+    note = ""
+    if len(conf.names) > 60:
+        note = "With this many parameters the axis labels are hidden; hover a cell."
+    return CorrelationSection("corr", "", note, pairs)
+
+
+def jacobian_diagnostics(opt_result: Any, names: Sequence[str]) -> tuple[float, list[Direction]]:
+    """``(κ, unidentifiable directions)`` of the final Jacobian (``(nan, [])`` without one)."""
+    jac = getattr(opt_result, "jac", None)
+    if (
+        jac is not None
+        and np.ndim(jac) == 2
+        and np.shape(jac)[1] == len(names)
+        and np.all(np.isfinite(jac))
+    ):
+        return condition_number(jac), unidentifiable_directions(jac, names)
+    return math.nan, []
+
+
+# -- optimisation trace ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TraceSection:
+    """The optimisation trace's figures (id and label), a note, and why there is none."""
+
+    figs: list[dict[str, str]] = field(default_factory=list)
+    note: str = ""
+    reason: str = (
+        "No optimisation trace: the result has no per-iteration history (extras['objective'])."
+    )
+
+
+def trace_section(
+    opt_result: Any, opt_params: Any, names: Sequence[str], figures: dict[str, Any]
+) -> TraceSection:
+    """The cost and parameter paths per iteration (added to ``figures``) when recorded."""
+    from mjsysid.output.report._figures import trace_figures
+
+    trace = optimisation_trace(opt_result)
+    if trace is None:
+        return TraceSection()
+    lower, upper = opt_params.get_bounds()
+    if lower.size != len(names):
+        lower, upper = np.full(len(names), -np.inf), np.full(len(names), np.inf)
+    cost_fig, paths_fig, note = trace_figures(trace, names, lower, upper)
+    if trace.early:
+        note = (
+            "The fit ran in horizon stages: the dotted costs are on the first part of "
+            "every sequence only; the parameter paths are those of the stage on the whole "
+            f"data. {note}"
+        ).strip()
+    figures["trace_cost"] = cost_fig
+    figs = [{"id": "trace_cost", "label": "cost ½‖r‖² per iteration"}]
+    if paths_fig is not None:
+        figures["trace_paths"] = paths_fig
+        figs.append({"id": "trace_paths", "label": "parameter paths"})
+    return TraceSection(figs, note)
