@@ -491,7 +491,7 @@ def _time_axis(
     n = times.size
     rows = slice(0, n) if time_range is None else _time_rows(times, time_range, where)
     notes: list[str] = []
-    late = [c for c in ("initial_qpos", "initial_qvel") if c in cols and rows.start > 0]
+    late: list[str] = [c for c in ("initial_qpos", "initial_qvel") if c in cols and rows.start > 0]
     if late:
         notes.append(
             f"time_range starts at {float(times[rows.start])!r} s, after the first sample: "

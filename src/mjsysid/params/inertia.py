@@ -549,6 +549,16 @@ def _moving_body_id(model: mujoco.MjModel, body_name: str) -> int:
 Box = tuple[np.ndarray, np.ndarray, np.ndarray]  # nominal, lower, upper
 
 
+def _nominal_meta(model: mujoco.MjModel, b: int, m0: float) -> dict[str, Any]:
+    """The nominal values ``Mass`` / ``MassIpos`` modifiers keep (JSON-able)."""
+    return {
+        "mass0": m0,
+        "ipos0": [float(v) for v in model.body_ipos[b]],
+        "inertia0": [float(v) for v in model.body_inertia[b]],
+        "iquat0": [float(v) for v in model.body_iquat[b]],
+    }
+
+
 def _pseudo_box(
     m0: float,
     c0: np.ndarray,
@@ -642,36 +652,23 @@ def body_inertia_param(
     mass_factors = _bounds_pair(mass_bounds)
     com_margin = _com_margin(com_bounds)
 
-    simple = bool(model.body_simple[b])
     meta: dict[str, Any] = {
         "kind": inertia_type.value,
         "target": body_name,
         "scale_rot_inertia": scale_rot_inertia,
     }
     if inertia_type is InertiaType.Pseudo:
-        nominal, lo, hi = _pseudo_box(m0, c0, i_c0, mass_factors, com_margin, pseudo_bounds)
-        fast = not simple
+        box = _pseudo_box(m0, c0, i_c0, mass_factors, com_margin, pseudo_bounds)
     else:
-        meta.update(
-            mass0=m0,
-            ipos0=[float(v) for v in model.body_ipos[b]],
-            inertia0=[float(v) for v in model.body_inertia[b]],
-            iquat0=[float(v) for v in model.body_iquat[b]],
-        )
-        nominal, lo, hi = _mass_box(inertia_type, m0, c0, mass_factors, com_margin)
-        fast = inertia_type is InertiaType.Mass or not simple
+        meta.update(_nominal_meta(model, b, m0))
+        box = _mass_box(inertia_type, m0, c0, mass_factors, com_margin)
     meta.update(
         boundmass=float(spec.compiler.boundmass),
         boundinertia=float(spec.compiler.boundinertia),
-        fast_path=fast,
+        # a 'simple' body takes no offset centre of mass or rotated axes in a compiled copy
+        fast_path=inertia_type is InertiaType.Mass or not bool(model.body_simple[b]),
     )
-    param = Parameter(
-        param_name or f"{body_name}_{_SUFFIX[inertia_type]}",
-        nominal,
-        lo,
-        hi,
-        frozen=frozen,
-        meta=meta,
-    )
+    name = param_name or f"{body_name}_{_SUFFIX[inertia_type]}"
+    param = Parameter(name, *box, frozen=frozen, meta=meta)
     _bind(param)
     return param
