@@ -10,11 +10,26 @@ an explicit column map in the experiment file):
 * joint states: ``<joint>_qpos`` / ``<joint>_qvel``;
 * initial state (optional): ``initial_qpos`` ``(nq,)`` and ``initial_qvel`` ``(nv,)``.
 
-Column names must be unique, and every column must be used or explicitly ignored
-(:func:`load_recording` says what happens to the others). :func:`write_recording` writes
+Column names must be unique, and every column must be used or explicitly ignored (see
+*Unused columns* below). :func:`write_recording` writes
 exactly this layout; ``mjsysid simulate`` uses it, with
 :func:`mjsysid.sim.sensor_effects.apply_sensor_effects` for simulated sensor delays, gains and
 biases.
+
+Unused columns
+--------------
+In :func:`load_recording` a column is *used* when it is the time column, a control column, the
+column(s) of a loaded sensor or joint-state signal, ``initial_qpos`` or ``initial_qvel``;
+columns named in ``ignore_columns`` are deliberately left out. Any other column is *unused*:
+
+* With the default sensor matching (``sensors=None``), an unused column whose name is close
+  (``difflib`` ratio >= 0.8) to a named model sensor that has no column of its own is an
+  error: ``j1_poss`` next to a model sensor ``j1_pos`` is almost certainly a typo, and the fit
+  would run without that sensor. Rename the column, map it (``sensors=``), or list it in
+  ``ignore_columns``.
+* Every other unused column is listed in :attr:`Recording.unused_columns` (with
+  :attr:`Recording.hints` for names close to an unloaded joint state or sensor); the
+  experiment loader reports them as a warning, which ``mjsysid fit`` prints.
 """
 
 from __future__ import annotations
@@ -75,31 +90,42 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
       ValueError: Unknown extension, unreadable content or a repeated column name.
     """
     path = Path(path)
-    where = repr(str(path))
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        loaded = load_npz(path)
-        try:
-            names = _npz_names(path)
-        except (OSError, zipfile.BadZipFile) as e:  # pragma: no cover - load_npz read it
-            raise ValueError(f"{where} is not a readable .npz file ({e})") from e
-        repeated = _repeated(names)
-        if repeated:
-            raise ValueError(
-                f"{where}: column names must be unique, got {len(repeated)} repeated: "
-                f"{repeated} (only one array of each name could be read; rename or remove "
-                "the others)"
-            )
-        return {
-            k: np.asarray(v, dtype=np.float64) if v.dtype.kind in "biuf" else v
-            for k, v in loaded.items()
-        }
+        return _read_npz(path)
     if suffix != ".csv":
         raise ValueError(
             must_be(f"recording {str(path)!r}", "a .npz or .csv file", suffix or path.name)
         )
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
+    header, data = _read_csv_table(path)
+    return _group_columns(header, data, repr(str(path)))
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` archive (numbers as float64); a repeated name is an error."""
+    where = repr(str(path))
+    loaded = load_npz(path)
+    try:
+        names = _npz_names(path)
+    except (OSError, zipfile.BadZipFile) as e:  # pragma: no cover - load_npz read it
+        raise ValueError(f"{where} is not a readable .npz file ({e})") from e
+    repeated = _repeated(names)
+    if repeated:
+        raise ValueError(
+            f"{where}: column names must be unique, got {len(repeated)} repeated: "
+            f"{repeated} (only one array of each name could be read; rename or remove "
+            "the others)"
+        )
+    return {
+        k: np.asarray(v, dtype=np.float64) if v.dtype.kind in "biuf" else v
+        for k, v in loaded.items()
+    }
+
+
+def _read_csv_table(path: Path) -> tuple[list[str], np.ndarray]:
+    """The unique header names and the ``(N, columns)`` numbers of a csv file."""
     text = path.read_text(encoding="utf-8")
     rows = list(csv.reader(io.StringIO(text)))
     if len(rows) < 2:
@@ -110,9 +136,9 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
     repeated = _repeated(header)
     if repeated:
         raise ValueError(
-            f"{where}: column names must be unique, got {len(repeated)} repeated in the header: "
-            f"{repeated} (only one column of each name could be used; rename or remove the "
-            "others)"
+            f"{str(path)!r}: column names must be unique, got {len(repeated)} repeated in the "
+            f"header: {repeated} (only one column of each name could be used; rename or remove "
+            "the others)"
         )
     body = []
     for i, row in enumerate(rows[1:], start=2):
@@ -135,7 +161,11 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
             raise ValueError(
                 f"{str(path)!r} line {i}: values must be numbers, got {row!r}"
             ) from None
-    data = np.array(body)
+    return header, np.array(body)
+
+
+def _group_columns(header: list[str], data: np.ndarray, where: str) -> dict[str, np.ndarray]:
+    """Columns by name, ``name[i]`` columns gathered into one ``(N, d)`` array ``name``."""
     out: dict[str, np.ndarray] = {}
     grouped: dict[str, dict[int, np.ndarray]] = {}
     for j, name in enumerate(header):
@@ -159,7 +189,7 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
             )
         if sorted(cols) != list(range(len(cols))):
             raise ValueError(
-                f"{str(path)!r}: columns {base}[i] must be numbered 0..{len(cols) - 1}, "
+                f"{where}: columns {base}[i] must be numbered 0..{len(cols) - 1}, "
                 f"got {sorted(cols)}"
             )
         out[base] = np.stack([cols[i] for i in range(len(cols))], axis=1)
@@ -348,19 +378,7 @@ def load_recording(
 ) -> Recording:
     """Reads a recording and maps its columns onto the model's actuators and sensors.
 
-    Every column must have a use. A column is *used* when it is the time column, a control
-    column, the column(s) of a loaded sensor or joint-state signal, ``initial_qpos`` or
-    ``initial_qvel``; columns named in ``ignore_columns`` are deliberately left out. Any other
-    column is *unused*:
-
-    * With the default sensor matching (``sensors=None``), an unused column whose name is
-      close (``difflib`` ratio >= 0.8) to a named model sensor that has no column of its own
-      is an error: ``j1_poss`` next to a model sensor ``j1_pos`` is almost certainly a typo,
-      and the fit would run without that sensor. Rename the column, map it (``sensors=``),
-      or list it in ``ignore_columns``.
-    * Every other unused column is listed in :attr:`Recording.unused_columns` (with
-      :attr:`Recording.hints` for names close to an unloaded joint state or sensor); the
-      experiment loader reports them as a warning, which ``mjsysid fit`` prints.
+    Every column must have a use (see *Unused columns* in the module docstring).
 
     Args:
       path: ``.npz`` or ``.csv`` file.
@@ -398,6 +416,69 @@ def load_recording(
                 f"{where}: ignore_columns names {c!r}, which is not a column"
                 f"{_did_you_mean(c, sorted(cols))}; columns: {sorted(cols)}"
             )
+    src = _time_axis(cols, time, time_scale, time_range, where)
+    ctrl_ts = _load_controls(model, src, control) if model.nu else None
+    signals = _choose_signals(model, cols, sensors)
+    src.used.update(k for key in signals.chosen.values() for k in _keys(key))
+    unused = _unused_columns(src, signals, ignore_columns, default=sensors is None)
+    unloaded = [x for x in signals.sensor_names + signals.state_names if x not in signals.chosen]
+    hints = {c: m for c in unused if (m := _close(c, unloaded)) is not None}
+    sens_ts = _load_signals(model, src, signals.chosen)
+    qpos0 = None if "initial_qpos" in src.late else cols.get("initial_qpos")
+    qvel0 = None if "initial_qvel" in src.late else cols.get("initial_qvel")
+    return Recording(
+        src.times,
+        ctrl_ts,
+        sens_ts,
+        None if qpos0 is None else np.asarray(qpos0, dtype=np.float64).reshape(-1),
+        None if qvel0 is None else np.asarray(qvel0, dtype=np.float64).reshape(-1),
+        tuple(unused),
+        hints,
+        tuple(src.notes),
+    )
+
+
+@dataclass
+class _Source:
+    """The columns of one recording while :func:`load_recording` maps them.
+
+    Attributes:
+      cols: All columns of the file.
+      where: ``"recording '<path>'"`` for messages.
+      n: Number of samples in the file.
+      rows: The samples kept (``time_range``).
+      times: ``(len(rows),)`` kept sample times [s].
+      late: The initial-state columns a late ``time_range`` start leaves unused.
+      notes: :attr:`Recording.notes`.
+      used: Names of the columns used so far.
+    """
+
+    cols: dict[str, np.ndarray]
+    where: str
+    n: int
+    rows: slice
+    times: np.ndarray
+    late: list[str]
+    notes: list[str]
+    used: set[str]
+
+    def column(self, key: str | Sequence[str]) -> np.ndarray:
+        """The kept rows of column(s) ``key``, ``(len(rows), d)``."""
+        return _column(self.cols, key, self.where, self.n, self.rows)
+
+
+def _keys(key: str | Sequence[str]) -> list[str]:
+    return [key] if isinstance(key, str) else list(key)
+
+
+def _time_axis(
+    cols: dict[str, np.ndarray],
+    time: str | None,
+    time_scale: float | None,
+    time_range: tuple[float | None, float | None] | None,
+    where: str,
+) -> _Source:
+    """Finds and checks the time column, applies ``time_scale`` and ``time_range``."""
     tkey = time or next((k for k in TIME_KEYS if k in cols), None)
     if tkey is None or tkey not in cols:
         raise KeyError(f"{where}: no time column {time or TIME_KEYS!r}; it has {sorted(cols)}")
@@ -410,44 +491,69 @@ def load_recording(
     n = times.size
     rows = slice(0, n) if time_range is None else _time_rows(times, time_range, where)
     notes: list[str] = []
-    late = [c for c in ("initial_qpos", "initial_qvel") if c in cols and rows.start > 0]
+    late: list[str] = [c for c in ("initial_qpos", "initial_qvel") if c in cols and rows.start > 0]
     if late:
         notes.append(
             f"time_range starts at {float(times[rows.start])!r} s, after the first sample: "
             f"the columns {late} (the state at {float(times[0])!r} s) are not used, the "
             "initial state comes from the sensors at the range's start (or initial_state:)"
         )
-    times = times[rows]
     used = {tkey, "initial_qpos", "initial_qvel"}
-    # controls
-    ctrl_ts = None
-    if model.nu:
-        names = [model.actuator(i).name for i in range(model.nu)]
-        cmap = dict(control) if control is not None else {}
-        unknown = sorted(set(cmap) - set(names))
-        if unknown:
+    return _Source(cols, where, n, rows, times[rows], late, notes, used)
+
+
+def _load_controls(
+    model: mujoco.MjModel, src: _Source, control: Mapping[str, str] | None
+) -> TimeSeries:
+    """The control of every actuator: mapped column, else ``ctrl.<actuator>`` or ``<actuator>``."""
+    cols, where = src.cols, src.where
+    names = [model.actuator(i).name for i in range(model.nu)]
+    cmap = dict(control) if control is not None else {}
+    unknown = sorted(set(cmap) - set(names))
+    if unknown:
+        raise KeyError(
+            f"{where}: control names {unknown} are not actuators of the model; actuators: {names}"
+        )
+    data = []
+    for a in names:
+        mapped = cmap.get(a)
+        candidates = [mapped] if mapped else [f"ctrl.{a}", a]
+        key = next((k for k in candidates if k in cols), None)
+        if key is None:
+            spare = [c for c in cols if c not in src.used]
+            best = next((m for k in candidates if (m := _close(k, spare))), None)
+            looked = " or ".join(repr(k) for k in candidates)
             raise KeyError(
-                f"{where}: control names {unknown} are not actuators of the model; "
-                f"actuators: {names}"
+                f"{where}: no control column for actuator {a!r} (looked for {looked}"
+                f"{f'; did you mean {best!r}?' if best else ''}); map it under control: "
+                f"in the experiment file; the recording has columns {sorted(cols)}"
             )
-        data = []
-        for a in names:
-            mapped = cmap.get(a)
-            candidates = [mapped] if mapped else [f"ctrl.{a}", a]
-            key = next((k for k in candidates if k in cols), None)
-            if key is None:
-                spare = [c for c in cols if c not in used]
-                best = next((m for k in candidates if (m := _close(k, spare))), None)
-                looked = " or ".join(repr(k) for k in candidates)
-                raise KeyError(
-                    f"{where}: no control column for actuator {a!r} (looked for {looked}"
-                    f"{f'; did you mean {best!r}?' if best else ''}); map it under control: "
-                    f"in the experiment file; the recording has columns {sorted(cols)}"
-                )
-            data.append(_column(cols, key, where, n, rows))
-            used.add(key)
-        ctrl_ts = TimeSeries.from_control_names(times, np.concatenate(data, axis=1), model)
-    # sensors
+        data.append(src.column(key))
+        src.used.add(key)
+    return TimeSeries.from_control_names(src.times, np.concatenate(data, axis=1), model)
+
+
+@dataclass
+class _Signals:
+    """The sensor and joint-state signals to load.
+
+    Attributes:
+      chosen: ``{signal: column or [columns]}``.
+      sensor_names: The model's named sensors.
+      state_names: ``<joint>_qpos`` / ``<joint>_qvel`` of the model's named joints.
+    """
+
+    chosen: dict[str, str | Sequence[str]]
+    sensor_names: list[str]
+    state_names: list[str]
+
+
+def _choose_signals(
+    model: mujoco.MjModel,
+    cols: dict[str, np.ndarray],
+    sensors: Mapping[str, str | Sequence[str]] | None,
+) -> _Signals:
+    """``sensors`` if given, else every model sensor and joint state with a column of its name."""
     sensor_names = [model.sensor(i).name for i in range(model.nsensor) if model.sensor(i).name]
     state_names = [
         f"{model.joint(j).name}{suffix}"
@@ -462,66 +568,72 @@ def load_recording(
                 chosen[s] = s
     else:
         chosen = dict(sensors)
-    for key in chosen.values():
-        used.update([key] if isinstance(key, str) else key)
-    unused = [c for c in cols if c not in used and c not in ignore_columns]
-    clash = [c for c in ignore_columns if c in used]
+    return _Signals(chosen, sensor_names, state_names)
+
+
+def _unused_columns(
+    src: _Source, signals: _Signals, ignore_columns: Sequence[str], *, default: bool
+) -> list[str]:
+    """Columns nothing reads; errors for a used ignored column and (``default`` sensor
+    matching) for a likely misspelt model sensor or no signal at all."""
+    unused = [c for c in src.cols if c not in src.used and c not in ignore_columns]
+    clash = [c for c in ignore_columns if c in src.used]
     if clash:
         raise ValueError(
             must_be(
-                f"{where}: ignore_columns",
+                f"{src.where}: ignore_columns",
                 "columns that nothing else reads",
                 clash,
                 "these are the time, control, sensor or initial-state columns",
             )
         )
-    if sensors is None:
-        missing = [s for s in sensor_names if s not in cols]
+    if default:
+        missing = [s for s in signals.sensor_names if s not in src.cols]
         typos = {c: m for c in unused if (m := _close(c, missing)) is not None}
         if typos:
-            many = len(typos) > 1
-            found = ", ".join(repr(c) for c in typos)
-            meant = ", ".join(repr(m) for m in typos.values())
+            raise ValueError(_typo_message(src.where, typos))
+        if not signals.chosen:
             raise ValueError(
-                f"{where}: column{'s' if many else ''} {found} {'are' if many else 'is'} not "
-                f"used: did you mean the model sensor{'s' if many else ''} {meant} (which "
-                f"{'have' if many else 'has'} no column)? Without it the fit would leave "
-                f"{'those sensors' if many else 'that sensor'} out; rename the column, map it "
-                "under sensors: (e.g. sensors: {"
-                f"{next(iter(typos.values()))}: {next(iter(typos))}"
-                "}) or list it under ignore_columns:"
+                f"{src.where}: must contain at least one column named like a model sensor "
+                f"or joint state, got columns {sorted(src.cols)}"
             )
-        if not chosen:
-            raise ValueError(
-                f"{where}: must contain at least one column named like a model sensor "
-                f"or joint state, got columns {sorted(cols)}"
-            )
-    unloaded = [x for x in sensor_names + state_names if x not in chosen]
-    hints = {c: m for c in unused if (m := _close(c, unloaded)) is not None}
+    return unused
+
+
+def _typo_message(where: str, typos: dict[str, str]) -> str:
+    """Unused columns ``typos`` that look like the model sensors they map to."""
+    many = len(typos) > 1
+    found = ", ".join(repr(c) for c in typos)
+    meant = ", ".join(repr(m) for m in typos.values())
+    return (
+        f"{where}: column{'s' if many else ''} {found} {'are' if many else 'is'} not "
+        f"used: did you mean the model sensor{'s' if many else ''} {meant} (which "
+        f"{'have' if many else 'has'} no column)? Without it the fit would leave "
+        f"{'those sensors' if many else 'that sensor'} out; rename the column, map it "
+        "under sensors: (e.g. sensors: {"
+        f"{next(iter(typos.values()))}: {next(iter(typos))}"
+        "}) or list it under ignore_columns:"
+    )
+
+
+def _load_signals(
+    model: mujoco.MjModel, src: _Source, chosen: dict[str, str | Sequence[str]]
+) -> TimeSeries:
+    """The chosen signals' columns, each checked against the signal's width."""
     names_typed = []
     blocks = []
     for sig, key in chosen.items():
         canonical, stype = resolve_signal_name(model, sig)
         width = len(signal_source_indices(model, canonical, stype))
-        block = _column(cols, key, where, n, rows)
+        block = src.column(key)
         if block.shape[1] != width:
             raise ValueError(
-                must_be(f"{where}: signal {sig!r}", f"{width} columns", f"{block.shape[1]}")
+                must_be(f"{src.where}: signal {sig!r}", f"{width} columns", f"{block.shape[1]}")
             )
         names_typed.append((canonical, stype))
         blocks.append(block)
-    sens_ts = TimeSeries.from_names(times, np.concatenate(blocks, axis=1), model, names=names_typed)
-    qpos0 = None if "initial_qpos" in late else cols.get("initial_qpos")
-    qvel0 = None if "initial_qvel" in late else cols.get("initial_qvel")
-    return Recording(
-        times,
-        ctrl_ts,
-        sens_ts,
-        None if qpos0 is None else np.asarray(qpos0, dtype=np.float64).reshape(-1),
-        None if qvel0 is None else np.asarray(qvel0, dtype=np.float64).reshape(-1),
-        tuple(unused),
-        hints,
-        tuple(notes),
+    return TimeSeries.from_names(
+        src.times, np.concatenate(blocks, axis=1), model, names=names_typed
     )
 
 

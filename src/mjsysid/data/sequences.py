@@ -107,21 +107,7 @@ class ModelSequences:
     def __post_init__(self) -> None:
         _check_name("ModelSequences name", self.name)
         where = f"ModelSequences {self.name!r}"
-        if isinstance(self.spec, mujoco.MjModel):
-            raise TypeError(
-                must_be(
-                    f"{where}: spec",
-                    "a mujoco.MjSpec",
-                    "MjModel",
-                    "did you pass a compiled MjModel instead of an MjSpec?",
-                )
-            )
-        if not isinstance(self.spec, mujoco.MjSpec):
-            raise TypeError(must_be(f"{where}: spec", "a mujoco.MjSpec", type(self.spec).__name__))
-        try:
-            self.model = self.spec.compile()
-        except ValueError as e:
-            raise ValueError(f"{where}: spec must compile, got error: {e}") from e
+        self.model = _compile(self.spec, where)
         self.sequence_name = _as_list(self.sequence_name, str)
         self.initial_state = _initial_states(self.initial_state, where)
         for fname in ("control", "sensordata"):
@@ -136,6 +122,19 @@ class ModelSequences:
                 )
         self.control = _as_list(self.control, TimeSeries)
         self.sensordata = _as_list(self.sensordata, TimeSeries)
+        self._check_names(where)
+        for i, seq in enumerate(self.sequence_name):
+            self._check_sequence(i, f"{where}, sequence {seq!r}")
+        if self.rms_reference is not None:
+            self.rms_reference = _rms_references(
+                self.rms_reference, self.sequence_name, self.sensordata, where
+            )
+
+    # -- validation -------------------------------------------------------------------------
+    def _check_names(self, where: str) -> None:
+        """As many sequences in every field, at least one, and unique valid names."""
+        assert isinstance(self.sequence_name, list) and isinstance(self.initial_state, list)
+        assert isinstance(self.control, list) and isinstance(self.sensordata, list)
         counts = {
             "sequence_name": len(self.sequence_name),
             "initial_state": len(self.initial_state),
@@ -154,103 +153,14 @@ class ModelSequences:
             _check_name(f"{where}: sequence_name", n)
         if len(set(names)) != len(names):
             raise ValueError(must_be(f"{where}: sequence_name", "unique names", names))
-        for i, seq in enumerate(names):
-            self._check_sequence(i, f"{where}, sequence {seq!r}")
-        if self.rms_reference is not None:
-            refs = list(self.rms_reference)
-            if len(refs) != len(names):
-                raise ValueError(
-                    must_be(f"{where}: rms_reference", f"{len(names)} entries", len(refs))
-                )
-            for seq, ref, meas in zip(names, refs, self.sensordata, strict=True):
-                if ref is None:
-                    continue
-                if (
-                    not isinstance(ref, TimeSeries)
-                    or ref.names != meas.names
-                    or (ref.data.shape[1] != meas.data.shape[1])
-                ):
-                    raise ValueError(
-                        must_be(
-                            f"{where}, sequence {seq!r}: rms_reference",
-                            f"None or a TimeSeries of the same signals {meas.names}",
-                            ref.names if isinstance(ref, TimeSeries) else ref,
-                        )
-                    )
-            self.rms_reference = refs
 
-    # -- validation -------------------------------------------------------------------------
     def _check_sequence(self, i: int, where: str) -> None:
         model = self.model
         assert isinstance(self.initial_state, list) and isinstance(self.control, list)
         assert isinstance(self.sensordata, list)
-        x0 = self.initial_state[i]
-        nstate = state_size(model)
-        if x0.ndim != 1 or x0.size != nstate:
-            raise ValueError(
-                must_be(
-                    f"{where}: initial_state",
-                    f"a 1-D full-physics state of length {nstate}",
-                    x0,
-                    "build it with mjsysid.create_initial_state(model, qpos, qvel)",
-                )
-            )
-        if not np.all(np.isfinite(x0)):
-            k = int(np.flatnonzero(~np.isfinite(x0))[0])
-            raise ValueError(
-                f"{where}: initial_state must be finite, got initial_state[{k}]={float(x0[k])!r}"
-            )
-
+        _check_initial_state(model, self.initial_state[i], where)
         meas = self.sensordata[i]
-        if not isinstance(meas, TimeSeries):
-            raise TypeError(must_be(f"{where}: sensordata", "a TimeSeries", type(meas).__name__))
-        if meas.signal_mapping is None:
-            if meas.data.shape[1] != model.nsensordata:
-                raise ValueError(
-                    must_be(
-                        f"{where}: sensordata",
-                        f"{model.nsensordata} columns (all model sensors) when "
-                        "it has no signal mapping",
-                        f"{meas.data.shape[1]} columns",
-                        "build it with TimeSeries.from_names(times, data, model, names=[...])",
-                    )
-                )
-        else:
-            claimed = np.zeros(meas.data.shape[1], dtype=bool)
-            for _, cols in meas.signal_mapping.values():
-                claimed[cols] = True
-            if not claimed.all():
-                free = np.flatnonzero(~claimed).tolist()
-                raise ValueError(
-                    must_be(
-                        f"{where}: sensordata",
-                        "a signal for every column (each column is compared with a prediction)",
-                        f"columns {free[:10]}{' ...' if len(free) > 10 else ''} in no signal",
-                        "Label them in signal_mapping or drop them "
-                        "(TimeSeries.slice_by_name keeps the named signals only)",
-                    )
-                )
-            for sig, (stype, cols) in meas.signal_mapping.items():
-                if stype == SignalType.CustomObs:
-                    continue
-                if stype == SignalType.MjCtrl:
-                    raise ValueError(
-                        f"{where}: sensordata signal {sig!r} must be a sensor or joint "
-                        "state, got SignalType.MjCtrl (controls belong in control)"
-                    )
-                try:
-                    src = signal_source_indices(model, sig, stype)
-                except KeyError as e:
-                    raise KeyError(f"{where}: sensordata: {e.args[0]}") from None
-                if len(src) != len(cols):
-                    raise ValueError(
-                        must_be(
-                            f"{where}: sensordata signal {sig!r}",
-                            f"{len(src)} columns",
-                            f"{len(cols)} columns",
-                        )
-                    )
-
+        _check_sensordata(model, meas, where)
         ctrl = self.control[i]
         if ctrl is None:
             if model.nu:
@@ -326,3 +236,121 @@ class ModelSequences:
             f"ModelSequences({self.name!r}, {len(self)} sequences: "
             f"{short_repr(self.sequence_name)})"
         )
+
+
+def _compile(spec: Any, where: str) -> mujoco.MjModel:
+    """``spec`` compiled once (an ``MjModel`` in its place is refused with a hint)."""
+    if isinstance(spec, mujoco.MjModel):
+        raise TypeError(
+            must_be(
+                f"{where}: spec",
+                "a mujoco.MjSpec",
+                "MjModel",
+                "did you pass a compiled MjModel instead of an MjSpec?",
+            )
+        )
+    if not isinstance(spec, mujoco.MjSpec):
+        raise TypeError(must_be(f"{where}: spec", "a mujoco.MjSpec", type(spec).__name__))
+    try:
+        return spec.compile()
+    except ValueError as e:
+        raise ValueError(f"{where}: spec must compile, got error: {e}") from e
+
+
+def _rms_references(
+    rms_reference: Sequence[TimeSeries | None],
+    names: list[str],
+    sensordata: list[TimeSeries],
+    where: str,
+) -> list[TimeSeries | None]:
+    """One ``None`` or a series of the measurement's signals per sequence, as a list."""
+    refs = list(rms_reference)
+    if len(refs) != len(names):
+        raise ValueError(must_be(f"{where}: rms_reference", f"{len(names)} entries", len(refs)))
+    for seq, ref, meas in zip(names, refs, sensordata, strict=True):
+        if ref is None:
+            continue
+        if (
+            not isinstance(ref, TimeSeries)
+            or ref.names != meas.names
+            or (ref.data.shape[1] != meas.data.shape[1])
+        ):
+            raise ValueError(
+                must_be(
+                    f"{where}, sequence {seq!r}: rms_reference",
+                    f"None or a TimeSeries of the same signals {meas.names}",
+                    ref.names if isinstance(ref, TimeSeries) else ref,
+                )
+            )
+    return refs
+
+
+def _check_initial_state(model: mujoco.MjModel, x0: np.ndarray, where: str) -> None:
+    """``x0`` is a finite 1-D full-physics state of ``model``."""
+    nstate = state_size(model)
+    if x0.ndim != 1 or x0.size != nstate:
+        raise ValueError(
+            must_be(
+                f"{where}: initial_state",
+                f"a 1-D full-physics state of length {nstate}",
+                x0,
+                "build it with mjsysid.create_initial_state(model, qpos, qvel)",
+            )
+        )
+    if not np.all(np.isfinite(x0)):
+        k = int(np.flatnonzero(~np.isfinite(x0))[0])
+        raise ValueError(
+            f"{where}: initial_state must be finite, got initial_state[{k}]={float(x0[k])!r}"
+        )
+
+
+def _check_sensordata(model: mujoco.MjModel, meas: Any, where: str) -> None:
+    """``meas`` is a series of all model sensors, or one whose every column is a known signal."""
+    if not isinstance(meas, TimeSeries):
+        raise TypeError(must_be(f"{where}: sensordata", "a TimeSeries", type(meas).__name__))
+    if meas.signal_mapping is None:
+        if meas.data.shape[1] != model.nsensordata:
+            raise ValueError(
+                must_be(
+                    f"{where}: sensordata",
+                    f"{model.nsensordata} columns (all model sensors) when "
+                    "it has no signal mapping",
+                    f"{meas.data.shape[1]} columns",
+                    "build it with TimeSeries.from_names(times, data, model, names=[...])",
+                )
+            )
+        return
+    claimed = np.zeros(meas.data.shape[1], dtype=bool)
+    for _, cols in meas.signal_mapping.values():
+        claimed[cols] = True
+    if not claimed.all():
+        free = np.flatnonzero(~claimed).tolist()
+        raise ValueError(
+            must_be(
+                f"{where}: sensordata",
+                "a signal for every column (each column is compared with a prediction)",
+                f"columns {free[:10]}{' ...' if len(free) > 10 else ''} in no signal",
+                "Label them in signal_mapping or drop them "
+                "(TimeSeries.slice_by_name keeps the named signals only)",
+            )
+        )
+    for sig, (stype, cols) in meas.signal_mapping.items():
+        if stype == SignalType.CustomObs:
+            continue
+        if stype == SignalType.MjCtrl:
+            raise ValueError(
+                f"{where}: sensordata signal {sig!r} must be a sensor or joint "
+                "state, got SignalType.MjCtrl (controls belong in control)"
+            )
+        try:
+            src = signal_source_indices(model, sig, stype)
+        except KeyError as e:
+            raise KeyError(f"{where}: sensordata: {e.args[0]}") from None
+        if len(src) != len(cols):
+            raise ValueError(
+                must_be(
+                    f"{where}: sensordata signal {sig!r}",
+                    f"{len(src)} columns",
+                    f"{len(cols)} columns",
+                )
+            )

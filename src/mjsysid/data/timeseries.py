@@ -39,10 +39,7 @@ Immutability
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import zipfile
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,8 +61,15 @@ from mjsysid.data.signals import (
     resolve_signal_name,
     signal_source_indices,
 )
-from mjsysid.util.errors import first_bad_index, must_be, short_repr
-from mjsysid.util.files import atomic_savez, load_npz
+from mjsysid.data.timeseries_files import (
+    TIMESERIES_SCHEMA_VERSION as TIMESERIES_SCHEMA_VERSION,
+)
+from mjsysid.data.timeseries_files import (
+    SignalMapping,
+    load_series_npz,
+    save_series_npz,
+)
+from mjsysid.util.errors import first_bad_index, must_be
 
 __all__ = [
     "DtStatistics",
@@ -76,11 +80,7 @@ __all__ = [
 ]
 
 
-TIMESERIES_SCHEMA_VERSION = 1
-_NPZ_KEYS = ("times", "data", "signal_mapping_json", "schema_version")
 _REL_TIME_TOL = 1e-12
-
-SignalMapping = dict[str, tuple["SignalType", np.ndarray]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,6 +345,54 @@ def _model_layout(
 # TimeSeries
 
 
+def _sensor_layout(model: mujoco.MjModel) -> list[tuple[str, SignalType, int]]:
+    """Every sensor of ``model`` in model order (each must have a name)."""
+    sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
+    for i, s in enumerate(sensors):
+        if not s:
+            kind = mujoco.mjtSensor(int(model.sensor_type[i])).name
+            raise _unnamed_error("sensor", i, f" (type {kind})", "names")
+    return [(s, SignalType.MjSensor, int(model.sensor_dim[i])) for i, s in enumerate(sensors)]
+
+
+def _custom_layout(signals: Iterable[str | tuple[str, int]]) -> list[tuple[str, SignalType, int]]:
+    """The layout of :meth:`TimeSeries.from_custom_map`: names or ``(name, width)`` pairs."""
+    if isinstance(signals, str):
+        signals = [signals]
+    layout: list[tuple[str, SignalType, int]] = []
+    seen: set[str] = set()
+    for item in signals:
+        if isinstance(item, str):
+            name, width = item, 1
+        elif isinstance(item, (tuple, list)) and len(item) == 2:
+            name, width = item
+        else:
+            raise TypeError(must_be("each signal", "a name or a (name, width) pair", item))
+        if not isinstance(name, str) or not name:
+            raise TypeError(must_be("signal name", "a non-empty string", name))
+        if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
+            raise ValueError(must_be(f"width of {name!r}", "a positive integer", width))
+        if name in seen:
+            raise ValueError(f"signals must name each signal once, got {name!r} twice")
+        seen.add(name)
+        layout.append((name, SignalType.CustomObs, int(width)))
+    return layout
+
+
+def _uniform_grid(t0: float, t1: float, target_dt: Any) -> np.ndarray:
+    """``t0 + k * target_dt`` up to at most ``t1`` [s] (the grid of ``resample(target_dt=)``)."""
+    dt = float(target_dt) if isinstance(target_dt, (int, float, np.number)) else math.nan
+    if isinstance(target_dt, bool) or not (math.isfinite(dt) and dt > 0):
+        raise ValueError(must_be("target_dt", "a finite positive number", target_dt))
+    steps = math.floor((t1 - t0) / dt + 1e-9)
+    grid = t0 + dt * np.arange(steps + 1, dtype=np.float64)
+    if grid[-1] > t1:  # float noise only: the 1e-9 slack above is far below dt
+        grid[-1] = t1
+    if grid.shape[0] > 1 and not np.all(np.diff(grid) > 0):
+        raise ValueError(must_be("target_dt", f"resolvable at times near {t1!r}", target_dt))
+    return grid
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class TimeSeries:
     """Samples of one or more signals at strictly increasing times.
@@ -415,14 +463,7 @@ class TimeSeries:
         t, d = _validated_arrays(times, data)
         _check_model(model)
         if names is None:
-            sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
-            for i, s in enumerate(sensors):
-                if not s:
-                    kind = mujoco.mjtSensor(int(model.sensor_type[i])).name
-                    raise _unnamed_error("sensor", i, f" (type {kind})", "names")
-            layout = [
-                (s, SignalType.MjSensor, int(model.sensor_dim[i])) for i, s in enumerate(sensors)
-            ]
+            layout = _sensor_layout(model)
         else:
             allowed = tuple(k for k in SignalType if k is not SignalType.CustomObs)
             layout = _model_layout(model, names, allowed, None)
@@ -474,25 +515,7 @@ class TimeSeries:
           signals: Names (one column each) or ``(name, width)`` pairs, in column order.
         """
         t, d = _validated_arrays(times, data)
-        if isinstance(signals, str):
-            signals = [signals]
-        layout: list[tuple[str, SignalType, int]] = []
-        seen: set[str] = set()
-        for item in signals:
-            if isinstance(item, str):
-                name, width = item, 1
-            elif isinstance(item, (tuple, list)) and len(item) == 2:
-                name, width = item
-            else:
-                raise TypeError(must_be("each signal", "a name or a (name, width) pair", item))
-            if not isinstance(name, str) or not name:
-                raise TypeError(must_be("signal name", "a non-empty string", name))
-            if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
-                raise ValueError(must_be(f"width of {name!r}", "a positive integer", width))
-            if name in seen:
-                raise ValueError(f"signals must name each signal once, got {name!r} twice")
-            seen.add(name)
-            layout.append((name, SignalType.CustomObs, int(width)))
+        layout = _custom_layout(signals)
         _check_layout_width(d, layout)
         return cls._unchecked(t, d, _consecutive_mapping(layout))
 
@@ -646,19 +669,8 @@ class TimeSeries:
                 "resample needs exactly one of new_times or target_dt, got "
                 + ("neither" if new_times is None else "both")
             )
-        t0, t1 = float(self.times[0]), float(self.times[-1])
         if target_dt is not None:
-            dt = float(target_dt) if isinstance(target_dt, (int, float, np.number)) else math.nan
-            if isinstance(target_dt, bool) or not (math.isfinite(dt) and dt > 0):
-                raise ValueError(must_be("target_dt", "a finite positive number", target_dt))
-            steps = math.floor((t1 - t0) / dt + 1e-9)
-            grid = t0 + dt * np.arange(steps + 1, dtype=np.float64)
-            if grid[-1] > t1:  # float noise only: the 1e-9 slack above is far below dt
-                grid[-1] = t1
-            if grid.shape[0] > 1 and not np.all(np.diff(grid) > 0):
-                raise ValueError(
-                    must_be("target_dt", f"resolvable at times near {t1!r}", target_dt)
-                )
+            grid = _uniform_grid(float(self.times[0]), float(self.times[-1]), target_dt)
         else:
             grid = _as_float_array("new_times", new_times)
             _check_times("new_times", grid)
@@ -743,24 +755,7 @@ class TimeSeries:
         Returns:
           The path written (exactly ``path``; no suffix is added).
         """
-        if self.signal_mapping is None:
-            mapping_json = "null"
-        else:
-            mapping_json = json.dumps(
-                [
-                    {"name": n, "type": kind.name, "indices": [int(i) for i in idx]}
-                    for n, (kind, idx) in self.signal_mapping.items()
-                ]
-            )
-        return atomic_savez(
-            path,
-            {
-                "times": self.times,
-                "data": self.data,
-                "signal_mapping_json": np.array(mapping_json),
-                "schema_version": np.array(TIMESERIES_SCHEMA_VERSION, dtype=np.int64),
-            },
-        )
+        return save_series_npz(path, self.times, self.data, self.signal_mapping)
 
     @classmethod
     def load_from_disk(cls, path: str | Path) -> TimeSeries:
@@ -771,70 +766,8 @@ class TimeSeries:
           ValueError: Not a readable npz, missing keys, a newer schema version, a malformed
             mapping or invalid arrays.
         """
-        where = f"{str(path)!r}"
-        # numpy leaks the file handle when np.load meets a broken zip (a ResourceWarning), and
-        # zipfile/zlib errors are not ValueErrors: rule such files out before loading.
-        if Path(path).is_file() and not zipfile.is_zipfile(path):
-            raise ValueError(
-                f"{where} is not a readable .npz file (not a zip archive: truncated or a "
-                "foreign format)"
-            )
+        times, data, mapping = load_series_npz(path)
         try:
-            z = load_npz(path, required=_NPZ_KEYS)
-        except (zipfile.BadZipFile, zlib.error) as e:
-            raise ValueError(f"{where} is not a readable .npz file ({e})") from None
-        version = z["schema_version"]
-        if version.shape != () or version.dtype.kind not in "iu":
-            raise ValueError(must_be(f"{where}: schema_version", "an integer", version))
-        if int(version) > TIMESERIES_SCHEMA_VERSION:
-            raise ValueError(
-                f"{where}: schema_version must be <= {TIMESERIES_SCHEMA_VERSION}, got "
-                f"{int(version)}; the file was written by a newer mjsysid, upgrade to read it"
-            )
-        if int(version) < 1:
-            raise ValueError(must_be(f"{where}: schema_version", ">= 1", int(version)))
-        raw = z["signal_mapping_json"]
-        if raw.shape != () or raw.dtype.kind != "U":
-            raise ValueError(must_be(f"{where}: signal_mapping_json", "a JSON string", raw))
-        try:
-            decoded = json.loads(str(raw))
-        except json.JSONDecodeError as e:
-            raise ValueError(
-                f"{where}: signal_mapping_json must be valid JSON, got an error: {e}"
-            ) from None
-        mapping = None if decoded is None else _mapping_from_json(where, decoded)
-        try:
-            return cls(z["times"], z["data"], mapping)
+            return cls(times, data, mapping)
         except (TypeError, ValueError) as e:
-            raise ValueError(f"{where}: {e}") from None
-
-
-def _mapping_from_json(where: str, decoded: Any) -> SignalMapping:
-    if not isinstance(decoded, list):
-        raise ValueError(
-            must_be(f"{where}: signal_mapping_json", "null or a list of signals", decoded)
-        )
-    known = {k.name: k for k in SignalType}
-    out: SignalMapping = {}
-    for i, entry in enumerate(decoded):
-        what = f"{where}: signal_mapping_json[{i}]"
-        if (
-            not isinstance(entry, dict)
-            or set(entry) != {"name", "type", "indices"}
-            or not isinstance(entry["name"], str)
-            or not isinstance(entry["indices"], list)
-            or not all(isinstance(j, int) and not isinstance(j, bool) for j in entry["indices"])
-        ):
-            raise ValueError(
-                must_be(
-                    what,
-                    '{"name": str, "type": str, "indices": [int, ...]}',
-                    short_repr(entry),
-                )
-            )
-        if entry["type"] not in known:
-            raise ValueError(must_be(f"{what} type", f"one of {list(known)}", entry["type"]))
-        if entry["name"] in out:
-            raise ValueError(f"{what}: names must be unique, got {entry['name']!r} twice")
-        out[entry["name"]] = (known[entry["type"]], np.array(entry["indices"], dtype=np.intp))
-    return out
+            raise ValueError(f"{str(path)!r}: {e}") from None

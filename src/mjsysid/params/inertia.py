@@ -19,56 +19,8 @@ Nominal values (mass, centre of mass, full 3x3 inertia) are read **once** from t
 model, so bodies whose inertia MuJoCo inferred from geoms and bodies with rotated principal axes
 (``body_iquat`` not the identity) work alike; the modifiers never compile.
 
-Pseudo-inertia
---------------
-A rigid body with mass :math:`m`, centre of mass :math:`c` and rotational inertia :math:`I_c`
-about the centre of mass (all in the body frame) has rotational inertia about the body-frame
-origin (parallel-axis theorem)
-
-.. math:: \bar I = I_c + m\,(\lVert c\rVert^2 \mathbb 1 - c c^\top),
-
-and the 4x4 *pseudo-inertia* (the second-moment matrix of the mass density
-:math:`\int [r; 1][r; 1]^\top \, dm`)
-
-.. math::
-   J = \begin{bmatrix} \Sigma & h \\ h^\top & m \end{bmatrix},\qquad
-   \Sigma = \tfrac12 \operatorname{tr}(\bar I)\,\mathbb 1 - \bar I,\qquad h = m c.
-
-Inverse map: :math:`m = J_{44}`, :math:`c = h / m`, :math:`\bar I = \operatorname{tr}(\Sigma)
-\mathbb 1 - \Sigma`; about the centre of mass :math:`\Sigma_c = \Sigma - m c c^\top` and
-:math:`I_c = \operatorname{tr}(\Sigma_c)\mathbb 1 - \Sigma_c`.
-
-Physical consistency (Wensing, Kim & Slotine 2017): :math:`J \succ 0` if and only if
-:math:`m > 0` and :math:`\Sigma_c \succ 0`, i.e. the principal moments
-:math:`I_i = \sigma_j + \sigma_k` of :math:`I_c` (with :math:`\sigma` the eigenvalues of
-:math:`\Sigma_c`) are positive and satisfy the strict triangle inequalities
-:math:`I_1 + I_2 > I_3` (and permutations).
-
-Log-Cholesky parameterisation (Rucker & Wensing 2022, "Smooth Parameterizations of Rigid-Body
-Inertia", IEEE RA-L 7(2)): with
-:math:`\theta = [\alpha, d_1, d_2, d_3, s_{12}, s_{23}, s_{13}, t_1, t_2, t_3]`,
-
-.. math::
-   U = e^{\alpha} \begin{bmatrix}
-     e^{d_1} & s_{12} & s_{13} & t_1 \\
-     0 & e^{d_2} & s_{23} & t_2 \\
-     0 & 0 & e^{d_3} & t_3 \\
-     0 & 0 & 0 & 1 \end{bmatrix},\qquad J = U U^\top .
-
-Writing :math:`U = e^{\alpha} [[A, t], [0, 1]]` gives :math:`m = e^{2\alpha}`, :math:`c = t` and
-:math:`\Sigma_c = m A A^\top`. Since :math:`U` is upper triangular with a positive diagonal for
-every finite :math:`\theta`, :math:`J` is positive definite: **any finite theta is a physically
-consistent body**, and :math:`\theta \mapsto J` is a diffeomorphism onto the positive-definite
-4x4 matrices. The units are telling: :math:`e^{d_i}` and :math:`s_{ij}` are lengths [m] (a
-"square root" of the mass-normalised second moment), :math:`t` is the centre of mass [m].
-
-Inverse: :math:`U` is the *upper-lower* Cholesky factor of :math:`J`. With :math:`P` the 4x4
-exchange (index-reversal) matrix, :math:`P J P = L L^\top` is an ordinary Cholesky
-factorisation and :math:`U = P L P`. Then :math:`\alpha = \ln U_{44}`, and
-:math:`d_i = \ln(U_{ii} / U_{44})`, :math:`s_{ij} = U_{ij} / U_{44}`,
-:math:`t_i = U_{i4} / U_{44}`. :func:`theta_from_inertial` / :func:`inertial_from_theta` use the
-same maths on :math:`\Sigma_c / m = A A^\top` directly, which avoids the cancellation in
-:math:`\Sigma - m c c^\top` when the centre of mass is far from the origin.
+The maths (pseudo-inertia, physical consistency, log-Cholesky parameters and their inverse)
+is in :mod:`mjsysid.params.inertia_math`.
 
 Default bounds of ``Pseudo`` (all finite, and every theta inside is consistent anyway):
 :math:`\alpha_0 + \tfrac12 \ln(\text{mass\_bounds})` (the mass range of ``Mass``),
@@ -119,6 +71,17 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from mjsysid.params.inertia_math import (
+    _mass_and_inertia,
+    _principal,
+    _quat_to_mat,
+    inertial_from_pseudo_inertia,
+    inertial_from_theta,
+    pseudo_inertia_from_inertial,
+    pseudo_inertia_from_theta,
+    theta_from_inertial,
+    theta_from_pseudo_inertia,
+)
 from mjsysid.params.parameter import KindBinding, Parameter, register_kind
 from mjsysid.params.targets import FieldWrite, MappedModelWrite, element_id, spec_element
 from mjsysid.util.errors import model_key, must_be, require_model
@@ -166,236 +129,6 @@ _QUNIT = (1.0, 0.0, 0.0, 0.0)
 _ZERO3 = (0.0, 0.0, 0.0)
 
 
-# ------------------------------------------------------------------------------------------------
-# Pure numerical functions
-# ------------------------------------------------------------------------------------------------
-def _vec(name: str, value: npt.ArrayLike, n: int) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
-        raise ValueError(must_be(name, f"a finite array of shape ({n},)", arr))
-    return arr
-
-
-def _sym3(name: str, value: npt.ArrayLike) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
-        raise ValueError(must_be(name, "a finite 3x3 array", arr))
-    return 0.5 * (arr + arr.T)
-
-
-def _positive_mass(mass: float) -> float:
-    m = float(mass)
-    if not (math.isfinite(m) and m > 0.0):
-        raise ValueError(must_be("mass", "a finite number > 0 [kg]", mass))
-    return m
-
-
-def _upper_cholesky(mat: np.ndarray, what: str) -> np.ndarray:
-    """Upper-triangular ``U`` with ``U @ U.T == mat`` (``mat`` symmetric positive definite)."""
-    try:
-        low = np.linalg.cholesky(mat[::-1, ::-1])
-    except np.linalg.LinAlgError:
-        raise ValueError(
-            must_be(
-                what,
-                "positive definite (a physically consistent rigid body: m > 0, "
-                "principal moments > 0 satisfying the triangle inequalities)",
-                mat,
-            )
-        ) from None
-    return np.ascontiguousarray(low[::-1, ::-1])
-
-
-def pseudo_inertia_from_inertial(
-    mass: float, com: npt.ArrayLike, inertia: npt.ArrayLike, *, about: str = "com"
-) -> np.ndarray:
-    """Pseudo-inertia ``J`` of a rigid body.
-
-    Args:
-      mass: Mass ``m`` [kg], > 0.
-      com: Centre of mass ``c`` in the body frame [m], shape ``(3,)``.
-      inertia: Rotational inertia [kg·m²], shape ``(3, 3)``, about the centre of mass
-        (``about="com"``) or about the body-frame origin (``about="origin"``).
-      about: ``"com"`` or ``"origin"``.
-
-    Returns:
-      ``J``, shape ``(4, 4)``: ``[[Σ, m c], [m cᵀ, m]]`` with ``Σ = ½ tr(Ī) 𝟙 − Ī`` [kg·m²].
-    """
-    m = _positive_mass(mass)
-    c = _vec("com", com, 3)
-    inertia_mat = _sym3("inertia", inertia)
-    if about == "com":
-        i_origin = inertia_mat + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
-    elif about == "origin":
-        i_origin = inertia_mat
-    else:
-        raise ValueError(must_be("about", "'com' or 'origin'", about))
-    j = np.empty((4, 4))
-    j[:3, :3] = 0.5 * np.trace(i_origin) * np.eye(3) - i_origin
-    j[:3, 3] = j[3, :3] = m * c
-    j[3, 3] = m
-    return j
-
-
-def inertial_from_pseudo_inertia(j: npt.ArrayLike) -> tuple[float, np.ndarray, np.ndarray]:
-    """Mass, centre of mass and inertia about the centre of mass from a pseudo-inertia.
-
-    Args:
-      j: Pseudo-inertia, shape ``(4, 4)``, symmetric with ``J[3, 3] > 0``.
-
-    Returns:
-      ``(m, c, I_c)``: mass [kg], centre of mass ``(3,)`` [m] and rotational inertia about the
-      centre of mass ``(3, 3)`` [kg·m²], in the body frame. (Physically consistent exactly when
-      ``J`` is positive definite; this function does not check that.)
-    """
-    arr = np.asarray(j, dtype=np.float64)
-    if arr.shape != (4, 4) or not np.all(np.isfinite(arr)):
-        raise ValueError(must_be("J", "a finite 4x4 array", arr))
-    arr = 0.5 * (arr + arr.T)
-    m = float(arr[3, 3])
-    if not m > 0.0:
-        raise ValueError(must_be("J[3, 3] (the mass)", "> 0", m))
-    c = arr[:3, 3] / m
-    sigma_c = arr[:3, :3] - m * np.outer(c, c)
-    return m, c, np.trace(sigma_c) * np.eye(3) - sigma_c
-
-
-def pseudo_inertia_from_theta(theta: npt.ArrayLike) -> np.ndarray:
-    """Pseudo-inertia ``J = U Uᵀ`` from log-Cholesky parameters.
-
-    Args:
-      theta: ``[α, d1, d2, d3, s12, s23, s13, t1, t2, t3]``, shape ``(10,)``, any finite values.
-
-    Returns:
-      ``J``, shape ``(4, 4)``, positive definite.
-    """
-    u = _u_from_theta(_vec("theta", theta, 10))
-    return u @ u.T
-
-
-def _u_from_theta(theta: npt.ArrayLike) -> np.ndarray:
-    a, d1, d2, d3, s12, s23, s13, t1, t2, t3 = np.asarray(theta, dtype=np.float64)
-    u = np.array(
-        [
-            [math.exp(d1), s12, s13, t1],
-            [0.0, math.exp(d2), s23, t2],
-            [0.0, 0.0, math.exp(d3), t3],
-            [0.0, 0.0, 0.0, 1.0],
-        ]
-    )
-    return math.exp(a) * u
-
-
-def theta_from_pseudo_inertia(j: npt.ArrayLike) -> np.ndarray:
-    """Log-Cholesky parameters of a positive-definite pseudo-inertia (inverse of
-    :func:`pseudo_inertia_from_theta`).
-
-    Args:
-      j: Pseudo-inertia, shape ``(4, 4)``, symmetric positive definite.
-
-    Returns:
-      ``theta``, shape ``(10,)``.
-
-    Raises:
-      ValueError: ``J`` is not positive definite (not a physically consistent body).
-    """
-    arr = np.asarray(j, dtype=np.float64)
-    if arr.shape != (4, 4) or not np.all(np.isfinite(arr)):
-        raise ValueError(must_be("J", "a finite 4x4 array", arr))
-    u = _upper_cholesky(0.5 * (arr + arr.T), "J")
-    v = u / u[3, 3]
-    return np.array(
-        [
-            math.log(u[3, 3]),
-            math.log(v[0, 0]),
-            math.log(v[1, 1]),
-            math.log(v[2, 2]),
-            v[0, 1],
-            v[1, 2],
-            v[0, 2],
-            v[0, 3],
-            v[1, 3],
-            v[2, 3],
-        ]
-    )
-
-
-def theta_from_inertial(mass: float, com: npt.ArrayLike, inertia_com: npt.ArrayLike) -> np.ndarray:
-    """Log-Cholesky parameters from mass, centre of mass and inertia about the centre of mass.
-
-    Equal to ``theta_from_pseudo_inertia(pseudo_inertia_from_inertial(m, c, I_c))`` but
-    factorises ``Σ_c / m`` directly (no cancellation for a far-away centre of mass).
-
-    Args:
-      mass: Mass [kg], > 0.
-      com: Centre of mass in the body frame [m], shape ``(3,)``.
-      inertia_com: Rotational inertia about the centre of mass [kg·m²], shape ``(3, 3)``.
-
-    Returns:
-      ``theta``, shape ``(10,)``.
-
-    Raises:
-      ValueError: The inertia is not positive definite or violates the triangle inequalities.
-    """
-    m = _positive_mass(mass)
-    c = _vec("com", com, 3)
-    i_c = _sym3("inertia_com", inertia_com)
-    sigma_c = 0.5 * np.trace(i_c) * np.eye(3) - i_c
-    a = _upper_cholesky(sigma_c / m, "inertia_com (as the second moment Σ_c = ½ tr(I_c) 𝟙 − I_c)")
-    return np.array(
-        [
-            0.5 * math.log(m),
-            math.log(a[0, 0]),
-            math.log(a[1, 1]),
-            math.log(a[2, 2]),
-            a[0, 1],
-            a[1, 2],
-            a[0, 2],
-            c[0],
-            c[1],
-            c[2],
-        ]
-    )
-
-
-def inertial_from_theta(theta: npt.ArrayLike) -> tuple[float, np.ndarray, np.ndarray]:
-    """Mass, centre of mass and inertia about the centre of mass from log-Cholesky parameters.
-
-    Equal to ``inertial_from_pseudo_inertia(pseudo_inertia_from_theta(theta))`` without the
-    cancellation in ``Σ − m c cᵀ``.
-
-    Args:
-      theta: ``[α, d1, d2, d3, s12, s23, s13, t1, t2, t3]``, shape ``(10,)``.
-
-    Returns:
-      ``(m, c, I_c)``: mass [kg] ``= exp(2α)``, centre of mass ``(3,)`` [m] ``= t`` and inertia
-      about the centre of mass ``(3, 3)`` [kg·m²], physically consistent for every finite theta.
-    """
-    th = _vec("theta", theta, 10)
-    m, i_c = _mass_and_inertia(th.tolist())
-    return m, th[7:10].copy(), np.array(i_c).reshape(3, 3)
-
-
-def _mass_and_inertia(th: list[float]) -> tuple[float, list[float]]:
-    """``(m, I_c)`` of :func:`inertial_from_theta` in plain floats (``I_c`` row-major, 9
-    values): for one 3x3 product NumPy's per-call cost is several times the arithmetic.
-
-    ``Σ_c = m·A·Aᵀ`` with ``A = [[e^d1, s12, s13], [0, e^d2, s23], [0, 0, e^d3]]``, and
-    ``I_c = tr(Σ_c)·1 − Σ_c``.
-    """
-    m = math.exp(2.0 * th[0])
-    a11, a22, a33 = math.exp(th[1]), math.exp(th[2]), math.exp(th[3])
-    a12, a23, a13 = th[4], th[5], th[6]
-    s11 = m * (a11 * a11 + a12 * a12 + a13 * a13)
-    s22 = m * (a22 * a22 + a23 * a23)
-    s33 = m * (a33 * a33)
-    s12 = m * (a12 * a22 + a13 * a23)
-    s13 = m * (a13 * a33)
-    s23 = m * (a23 * a33)
-    tr = s11 + s22 + s33
-    return m, [tr - s11, -s12, -s13, -s12, tr - s22, -s23, -s13, -s23, tr - s33]
-
-
 def full_inertia_from_model(
     model: mujoco.MjModel, body: int | str
 ) -> tuple[float, np.ndarray, np.ndarray]:
@@ -420,20 +153,6 @@ def full_inertia_from_model(
     rot = _quat_to_mat(model.body_iquat[b])
     i_c = rot @ np.diag(model.body_inertia[b]) @ rot.T
     return float(model.body_mass[b]), model.body_ipos[b].copy(), 0.5 * (i_c + i_c.T)
-
-
-def _quat_to_mat(quat: npt.ArrayLike) -> np.ndarray:
-    q = np.asarray(quat, dtype=np.float64)
-    mat = np.empty(9)
-    mujoco.mju_quat2Mat(mat, q / np.linalg.norm(q))
-    return mat.reshape(3, 3)
-
-
-def _principal(inertia_com: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Principal moments ``(3,)`` and axes quaternion ``(4,)`` of a 3x3 inertia (``mju_eig3``)."""
-    eigval, eigvec, quat = np.empty(3), np.empty(9), np.empty(4)
-    mujoco.mju_eig3(eigval, eigvec, quat, np.ascontiguousarray(inertia_com).reshape(9))
-    return eigval, quat
 
 
 # ------------------------------------------------------------------------------------------------
@@ -615,27 +334,31 @@ def apply_body_inertia(spec: mujoco.MjSpec, name: str, param: Parameter) -> None
     _write_spec(body, _make_compute(kind, param.meta)(param.value))
 
 
-def _bind(param: Parameter) -> None:
-    """Re-creates ``param.modifier`` and ``param.model_modifier`` from ``param.meta`` only."""
-    kind = _kind_of(param)
-    meta = param.meta
-    target = meta.get("target")
+def _meta_target(param: Parameter) -> str:
+    target = param.meta.get("target")
     if not isinstance(target, str) or not target:
         raise ValueError(
             must_be(f"parameter {param.name!r}: meta['target']", "a body name", target)
         )
-    compute = _make_compute(kind, meta)
-    boundmass = _meta_float(meta, "boundmass", 0.0)
-    boundinertia = _meta_float(meta, "boundinertia", 0.0)
-    fast = meta.get("fast_path", True)
+    return target
+
+
+def _meta_fast_path(param: Parameter) -> bool:
+    fast = param.meta.get("fast_path", True)
     if not isinstance(fast, bool):
         raise ValueError(
             must_be(f"parameter {param.name!r}: meta['fast_path']", "true or false", fast)
         )
+    return fast
 
-    def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
-        _write_spec(spec_element(spec, "body", target), compute(p.value))
 
+def _make_model_modifier(
+    target: str,
+    compute: Callable[[np.ndarray], Inertial],
+    boundmass: float,
+    boundinertia: float,
+) -> Callable[[mujoco.MjModel, Parameter], None]:
+    """``model_modifier(model, p)`` writing ``compute(p.value)`` into body ``target``."""
     # Element ids per model structure (name lookups cost more than the write itself).
     ids: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]] = {}
 
@@ -650,38 +373,62 @@ def _bind(param: Parameter) -> None:
             )
         _write_model(model, ids[key], compute(p.value), boundmass, boundinertia, target)
 
+    return model_modifier
+
+
+def _make_mass_field_writes(
+    meta: dict[str, Any], target: str, boundmass: float, boundinertia: float
+) -> Callable[[mujoco.MjModel], list[FieldWrite] | None]:
+    """The batched-write description of a scaled ``Mass`` parameter's ``model_modifier``."""
+    mass0 = _meta_float(meta, "mass0")
+    inertia0 = _meta_vec(meta, "inertia0", 3)
+    ipos0 = _meta_vec(meta, "ipos0", 3)
+    iquat0 = _meta_vec(meta, "iquat0", 4)
+    iquat0 = iquat0 / math.sqrt(float(iquat0 @ iquat0))  # as _write_model normalises it
+
+    def field_writes(model: mujoco.MjModel) -> list[FieldWrite] | None:
+        """``body_mass = m``, ``body_inertia = (m / mass0)·inertia0``: what
+        ``model_modifier`` writes while no bound is active and the frame is unchanged."""
+        b = element_id(model, "body", target)
+        same_frame = (
+            model.body_ipos[b].tolist() == ipos0.tolist()
+            and model.body_iquat[b].tolist() == iquat0.tolist()
+        )
+        if boundmass > 0 or boundinertia > 0 or not same_frame:
+            return None
+        return [
+            FieldWrite("body_mass", np.array([b]), np.zeros(1, int), np.ones(1), np.ones(1)),
+            FieldWrite(
+                "body_inertia",
+                3 * b + np.arange(3),
+                np.zeros(3, int),
+                np.full(3, mass0),
+                inertia0.copy(),
+            ),
+        ]
+
+    return field_writes
+
+
+def _bind(param: Parameter) -> None:
+    """Re-creates ``param.modifier`` and ``param.model_modifier`` from ``param.meta`` only."""
+    kind = _kind_of(param)
+    meta = param.meta
+    target = _meta_target(param)
+    compute = _make_compute(kind, meta)
+    boundmass = _meta_float(meta, "boundmass", 0.0)
+    boundinertia = _meta_float(meta, "boundinertia", 0.0)
+    fast = _meta_fast_path(param)
+
+    def modifier(spec: mujoco.MjSpec, p: Parameter) -> None:
+        _write_spec(spec_element(spec, "body", target), compute(p.value))
+
+    model_modifier = _make_model_modifier(target, compute, boundmass, boundinertia)
+    param.modifier = modifier
     if kind is InertiaType.Mass and meta.get("scale_rot_inertia", True):
-        mass0 = _meta_float(meta, "mass0")
-        inertia0 = _meta_vec(meta, "inertia0", 3)
-        ipos0 = _meta_vec(meta, "ipos0", 3)
-        iquat0 = _meta_vec(meta, "iquat0", 4)
-        iquat0 = iquat0 / math.sqrt(float(iquat0 @ iquat0))  # as _write_model normalises it
-
-        def field_writes(model: mujoco.MjModel) -> list[FieldWrite] | None:
-            """``body_mass = m``, ``body_inertia = (m / mass0)·inertia0``: what
-            ``model_modifier`` writes while no bound is active and the frame is unchanged."""
-            b = element_id(model, "body", target)
-            same_frame = (
-                model.body_ipos[b].tolist() == ipos0.tolist()
-                and model.body_iquat[b].tolist() == iquat0.tolist()
-            )
-            if boundmass > 0 or boundinertia > 0 or not same_frame:
-                return None
-            return [
-                FieldWrite("body_mass", np.array([b]), np.zeros(1, int), np.ones(1), np.ones(1)),
-                FieldWrite(
-                    "body_inertia",
-                    3 * b + np.arange(3),
-                    np.zeros(3, int),
-                    np.full(3, mass0),
-                    inertia0.copy(),
-                ),
-            ]
-
-        param.modifier = modifier
+        field_writes = _make_mass_field_writes(meta, target, boundmass, boundinertia)
         param.model_modifier = MappedModelWrite(model_modifier, field_writes) if fast else None
         return
-    param.modifier = modifier
     param.model_modifier = model_modifier if fast else None
 
 
@@ -759,6 +506,97 @@ def _com_margin(com_bounds: Any) -> np.ndarray:
     return arr
 
 
+def _check_arguments(
+    inertia_type: InertiaType | str, scale_rot_inertia: Any, body_name: Any
+) -> InertiaType:
+    """``inertia_type`` as an :class:`InertiaType`; type checks of the plain arguments."""
+    if isinstance(inertia_type, str) and inertia_type in InertiaType.__members__:
+        inertia_type = InertiaType[inertia_type]
+    if not isinstance(inertia_type, InertiaType):
+        raise TypeError(
+            must_be(
+                "inertia_type", f"an InertiaType ({list(InertiaType.__members__)})", inertia_type
+            )
+        )
+    if not isinstance(scale_rot_inertia, bool):
+        raise TypeError(must_be("scale_rot_inertia", "True or False", scale_rot_inertia))
+    if not isinstance(body_name, str):
+        raise TypeError(must_be("body_name", "a body name (str)", body_name))
+    return inertia_type
+
+
+def _moving_body_id(model: mujoco.MjModel, body_name: str) -> int:
+    """Id of body ``body_name``; the world body is refused (the message lists moving bodies)."""
+    b = element_id(model, "body", body_name)
+    if b == 0:
+        moving = [
+            mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, i)
+            for i in range(1, model.nbody)
+            if model.body_weldid[i] != 0
+        ]
+        raise ValueError(
+            must_be(
+                "body_name",
+                "a moving body",
+                body_name,
+                f"the world body does not move, so its inertia is not identifiable; "
+                f"moving bodies: {[n for n in moving if n]}",
+            )
+        )
+    return b
+
+
+Box = tuple[np.ndarray, np.ndarray, np.ndarray]  # nominal, lower, upper
+
+
+def _nominal_meta(model: mujoco.MjModel, b: int, m0: float) -> dict[str, Any]:
+    """The nominal values ``Mass`` / ``MassIpos`` modifiers keep (JSON-able)."""
+    return {
+        "mass0": m0,
+        "ipos0": [float(v) for v in model.body_ipos[b]],
+        "inertia0": [float(v) for v in model.body_inertia[b]],
+        "iquat0": [float(v) for v in model.body_iquat[b]],
+    }
+
+
+def _pseudo_box(
+    m0: float,
+    c0: np.ndarray,
+    i_c0: np.ndarray,
+    mass_factors: tuple[float, float],
+    com_margin: np.ndarray,
+    pseudo_bounds: float,
+) -> Box:
+    """Nominal ``theta`` and its default bounds (see the module docstring)."""
+    f = float(pseudo_bounds)
+    if not (math.isfinite(f) and f > 1.0):
+        raise ValueError(must_be("pseudo_bounds", "a finite factor > 1", pseudo_bounds))
+    nominal = theta_from_inertial(m0, c0, i_c0)
+    r = math.sqrt(np.trace(i_c0) / (2.0 * m0))
+    margin = np.concatenate([[0.0], np.full(3, math.log(f)), np.full(3, (f - 1.0) * r), com_margin])
+    lo, hi = nominal - margin, nominal + margin
+    lo_f, hi_f = mass_factors
+    lo[0], hi[0] = nominal[0] + 0.5 * math.log(lo_f), nominal[0] + 0.5 * math.log(hi_f)
+    return nominal, lo, hi
+
+
+def _mass_box(
+    inertia_type: InertiaType,
+    m0: float,
+    c0: np.ndarray,
+    mass_factors: tuple[float, float],
+    com_margin: np.ndarray,
+) -> Box:
+    """Nominal value and bounds of a ``Mass`` (``[m]``) or ``MassIpos`` (``[m, c]``) parameter."""
+    lo_f, hi_f = mass_factors
+    if inertia_type is InertiaType.Mass:
+        return np.array([m0]), np.array([lo_f * m0]), np.array([hi_f * m0])
+    nominal = np.concatenate([[m0], c0])
+    lo = np.concatenate([[lo_f * m0], c0 - com_margin])
+    hi = np.concatenate([[hi_f * m0], c0 + com_margin])
+    return nominal, lo, hi
+
+
 def body_inertia_param(
     spec: mujoco.MjSpec,
     model: mujoco.MjModel,
@@ -804,87 +642,33 @@ def body_inertia_param(
     """
     _require_spec(spec)
     require_model(model)
-    if isinstance(inertia_type, str) and inertia_type in InertiaType.__members__:
-        inertia_type = InertiaType[inertia_type]
-    if not isinstance(inertia_type, InertiaType):
-        raise TypeError(
-            must_be(
-                "inertia_type", f"an InertiaType ({list(InertiaType.__members__)})", inertia_type
-            )
-        )
-    if not isinstance(scale_rot_inertia, bool):
-        raise TypeError(must_be("scale_rot_inertia", "True or False", scale_rot_inertia))
-    if not isinstance(body_name, str):
-        raise TypeError(must_be("body_name", "a body name (str)", body_name))
-    b = element_id(model, "body", body_name)
-    if b == 0:
-        moving = [
-            mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, i)
-            for i in range(1, model.nbody)
-            if model.body_weldid[i] != 0
-        ]
-        raise ValueError(
-            must_be(
-                "body_name",
-                "a moving body",
-                body_name,
-                f"the world body does not move, so its inertia is not identifiable; "
-                f"moving bodies: {[n for n in moving if n]}",
-            )
-        )
+    inertia_type = _check_arguments(inertia_type, scale_rot_inertia, body_name)
+    b = _moving_body_id(model, body_name)
     spec_element(spec, "body", body_name)
     _check_compiler(spec, model, b, body_name)
     m0, c0, i_c0 = full_inertia_from_model(model, b)
     if not m0 > 0:
         raise ValueError(must_be(f"body {body_name!r}: mass", "> 0 to be identified", m0))
-    lo_f, hi_f = _bounds_pair(mass_bounds)
+    mass_factors = _bounds_pair(mass_bounds)
     com_margin = _com_margin(com_bounds)
 
-    simple = bool(model.body_simple[b])
     meta: dict[str, Any] = {
         "kind": inertia_type.value,
         "target": body_name,
         "scale_rot_inertia": scale_rot_inertia,
     }
     if inertia_type is InertiaType.Pseudo:
-        f = float(pseudo_bounds)
-        if not (math.isfinite(f) and f > 1.0):
-            raise ValueError(must_be("pseudo_bounds", "a finite factor > 1", pseudo_bounds))
-        nominal = theta_from_inertial(m0, c0, i_c0)
-        r = math.sqrt(np.trace(i_c0) / (2.0 * m0))
-        margin = np.concatenate(
-            [[0.0], np.full(3, math.log(f)), np.full(3, (f - 1.0) * r), com_margin]
-        )
-        lo, hi = nominal - margin, nominal + margin
-        lo[0], hi[0] = nominal[0] + 0.5 * math.log(lo_f), nominal[0] + 0.5 * math.log(hi_f)
-        fast = not simple
+        box = _pseudo_box(m0, c0, i_c0, mass_factors, com_margin, pseudo_bounds)
     else:
-        meta.update(
-            mass0=m0,
-            ipos0=[float(v) for v in model.body_ipos[b]],
-            inertia0=[float(v) for v in model.body_inertia[b]],
-            iquat0=[float(v) for v in model.body_iquat[b]],
-        )
-        if inertia_type is InertiaType.Mass:
-            nominal, lo, hi = np.array([m0]), np.array([lo_f * m0]), np.array([hi_f * m0])
-            fast = True
-        else:
-            nominal = np.concatenate([[m0], c0])
-            lo = np.concatenate([[lo_f * m0], c0 - com_margin])
-            hi = np.concatenate([[hi_f * m0], c0 + com_margin])
-            fast = not simple
+        meta.update(_nominal_meta(model, b, m0))
+        box = _mass_box(inertia_type, m0, c0, mass_factors, com_margin)
     meta.update(
         boundmass=float(spec.compiler.boundmass),
         boundinertia=float(spec.compiler.boundinertia),
-        fast_path=fast,
+        # a 'simple' body takes no offset centre of mass or rotated axes in a compiled copy
+        fast_path=inertia_type is InertiaType.Mass or not bool(model.body_simple[b]),
     )
-    param = Parameter(
-        param_name or f"{body_name}_{_SUFFIX[inertia_type]}",
-        nominal,
-        lo,
-        hi,
-        frozen=frozen,
-        meta=meta,
-    )
+    name = param_name or f"{body_name}_{_SUFFIX[inertia_type]}"
+    param = Parameter(name, *box, frozen=frozen, meta=meta)
     _bind(param)
     return param

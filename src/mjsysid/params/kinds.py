@@ -421,6 +421,32 @@ def make_parameter(
         the kind's physical limit.
       KeyError: ``target`` is not an element of the model.
     """
+    spec_kind = _check_kind(kind, target)
+    read = _read_nominal(kind, spec_kind, model, target, nominal)
+    given = _given_values(kind, spec_kind, read, nominal, min_value, max_value)
+    nom = given.get("nominal", read)
+    lo, hi = spec_kind.bounds(np.asarray(nom, dtype=np.float64))
+    if kind in ("control_deadband", "control_offset") and model is not None:
+        lo, hi = lo * _command_scale(model, target), hi * _command_scale(model, target)
+    lo = given.get("min_value", lo)
+    hi = given.get("max_value", hi)
+    if "min_value" in given:
+        _check_lower_limit(kind, spec_kind, lo)
+    quantity = kind.split("_", 1)[1]
+    param = Parameter(
+        name or f"{target}_{quantity}",
+        nom,
+        lo,
+        hi,
+        frozen=frozen,
+        meta={"kind": kind, "target": target},
+    )
+    _bind(param, kind, target)
+    return param
+
+
+def _check_kind(kind: Any, target: Any) -> Kind:
+    """The :class:`Kind` named ``kind``; type checks of ``kind`` and ``target``."""
     if not isinstance(kind, str):
         raise TypeError(must_be("kind", f"a string, one of {sorted(KINDS)}", kind))
     if kind not in KINDS:
@@ -437,30 +463,52 @@ def make_parameter(
                 target,
             )
         )
-    if spec_kind.element is not None:
-        if model is None:
-            raise ValueError(must_be("model", f"a compiled MjModel to read {kind} from", model))
-        require_model(model)
-        i = element_id(model, spec_kind.element, target)
-        if kind in ("actuator_kp", "actuator_kv"):
-            _require_position_actuator(model, i, target)
-        if kind == "actuator_kp" and model.actuator_biasprm[i, 1] != -model.actuator_gainprm[i, 0]:
-            raise ValueError(
-                f"actuator {target!r} must be a position servo (biasprm[1] = -gainprm[0]) to "
-                "have a kp: writing one would add a spring to it; for a motor's strength use "
-                "actuator_gear"
-            )
-        if kind == "actuator_filter_tau":
-            _require_filter_actuator(model, i, target)
-        assert spec_kind.read is not None
-        read = spec_kind.read(model, i)
-        if kind == "actuator_filter_tau" and read[0] <= 0 and nominal is None:
-            raise ValueError(
-                f"actuator {target!r} has a filter time constant of {float(read[0])!r} in the "
-                "model (dynprm[0]); give nominal, min_value and max_value"
-            )
-    else:
-        read = np.array([_SIGNAL_NOMINAL[kind]])
+    return spec_kind
+
+
+def _read_nominal(
+    kind: str,
+    spec_kind: Kind,
+    model: mujoco.MjModel | None,
+    target: str,
+    nominal: npt.ArrayLike | None,
+) -> np.ndarray:
+    """The model's value of ``kind`` for element ``target`` (a signal kind's fixed nominal)."""
+    if spec_kind.element is None:
+        return np.array([_SIGNAL_NOMINAL[kind]])
+    if model is None:
+        raise ValueError(must_be("model", f"a compiled MjModel to read {kind} from", model))
+    require_model(model)
+    i = element_id(model, spec_kind.element, target)
+    if kind in ("actuator_kp", "actuator_kv"):
+        _require_position_actuator(model, i, target)
+    if kind == "actuator_kp" and model.actuator_biasprm[i, 1] != -model.actuator_gainprm[i, 0]:
+        raise ValueError(
+            f"actuator {target!r} must be a position servo (biasprm[1] = -gainprm[0]) to "
+            "have a kp: writing one would add a spring to it; for a motor's strength use "
+            "actuator_gear"
+        )
+    if kind == "actuator_filter_tau":
+        _require_filter_actuator(model, i, target)
+    assert spec_kind.read is not None
+    read = spec_kind.read(model, i)
+    if kind == "actuator_filter_tau" and read[0] <= 0 and nominal is None:
+        raise ValueError(
+            f"actuator {target!r} has a filter time constant of {float(read[0])!r} in the "
+            "model (dynprm[0]); give nominal, min_value and max_value"
+        )
+    return read
+
+
+def _given_values(
+    kind: str,
+    spec_kind: Kind,
+    read: np.ndarray,
+    nominal: npt.ArrayLike | None,
+    min_value: npt.ArrayLike | None,
+    max_value: npt.ArrayLike | None,
+) -> dict[str, np.ndarray]:
+    """The overrides that were given, each checked to have the size of ``read``."""
     given = {}
     for field, value in (("nominal", nominal), ("min_value", min_value), ("max_value", max_value)):
         if value is None:
@@ -476,35 +524,24 @@ def make_parameter(
                 )
             )
         given[field] = arr
-    nom = given.get("nominal", read)
-    lo, hi = spec_kind.bounds(np.asarray(nom, dtype=np.float64))
-    if kind in ("control_deadband", "control_offset") and model is not None:
-        lo, hi = lo * _command_scale(model, target), hi * _command_scale(model, target)
-    lo = given.get("min_value", lo)
-    hi = given.get("max_value", hi)
+    return given
+
+
+def _check_lower_limit(kind: str, spec_kind: Kind, lo: np.ndarray) -> None:
+    """A given ``min_value`` must not lie below the kind's physical limit (``-inf`` may)."""
     limit = spec_kind.lower
-    if limit is not None and "min_value" in given:
-        below = np.flatnonzero((lo < limit) & np.isfinite(lo))
-        if below.size:
-            raise ValueError(
-                must_be(
-                    "min_value",
-                    f">= {limit!r} for {kind} ({spec_kind.lower_reason})",
-                    float(lo[below[0]]),
-                    hint="A lower bound below it lets the fit reach values that are not physical",
-                )
+    if limit is None:
+        return
+    below = np.flatnonzero((lo < limit) & np.isfinite(lo))
+    if below.size:
+        raise ValueError(
+            must_be(
+                "min_value",
+                f">= {limit!r} for {kind} ({spec_kind.lower_reason})",
+                float(lo[below[0]]),
+                hint="A lower bound below it lets the fit reach values that are not physical",
             )
-    quantity = kind.split("_", 1)[1]
-    param = Parameter(
-        name or f"{target}_{quantity}",
-        nom,
-        lo,
-        hi,
-        frozen=frozen,
-        meta={"kind": kind, "target": target},
-    )
-    _bind(param, kind, target)
-    return param
+        )
 
 
 def _register(name: str, kind: Kind) -> None:

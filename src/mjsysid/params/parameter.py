@@ -658,72 +658,78 @@ def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:
     """Validates the YAML structure and returns one dict per parameter."""
     if not isinstance(data, dict):
         raise ValueError(must_be(f"{source}", "a YAML mapping", type(data).__name__))
-    if "schema_version" in data:
-        version = data["schema_version"]
-        if data.get("schema", PARAMS_SCHEMA) != PARAMS_SCHEMA:
-            raise ValueError(must_be(f"{source}: schema", repr(PARAMS_SCHEMA), data["schema"]))
-        if (
-            isinstance(version, bool)
-            or not isinstance(version, int)
-            or version > PARAMS_SCHEMA_VERSION
-        ):
-            raise ValueError(
-                f"{source}: schema_version must be an integer <= {PARAMS_SCHEMA_VERSION}, got "
-                f"{version!r}; the file was written by a newer mjsysid, upgrade to read it"
-            )
-        unknown = set(data) - {"schema", "schema_version", "parameters"}
-        if unknown:
-            raise ValueError(f"{source}: unknown top-level keys {sorted(unknown)}")
-        raw = data.get("parameters")
-        if not isinstance(raw, list):
-            raise ValueError(must_be(f"{source}: parameters", "a list", raw))
-    else:  # The peer writes {name: {name, nominal, value, min_value, max_value, frozen}}.
-        raw = []
-        for key, entry in data.items():
-            if not isinstance(entry, dict):
-                raise ValueError(
-                    must_be(f"{source}: {key}", "a mapping of parameter fields", entry)
-                )
-            raw.append({"name": key, **entry})
-    out = []
-    for i, entry in enumerate(raw):
-        where = f"{source}: parameters[{i}]"
+    raw = _raw_entries(data, source) if "schema_version" in data else _peer_entries(data, source)
+    return [_parse_entry(entry, f"{source}: parameters[{i}]") for i, entry in enumerate(raw)]
+
+
+def _raw_entries(data: dict[str, Any], source: str) -> list[Any]:
+    """The ``parameters`` list of a versioned file (schema and version checked)."""
+    version = data["schema_version"]
+    if data.get("schema", PARAMS_SCHEMA) != PARAMS_SCHEMA:
+        raise ValueError(must_be(f"{source}: schema", repr(PARAMS_SCHEMA), data["schema"]))
+    if isinstance(version, bool) or not isinstance(version, int) or version > PARAMS_SCHEMA_VERSION:
+        raise ValueError(
+            f"{source}: schema_version must be an integer <= {PARAMS_SCHEMA_VERSION}, got "
+            f"{version!r}; the file was written by a newer mjsysid, upgrade to read it"
+        )
+    unknown = set(data) - {"schema", "schema_version", "parameters"}
+    if unknown:
+        raise ValueError(f"{source}: unknown top-level keys {sorted(unknown)}")
+    raw = data.get("parameters")
+    if not isinstance(raw, list):
+        raise ValueError(must_be(f"{source}: parameters", "a list", raw))
+    return raw
+
+
+def _peer_entries(data: dict[str, Any], source: str) -> list[Any]:
+    """The peer writes ``{name: {name, nominal, value, min_value, max_value, frozen}}``."""
+    raw = []
+    for key, entry in data.items():
         if not isinstance(entry, dict):
-            raise ValueError(must_be(where, "a mapping", entry))
-        unknown = set(entry) - _ENTRY_KEYS
-        if unknown:
+            raise ValueError(must_be(f"{source}: {key}", "a mapping of parameter fields", entry))
+        raw.append({"name": key, **entry})
+    return raw
+
+
+def _parse_entry(entry: Any, where: str) -> dict[str, Any]:
+    """One checked parameter entry with its defaults filled in (``value``, ``frozen``)."""
+    if not isinstance(entry, dict):
+        raise ValueError(must_be(where, "a mapping", entry))
+    unknown = set(entry) - _ENTRY_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_ENTRY_KEYS)}")
+    for key in ("name", "nominal", "min_value", "max_value"):
+        if key not in entry:
+            raise ValueError(f"{where}: missing required key {key!r}")
+    if not isinstance(entry["name"], str):
+        raise ValueError(must_be(f"{where}.name", "a string", entry["name"]))
+    e = dict(entry)
+    for key in ("min_value", "max_value"):
+        vals = e[key] if isinstance(e[key], list) else [e[key]]
+        try:
+            e[key] = [_from_yaml_float(v) for v in vals]
+        except (TypeError, ValueError):
+            raise ValueError(must_be(f"{where}.{key}", "numbers", e[key])) from None
+    e.setdefault("value", e["nominal"])
+    frozen = e.setdefault("frozen", False)
+    if not isinstance(frozen, bool):
+        raise ValueError(must_be(f"{where}.frozen", "true or false", frozen))
+    _check_entry_meta(e.get("meta"), where)
+    return e
+
+
+def _check_entry_meta(meta: Any, where: str) -> None:
+    """``meta`` is a mapping; a registered kind needs a ``target`` element name."""
+    if meta is not None and not isinstance(meta, dict):
+        raise ValueError(must_be(f"{where}.meta", "a mapping", meta))
+    if meta and "kind" in meta and not isinstance(meta.get("target"), str):
+        binding = registered_kind(meta["kind"])
+        element = (
+            binding.element
+            if binding
+            else ("body" if str(meta["kind"]).startswith("body_") else None)
+        )
+        if element is not None:
             raise ValueError(
-                f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(_ENTRY_KEYS)}"
+                must_be(f"{where}.meta.target", f"a {element} name", meta.get("target"))
             )
-        for key in ("name", "nominal", "min_value", "max_value"):
-            if key not in entry:
-                raise ValueError(f"{where}: missing required key {key!r}")
-        if not isinstance(entry["name"], str):
-            raise ValueError(must_be(f"{where}.name", "a string", entry["name"]))
-        e = dict(entry)
-        for key in ("min_value", "max_value"):
-            vals = e[key] if isinstance(e[key], list) else [e[key]]
-            try:
-                e[key] = [_from_yaml_float(v) for v in vals]
-            except (TypeError, ValueError):
-                raise ValueError(must_be(f"{where}.{key}", "numbers", e[key])) from None
-        e.setdefault("value", e["nominal"])
-        frozen = e.setdefault("frozen", False)
-        if not isinstance(frozen, bool):
-            raise ValueError(must_be(f"{where}.frozen", "true or false", frozen))
-        meta = e.get("meta")
-        if meta is not None and not isinstance(meta, dict):
-            raise ValueError(must_be(f"{where}.meta", "a mapping", meta))
-        if meta and "kind" in meta and not isinstance(meta.get("target"), str):
-            binding = registered_kind(meta["kind"])
-            element = (
-                binding.element
-                if binding
-                else ("body" if str(meta["kind"]).startswith("body_") else None)
-            )
-            if element is not None:
-                raise ValueError(
-                    must_be(f"{where}.meta.target", f"a {element} name", meta.get("target"))
-                )
-        out.append(e)
-    return out

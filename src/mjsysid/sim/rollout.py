@@ -213,12 +213,7 @@ class BatchRollout:
             not o.disableflags & mujoco.mjtDisableBit.mjDSBL_AUTORESET for o in opts.values()
         )
         t0 = np.array(initial_states[:, 0], dtype=np.float64)
-        key = (t0.tobytes(), dt.tobytes(), nstep)  # the same for every call of a fit
-        end = self._ends.get(key)
-        if end is None:
-            if len(self._ends) >= 16:
-                self._ends.clear()
-            end = self._ends[key] = clock_end(t0, dt, nstep)
+        end = self._clock_end(t0, dt, nstep)
         runner = mujoco.rollout.rollout if self._runner is None else self._runner.rollout
         runner(
             list(models),
@@ -236,6 +231,18 @@ class BatchRollout:
         if not align:
             return raw_state, sensordata, ok
         return align_states(raw_state, initial_states), sensordata, ok
+
+    def _clock_end(
+        self, t0: np.ndarray, dt: np.ndarray, nstep: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`clock_end` of the rollouts, cached (the same for every call of a fit)."""
+        key = (t0.tobytes(), dt.tobytes(), nstep)
+        end = self._ends.get(key)
+        if end is None:
+            if len(self._ends) >= 16:
+                self._ends.clear()
+            end = self._ends[key] = clock_end(t0, dt, nstep)
+        return end
 
     def close(self) -> None:
         """Stops the worker threads (also done when the object is garbage collected)."""
@@ -306,6 +313,34 @@ def sysid_rollout(
       ValueError: Shapes that do not match the models.
       RolloutDivergedError: A simulation became unstable.
     """
+    model_list, ctrl, x0 = _batch_inputs(models, control, initial_states)
+    m0 = model_list[0]
+    if datas is not None:
+        data_list = [datas] if isinstance(datas, mujoco.MjData) else list(datas)
+        runner = BatchRollout(nthread=len(data_list))
+        runner.use_datas(m0, data_list)
+    else:
+        runner = BatchRollout(nthread=nthread)
+    with runner:
+        raw_state, sensordata, ok = runner.run(model_list, x0, ctrl, align=False)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise divergence_error(raw_state, i, float(x0[i, 0]), float(model_list[i].opt.timestep))
+    state = align_states(raw_state, x0)
+    out = []
+    for i, m in enumerate(model_list):
+        times = x0[i, 0] + m.opt.timestep * np.arange(ctrl.shape[1])
+        out.append(SystemTrajectory(m, times, ctrl[i], sensordata[i], state[i]))
+    return out
+
+
+def _batch_inputs(
+    models: Sequence[mujoco.MjModel] | mujoco.MjModel,
+    control: npt.ArrayLike | Any,
+    initial_states: npt.ArrayLike,
+) -> tuple[list[mujoco.MjModel], np.ndarray, np.ndarray]:
+    """``(models, control, initial_states)`` of :func:`sysid_rollout` broadcast to one batch,
+    ``nbatch`` models, ``(nbatch, nstep, nu)`` and ``(nbatch, nstate)``, shapes checked."""
     model_list = [models] if isinstance(models, mujoco.MjModel) else list(models)
     if not model_list:
         raise ValueError(must_be("models", "a non-empty sequence of MjModel", models))
@@ -345,20 +380,4 @@ def sysid_rollout(
     for name, arr in (("control", ctrl), ("initial_states", x0)):
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite, got {short_repr(arr[~np.isfinite(arr)])}")
-    if datas is not None:
-        data_list = [datas] if isinstance(datas, mujoco.MjData) else list(datas)
-        runner = BatchRollout(nthread=len(data_list))
-        runner.use_datas(m0, data_list)
-    else:
-        runner = BatchRollout(nthread=nthread)
-    with runner:
-        raw_state, sensordata, ok = runner.run(model_list, x0, ctrl, align=False)
-    if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
-        raise divergence_error(raw_state, i, float(x0[i, 0]), float(model_list[i].opt.timestep))
-    state = align_states(raw_state, x0)
-    out = []
-    for i, m in enumerate(model_list):
-        times = x0[i, 0] + m.opt.timestep * np.arange(ctrl.shape[1])
-        out.append(SystemTrajectory(m, times, ctrl[i], sensordata[i], state[i]))
-    return out
+    return model_list, ctrl, x0

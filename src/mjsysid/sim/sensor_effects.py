@@ -73,41 +73,23 @@ def apply_sensor_effects(
     delays: dict[str, float] = {}
     scales: list[tuple[bool, str, np.ndarray]] = []
     for kind, pattern, raw in effects:
-        if kind not in SIGNAL_EFFECTS:
-            raise ValueError(must_be("effect kind", f"one of {list(SIGNAL_EFFECTS)}", kind))
-        what = f"{kind}:{pattern}"
-        matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
-        if not matched:
-            raise ValueError(
-                f"{what}: the pattern must match at least one sensor, got none; sensors: {names}"
-            )
-        value = np.asarray(raw, dtype=np.float64).reshape(-1)
-        if not np.all(np.isfinite(value)):
-            raise ValueError(must_be(f"{what} value", "finite", value))
-        for n in matched:
-            width = int(model.sensor_dim[names.index(n)])
-            sizes = (1,) if kind == "sensor_delay" else (1, width)
-            if value.size not in sizes:
-                want = "one number" if sizes == (1,) else f"1 or {width} numbers (for {n!r})"
-                raise ValueError(must_be(f"{what} value", want, value))
+        what, matched, value = _checked_effect(model, names, kind, pattern, raw)
         if kind == "sensor_delay":
-            d = float(value[0])
-            if not abs(d) < span:
-                raise ValueError(
-                    must_be(
-                        f"{what} value",
-                        f"a delay shorter than the recording ({span:g} s)",
-                        d,
-                    )
-                )
-            twice = [n for n in matched if n in delays]
-            if twice:
-                raise ValueError(
-                    f"{what}: sensors {twice} must be delayed once, got a second delay"
-                )
-            delays.update({n: d for n in matched})
+            _add_delay(delays, what, matched, float(value[0]), span)
         else:
             scales.extend((kind == "sensor_gain", n, value) for n in matched)
+    return _reported(model, names, t, data, delays, scales), delays
+
+
+def _reported(
+    model: mujoco.MjModel,
+    names: list[str],
+    t: np.ndarray,
+    data: np.ndarray,
+    delays: dict[str, float],
+    scales: list[tuple[bool, str, np.ndarray]],
+) -> np.ndarray:
+    """``data`` delayed, then scaled by every gain, then offset by every bias."""
     out = data.copy()
     for n, d in delays.items():
         i = names.index(n)
@@ -122,4 +104,42 @@ def apply_sensor_effects(
             out[:, cols] *= value
         else:
             out[:, cols] += value
-    return out, delays
+    return out
+
+
+def _checked_effect(
+    model: mujoco.MjModel, names: list[str], kind: str, pattern: str, raw: npt.ArrayLike
+) -> tuple[str, list[str], np.ndarray]:
+    """``(what, matched sensors, value)`` of one effect, its kind, pattern and size checked."""
+    if kind not in SIGNAL_EFFECTS:
+        raise ValueError(must_be("effect kind", f"one of {list(SIGNAL_EFFECTS)}", kind))
+    what = f"{kind}:{pattern}"
+    matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+    if not matched:
+        raise ValueError(
+            f"{what}: the pattern must match at least one sensor, got none; sensors: {names}"
+        )
+    value = np.asarray(raw, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(must_be(f"{what} value", "finite", value))
+    for n in matched:
+        width = int(model.sensor_dim[names.index(n)])
+        sizes = (1,) if kind == "sensor_delay" else (1, width)
+        if value.size not in sizes:
+            want = "one number" if sizes == (1,) else f"1 or {width} numbers (for {n!r})"
+            raise ValueError(must_be(f"{what} value", want, value))
+    return what, matched, value
+
+
+def _add_delay(
+    delays: dict[str, float], what: str, matched: list[str], d: float, span: float
+) -> None:
+    """Records delay ``d`` [s] of the ``matched`` sensors (each delayed once, ``|d| < span``)."""
+    if not abs(d) < span:
+        raise ValueError(
+            must_be(f"{what} value", f"a delay shorter than the recording ({span:g} s)", d)
+        )
+    twice = [n for n in matched if n in delays]
+    if twice:
+        raise ValueError(f"{what}: sensors {twice} must be delayed once, got a second delay")
+    delays.update({n: d for n in matched})

@@ -1,0 +1,133 @@
+"""The ``.npz`` file format of a :class:`~mjsysid.data.timeseries.TimeSeries`.
+
+Keys: ``times`` ``(N,)`` [s], ``data`` ``(N, D)``, ``signal_mapping_json`` (JSON: ``null`` or a
+list of ``{"name", "type", "indices"}`` in mapping order) and ``schema_version``. Written
+atomically, read without pickle; the arrays themselves are validated by the ``TimeSeries``
+constructor.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mjsysid.data.signals import SignalType
+from mjsysid.util.errors import must_be, short_repr
+from mjsysid.util.files import atomic_savez, load_npz
+
+TIMESERIES_SCHEMA_VERSION = 1
+_NPZ_KEYS = ("times", "data", "signal_mapping_json", "schema_version")
+
+SignalMapping = dict[str, tuple["SignalType", np.ndarray]]
+
+
+def save_series_npz(
+    path: str | Path, times: np.ndarray, data: np.ndarray, mapping: SignalMapping | None
+) -> Path:
+    """Writes ``times`` ``(N,)``, ``data`` ``(N, D)`` and ``mapping`` to ``path`` (atomically).
+
+    Returns:
+      The path written (exactly ``path``; no suffix is added).
+    """
+    if mapping is None:
+        mapping_json = "null"
+    else:
+        mapping_json = json.dumps(
+            [
+                {"name": n, "type": kind.name, "indices": [int(i) for i in idx]}
+                for n, (kind, idx) in mapping.items()
+            ]
+        )
+    return atomic_savez(
+        path,
+        {
+            "times": times,
+            "data": data,
+            "signal_mapping_json": np.array(mapping_json),
+            "schema_version": np.array(TIMESERIES_SCHEMA_VERSION, dtype=np.int64),
+        },
+    )
+
+
+def load_series_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, SignalMapping | None]:
+    """``(times, data, mapping)`` read from a file written by :func:`save_series_npz`.
+
+    The file format and the mapping's structure are checked; the arrays are not.
+
+    Raises:
+      FileNotFoundError: No such file.
+      ValueError: Not a readable npz, missing keys, a newer schema version or a malformed
+        mapping.
+    """
+    where = f"{str(path)!r}"
+    # numpy leaks the file handle when np.load meets a broken zip (a ResourceWarning), and
+    # zipfile/zlib errors are not ValueErrors: rule such files out before loading.
+    if Path(path).is_file() and not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{where} is not a readable .npz file (not a zip archive: truncated or a "
+            "foreign format)"
+        )
+    try:
+        z = load_npz(path, required=_NPZ_KEYS)
+    except (zipfile.BadZipFile, zlib.error) as e:
+        raise ValueError(f"{where} is not a readable .npz file ({e})") from None
+    _check_version(where, z["schema_version"])
+    raw = z["signal_mapping_json"]
+    if raw.shape != () or raw.dtype.kind != "U":
+        raise ValueError(must_be(f"{where}: signal_mapping_json", "a JSON string", raw))
+    try:
+        decoded = json.loads(str(raw))
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{where}: signal_mapping_json must be valid JSON, got an error: {e}"
+        ) from None
+    mapping = None if decoded is None else _mapping_from_json(where, decoded)
+    return z["times"], z["data"], mapping
+
+
+def _check_version(where: str, version: np.ndarray) -> None:
+    if version.shape != () or version.dtype.kind not in "iu":
+        raise ValueError(must_be(f"{where}: schema_version", "an integer", version))
+    if int(version) > TIMESERIES_SCHEMA_VERSION:
+        raise ValueError(
+            f"{where}: schema_version must be <= {TIMESERIES_SCHEMA_VERSION}, got "
+            f"{int(version)}; the file was written by a newer mjsysid, upgrade to read it"
+        )
+    if int(version) < 1:
+        raise ValueError(must_be(f"{where}: schema_version", ">= 1", int(version)))
+
+
+def _mapping_from_json(where: str, decoded: Any) -> SignalMapping:
+    if not isinstance(decoded, list):
+        raise ValueError(
+            must_be(f"{where}: signal_mapping_json", "null or a list of signals", decoded)
+        )
+    known = {k.name: k for k in SignalType}
+    out: SignalMapping = {}
+    for i, entry in enumerate(decoded):
+        what = f"{where}: signal_mapping_json[{i}]"
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != {"name", "type", "indices"}
+            or not isinstance(entry["name"], str)
+            or not isinstance(entry["indices"], list)
+            or not all(isinstance(j, int) and not isinstance(j, bool) for j in entry["indices"])
+        ):
+            raise ValueError(
+                must_be(
+                    what,
+                    '{"name": str, "type": str, "indices": [int, ...]}',
+                    short_repr(entry),
+                )
+            )
+        if entry["type"] not in known:
+            raise ValueError(must_be(f"{what} type", f"one of {list(known)}", entry["type"]))
+        if entry["name"] in out:
+            raise ValueError(f"{what}: names must be unique, got {entry['name']!r} twice")
+        out[entry["name"]] = (known[entry["type"]], np.array(entry["indices"], dtype=np.intp))
+    return out
