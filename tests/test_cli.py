@@ -35,6 +35,18 @@ def test_help_on_every_level(capsys):
         assert "usage: mjsysid" in capsys.readouterr().out
 
 
+def test_every_command_module_follows_the_convention():
+    from mjsysid.app.cli import COMMANDS, build_parser
+
+    names = [c.NAME for c in COMMANDS]
+    assert names == ["fit", "report", "simulate", "examples", "demo"]
+    for command in COMMANDS:
+        assert isinstance(command.HELP, str) and "\n" not in command.HELP
+        assert callable(command.add_arguments) and callable(command.run)
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    assert list(subparsers.choices) == names
+
+
 def test_examples_listed():
     code, out, _ = run("examples")
     assert code == 0

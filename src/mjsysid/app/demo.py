@@ -97,43 +97,43 @@ def record_excitation(
     return measured, control, x0_meas
 
 
-def run_demo(
-    *,
-    quick: bool = False,
-    out: Path | str = "results/demo",
-    stream: TextIO | None = None,
-    report: bool = True,
-    starts: int | None = None,
-) -> DemoResult:
-    """Runs the demo and prints the success table to ``stream``.
+@dataclass(frozen=True)
+class _Say:
+    """Prints the demo's lines to ``stream`` (nowhere when it is ``None``)."""
+
+    stream: TextIO | None
+
+    def __call__(self, msg: str) -> None:
+        if self.stream is not None:
+            print(msg, file=self.stream, flush=True)
+
+
+@dataclass(frozen=True)
+class Identification:
+    """Step 2 of the demo: the identified pole mass and the model the planner gets.
+
+    Attributes:
+        mass: Identified pole mass [kg].
+        half_width: Half-width of its 95 % interval [kg].
+        folder: The results folder (identified MJCF, parameters, report).
+        model: The identified cart-pole, compiled from the written MJCF.
+    """
+
+    mass: float
+    half_width: float
+    folder: Path
+    model: mujoco.MjModel
+
+
+def identify(out: Path, *, quick: bool, report: bool, say: _Say) -> Identification:
+    """Records an excitation run on the real cart-pole and identifies its pole mass.
 
     Args:
-      quick: 4 starts of 8 s instead of 10 starts of 10 s.
-      out: Results folder (identified model, parameters, report).
-      stream: Where to print (default: nowhere).
+      out: Results folder.
+      quick: A 4 s excitation run instead of 6 s.
       report: Write the HTML report when the report extra is installed.
-      starts: Override the number of starts.
+      say: Where the progress lines go.
     """
-    t0 = time.perf_counter()
-    out = Path(out)
-
-    def say(msg: str) -> None:
-        if stream is not None:
-            print(msg, file=stream, flush=True)
-
-    nstart = starts if starts is not None else (4 if quick else 10)
-    duration = 8.0 if quick else 10.0
-    start_states = cartpole_starts(nstart, seed=0)
-    real = cartpole_model(TRUE_POLE_MASS)
-    believed = cartpole_model()
-    say(
-        f"The real cart-pole's pole weighs {TRUE_POLE_MASS} kg; the planner's model says "
-        f"{believed.body('pole').mass[0]:.1f} kg."
-    )
-    say(f"1/3 planning with the wrong model ({nstart} swing-ups of {duration:g} s) ...")
-    wrong = evaluate_planner(real, believed, start_states, duration=duration)
-
-    say("2/3 recording an excitation run on the real cart-pole and identifying ...")
     spec = _spec()
     model = spec.compile()
     measured, control, x0 = record_excitation(duration=4.0 if quick else 6.0)
@@ -156,28 +156,63 @@ def run_demo(
         except ImportError as e:
             say(f"    (no report: {e})")
     identified = mujoco.MjModel.from_xml_path(str(folder / "cartpole.xml"))
+    return Identification(mass, hw, folder, identified)
 
+
+def run_demo(
+    *,
+    quick: bool = False,
+    out: Path | str = "results/demo",
+    stream: TextIO | None = None,
+    report: bool = True,
+    starts: int | None = None,
+) -> DemoResult:
+    """Runs the demo and prints the success table to ``stream``.
+
+    Args:
+      quick: 4 starts of 8 s instead of 10 starts of 10 s.
+      out: Results folder (identified model, parameters, report).
+      stream: Where to print (default: nowhere).
+      report: Write the HTML report when the report extra is installed.
+      starts: Override the number of starts.
+    """
+    t0 = time.perf_counter()
+    say = _Say(stream)
+    nstart = starts if starts is not None else (4 if quick else 10)
+    duration = 8.0 if quick else 10.0
+    start_states = cartpole_starts(nstart, seed=0)
+    real = cartpole_model(TRUE_POLE_MASS)
+    believed = cartpole_model()
+    say(
+        f"The real cart-pole's pole weighs {TRUE_POLE_MASS} kg; the planner's model says "
+        f"{believed.body('pole').mass[0]:.1f} kg."
+    )
+    say(f"1/3 planning with the wrong model ({nstart} swing-ups of {duration:g} s) ...")
+    wrong = evaluate_planner(real, believed, start_states, duration=duration)
+    say("2/3 recording an excitation run on the real cart-pole and identifying ...")
+    found = identify(Path(out), quick=quick, report=report, say=say)
     say("3/3 planning with the identified and with the true model ...")
-    ident = evaluate_planner(real, identified, start_states, duration=duration)
+    ident = evaluate_planner(real, found.model, start_states, duration=duration)
     true = evaluate_planner(real, real, start_states, duration=duration)
-    successes = {
-        "wrong (0.2 kg)": wrong.successes,
-        f"identified ({mass:.3f} kg)": ident.successes,
-        f"true ({TRUE_POLE_MASS} kg)": true.successes,
+    successes = {"wrong": wrong.successes, "identified": ident.successes, "true": true.successes}
+    _print_table(say, successes, nstart, found.mass)
+    wall = time.perf_counter() - t0
+    mass, hw = found.mass, found.half_width
+    say(
+        f"\nidentified pole mass: {mass:.4f} kg, 95 % interval [{mass - hw:.4f}, {mass + hw:.4f}] "
+        f"(true {TRUE_POLE_MASS} kg); results in {found.folder}; {wall:.0f} s"
+    )
+    return DemoResult(successes, nstart, mass, hw, wall)
+
+
+def _print_table(say: _Say, successes: dict[str, int], nstart: int, mass: float) -> None:
+    """The success count of each planner model, one line each."""
+    labels = {
+        "wrong": "wrong (0.2 kg)",
+        "identified": f"identified ({mass:.3f} kg)",
+        "true": f"true ({TRUE_POLE_MASS} kg)",
     }
     say("")
     say(f"{'planner model':<26} {'swing-up success':>18}")
-    for name, k in successes.items():
-        say(f"{name:<26} {k:>10d}/{nstart}")
-    wall = time.perf_counter() - t0
-    say(
-        f"\nidentified pole mass: {mass:.4f} kg, 95 % interval [{mass - hw:.4f}, {mass + hw:.4f}] "
-        f"(true {TRUE_POLE_MASS} kg); results in {folder}; {wall:.0f} s"
-    )
-    return DemoResult(
-        {"wrong": wrong.successes, "identified": ident.successes, "true": true.successes},
-        nstart,
-        mass,
-        hw,
-        wall,
-    )
+    for key, k in successes.items():
+        say(f"{labels[key]:<26} {k:>10d}/{nstart}")

@@ -587,6 +587,24 @@ def run_episode(
     Returns:
         The recorded episode.
     """
+    initial_state = _check_episode(real_model, planner, initial_state, duration)
+    start = _time.perf_counter()
+    planner.reset(seed)
+    loop = _closed_loop(real_model, planner, initial_state, duration)
+    result = dataclasses.replace(loop, wall_time=_time.perf_counter() - start)
+    if success is not None:
+        result = dataclasses.replace(result, success=bool(success(result)))
+    logger.debug("episode: %.1f s simulated in %.2f s wall", duration, result.wall_time)
+    return result
+
+
+def _check_episode(
+    real_model: mujoco.MjModel,
+    planner: PredictiveSampling,
+    initial_state: np.ndarray,
+    duration: float,
+) -> np.ndarray:
+    """Checks :func:`run_episode`'s arguments; returns the initial state as a float array."""
     if not isinstance(real_model, mujoco.MjModel):
         raise TypeError(must_be("real_model", "a mujoco.MjModel", real_model))
     if not (math.isfinite(duration) and duration > 0):
@@ -604,17 +622,27 @@ def run_episode(
     initial_state = np.asarray(initial_state, dtype=float)
     if initial_state.shape != (nstate,):
         raise ValueError(must_be("initial_state", f"of shape ({nstate},)", initial_state))
+    return initial_state
 
-    start = _time.perf_counter()
-    planner.reset(seed)
+
+def _closed_loop(
+    real_model: mujoco.MjModel,
+    planner: PredictiveSampling,
+    initial_state: np.ndarray,
+    duration: float,
+) -> EpisodeResult:
+    """Steps the real model for ``duration`` [s], replanning every ``replan_period``.
+
+    Returns:
+        The episode, without a verdict and wall time.
+    """
     data = mujoco.MjData(real_model)
     mujoco.mj_setState(real_model, data, initial_state, _PHYSICS)
     mujoco.mj_forward(real_model, data)
-    dt = real_model.opt.timestep
-    nstep = max(1, round(duration / dt))
+    nstep = max(1, round(duration / real_model.opt.timestep))
     period = planner.options.replan_period
     times = np.empty(nstep + 1)
-    states = np.empty((nstep + 1, nstate))
+    states = np.empty((nstep + 1, initial_state.size))
     controls = np.empty((nstep, real_model.nu))
     times[0], states[0] = data.time, initial_state
 
@@ -630,12 +658,7 @@ def run_episode(
         mujoco.mj_step(real_model, data)
         times[k + 1] = data.time
         mujoco.mj_getState(real_model, data, states[k + 1], _PHYSICS)
-
-    result = EpisodeResult(times, states, controls, None, _time.perf_counter() - start)
-    if success is not None:
-        result = dataclasses.replace(result, success=bool(success(result)))
-    logger.debug("episode: %.1f s simulated in %.2f s wall", duration, result.wall_time)
-    return result
+    return EpisodeResult(times, states, controls)
 
 
 def evaluate_planner(

@@ -1,0 +1,218 @@
+"""``mjsysid fit``: identify the parameters of an experiment file."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+import yaml
+
+from mjsysid.app.commands.common import EXIT_INTERRUPTED, EXIT_OK, write_report
+from mjsysid.fit.optimize import OPTIMIZERS
+from mjsysid.util.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from mjsysid.app.experiment import Experiment
+    from mjsysid.params.parameter import ParameterDict
+
+NAME = "fit"
+HELP = "identify parameters from an experiment file"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The experiment file and the flags overriding its optimizer settings."""
+    parser.description = (
+        "Fit the parameters of an experiment file (or example:NAME) "
+        "and write the results folder and report."
+    )
+    parser.add_argument(
+        "experiment", help="experiment YAML file, or example:NAME for a bundled one"
+    )
+    parser.add_argument("--out", help="results folder (default: results/<experiment name>)")
+    parser.add_argument(
+        "--optimizer",
+        choices=list(OPTIMIZERS),
+        help="override the experiment's optimizer",
+    )
+    parser.add_argument("--max-iters", type=int, help="override the iteration limit")
+    parser.add_argument(
+        "--horizons",
+        nargs="+",
+        metavar="FRACTION",
+        help="fit in stages on growing parts of every sequence, e.g. --horizons 0.3 1; "
+        "'auto' (default: 0.1 0.3 1 where the sequences are long enough) or 'none' (one "
+        "stage); overrides the experiment's optimizer.horizons",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from <out>/checkpoint.npz after an interruption",
+    )
+    parser.add_argument("--no-report", action="store_true", help="do not write report.html")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """The experiment's optimizer settings with the command line's overrides applied.
+
+    Attributes:
+        out: Results folder.
+        optimizer: Optimizer name (a key of ``OPTIMIZERS``).
+        max_iters: Iteration limit.
+        options: Further keyword arguments of ``optimize`` (``horizons`` among them).
+    """
+
+    out: Path
+    optimizer: str
+    max_iters: int
+    options: dict[str, Any]
+
+
+def parse_horizons(items: Sequence[str]) -> str | tuple[float, ...] | None:
+    """``--horizons`` as ``optimize`` takes it: ``"auto"``, ``None`` or fractions."""
+    if len(items) == 1 and items[0] in ("auto", "none"):
+        return None if items[0] == "none" else "auto"
+    try:
+        return tuple(float(v) for v in items)
+    except ValueError:
+        raise ValueError(
+            f"--horizons must be 'auto', 'none' or fractions in (0, 1] (e.g. 0.3 1), got "
+            f"{' '.join(items)!r}"
+        ) from None
+
+
+def settings(args: argparse.Namespace, exp: Experiment) -> FitSettings:
+    """The settings of this run: the experiment's, overridden by the flags given."""
+    options = dict(exp.optimizer_options)
+    if args.horizons is not None:
+        options["horizons"] = parse_horizons(args.horizons)
+    return FitSettings(
+        out=Path(args.out) if args.out else Path("results") / exp.name,
+        optimizer=args.optimizer or exp.optimizer,
+        max_iters=exp.max_iters if args.max_iters is None else args.max_iters,
+        options=options,
+    )
+
+
+def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
+    """Says what is fitted on what, how the data are cut and in which stages."""
+    from mjsysid.fit.optimize import resolve_horizons
+
+    print(
+        f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
+        f"{len(exp.sequences)} sequences of {exp.name!r} with {fs.optimizer} ...",
+        file=err,
+    )
+    if exp.shooting is not None:
+        sh = exp.shooting
+        cut = (
+            f"windows of {sh['window']:g} s (overlap {sh['overlap']:g} s)"
+            if sh["window"] is not None
+            else "whole sequences"
+        )
+        start = (
+            "initial states estimated"
+            if sh["estimate_initial_state"]
+            else "initial states from the data"
+        )
+        print(f"  multiple shooting: {len(exp.sequences)} {cut}, {start}", file=err)
+    hs = resolve_horizons(fs.options.get("horizons", "auto"), rf, fs.optimizer, exp.params)
+    if len(hs) > 1:
+        shares = ", ".join(f"{100 * h:g} %" for h in hs)
+        print(
+            f"  in stages on the first {shares} of every sequence (an early stage's cost is "
+            "on its part of the data)",
+            file=err,
+        )
+
+
+def _save_run(exp: Experiment, fs: FitSettings) -> None:
+    """Writes ``run.yaml``: what ``mjsysid report`` needs to rebuild the fit."""
+    run_info = {
+        "experiment": str(Path(exp.path).resolve()),
+        "inputs": exp.fingerprints(),  # the report checks them
+        "optimizer": fs.optimizer,
+        "max_iters": fs.max_iters,
+        "optimizer_options": {
+            k: list(v) if isinstance(v, tuple) else v for k, v in fs.options.items()
+        },
+    }
+    atomic_write_text(fs.out / "run.yaml", yaml.safe_dump(run_info, sort_keys=False))
+
+
+def table(result: Any, conf: Any, params: ParameterDict) -> str:
+    """The identified values and their 95 % half-widths, one parameter value a line."""
+    x0 = params.as_vector()
+    side = conf.at_bound if conf.at_bound is not None else np.zeros(x0.size, int)
+    lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {'± 95 %':>12}"]
+    for name, a, b, h, at in zip(
+        result.parameter_names, x0, result.x, conf.half_widths, side, strict=True
+    ):
+        hw = f"{h:12.4g}" if np.isfinite(h) else f"{'unidentif.':>12}"
+        flag = {-1: "  (at lower bound)", 1: "  (at upper bound)"}.get(int(at), "")
+        lines.append(f"{name:<28} {a:12.6g} {b:12.6g} {hw}{flag}")
+    return "\n".join(lines)
+
+
+def _summarise(
+    args: argparse.Namespace, result: Any, conf: Any, exp: Experiment, out: TextIO, err: TextIO
+) -> None:
+    """Prints the outcome: the table on ``out``, counts and caveats on ``err``."""
+    if args.quiet:  # (otherwise optimize said it)
+        print(result.message, file=err)
+        print(f"cost {result.initial_cost:.6e} -> {result.cost:.6e}", file=err)
+    print(f"{result.nit} iterations, {result.nfev} evaluations, {result.wall_time:.2f} s", file=err)
+    print(table(result, conf, exp.params), file=out)
+    if not conf.converged:
+        print(f"warning: {conf.caveats()[0]}", file=err)
+    if conf.at_bound is not None and conf.at_bound.any():
+        print("warning: the intervals of parameters at a bound are not meaningful", file=err)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Loads the experiment, fits, saves the results folder, prints the table and reports."""
+    from mjsysid.app.experiment import load_experiment
+    from mjsysid.fit.confidence import compute_confidence
+    from mjsysid.fit.optimize import optimize
+    from mjsysid.output.results import save_results
+
+    exp = load_experiment(args.experiment)
+    for warning in exp.warnings:
+        print(f"warning: {warning}", file=err)
+    fs = settings(args, exp)
+    rf = exp.build_residual_fn()
+    _announce(exp, rf, fs, err)
+    checkpoint = fs.out / "checkpoint.npz"
+    try:
+        opt_params, result = optimize(
+            exp.params,
+            rf,
+            optimizer=fs.optimizer,
+            max_iters=fs.max_iters,
+            checkpoint=checkpoint,
+            resume=args.resume,
+            verbose=not args.quiet,
+            output=err,
+            **fs.options,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"interrupted before the first iteration finished; nothing to save "
+            f"(checkpoint: {checkpoint})",
+            file=err,
+        )
+        return EXIT_INTERRUPTED
+    save_results(fs.out, [exp.sequences], exp.params, opt_params, result, rf)
+    _save_run(exp, fs)
+    conf = compute_confidence(result, rf, params=opt_params)
+    _summarise(args, result, conf, exp, out, err)
+    print(f"results: {fs.out}", file=err)
+    if not args.no_report:
+        write_report(exp.sequences, exp.params, opt_params, result, rf, fs.out, err)
+    rf.close()
+    return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

@@ -1,0 +1,70 @@
+"""``mjsysid report``: (re)write the HTML report of a results folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mjsysid.app.commands.common import EXIT_ERROR, EXIT_OK, report_available, write_report
+from mjsysid.util.files import read_yaml
+
+if TYPE_CHECKING:
+    from mjsysid.app.experiment import Experiment
+
+NAME = "report"
+HELP = "(re)write the HTML report of a results folder"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The results folder."""
+    parser.add_argument("results", help="folder written by 'mjsysid fit'")
+
+
+def changed_inputs(run_info: dict[str, Any], exp: Experiment) -> list[str]:
+    """The input files whose fingerprint differs from the one recorded when the fit ran.
+
+    Results of older versions recorded no fingerprints; nothing counts as changed for them.
+    """
+    then, now = run_info.get("inputs"), exp.fingerprints()
+    if not isinstance(then, dict):
+        return []
+    return sorted(f for f in set(then) | set(now) if then.get(f) != now.get(f))
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Rebuilds the fit's experiment and writes the report into the results folder."""
+    from mjsysid.app.experiment import load_experiment
+    from mjsysid.output.results import load_results
+
+    folder = Path(args.results)
+    results = load_results(folder)
+    run_file = folder / "run.yaml"
+    if not run_file.is_file():
+        print(
+            f"error: {str(run_file)!r} is missing; 'mjsysid report' needs a folder written by "
+            "'mjsysid fit'",
+            file=err,
+        )
+        return EXIT_ERROR
+    run_info = read_yaml(run_file)
+    exp = load_experiment(run_info["experiment"])
+    changed = changed_inputs(run_info, exp)
+    if changed:
+        print(
+            f"error: the inputs of this fit changed since it ran: {changed}; the report "
+            "would show other data or parameters than were fitted: run 'mjsysid fit' "
+            "again (or restore those files)",
+            file=err,
+        )
+        return EXIT_ERROR
+    rf = exp.build_residual_fn()
+    params = exp.params
+    params.load_values(folder / "params_x_0.yaml", strict=False)
+    opt_params = params.copy()
+    opt_params.load_values(folder / "params_x_hat.yaml", strict=False)
+    if not report_available():
+        print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
+        return EXIT_ERROR
+    write_report(exp.sequences, params, opt_params, results.result, rf, folder, err)
+    return EXIT_OK
