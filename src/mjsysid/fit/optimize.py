@@ -294,7 +294,7 @@ def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -
         fun=stage.r,
         jac=stage.J,
         grad=stage.J.T @ stage.r,
-        status=str(stage.status),
+        status=stage.status.value,
         success=stage.status in CONVERGED,
         message=text,
         nfev=sum(st.nfev for st in done) + (fit.full.nfev if fit.full is not None else 0),
@@ -362,21 +362,14 @@ def optimize(
     Args:
       initial_params: Start point and bounds; never modified.
       residual_fn: From :func:`build_residual_fn` (or any ``(x, params)`` residual).
-      optimizer: ``"lm"`` (default), ``"mujoco"``, ``"scipy"`` or ``"scipy_parallel_fd"``
-        (see :mod:`mjsysid.fit.backends`).
+      optimizer: ``"lm"``, ``"mujoco"``, ``"scipy"`` or ``"scipy_parallel_fd"`` (backends).
       max_iters, verbose, xtol, gtol, ftol, eps, mu_factor, secant, trial_steps, x_scale,
         horizons, allow_no_effect, checkpoint, resume, callback, output: The options of the
-        fit, each described at :class:`~mjsysid.fit.options.FitOptions` (which holds them,
-        validated once). In short: iteration limit; progress lines; tolerances on the step,
-        the gradient and the relative cost reduction (0 switches a test off); relative
-        finite-difference step; damping growth; Broyden updates; trial steps per call;
-        parameter scaling; horizon stages (``"auto"``, ``None`` or fractions such as
-        ``(0.3, 1.0)``); a parameter without effect only warns; checkpoint file and
-        resuming from it; ``callback(iteration, x, cost)``; stream for ``verbose``.
+        fit, each described at :class:`~mjsysid.fit.options.FitOptions`, which holds them
+        (validated once; :func:`fit` takes one directly).
 
     Returns:
-      ``(opt_params, result)``: a copy of ``initial_params`` holding the solution, and an
-      :class:`OptimizeResult`.
+      ``(opt_params, result)``: a copy of ``initial_params`` at the solution; the result.
 
     Raises:
       ValueError: Bad options, a start outside the bounds, a non-finite residual at the start

@@ -75,7 +75,7 @@ class Stage:
     def summary(self) -> dict[str, Any]:
         return {
             "horizon": self.horizon,
-            "status": str(self.status),
+            "status": self.status.value,
             "nit": self.nit,
             "nfev": self.nfev,
             "initial_cost": self.cost0,

@@ -7,13 +7,13 @@ backends translate their own termination codes into a :class:`Status` here
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum
 
 
-class Status(StrEnum):
+class Status(str, Enum):
     """Why a fit (or one horizon stage of it) stopped.
 
-    A ``StrEnum``: a member equals its value (``Status.XTOL == "xtol"``) and ``str()`` gives
+    A ``str`` enum: a member equals its value (``Status.XTOL == "xtol"``) and ``str()`` gives
     the value, so results and files keep the plain words.
     """
 
@@ -28,6 +28,9 @@ class Status(StrEnum):
     # early horizon stages only (see mjsysid.fit.horizons)
     SLOWED = "slowed"
     SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 # a fit that ended with one of these met a convergence test
