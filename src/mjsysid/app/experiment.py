@@ -16,7 +16,7 @@ Example (paths are relative to the experiment file)::
       - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
       - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
       - {kind: sensor_delay, target: "*_pos", max: 0.05}
-    optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol, eps, horizons
+    optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol (>= 0; 0: off), eps, horizons
     # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0])
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
     shooting: {window: 1.0, overlap: 0.2}     # optional: multiple shooting, see below
