@@ -668,3 +668,48 @@ def test_dc_motor_lag_and_back_emf_are_recovered(make_problem):
         match=r"actuator 'plain' must have first-order filter dynamics .* got dyntype mjDYN_NONE",
     ):
         ms.make_parameter("actuator_filter_tau", p.model, "plain")
+
+
+# --- the options object and the status table (mjsysid.fit.options, mjsysid.fit.status) ---
+
+
+def test_fit_options_one_rule_for_keywords_and_experiment_files():
+    from mjsysid.fit.options import FitOptions
+
+    where = "exp.yaml: optimizer"
+    # a tolerance of 0 switches its test off, both ways (the rule optimize always had)
+    assert FitOptions(xtol=0.0).xtol == 0.0
+    assert FitOptions.from_mapping({"xtol": 0}, where=where).xtol == 0.0
+    with pytest.raises(ValueError, match=r"^xtol must be a finite number >= 0, got -1\.0"):
+        FitOptions(xtol=-1.0)
+    with pytest.raises(
+        ValueError, match=r"^exp\.yaml: optimizer\.xtol must be a finite number >= 0, got -1\.0"
+    ):
+        FitOptions.from_mapping({"xtol": -1.0}, where=where)
+    with pytest.raises(ValueError, match=r"optimizer\.eps must be a finite number > 0, got 0\.0"):
+        FitOptions.from_mapping({"eps": 0}, where=where)
+    with pytest.raises(ValueError, match=r"optimizer\.gtol must be float \(YAML reads 1e-3 as"):
+        FitOptions.from_mapping({"gtol": "1e-3"}, where=where)
+    fit = FitOptions.from_mapping(
+        {"method": "mujoco", "max_iters": 7, "horizons": "none"}, where=where, max_iters=100
+    )
+    assert (fit.optimizer, fit.max_iters, fit.horizons) == ("mujoco", 7, None)
+    assert fit.damping_growth == 2.0 and FitOptions().damping_growth == 4.0
+    assert fit.given({"method": "mujoco", "horizons": "none"}) == {"horizons": None}
+    assert FitOptions.from_mapping({}, where=where, max_iters=100).max_iters == 100
+    assert FitOptions(horizons=[0.3, 1]).horizons == (0.3, 1.0)
+    with pytest.raises(ValueError, match="checkpoint must be a path when resume=True"):
+        FitOptions(resume=True)
+
+
+def test_status_enum_compares_as_its_word_and_every_final_status_has_a_message():
+    from mjsysid.fit.status import MESSAGES, Status, message, mujoco_status, scipy_status
+
+    assert Status.XTOL == "xtol" and str(Status.GTOL) == "gtol" and f"{Status.FTOL}" == "ftol"
+    final = set(Status) - {Status.SLOWED, Status.SKIPPED}  # (early stages only)
+    assert set(MESSAGES) == final
+    assert "max_iters=12" in message("max_iters", 12)
+    assert mujoco_status("... norm(dx) < tol.") is Status.XTOL
+    assert mujoco_status("Zero gradient at the start") is Status.GTOL
+    assert mujoco_status("") is Status.MAX_ITERS
+    assert scipy_status(4) is Status.XTOL and scipy_status(-1) is Status.MAX_ITERS

@@ -16,7 +16,7 @@ Example (paths are relative to the experiment file)::
       - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
       - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
       - {kind: sensor_delay, target: "*_pos", max: 0.05}
-    optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol, eps, horizons
+    optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol (>= 0; 0: off), eps, horizons
     # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0])
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
     shooting: {window: 1.0, overlap: 0.2}     # optional: multiple shooting, see below
@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import itertools
 import math
 import os
 from collections.abc import Iterable
@@ -76,7 +75,7 @@ from mjsysid.data.recording import initial_state_from_sensors, load_recording
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import create_initial_state
 from mjsysid.data.timeseries import SignalType
-from mjsysid.fit.optimize import OPTIMIZERS
+from mjsysid.fit.options import FitOptions
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.initial_state import initial_state_params
 from mjsysid.objective.residual import ResidualFunction, build_residual_fn
@@ -182,7 +181,6 @@ class _Node:
             )
 
 
-_HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
 _SEQUENCE_KEYS = (
     "name",
     "file",
@@ -229,7 +227,10 @@ class Experiment:
       params: The parameters to identify.
       transform: Sensor delay/gain/bias transform (``None`` without such parameters).
       residual_options: Keyword arguments for :func:`build_residual_fn`.
-      optimizer: Backend. max_iters: Iteration limit. optimizer_options: Extra options.
+      optimizer: Backend. max_iters: Iteration limit. optimizer_options: The other options
+        the file gives (keywords of :func:`~mjsysid.fit.optimize.optimize`).
+      fit_options: The ``optimizer:`` section as one validated
+        :class:`~mjsysid.fit.options.FitOptions` (the three attributes above, together).
       shooting: The validated ``shooting:`` options (``None`` without that key).
       warnings: Things worth telling the user that are not errors (unused recording
         columns), one line each, starting with the file and key path.
@@ -251,6 +252,7 @@ class Experiment:
     shooting: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    fit_options: FitOptions | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -358,6 +360,47 @@ def load_experiment(path: str | Path) -> Experiment:
       FileNotFoundError: The experiment, model or a recording file does not exist.
     """
     path = resolve_experiment_path(path)
+    top, name = _read_top(path)
+    shooting = _shooting_options(top)
+    ld = _load_model(top, path)
+    # Parameters first: a frozen one with a nominal is that value in the model the data are
+    # read against and every fit runs on (a frozen parameter is not written by the fit).
+    params, transform, control, fixed = _parameters(top, ld.spec, ld.model, ld.source)
+    if fixed:
+        _apply_fixed(ld, fixed)
+    sequences = _sequences(top, ld, name, shooting)
+    if shooting is not None and shooting.get("window") is not None and transform is not None:
+        _warn_uncorrected_starts(ld, sequences, transform)
+    if shooting is not None:
+        sequences, state_params = _apply_shooting(sequences, shooting, ld.source)
+        try:
+            params.update(state_params)
+        except ValueError as e:
+            raise ExperimentError(f"{ld.source}: shooting: {e}") from None
+    residual_options = _residual_options(top, control)
+    fit, fit_given = _fit_options(top, ld.source)
+    top.finish()
+    return Experiment(
+        path,
+        name,
+        ld.spec,
+        ld.model,
+        sequences,
+        params,
+        transform,
+        residual_options,
+        fit.optimizer,
+        int(fit.max_iters),
+        fit_given,
+        shooting,
+        ld.warnings,
+        ld.files,
+        fit_options=fit,
+    )
+
+
+def _read_top(path: Path) -> tuple[_Node, str]:
+    """The file's top-level mapping (schema version checked) and the experiment's name."""
     source = str(path)
     if path.suffix.lower() in (".xml", ".mjcf", ".urdf"):
         raise ExperimentError(
@@ -372,13 +415,28 @@ def load_experiment(path: str | Path) -> Experiment:
             f"{source}: schema_version must be <= {EXPERIMENT_SCHEMA_VERSION}, "
             f"got {version}; upgrade mjsysid"
         )
-    base = path.parent
     name = top.get("name", str, path.stem)
     _check_file_name(
         source, "name", name, "" if "name" in top.data else f"the file name {path.name!r}"
     )
-    shooting = _shooting_options(top)
-    warnings: list[str] = []
+    return top, name
+
+
+@dataclass
+class _Loading:
+    """What loading an experiment has gathered so far: the file's ``source`` (for messages)
+    and folder (``base``), the model, the files read and the warnings."""
+
+    source: str
+    base: Path
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    files: list[Path]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _load_model(top: _Node, path: Path) -> _Loading:
+    source, base = str(path), path.parent
     model_file = base / top.get(
         "model", str, required=True, expected="a path to an MJCF or URDF file"
     )
@@ -389,212 +447,229 @@ def load_experiment(path: str | Path) -> Experiment:
         model = spec.compile()
     except ValueError as e:
         raise ExperimentError(f"{source}: model: {str(model_file)!r} does not load: {e}") from e
+    return _Loading(source, base, spec, model, [path, model_file])
 
-    # Parameters first: a frozen one with a nominal is that value in the model the data are
-    # read against and every fit runs on (a frozen parameter is not written by the fit).
-    params, transform, control, fixed = _parameters(top, spec, model, source)
-    if fixed:
-        for p in fixed:
-            assert p.modifier is not None  # (fixed holds model parameters only)
-            p.modifier(spec, p)
-        try:
-            model = spec.compile()
-        except ValueError as e:
-            names = [p.name for p in fixed]
-            raise ExperimentError(
-                f"{source}: parameters: the model does not compile with the frozen values of "
-                f"{names}: {e}"
-            ) from None
+
+def _apply_fixed(ld: _Loading, fixed: list[Parameter]) -> None:
+    """Writes the frozen parameters' nominal values into the model and recompiles it."""
+    for p in fixed:
+        assert p.modifier is not None  # (fixed holds model parameters only)
+        p.modifier(ld.spec, p)
+    try:
+        ld.model = ld.spec.compile()
+    except ValueError as e:
+        names = [p.name for p in fixed]
+        raise ExperimentError(
+            f"{ld.source}: parameters: the model does not compile with the frozen values of "
+            f"{names}: {e}"
+        ) from None
+
+
+@dataclass
+class _Sequence:
+    """One loaded ``sequences[i]`` entry."""
+
+    name: str
+    x0: np.ndarray
+    control: Any
+    sensors: Any
+    from_sample: bool  # its initial state is one measured sample
+
+
+def _sequences(
+    top: _Node, ld: _Loading, name: str, shooting: dict[str, Any] | None
+) -> ModelSequences:
     raw_seqs = top.get("sequences", list, required=True, expected="a list of recordings")
     if not raw_seqs:
-        raise ExperimentError(f"{source}: sequences must be a non-empty list, got an empty list")
-    names, x0s, ctrls, senss = [], [], [], []
-    files = [path, model_file]
-    from_samples: list[str] = []  # sequences whose initial state is one measured sample
-    for i, raw in enumerate(raw_seqs):
-        node = _Node(raw, f"sequences[{i}]", source)
-        node.finish(_SEQUENCE_KEYS)  # before reading the recording with a misspelt option
-        seq_name = node.get("name", str, f"seq{i}")
-        _check_file_name(source, f"{node.path}.name", seq_name)
-        raw_file = node.get("file", str, required=True, expected="a .npz or .csv path")
-        rec_file = base / raw_file
-        if not rec_file.is_file():
-            what = "is not a file" if rec_file.exists() else "no such file"
-            rel = "" if Path(raw_file).is_absolute() else ", relative to the experiment file"
-            raise FileNotFoundError(
-                f"{source}: {node.path}.file: {what} {str(rec_file.absolute())!r} "
-                f"(the file says {raw_file!r}{rel})"
-            )
-        files.append(rec_file)
-        cmap = node.get("control", dict, None)
-        smap = node.get("sensors", dict, None)
-        ignore = node.get("ignore_columns", list, [], expected="a list of column names")
-        for k, c in enumerate(ignore):
-            if not isinstance(c, str):
-                raise node.err(f"ignore_columns[{k}]", "a column name (str)", c)
-        time_key = node.get("time", str, None)
-        time_scale = node.get("time_scale", (int, float), None, expected="a number (s per unit)")
-        time_range = node.get(
-            "time_range", list, None, expected="[start, end] in seconds (null for an open end)"
-        )
-        try:
-            rec = load_recording(
-                rec_file,
-                model,
-                time=time_key,
-                time_scale=time_scale,
-                control=cmap,
-                sensors=smap,
-                ignore_columns=ignore,
-                time_range=None if time_range is None else tuple(time_range),
-            )
-        except KeyError as e:
-            raise ExperimentError(f"{source}: {node.path}: {e.args[0]}") from None
-        except ValueError as e:
-            raise ExperimentError(f"{source}: {node.path}: {e}") from None
-        notes = list(rec.notes)
-        if rec.control is not None:
-            notes += _outside_ctrlrange(model, rec.control.data)
-        warnings += [f"{source}: {node.path} ({str(rec_file)!r}): {n}" for n in notes]
-        if rec.unused_columns:
-            warnings.append(
-                f"{source}: {node.path} ({str(rec_file)!r}): {rec.unused_message()}; list "
-                f"them under {node.path}.ignore_columns if that is intended"
-            )
-        init = node.child("initial_state")
-        if rec.initial_qpos is None and (init is None or "qpos" not in init.data):
-            from_samples.append(node.path)
-        qpos, qvel = initial_state_from_sensors(model, rec.sensordata)
-        if rec.initial_qpos is not None:
-            qpos = rec.initial_qpos
-        if rec.initial_qvel is not None:
-            qvel = rec.initial_qvel
-        if init is not None:
-            for key in ("qpos", "qvel"):
-                v = init.get(key, (list, dict), None)
-                if v is not None:
-                    try:
-                        full = create_initial_state(model, **{key: v})
-                    except (KeyError, ValueError) as e:
-                        raise ExperimentError(f"{source}: {init.path}.{key}: {e}") from None
-                    sl = (
-                        slice(1, 1 + model.nq)
-                        if key == "qpos"
-                        else slice(1 + model.nq, 1 + model.nq + model.nv)
-                    )
-                    if key == "qpos":
-                        qpos = full[sl]
-                    else:
-                        qvel = full[sl]
-            init.finish()
-        node.finish()
-        names.append(seq_name)
-        try:
-            x0s.append(create_initial_state(model, qpos, qvel, time=float(rec.times[0])))
-        except (KeyError, ValueError) as e:
-            msg = e.args[0] if isinstance(e, KeyError) else str(e)
-            raise ExperimentError(
-                f"{source}: {node.path}: initial state (initial_qpos / "
-                f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
-                f"{msg}"
-            ) from None
-        ctrls.append(rec.control)
-        senss.append(rec.sensordata)
+        raise ExperimentError(f"{ld.source}: sequences must be a non-empty list, got an empty list")
+    seqs = [_load_sequence(_Node(raw, f"sequences[{i}]", ld.source), i, ld) for i, raw in
+            enumerate(raw_seqs)]  # fmt: skip
+    from_samples = [f"sequences[{i}]" for i, sq in enumerate(seqs) if sq.from_sample]
     if shooting is None and from_samples:
-        warnings.append(
-            f"{source}: the initial state of {from_samples} is read from the first sample of "
-            "the sensors and held fixed, so its measurement noise biases the fit; add "
+        ld.warnings.append(
+            f"{ld.source}: the initial state of {from_samples} is read from the first sample "
+            "of the sensors and held fixed, so its measurement noise biases the fit; add "
             "shooting: {estimate_initial_state: true} to fit it as well (or give "
             "initial_qpos / initial_qvel columns or initial_state: qpos)"
         )
     try:
-        sequences = ModelSequences(name, spec, names, x0s, ctrls, senss)
+        return ModelSequences(
+            name,
+            ld.spec,
+            [sq.name for sq in seqs],
+            [sq.x0 for sq in seqs],
+            [sq.control for sq in seqs],
+            [sq.sensors for sq in seqs],
+        )
     except (KeyError, ValueError) as e:
-        raise ExperimentError(f"{source}: sequences: {e}") from None
+        raise ExperimentError(f"{ld.source}: sequences: {e}") from None
 
-    if shooting is not None and shooting.get("window") is not None and transform is not None:
-        first = sequences.sequences()[0][3]
-        corrected = transform.signals_with_parameters(first.names)
-        starts = [n for n in corrected if n in _state_signals(model, first)]
-        if starts:
-            warnings.append(
-                f"{source}: shooting: the window starts are read from the raw measurements of "
-                f"{starts}, which sensor parameters also correct (delay, gain or bias): the "
-                "starts do not get that correction; estimate_initial_state (with wide enough "
-                "qpos_margin/qvel_margin) can absorb a small one"
-            )
-    if shooting is not None:
-        sequences, state_params = _apply_shooting(sequences, shooting, source)
+
+def _recording_file(node: _Node, ld: _Loading) -> Path:
+    raw_file = node.get("file", str, required=True, expected="a .npz or .csv path")
+    rec_file = ld.base / raw_file
+    if not rec_file.is_file():
+        what = "is not a file" if rec_file.exists() else "no such file"
+        rel = "" if Path(raw_file).is_absolute() else ", relative to the experiment file"
+        raise FileNotFoundError(
+            f"{ld.source}: {node.path}.file: {what} {str(rec_file.absolute())!r} "
+            f"(the file says {raw_file!r}{rel})"
+        )
+    return rec_file
+
+
+def _read_recording(node: _Node, rec_file: Path, ld: _Loading) -> Any:
+    """The recording of one ``sequences[i]`` entry, read with its column options."""
+    cmap = node.get("control", dict, None)
+    smap = node.get("sensors", dict, None)
+    ignore = node.get("ignore_columns", list, [], expected="a list of column names")
+    for k, c in enumerate(ignore):
+        if not isinstance(c, str):
+            raise node.err(f"ignore_columns[{k}]", "a column name (str)", c)
+    time_key = node.get("time", str, None)
+    time_scale = node.get("time_scale", (int, float), None, expected="a number (s per unit)")
+    time_range = node.get(
+        "time_range", list, None, expected="[start, end] in seconds (null for an open end)"
+    )
+    try:
+        return load_recording(
+            rec_file,
+            ld.model,
+            time=time_key,
+            time_scale=time_scale,
+            control=cmap,
+            sensors=smap,
+            ignore_columns=ignore,
+            time_range=None if time_range is None else tuple(time_range),
+        )
+    except KeyError as e:
+        raise ExperimentError(f"{ld.source}: {node.path}: {e.args[0]}") from None
+    except ValueError as e:
+        raise ExperimentError(f"{ld.source}: {node.path}: {e}") from None
+
+
+def _recording_warnings(node: _Node, rec: Any, rec_file: Path, ld: _Loading) -> None:
+    notes = list(rec.notes)
+    if rec.control is not None:
+        notes += _outside_ctrlrange(ld.model, rec.control.data)
+    ld.warnings += [f"{ld.source}: {node.path} ({str(rec_file)!r}): {n}" for n in notes]
+    if rec.unused_columns:
+        ld.warnings.append(
+            f"{ld.source}: {node.path} ({str(rec_file)!r}): {rec.unused_message()}; list "
+            f"them under {node.path}.ignore_columns if that is intended"
+        )
+
+
+def _load_sequence(node: _Node, i: int, ld: _Loading) -> _Sequence:
+    node.finish(_SEQUENCE_KEYS)  # before reading the recording with a misspelt option
+    seq_name = node.get("name", str, f"seq{i}")
+    _check_file_name(ld.source, f"{node.path}.name", seq_name)
+    rec_file = _recording_file(node, ld)
+    ld.files.append(rec_file)
+    rec = _read_recording(node, rec_file, ld)
+    _recording_warnings(node, rec, rec_file, ld)
+    init = node.child("initial_state")
+    from_sample = rec.initial_qpos is None and (init is None or "qpos" not in init.data)
+    qpos, qvel = _initial_state(rec, init, ld)
+    node.finish()
+    try:
+        x0 = create_initial_state(ld.model, qpos, qvel, time=float(rec.times[0]))
+    except (KeyError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) else str(e)
+        raise ExperimentError(
+            f"{ld.source}: {node.path}: initial state (initial_qpos / "
+            f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
+            f"{msg}"
+        ) from None
+    return _Sequence(seq_name, x0, rec.control, rec.sensordata, from_sample)
+
+
+def _initial_state(rec: Any, init: _Node | None, ld: _Loading) -> tuple[Any, Any]:
+    """``(qpos, qvel)`` to start from: the sensors' first sample, the recording's
+    ``initial_qpos``/``initial_qvel`` columns, or the entry's ``initial_state:``."""
+    model = ld.model
+    qpos, qvel = initial_state_from_sensors(model, rec.sensordata)
+    if rec.initial_qpos is not None:
+        qpos = rec.initial_qpos
+    if rec.initial_qvel is not None:
+        qvel = rec.initial_qvel
+    if init is None:
+        return qpos, qvel
+    for key in ("qpos", "qvel"):
+        v = init.get(key, (list, dict), None)
+        if v is None:
+            continue
         try:
-            params.update(state_params)
-        except ValueError as e:
-            raise ExperimentError(f"{source}: shooting: {e}") from None
+            full = create_initial_state(model, **{key: v})
+        except (KeyError, ValueError) as e:
+            raise ExperimentError(f"{ld.source}: {init.path}.{key}: {e}") from None
+        if key == "qpos":
+            qpos = full[slice(1, 1 + model.nq)]
+        else:
+            qvel = full[slice(1 + model.nq, 1 + model.nq + model.nv)]
+    init.finish()
+    return qpos, qvel
+
+
+def _warn_uncorrected_starts(
+    ld: _Loading, sequences: ModelSequences, transform: SignalTransform
+) -> None:
+    first = sequences.sequences()[0][3]
+    corrected = transform.signals_with_parameters(first.names)
+    starts = [n for n in corrected if n in _state_signals(ld.model, first)]
+    if starts:
+        ld.warnings.append(
+            f"{ld.source}: shooting: the window starts are read from the raw measurements of "
+            f"{starts}, which sensor parameters also correct (delay, gain or bias): the "
+            "starts do not get that correction; estimate_initial_state (with wide enough "
+            "qpos_margin/qvel_margin) can absorb a small one"
+        )
+
+
+def _residual_options(top: _Node, control: ControlTransform | None) -> dict[str, Any]:
+    """Keyword arguments for :func:`build_residual_fn` from ``residual:``."""
     residual_options: dict[str, Any] = {}
     if control is not None:
         residual_options["control_transform"] = control
     res = top.child("residual")
-    if res is not None:
-        norm = res.get("normalize", (bool, str), True, expected="true, false, 'signal' or 'column'")
-        if norm not in (True, False, "signal", "column"):
-            raise res.err("normalize", "true, false, 'signal' or 'column'", norm)
-        residual_options["normalize"] = norm
-        weights = res.get("sensor_weights", dict, None)
-        if weights is not None:
-            for k, v in weights.items():
-                if isinstance(v, bool) or not isinstance(v, int | float | list):
-                    raise res.err(f"sensor_weights.{k}", "a number or list of numbers", v)
-            residual_options["sensor_weights"] = weights
-        enabled = res.get("enabled_observations", list, None)
-        if enabled is not None:
-            residual_options["enabled_observations"] = enabled
-        interp = res.get("control_interpolation", str, "zoh")
-        if interp not in ("zoh", "linear"):
-            raise res.err("control_interpolation", "'zoh' or 'linear'", interp)
-        residual_options["control_interpolation"] = interp
-        res.finish()
+    if res is None:
+        return residual_options
+    norm = res.get("normalize", (bool, str), True, expected="true, false, 'signal' or 'column'")
+    if norm not in (True, False, "signal", "column"):
+        raise res.err("normalize", "true, false, 'signal' or 'column'", norm)
+    residual_options["normalize"] = norm
+    weights = res.get("sensor_weights", dict, None)
+    if weights is not None:
+        for k, v in weights.items():
+            if isinstance(v, bool) or not isinstance(v, int | float | list):
+                raise res.err(f"sensor_weights.{k}", "a number or list of numbers", v)
+        residual_options["sensor_weights"] = weights
+    enabled = res.get("enabled_observations", list, None)
+    if enabled is not None:
+        residual_options["enabled_observations"] = enabled
+    interp = res.get("control_interpolation", str, "zoh")
+    if interp not in ("zoh", "linear"):
+        raise res.err("control_interpolation", "'zoh' or 'linear'", interp)
+    residual_options["control_interpolation"] = interp
+    res.finish()
+    return residual_options
+
+
+_MAX_ITERS = 100  # an experiment's default iteration limit
+
+
+def _fit_options(top: _Node, source: str) -> tuple[FitOptions, dict[str, Any]]:
+    """The ``optimizer:`` section as :class:`FitOptions`, and the options it gives besides
+    ``method`` and ``max_iters`` (:attr:`Experiment.optimizer_options`)."""
     opt = top.child("optimizer")
-    method, max_iters, opt_options = "lm", 100, {}
-    if opt is not None:
-        method = opt.get("method", str, "lm")
-        if method not in OPTIMIZERS:
-            raise opt.err("method", f"one of {list(OPTIMIZERS)}", method)
-        max_iters = opt.get("max_iters", int, 100)
-        if max_iters < 0:
-            raise opt.err("max_iters", "a non-negative integer", max_iters)
-        for key in ("xtol", "gtol", "ftol", "eps"):
-            v = opt.get(key, float, None)
-            if v is not None:
-                if not v > 0:
-                    raise opt.err(key, "a positive number", v)
-                opt_options[key] = v
-        raw_horizons = opt.get("horizons", (int, float, list, str), None, expected=_HORIZONS)
-        if isinstance(raw_horizons, str):
-            if raw_horizons not in ("auto", "none"):
-                raise opt.err("horizons", _HORIZONS, raw_horizons)
-            opt_options["horizons"] = None if raw_horizons == "none" else "auto"
-        elif raw_horizons is not None and (horizons := _numbers(opt, "horizons")) is not None:
-            hs = horizons.tolist()
-            if not all(0 < h <= 1 for h in hs) or any(b <= a for a, b in itertools.pairwise(hs)):
-                raise opt.err("horizons", _HORIZONS, hs)
-            opt_options["horizons"] = tuple(hs)
-        opt.finish()
-    top.finish()
-    return Experiment(
-        path,
-        name,
-        spec,
-        model,
-        sequences,
-        params,
-        transform,
-        residual_options,
-        method,
-        max_iters,
-        opt_options,
-        shooting,
-        warnings,
-        files,
-    )
+    if opt is None:
+        return FitOptions(max_iters=_MAX_ITERS), {}
+    opt.finish(FitOptions.MAPPING_KEYS)
+    try:
+        fit = FitOptions.from_mapping(opt.data, where=f"{source}: {opt.path}", max_iters=_MAX_ITERS)
+    except ValueError as e:
+        raise ExperimentError(str(e)) from None
+    return fit, fit.given(opt.data)
 
 
 def _sha256(path: Path) -> str:
@@ -658,14 +733,9 @@ def _parameters(
     """``(params, signal transform, control transform, fixed)``: ``fixed`` are the frozen
     model parameters given a ``nominal``, whose value the model must take."""
     raw = top.get("parameters", list, required=True, expected="a list of parameters")
-    fixed: list[Parameter] = []
     if not raw:
         raise ExperimentError(f"{source}: parameters must be a non-empty list, got an empty list")
-    params = ParameterDict()
-    transform = SignalTransform()
-    used_transform = False
-    control = ControlTransform()
-    n_control = 0  # operations of the control transform so far (their order matters)
+    acc = _ParameterSet()
     for i, entry in enumerate(raw):
         node = _Node(entry, f"parameters[{i}]", source)
         kind = node.get("kind", str, required=True, expected=f"one of {ALL_KINDS}")
@@ -676,95 +746,153 @@ def _parameters(
         )
         pname = node.get("name", str, None)
         frozen = node.get("frozen", bool, False)
-        direction = "both"
-        if kind == "control_offset" and "direction" in node.data:
-            raise node.err(
-                "direction", "absent: an offset has no direction", node.data["direction"]
-            )
-        if kind in ("control_deadband", "control_gain"):
-            direction = node.get("direction", str, "both")
-            if direction not in ("both", "positive", "negative"):
-                raise node.err("direction", "'both', 'positive' or 'negative'", direction)
-            if pname is None and direction != "both":
-                pname = f"{target}_{kind.split('_', 1)[1]}_{direction[:3]}"
-        try:
-            if kind in INERTIA_KINDS:
-                p = body_inertia_param(
-                    spec,
-                    model,
-                    target,
-                    INERTIA_KINDS[kind],
-                    node.get("scale_rot_inertia", bool, True),
-                    param_name=pname,
-                    frozen=frozen,
-                )
-                nominal = _numbers(node, "nominal", p.size)
-                lo, hi = _numbers(node, "min", p.size), _numbers(node, "max", p.size)
-                if nominal is not None or lo is not None or hi is not None:
-                    ones = np.ones(p.size)
-                    p = Parameter(
-                        p.name,
-                        p.nominal if nominal is None else nominal * ones,
-                        p.min_value if lo is None else lo * ones,
-                        p.max_value if hi is None else hi * ones,
-                        frozen=frozen,
-                        modifier=p.modifier,
-                        model_modifier=p.model_modifier,
-                        meta=p.meta,
-                    )
-            else:
-                p = make_parameter(
-                    kind,
-                    model,
-                    target,
-                    name=pname,
-                    nominal=_numbers(node, "nominal"),
-                    min_value=_numbers(node, "min"),
-                    max_value=_numbers(node, "max"),
-                    frozen=frozen,
-                )
-        except ExperimentError:
-            raise
-        except (KeyError, ValueError, TypeError) as e:
-            msg = e.args[0] if isinstance(e, KeyError) else str(e)
-            raise ExperimentError(f"{source}: {node.path}: {msg}") from None
+        pname, direction = _name_and_direction(node, kind, target, pname)
+        p = _make_parameter(node, kind, target, pname, frozen, spec, model)
         if kind in SIGNAL_KINDS:
-            apply_to = node.get("apply_to", str, "predicted")
-            if apply_to not in ("predicted", "measured"):
-                raise node.err("apply_to", "'predicted' or 'measured'", apply_to)
-            if kind == "sensor_delay":
-                transform.delay(target, p.name)
-            elif kind == "sensor_gain":
-                transform.gain(target, p.name, target=apply_to)
-            else:
-                transform.bias(target, p.name, target=apply_to)
-            used_transform = True
+            acc.add_signal_op(node, kind, target, p)
         if kind in CONTROL_KINDS:
-            op = kind.split("_", 1)[1]
-            one = ControlTransform()
-            if op == "offset":
-                one.offset(target, p.name)
-                control.offset(target, p.name)
-            else:
-                getattr(one, op)(target, p.name, direction)
-                getattr(control, op)(target, p.name, direction)
-            try:
-                one.validate(model)
-            except ValueError as e:
-                raise ExperimentError(f"{source}: {node.path}.target: {e}") from None
-            # what a controller needs to apply the identified transform (saved with the values)
-            p.meta.update(direction=direction, order=n_control)
-            n_control += 1
+            acc.add_control_op(node, kind, target, p, direction, model)
         node.finish()
         try:
-            params.add(p)
+            acc.params.add(p)
         except ValueError as e:
             raise ExperimentError(f"{source}: {node.path}.name: {e}") from None
         if frozen and p.modifier is not None and "nominal" in node.data:
-            fixed.append(p)
+            acc.fixed.append(p)
     return (
-        params,
-        transform if used_transform else None,
-        control if control.parameter_names else None,
-        fixed,
+        acc.params,
+        acc.transform if acc.used_transform else None,
+        acc.control if acc.control.parameter_names else None,
+        acc.fixed,
+    )
+
+
+@dataclass
+class _ParameterSet:
+    """What :func:`_parameters` gathers: the parameters, the signal and control transforms
+    their ``sensor_*``/``control_*`` kinds build, and the frozen ones with a nominal."""
+
+    params: ParameterDict = field(default_factory=ParameterDict)
+    transform: SignalTransform = field(default_factory=SignalTransform)
+    used_transform: bool = False
+    control: ControlTransform = field(default_factory=ControlTransform)
+    n_control: int = 0  # operations of the control transform so far (their order matters)
+    fixed: list[Parameter] = field(default_factory=list)
+
+    def add_signal_op(self, node: _Node, kind: str, target: str, p: Parameter) -> None:
+        apply_to = node.get("apply_to", str, "predicted")
+        if apply_to not in ("predicted", "measured"):
+            raise node.err("apply_to", "'predicted' or 'measured'", apply_to)
+        if kind == "sensor_delay":
+            self.transform.delay(target, p.name)
+        elif kind == "sensor_gain":
+            self.transform.gain(target, p.name, target=apply_to)
+        else:
+            self.transform.bias(target, p.name, target=apply_to)
+        self.used_transform = True
+
+    def add_control_op(
+        self,
+        node: _Node,
+        kind: str,
+        target: str,
+        p: Parameter,
+        direction: str,
+        model: mujoco.MjModel,
+    ) -> None:
+        op = kind.split("_", 1)[1]
+        one = ControlTransform()
+        if op == "offset":
+            one.offset(target, p.name)
+            self.control.offset(target, p.name)
+        else:
+            getattr(one, op)(target, p.name, direction)
+            getattr(self.control, op)(target, p.name, direction)
+        try:
+            one.validate(model)
+        except ValueError as e:
+            raise ExperimentError(f"{node.source}: {node.path}.target: {e}") from None
+        # what a controller needs to apply the identified transform (saved with the values)
+        p.meta.update(direction=direction, order=self.n_control)
+        self.n_control += 1
+
+
+def _name_and_direction(
+    node: _Node, kind: str, target: str, pname: str | None
+) -> tuple[str | None, str]:
+    """The entry's name (``pname``, or a default per side for one-sided control kinds) and
+    its ``direction``."""
+    direction = "both"
+    if kind == "control_offset" and "direction" in node.data:
+        raise node.err("direction", "absent: an offset has no direction", node.data["direction"])
+    if kind in ("control_deadband", "control_gain"):
+        direction = node.get("direction", str, "both")
+        if direction not in ("both", "positive", "negative"):
+            raise node.err("direction", "'both', 'positive' or 'negative'", direction)
+        if pname is None and direction != "both":
+            pname = f"{target}_{kind.split('_', 1)[1]}_{direction[:3]}"
+    return pname, direction
+
+
+def _make_parameter(
+    node: _Node,
+    kind: str,
+    target: str,
+    pname: str | None,
+    frozen: bool,
+    spec: mujoco.MjSpec,
+    model: mujoco.MjModel,
+) -> Parameter:
+    try:
+        if kind in INERTIA_KINDS:
+            return _inertia_parameter(node, kind, target, pname, frozen, spec, model)
+        return make_parameter(
+            kind,
+            model,
+            target,
+            name=pname,
+            nominal=_numbers(node, "nominal"),
+            min_value=_numbers(node, "min"),
+            max_value=_numbers(node, "max"),
+            frozen=frozen,
+        )
+    except ExperimentError:
+        raise
+    except (KeyError, ValueError, TypeError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) else str(e)
+        raise ExperimentError(f"{node.source}: {node.path}: {msg}") from None
+
+
+def _inertia_parameter(
+    node: _Node,
+    kind: str,
+    target: str,
+    pname: str | None,
+    frozen: bool,
+    spec: mujoco.MjSpec,
+    model: mujoco.MjModel,
+) -> Parameter:
+    p = body_inertia_param(
+        spec,
+        model,
+        target,
+        INERTIA_KINDS[kind],
+        node.get("scale_rot_inertia", bool, True),
+        param_name=pname,
+        frozen=frozen,
+    )
+    nominal = _numbers(node, "nominal", p.size)
+    lo, hi = _numbers(node, "min", p.size), _numbers(node, "max", p.size)
+    if nominal is None and lo is None and hi is None:
+        return p
+    ones = np.ones(p.size)
+    return Parameter(
+        p.name,
+        p.nominal if nominal is None else nominal * ones,
+        p.min_value if lo is None else lo * ones,
+        p.max_value if hi is None else hi * ones,
+        frozen=frozen,
+        modifier=p.modifier,
+        model_modifier=p.model_modifier,
+        meta=p.meta,
     )

@@ -67,6 +67,23 @@ def calculate_intervals(
         ``rtol`` out of range, a ``noise_variance`` that is not finite and ``> 0``, or both
         ``noise_variance`` and ``groups``.
     """
+    r, Jm = _checked_problem(residuals, J)
+    n, p = Jm.shape
+    a = _number("alpha", alpha, "a number in (0, 1)")
+    if not 0 < a < 1:
+        raise ValueError(must_be("alpha", "in (0, 1)", alpha))
+    tol = _number("rtol", rtol, "a number in [0, 1)")
+    if not 0 <= tol < 1:
+        raise ValueError(must_be("rtol", "in [0, 1)", rtol))
+    var = _variance(r, p, noise_variance, groups)
+    cov = _covariance(Jm, var, tol)
+    tval = float(scipy.stats.t.ppf(1.0 - a / 2.0, n - p))
+    half = tval * np.sqrt(np.diag(cov))
+    return cov, half
+
+
+def _checked_problem(residuals: npt.ArrayLike, J: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """``(r (n,), J (n, p))`` as finite float arrays with ``n > p >= 1``."""
     r = _float_array("residuals", residuals)
     if r.ndim != 1:
         raise ValueError(must_be("residuals", "a 1-D array of shape (n,)", r))
@@ -90,23 +107,33 @@ def calculate_intervals(
             at = np.unravel_index(first_bad_index(bad), arr.shape)
             index = ", ".join(str(int(k)) for k in at)
             raise ValueError(f"{name} must be finite, got {float(arr[at])!r} at {name}[{index}]")
-    a = _number("alpha", alpha, "a number in (0, 1)")
-    if not 0 < a < 1:
-        raise ValueError(must_be("alpha", "in (0, 1)", alpha))
-    tol = _number("rtol", rtol, "a number in [0, 1)")
-    if not 0 <= tol < 1:
-        raise ValueError(must_be("rtol", "in [0, 1)", rtol))
+    return r, Jm
+
+
+def _variance(
+    r: np.ndarray,
+    p: int,
+    noise_variance: float | npt.ArrayLike | None,
+    groups: npt.ArrayLike | None,
+) -> np.ndarray:
+    """``(n,)`` noise variance per residual: known, per group, or pooled ``‖r‖²/(n − p)``."""
+    n = r.size
     if noise_variance is not None and groups is not None:
         raise ValueError(
             "calculate_intervals takes noise_variance or groups, not both: groups estimate a "
             "variance per group, noise_variance gives known ones; got both"
         )
     if noise_variance is not None:
-        var = _known_variance(noise_variance, n)
-    elif groups is not None:
-        var = _group_variance(r, groups, p)
-    else:
-        var = np.full(n, float(r @ r) / (n - p))
+        return _known_variance(noise_variance, n)
+    if groups is not None:
+        return _group_variance(r, groups, p)
+    return np.full(n, float(r @ r) / (n - p))
+
+
+def _covariance(Jm: np.ndarray, var: np.ndarray, tol: float) -> np.ndarray:
+    """``(p, p)`` sandwich covariance over the identifiable directions (see the module
+    docstring); a parameter touching a null direction gets ``inf`` variance, NaN elsewhere."""
+    p = Jm.shape[1]
     norms = np.linalg.norm(Jm, axis=0)
     d = 1.0 / np.where(norms > 0, norms, 1.0)  # a zero column stays zero: a null direction
     Js = Jm * d
@@ -127,9 +154,7 @@ def calculate_intervals(
     cov[unident, :] = np.nan
     cov[:, unident] = np.nan
     cov[unident, unident] = np.inf
-    tval = float(scipy.stats.t.ppf(1.0 - a / 2.0, n - p))
-    half = tval * np.sqrt(np.diag(cov))
-    return cov, half
+    return cov
 
 
 def _number(name: str, value: Any, expected: str) -> float:

@@ -212,6 +212,268 @@ def _broyden(J: np.ndarray, JtJ: np.ndarray | None, s: np.ndarray, dr: np.ndarra
     return JtJ + np.outer(Jtu, v) + np.outer(v, Jtu) + float(u @ u) * np.outer(v, v)
 
 
+@dataclass
+class _LMState:
+    """The iterate of :func:`levenberg_marquardt` and what it keeps between iterations.
+
+    ``JtJ`` and ``Jtr`` are kept while ``J`` and ``r`` stay (a rejected step changes
+    neither): for a tall Jacobian they cost more than everything else in an iteration.
+    """
+
+    x: np.ndarray  # (p,) current point
+    r: np.ndarray  # (n,) residual there
+    cost: float
+    J: np.ndarray  # (n, p) Jacobian: finite-difference (the caller's) or Broyden (own copy)
+    D: np.ndarray  # (p,) column scaling
+    fresh_base: float  # the cost at the start of the last fresh step
+    spent: int  # evaluations spent on the current step (its Jacobian included)
+    JtJ: np.ndarray | None = None
+    Jtr: np.ndarray | None = None
+    owned: bool = False  # J is this function's own copy (finite-difference ones are the caller's)
+    fresh: bool = True  # J is a finite-difference Jacobian
+    mu: float = 0.0
+    njev: int = 0
+    nit: int = 0
+    nsecant: int = 0
+    fresh_gain: float = 0.0  # ln-cost reduction of the last fresh step
+    trials: int = 0  # trial candidates evaluated for the current step
+    stalled: int = 0  # consecutive accepted steps that stalled (see _STALL_MU)
+    status: str = "max_iters"
+
+    def refresh(self, jacobian: JacobianFn) -> None:
+        """A finite-difference Jacobian at the current point."""
+        self.J = np.asarray(jacobian(self.x, self.r), dtype=np.float64)
+        self.fresh, self.njev, self.spent, self.owned = True, self.njev + 1, self.x.size, False
+        self.JtJ = self.Jtr = None
+
+
+@dataclass
+class _Trials:
+    """Trial steps ``Z`` ``(p, m)`` (scaled) at dampings ``mus``, their points ``X``, residuals
+    ``R``, costs, model slopes ``gᵀdz`` and predicted reductions; ``ok``: acceptable ones."""
+
+    steps: list[np.ndarray]
+    mus: list[float]
+    Z: np.ndarray
+    X: np.ndarray
+    R: np.ndarray
+    costs: np.ndarray
+    predicted: np.ndarray
+    ok: np.ndarray
+
+
+def _check_inputs(
+    x0: np.ndarray, r0: np.ndarray, J0: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(x, r, J, lo, hi)`` as float arrays; raises ``ValueError`` for bad inputs."""
+    x = np.array(x0, dtype=np.float64)
+    r = np.array(r0, dtype=np.float64)
+    J = np.asarray(J0, dtype=np.float64)  # not written to: Broyden updates work on a copy
+    p = x.size
+    if x.ndim != 1 or p == 0 or not np.all(np.isfinite(x)):
+        raise ValueError(must_be("x0", "a non-empty finite 1-D array", x))
+    if r.ndim != 1 or not np.all(np.isfinite(r)):
+        raise ValueError(must_be("r0", "a finite 1-D array (the residual at x0)", r))
+    if J.shape != (r.size, p):
+        raise ValueError(must_be("J0", f"shape ({r.size}, {p}) (residuals x parameters)", J.shape))
+    if len(bounds) != 2:
+        raise ValueError(must_be("bounds", "a pair (lower, upper)", bounds))
+    lo, hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (p,)) for b in bounds)
+    if np.any(x < lo) or np.any(x > hi):
+        raise ValueError(must_be("x0", f"within bounds [{lo}, {hi}]", x))
+    return x, r, J, lo, hi
+
+
+def _scaled_model(st: _LMState, opt: LMOptions) -> tuple[np.ndarray, np.ndarray]:
+    """``(H, g)`` of the scaled problem, ``H = (JD)ᵀ(JD)``, ``g = (JD)ᵀr``."""
+    if st.JtJ is None:
+        st.JtJ = st.J.T @ st.J
+    if st.Jtr is None:
+        st.Jtr = st.J.T @ st.r
+    if st.fresh and opt.x_scale is None:  # column norms of J
+        st.D = 1.0 / np.maximum(np.sqrt(np.maximum(np.diag(st.JtJ), 0.0)), 1e-12)
+    return st.JtJ * np.outer(st.D, st.D), st.D * st.Jtr
+
+
+def _ladder(
+    H: np.ndarray, g: np.ndarray, mu: float, dlo: np.ndarray, dhi: np.ndarray, opt: LMOptions
+) -> tuple[list[np.ndarray], list[float]]:
+    """Trial steps for a ladder of damping values (the first one is ``mu`` itself)."""
+    steps: list[np.ndarray] = []
+    mus: list[float] = []
+    m = mu
+    while len(steps) < opt.trial_steps:
+        d = _box_step(H, g, m, dlo, dhi)
+        if d is None:
+            m = max(m * opt.mu_factor, opt.mu_min)
+            if m > opt.mu_max:
+                break
+            continue
+        steps.append(d)
+        mus.append(m)
+        m = max(m * _LADDER, opt.mu_min)
+    return steps, mus
+
+
+def _evaluate(
+    residual: BatchResidual,
+    st: _LMState,
+    H: np.ndarray,
+    g: np.ndarray,
+    steps: list[np.ndarray],
+    mus: list[float],
+    bounds: tuple[np.ndarray, np.ndarray],
+) -> _Trials:
+    """The trial points in one batched call, and which of them pass the Armijo test."""
+    lo, hi = bounds
+    Z = np.stack(steps, axis=1)
+    X = np.clip(st.x[:, None] + st.D[:, None] * Z, lo[:, None], hi[:, None])
+    R = np.asarray(residual(X), dtype=np.float64).reshape(st.r.size, -1)
+    st.spent += Z.shape[1]
+    st.trials += Z.shape[1]
+    costs = 0.5 * np.einsum("ij,ij->j", R, R)
+    costs[~np.isfinite(costs)] = np.inf
+    slope = g @ Z  # gᵀdz < 0 for a descent step
+    predicted = -(slope + 0.5 * np.einsum("ij,ik,kj->j", Z, H, Z))
+    ok = (costs < st.cost) & (st.cost - costs >= -_ARMIJO * slope)
+    return _Trials(steps, mus, Z, X, R, costs, predicted, ok)
+
+
+def _raise_damping(
+    st: _LMState,
+    H: np.ndarray,
+    g: np.ndarray,
+    trials: _Trials,
+    dlo: np.ndarray,
+    dhi: np.ndarray,
+    opt: LMOptions,
+) -> bool:
+    """After every trial failed: ``μ`` for the next try; ``False`` once it exceeds ``mu_max``.
+
+    Damping values that leave the rejected step almost as long are skipped: each would cost
+    an evaluation (from ``μ = 0``, the first few steps of the ladder do).
+    """
+    mu = max(trials.mus[-1] * opt.mu_factor, opt.mu_min)
+    target = _SHORTER * float(np.linalg.norm(trials.steps[-1]))
+    while mu <= opt.mu_max:
+        d = _box_step(H, g, mu, dlo, dhi)
+        if d is None or float(np.linalg.norm(d)) <= target:
+            break
+        mu *= opt.mu_factor
+    st.mu = mu
+    return mu <= opt.mu_max
+
+
+@dataclass(frozen=True)
+class _Accepted:
+    """An accepted step: ``s = x₊ − x``, ``dr = r₊ − r``, the costs before and after, the
+    reduction ratio ``rho``, ``eff`` (ln-cost gain per evaluation), its damping and whether
+    it was taken with a finite-difference Jacobian."""
+
+    s: np.ndarray
+    dr: np.ndarray
+    old_cost: float
+    new_cost: float
+    rho: float
+    eff: float
+    mu: float
+    was_fresh: bool
+
+
+def _accept(st: _LMState, trials: _Trials, opt: LMOptions) -> _Accepted:
+    """Moves to the first (smallest ``μ``) acceptable trial point."""
+    k = int(np.flatnonzero(trials.ok)[0])
+    new_cost = float(trials.costs[k])
+    cost, predicted = st.cost, trials.predicted[k]
+    rho = (cost - new_cost) / predicted if predicted > 0 else 0.0
+    eff = math.log(cost / new_cost) / st.spent if new_cost > 0 else math.inf  # per evaluation
+    st.mu = _damping_after(trials.mus[k], rho, st.trials == trials.Z.shape[1], opt)
+    s = trials.X[:, k] - st.x
+    r_new = trials.R[:, k].copy()
+    step = _Accepted(s, r_new - st.r, cost, new_cost, rho, eff, trials.mus[k], st.fresh)
+    st.x, st.r, st.cost = trials.X[:, k].copy(), r_new, new_cost
+    st.Jtr = None
+    st.nit += 1
+    st.nsecant += 0 if step.was_fresh else 1
+    st.spent = st.trials = 0
+    return step
+
+
+def _stop_test(st: _LMState, step: _Accepted, opt: LMOptions) -> str | None:
+    """``"xtol"`` or ``"stalled"`` when that test is met after ``step`` (it ends the fit only
+    on a finite-difference Jacobian), else ``None``; updates the stall count."""
+    if float(np.linalg.norm(step.s)) < opt.xtol * (opt.xtol + float(np.linalg.norm(st.x))):
+        return "xtol"
+    gain = step.old_cost - step.new_cost
+    stuck = step.mu >= _STALL_MU and gain < _STALL_GAIN * step.old_cost
+    st.stalled = st.stalled + 1 if stuck else 0
+    return "stalled" if st.stalled >= _STALL_ITERS else None
+
+
+def _keep_secant(st: _LMState, step: _Accepted, opt: LMOptions) -> bool:
+    """Whether the next Jacobian is a Broyden update (see the module docstring)."""
+    old_cost, new_cost = step.old_cost, step.new_cost
+    if step.was_fresh:
+        st.fresh_gain = math.log(old_cost / new_cost) if new_cost > 0 else math.inf
+        st.fresh_base = old_cost
+        tail = new_cost <= _TAIL_REDUCTION * old_cost and abs(step.rho - 1.0) <= _TAIL_RHO
+        return opt.secant and tail
+    # What a finite-difference step would gain now, if convergence is quadratic
+    # (ln c₊ = 2 ln c + const, fitted to the last one), per evaluation it costs.
+    fresh_eff = (st.fresh_gain + math.log(st.fresh_base / old_cost)) / (st.x.size + 1)
+    return step.eff >= fresh_eff and _SECANT_RHO[0] < step.rho < _SECANT_RHO[1]
+
+
+def _next_jacobian(st: _LMState, step: _Accepted, opt: LMOptions, jacobian: JacobianFn) -> None:
+    if _keep_secant(st, step, opt) and float(step.s @ step.s) > 0.0:
+        if not st.owned:
+            st.J, st.owned = np.array(st.J, order="F"), True
+        st.JtJ = _broyden(st.J, st.JtJ, step.s, step.dr)
+        st.fresh = False
+    else:
+        st.refresh(jacobian)
+
+
+def _iterate(
+    st: _LMState,
+    residual: BatchResidual,
+    jacobian: JacobianFn,
+    bounds: tuple[np.ndarray, np.ndarray],
+    opt: LMOptions,
+    callback: StepCallback | None,
+) -> str | None:
+    """One pass of the loop: a step tried, maybe accepted; the status once the fit ends."""
+    lo, hi = bounds
+    H, g = _scaled_model(st, opt)
+    held = ((st.x <= lo) & (g > 0)) | ((st.x >= hi) & (g < 0))
+    if float(np.linalg.norm(g[~held])) <= opt.gtol:
+        if st.fresh:
+            return "gtol"
+        st.refresh(jacobian)
+        return None
+    dlo, dhi = (lo - st.x) / st.D, (hi - st.x) / st.D
+    steps, mus = _ladder(H, g, st.mu, dlo, dhi, opt)
+    if not steps:
+        return "factorization_failed"
+    trials = _evaluate(residual, st, H, g, steps, mus, bounds)
+    if not trials.ok.any():
+        if not st.fresh:  # the secant model failed: get a true Jacobian first
+            st.refresh(jacobian)
+            return None
+        return None if _raise_damping(st, H, g, trials, dlo, dhi, opt) else "no_improvement"
+    step = _accept(st, trials, opt)
+    if callback is not None:
+        callback(st.nit, st.x.copy(), st.cost)
+    stop = _stop_test(st, step, opt)
+    if stop is not None:
+        if step.was_fresh:
+            return stop
+        st.refresh(jacobian)
+        return None
+    _next_jacobian(st, step, opt, jacobian)
+    return None
+
+
 def levenberg_marquardt(
     residual: BatchResidual,
     jacobian: JacobianFn,
@@ -240,152 +502,15 @@ def levenberg_marquardt(
       ValueError: Inputs of the wrong shape, non-finite, or a start outside the bounds.
     """
     opt = options if options is not None else LMOptions()
-    x = np.array(x0, dtype=np.float64)
-    r = np.array(r0, dtype=np.float64)
-    J = np.asarray(J0, dtype=np.float64)  # not written to: Broyden updates work on a copy
+    x, r, J, lo, hi = _check_inputs(x0, r0, J0, bounds)
     p = x.size
-    if x.ndim != 1 or p == 0 or not np.all(np.isfinite(x)):
-        raise ValueError(must_be("x0", "a non-empty finite 1-D array", x))
-    if r.ndim != 1 or not np.all(np.isfinite(r)):
-        raise ValueError(must_be("r0", "a finite 1-D array (the residual at x0)", r))
-    if J.shape != (r.size, p):
-        raise ValueError(must_be("J0", f"shape ({r.size}, {p}) (residuals x parameters)", J.shape))
-    if len(bounds) != 2:
-        raise ValueError(must_be("bounds", "a pair (lower, upper)", bounds))
-    lo, hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), (p,)) for b in bounds)
-    if np.any(x < lo) or np.any(x > hi):
-        raise ValueError(must_be("x0", f"within bounds [{lo}, {hi}]", x))
     cost = 0.5 * float(r @ r)
-    fresh, njev, nit, nsecant = True, 0, 0, 0
-    mu = 0.0
-    D = np.ones(p)
-    fresh_gain, fresh_base = 0.0, cost  # ln-cost reduction of the last fresh step, its start
-    spent = p  # evaluations spent on the current step (its Jacobian included)
-    trials = 0  # trial candidates evaluated for the current step
-    status = "max_iters"
-    stalled = 0  # consecutive accepted steps that stalled (see _STALL_MU)
-
-    # JᵀJ and Jᵀr are kept while J and r stay (a rejected step changes neither): for a tall
-    # Jacobian they cost more than everything else in an iteration.
-    JtJ: np.ndarray | None = None
-    Jtr: np.ndarray | None = None
-    owned = False  # J is this function's own copy (finite-difference ones are the caller's)
-
-    def refresh() -> None:
-        nonlocal J, fresh, njev, spent, JtJ, Jtr, owned
-        J = np.asarray(jacobian(x, r), dtype=np.float64)
-        fresh, njev, spent, owned = True, njev + 1, p, False
-        JtJ = Jtr = None
-
+    st = _LMState(x, r, cost, J, np.ones(p), fresh_base=cost, spent=p)
     if opt.x_scale is not None:
-        D = np.broadcast_to(np.asarray(opt.x_scale, dtype=np.float64), (p,)).copy()
-    while nit < opt.max_iters:
-        if JtJ is None:
-            JtJ = J.T @ J
-        if Jtr is None:
-            Jtr = J.T @ r
-        if fresh and opt.x_scale is None:  # column norms of J
-            D = 1.0 / np.maximum(np.sqrt(np.maximum(np.diag(JtJ), 0.0)), 1e-12)
-        H = JtJ * np.outer(D, D)
-        g = D * Jtr
-        held = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
-        if float(np.linalg.norm(g[~held])) <= opt.gtol:
-            if fresh:
-                status = "gtol"
-                break
-            refresh()
-            continue
-        dlo, dhi = (lo - x) / D, (hi - x) / D
-        # Trial steps for a ladder of damping values (the first one is mu itself).
-        steps: list[np.ndarray] = []
-        mus: list[float] = []
-        m = mu
-        while len(steps) < opt.trial_steps:
-            d = _box_step(H, g, m, dlo, dhi)
-            if d is None:
-                m = max(m * opt.mu_factor, opt.mu_min)
-                if m > opt.mu_max:
-                    break
-                continue
-            steps.append(d)
-            mus.append(m)
-            m = max(m * _LADDER, opt.mu_min)
-        if not steps:
-            status = "factorization_failed"
+        st.D = np.broadcast_to(np.asarray(opt.x_scale, dtype=np.float64), (p,)).copy()
+    while st.nit < opt.max_iters:
+        status = _iterate(st, residual, jacobian, (lo, hi), opt, callback)
+        if status is not None:
+            st.status = status
             break
-        Z = np.stack(steps, axis=1)
-        X = np.clip(x[:, None] + D[:, None] * Z, lo[:, None], hi[:, None])
-        R = np.asarray(residual(X), dtype=np.float64).reshape(r.size, -1)
-        spent += Z.shape[1]
-        trials += Z.shape[1]
-        costs = 0.5 * np.einsum("ij,ij->j", R, R)
-        costs[~np.isfinite(costs)] = np.inf
-        slope = g @ Z  # gᵀdz < 0 for a descent step
-        predicted = -(slope + 0.5 * np.einsum("ij,ik,kj->j", Z, H, Z))
-        ok = (costs < cost) & (cost - costs >= -_ARMIJO * slope)
-        if not ok.any():
-            if not fresh:  # the secant model failed: get a true Jacobian first
-                refresh()
-                continue
-            mu = max(mus[-1] * opt.mu_factor, opt.mu_min)
-            # Damping values that leave the rejected step almost as long are skipped: each
-            # would cost an evaluation (from μ = 0, the first few steps of the ladder do).
-            target = _SHORTER * float(np.linalg.norm(steps[-1]))
-            while mu <= opt.mu_max:
-                d = _box_step(H, g, mu, dlo, dhi)
-                if d is None or float(np.linalg.norm(d)) <= target:
-                    break
-                mu *= opt.mu_factor
-            if mu > opt.mu_max:
-                status = "no_improvement"
-                break
-            continue
-        k = int(np.flatnonzero(ok)[0])
-        new_cost = float(costs[k])
-        rho = (cost - new_cost) / predicted[k] if predicted[k] > 0 else 0.0
-        eff = math.log(cost / new_cost) / spent if new_cost > 0 else math.inf  # per evaluation
-        mu = _damping_after(mus[k], rho, trials == Z.shape[1], opt)
-        s = X[:, k] - x
-        r_new = R[:, k].copy()
-        was_fresh = fresh
-        dr = r_new - r
-        old_cost = cost
-        x, r, cost = X[:, k].copy(), r_new, new_cost
-        Jtr = None
-        nit += 1
-        nsecant += 0 if was_fresh else 1
-        spent = trials = 0
-        if callback is not None:
-            callback(nit, x.copy(), cost)
-        if float(np.linalg.norm(s)) < opt.xtol * (opt.xtol + float(np.linalg.norm(x))):
-            if was_fresh:
-                status = "xtol"
-                break
-            refresh()
-            continue
-        stuck = mus[k] >= _STALL_MU and old_cost - new_cost < _STALL_GAIN * old_cost
-        stalled = stalled + 1 if stuck else 0
-        if stalled >= _STALL_ITERS:
-            if was_fresh:
-                status = "stalled"
-                break
-            refresh()
-            continue
-        if was_fresh:
-            fresh_gain = math.log(old_cost / new_cost) if new_cost > 0 else math.inf
-            fresh_base = old_cost
-            tail = new_cost <= _TAIL_REDUCTION * old_cost and abs(rho - 1.0) <= _TAIL_RHO
-            keep_secant = opt.secant and tail
-        else:
-            # What a finite-difference step would gain now, if convergence is quadratic
-            # (ln c₊ = 2 ln c + const, fitted to the last one), per evaluation it costs.
-            fresh_eff = (fresh_gain + math.log(fresh_base / old_cost)) / (p + 1)
-            keep_secant = eff >= fresh_eff and _SECANT_RHO[0] < rho < _SECANT_RHO[1]
-        if keep_secant and float(s @ s) > 0.0:
-            if not owned:
-                J, owned = np.array(J, order="F"), True
-            JtJ = _broyden(J, JtJ, s, dr)
-            fresh = False
-        else:
-            refresh()
-    return LMResult(x, r, cost, status, nit, njev, nsecant, mu)
+    return LMResult(st.x, st.r, st.cost, st.status, st.nit, st.njev, st.nsecant, st.mu)

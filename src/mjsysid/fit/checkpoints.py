@@ -1,0 +1,65 @@
+"""Checkpoints of a fit: the best point so far, written atomically after every iteration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mjsysid.params.parameter import ParameterDict
+from mjsysid.util.errors import must_be
+from mjsysid.util.files import atomic_savez, load_npz
+
+
+def write_checkpoint(
+    path: Path, x: np.ndarray, cost: float, it: int, names: list[str], horizon: float = 1.0
+) -> None:
+    """Writes ``x`` (``(p,)``), its cost, the iteration and the horizon stage to ``path``."""
+    atomic_savez(
+        path,
+        {
+            "x": x,
+            "cost": np.array(cost),
+            "iteration": np.array(it),
+            "horizon": np.array(horizon),
+            "parameter_names": np.array(names),
+            "schema_version": np.array(1),
+        },
+    )
+
+
+def load_checkpoint(path: str | Path, params: ParameterDict) -> tuple[np.ndarray, int]:
+    """Reads ``(x, iteration)`` from a checkpoint written by :func:`optimize`.
+
+    Raises:
+      ValueError: The checkpoint belongs to other parameters.
+    """
+    z = load_npz(path, required=("x", "iteration", "parameter_names"))
+    names = [str(n) for n in np.atleast_1d(z["parameter_names"])]
+    if names != params.get_non_frozen_parameter_names():
+        raise ValueError(
+            f"checkpoint {str(path)!r} must hold the same parameters as initial_params, got "
+            f"{names} vs {params.get_non_frozen_parameter_names()}"
+        )
+    x = np.asarray(z["x"])
+    where = f"checkpoint {str(path)!r}"
+    if x.dtype.kind not in "iuf" or x.shape != (params.size,) or not np.all(np.isfinite(x)):
+        raise ValueError(
+            must_be(f"{where}: x", f"{params.size} finite numbers (one per free entry)", x)
+        )
+    it = np.asarray(z["iteration"])
+    if it.shape != () or it.dtype.kind not in "iu" or int(it) < 0:
+        raise ValueError(must_be(f"{where}: iteration", "an integer >= 0", it))
+    horizon = np.asarray(z.get("horizon", 1.0))
+    if horizon.shape != () or horizon.dtype.kind != "f" or not 0.0 < float(horizon) <= 1.0:
+        raise ValueError(must_be(f"{where}: horizon", "a fraction in (0, 1]", horizon))
+    return x.astype(np.float64), int(it)
+
+
+def checkpoint_horizon(path: Path) -> float:
+    """The horizon stage a checkpoint was written in (1.0: the whole data, or older files)."""
+    z = load_npz(path)
+    return float(z["horizon"]) if "horizon" in z else 1.0
+
+
+_checkpoint_horizon = checkpoint_horizon  # (tests import this name)

@@ -1,0 +1,206 @@
+"""Finite differences on the batched residual, and the counting wrapper every backend sees.
+
+The Jacobian ``J = ∂r/∂θ`` is computed by forward finite differences with step
+``h_i = ε·max(1, |θ_i|)`` (pointing inwards at an upper bound), all ``p`` perturbed
+candidates in **one** batched residual call (:func:`fd_jacobian`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid.params.parameter import ParameterDict
+from mjsysid.util.errors import must_be
+
+# the fit logs under one name, as before the split into modules
+logger = logging.getLogger("mjsysid.fit.optimize")
+
+
+class ResidualFn(Protocol):
+    """``residual_fn(x, params)``: ``(p,) -> (n,)`` and ``(p, k) -> (n, k)``."""
+
+    def __call__(self, x: np.ndarray, params: ParameterDict, /) -> np.ndarray: ...
+
+
+class CountedResidual:
+    """Wraps the residual: counts candidates and answers a single point from the last
+    small batch (the trial steps) even after a larger call (a Jacobian) came in between."""
+
+    _CACHED = 8  # batches up to this many candidates are remembered
+
+    def __init__(self, residual_fn: ResidualFn, params: ParameterDict) -> None:
+        self.residual_fn, self.params = residual_fn, params
+        self.nfev = 0
+        self.size: int | None = None  # residual length, from the first call
+        # the last single evaluation (key 1) and the last batch of 2 to _CACHED (key 2)
+        self._kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        flat = X.ndim == 1
+        X2 = X[:, None] if flat else X
+        if X2.shape[1] == 1:
+            for Xk, Rk in self._kept.values():
+                hit = np.flatnonzero(np.all(Xk == X2, axis=0)) if len(Xk) == len(X2) else ()
+                if len(hit):
+                    r = Rk[:, hit[:1]].copy()
+                    return r[:, 0] if flat else r
+        r = np.asarray(self.residual_fn(X2, self.params), dtype=np.float64)
+        if r.ndim == 1:
+            r = r[:, None]
+        self._check(r, X2.shape[1])
+        self.nfev += X2.shape[1]
+        if X2.shape[1] <= self._CACHED:
+            self._kept[min(X2.shape[1], 2)] = (X2.copy(), r.copy())
+        return r[:, 0] if flat else r
+
+    def _check(self, r: np.ndarray, k: int) -> None:
+        """The residual of ``k`` candidates must be ``(n, k)``, ``n >= 1`` the same each call."""
+        if r.ndim != 2 or r.shape[1] != k or r.shape[0] == 0:
+            raise ValueError(
+                must_be(
+                    "residual_fn output",
+                    f"shape (n, {k}) with n >= 1 for x of shape (p, {k})",
+                    r,
+                    f"got shape {r.shape}",
+                )
+            )
+        if self.size is None:
+            self.size = r.shape[0]
+        elif r.shape[0] != self.size:
+            raise ValueError(
+                must_be(
+                    "residual_fn output",
+                    f"{self.size} residuals, as at the first call (the length must not depend "
+                    "on the parameter values)",
+                    f"{r.shape[0]} residuals",
+                )
+            )
+
+
+def _fd_steps(x: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
+    """``h_i = ±ε·max(1, |x_i|)``, negative where the forward step would leave ``hi``."""
+    h = eps * np.maximum(1.0, np.abs(x))
+    return np.where(x + h > hi, -h, h)
+
+
+def fd_jacobian(
+    residual: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    r: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    eps: float = 1.5e-8,
+) -> np.ndarray:
+    """Forward-difference Jacobian, all columns in one batched call.
+
+    ``J[:, i] = (r(x + h_i e_i) − r(x)) / h_i`` with ``h_i = ±ε·max(1, |x_i|)``, negative when
+    the forward step would leave the upper bound. A column whose perturbed simulation is not
+    finite is retried with the opposite step.
+
+    Args:
+      residual: Vectorised residual, ``(p, k) -> (n, k)``.
+      x: ``(p,)`` point. r: ``(n,)`` residual at ``x``.
+      bounds: ``(lower, upper)``, each ``(p,)``.
+      eps: Relative step.
+
+    Returns:
+      ``(n, p)`` Jacobian (non-finite columns after the retry are set to 0 and logged).
+    """
+    lo, hi = bounds
+    h = _fd_steps(x, hi, eps)
+    X = x[:, None] + np.diag(h)
+    J = np.subtract(residual(X), r[:, None], dtype=np.float64)
+    J /= h[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):  # a column with inf or NaN sums to one
+        bad = np.flatnonzero(~np.isfinite(J.sum(axis=0)))
+    if bad.size:  # (or overflows: those are confirmed entry by entry)
+        bad = bad[~np.all(np.isfinite(J[:, bad]), axis=0)]
+    if bad.size:
+        h2 = -h[bad]
+        X2 = np.repeat(x[:, None], bad.size, axis=1)
+        X2[bad, np.arange(bad.size)] += h2
+        X2 = np.clip(X2, lo[:, None], hi[:, None])
+        J[:, bad] = (residual(X2) - r[:, None]) / h2[None, :]
+        still = bad[~np.all(np.isfinite(J[:, bad]), axis=0)]
+        if still.size:
+            logger.warning(
+                "Jacobian columns %s are not finite (simulation diverged on both sides); using 0",
+                still.tolist(),
+            )
+            J[:, still] = 0.0
+    return J
+
+
+class JacobianCache:
+    """The finite-difference Jacobian at the last point asked for, and how many were made.
+
+    Backends ask for the Jacobian at a point more than once (the convergence test, the
+    result); each distinct point costs one :func:`fd_jacobian` (``p`` evaluations).
+    """
+
+    def __init__(
+        self, fn: CountedResidual, bounds: tuple[np.ndarray, np.ndarray], eps: float
+    ) -> None:
+        self.fn, self.bounds, self.eps = fn, bounds, eps
+        self.njev = 0
+        self._kept: dict[bytes, np.ndarray] = {}
+
+    def seed(self, x: np.ndarray, J: np.ndarray) -> None:
+        """Remembers ``J`` at ``x`` (the start's, counted by the caller)."""
+        self._kept = {x.tobytes(): J}
+
+    def __call__(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        key = x.tobytes()
+        if key not in self._kept:
+            self._kept.clear()
+            self._kept[key] = fd_jacobian(
+                self.fn, x, np.asarray(r).reshape(-1), self.bounds, self.eps
+            )
+            self.njev += 1
+        return self._kept[key]
+
+
+def describe_nonfinite(residual_fn: Any, r: np.ndarray) -> str:
+    i = int(np.flatnonzero(~np.isfinite(r))[0])
+    where = (
+        residual_fn.describe_index(i) if hasattr(residual_fn, "describe_index") else f"entry {i}"
+    )
+    extra = getattr(residual_fn, "last_divergence", [])
+    return f"{where}" + (f" ({'; '.join(extra[:3])})" if extra else "")
+
+
+def sweep_parameter(
+    params: ParameterDict,
+    name: str,
+    values: npt.ArrayLike,
+    residual_fn: ResidualFn,
+) -> np.ndarray:
+    """Cost ``½‖r‖²`` as one parameter entry varies, all values in one batched call.
+
+    Args:
+      params: Current values of every parameter (not modified).
+      name: A scalar parameter's name, or ``"name[i]"`` for entry ``i`` of an array parameter.
+      values: ``(m,)`` values to try (need not respect the bounds).
+      residual_fn: The residual function.
+
+    Returns:
+      ``(m,)`` costs.
+    """
+    labels = params.get_non_frozen_parameter_names()
+    if name not in labels:
+        raise KeyError(
+            f"sweep_parameter: {name!r} must be one of the free parameter entries {labels}"
+        )
+    vals = np.asarray(values, dtype=np.float64).reshape(-1)
+    if vals.size == 0 or not np.all(np.isfinite(vals)):
+        raise ValueError(must_be("sweep_parameter: values", "a non-empty finite array", vals))
+    X = np.repeat(params.as_vector()[:, None], vals.size, axis=1)
+    X[labels.index(name)] = vals
+    R = np.asarray(residual_fn(X, params), dtype=np.float64)
+    return 0.5 * np.sum(R**2, axis=0)

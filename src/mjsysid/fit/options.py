@@ -1,0 +1,333 @@
+"""The options of a fit, validated once: :class:`FitOptions`.
+
+:func:`mjsysid.fit.optimize.optimize` builds one from its keywords, an experiment file's
+``optimizer:`` section through :meth:`FitOptions.from_mapping`; both check the same rules
+(the tolerances ``xtol``, ``gtol`` and ``ftol`` are finite and ``>= 0``, 0 switching that
+test off; ``eps`` is finite and ``> 0``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+import numpy as np
+import numpy.typing as npt
+
+from mjsysid.util.errors import finite_real, must_be, short_repr
+
+OPTIMIZERS = ("lm", "mujoco", "scipy", "scipy_parallel_fd")
+
+Horizons = tuple[float, ...] | str | None
+
+
+class IterationCallback(Protocol):
+    """Called after every accepted iteration with ``(iteration, x, cost)``."""
+
+    def __call__(self, iteration: int, x: np.ndarray, cost: float, /) -> None: ...
+
+
+def check_horizons(horizons: Any) -> Horizons:
+    """``horizons`` as :class:`FitOptions` holds it: ``None``, ``"auto"`` or a tuple of
+    strictly increasing fractions in ``(0, 1]`` (1.0 not yet appended).
+
+    Raises:
+      TypeError: Not ``"auto"``, ``None`` or a sequence of numbers.
+      ValueError: The fractions are not strictly increasing in ``(0, 1]``.
+    """
+    if horizons is None:
+        return None
+    expected = "'auto', None or a sequence of fractions in (0, 1]"
+    if isinstance(horizons, str):
+        if horizons != "auto":
+            raise TypeError(must_be("horizons", expected, horizons))
+        return "auto"
+    if not isinstance(horizons, Sequence | np.ndarray):
+        raise TypeError(must_be("horizons", expected, horizons))
+    hs = []
+    for h in horizons:
+        if isinstance(h, bool) or not isinstance(h, int | float | np.floating):
+            raise TypeError(must_be("horizons", "a sequence of numbers in (0, 1]", horizons))
+        hs.append(float(h))
+    if not hs or not all(0.0 < h <= 1.0 for h in hs) or not _increasing(hs):
+        raise ValueError(
+            must_be(
+                "horizons", "strictly increasing fractions in (0, 1], e.g. (0.3, 1.0)", horizons
+            )
+        )
+    return tuple(hs)
+
+
+def _increasing(values: Sequence[float]) -> bool:
+    return all(b > a for a, b in itertools.pairwise(values))
+
+
+def check_x_scale(x_scale: Any, shape: tuple[int, ...]) -> None:
+    """``x_scale`` must be ``"jac"``, a positive number or a positive ``shape`` array."""
+    if isinstance(x_scale, str) and x_scale == "jac":
+        return
+    xs = None
+    if not isinstance(x_scale, str | bool | np.bool_):
+        try:
+            xs = np.asarray(x_scale, dtype=np.float64)
+        except (TypeError, ValueError):
+            xs = None
+    if xs is None or xs.shape not in ((), shape) or not np.all(np.isfinite(xs) & (xs > 0)):
+        raise ValueError(
+            must_be(
+                "x_scale",
+                f"'jac', a positive number or an array of shape {shape}",
+                xs if xs is not None else x_scale,
+            )
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class FitOptions:
+    """Everything :func:`~mjsysid.fit.optimize.optimize` takes besides the problem.
+
+    Attributes:
+      optimizer: ``"lm"`` (default: :func:`mjsysid.fit.lm.levenberg_marquardt`,
+        finite-difference Jacobians far from the solution and free secant updates while it
+        converges), ``"mujoco"`` (``mujoco.minimize.least_squares``), ``"scipy"`` or
+        ``"scipy_parallel_fd"`` (see :mod:`mjsysid.fit.backends`).
+      max_iters: Iteration limit, of all horizon stages together (for the scipy backends:
+        residual evaluations).
+      verbose: Print one line per iteration to ``output`` (default stdout); silent otherwise.
+      xtol, gtol: Termination tolerances on the relative step and the gradient (``>= 0``).
+      ftol: Termination tolerance on the relative cost reduction: the fit stops when the cost
+        fell by less than ``ftol·cost`` in each of 3 consecutive iterations (a plateau, e.g.
+        with contacts; raise it, say to 1e-4, to stop stalled contact-rich fits early).
+      eps: Relative finite-difference step (``> 0``).
+      mu_factor: ``"lm"`` and ``"mujoco"`` backends: factor by which the Levenberg-Marquardt
+        damping grows after a rejected step (``None``: 4 for ``"lm"``, 2 for ``"mujoco"``;
+        MuJoCo's own ``10**0.1`` spends many single-candidate trial evaluations per
+        iteration). See :attr:`damping_growth`.
+      secant: ``"lm"`` backend: Broyden Jacobian updates instead of finite differences while
+        the fit converges fast (convergence is still always confirmed with a
+        finite-difference Jacobian); ``False`` computes one every iteration.
+      trial_steps: ``"lm"`` backend: damping values tried per batched call (see
+        :mod:`mjsysid.fit.lm`); more than 1 can pay off when threads outnumber the rollouts of
+        one candidate (its sequences), but it changes the path of the fit (it can lead to
+        another local minimum), so the default stays 1.
+      x_scale: ``"jac"`` (scale by Jacobian column norms, default), a scalar or ``(p,)``
+        array (checked against ``p`` by :func:`check_x_scale`).
+      horizons: Fit in stages on growing parts of the data, e.g. ``(0.3, 1.0)``: first on the
+        first 30 % of every sequence (:meth:`ResidualFunction.head`), then, from there, on all
+        of it (``1.0`` is appended when missing). A short horizon costs less per evaluation
+        and its cost landscape has fewer local minima (a trajectory drifts less), so the
+        stage brings the fit near the solution cheaply; an early stage ends when it converges
+        or (``"lm"``, ``"mujoco"``) when an iteration cuts its cost by less than 10 % (status
+        ``"slowed"``), and is skipped when its data hold less than 0.1 % of the whole data's
+        cost at its start (status ``"skipped"``: it would barely see the misfit).
+        The result describes the last stage (``extras["stages"]`` lists them all; ``nfev``
+        and ``nit`` count every stage).
+        ``"auto"`` (default): ``(0.1, 0.3, 1.0)`` with the built-in residual and the
+        ``"lm"``/``"mujoco"`` backends, leaving out a fraction at which a sequence would
+        keep fewer than 20 samples (see :func:`~mjsysid.fit.horizons.resolve_horizons`). It
+        changes the path of a fit: on smooth problems it reaches the same solution for fewer
+        full-length rollouts; where the landscape is rugged (stick-slip contacts) or flat
+        along unidentifiable directions, where a fit ends depends on its path either way.
+        ``None``: one stage on the whole data (``mjsysid fit --horizons none``). Held as
+        :func:`check_horizons` returns it.
+      allow_no_effect: Continue (with a logged warning) when a parameter has no effect on the
+        residual at the start of the fit on the whole data (after the early horizon stages,
+        where a parameter the first part of the data does not excite is fitted later); by
+        default that is an error naming the parameter.
+      checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far,
+        and the horizon stage it belongs to).
+      resume: Start from ``checkpoint`` if it exists (in the stage it was written in); needs
+        ``checkpoint``.
+      callback: ``callback(iteration, x, cost)`` after each iteration (``cost`` on the
+        current stage's horizon; iterations are counted across stages).
+      output: Stream for ``verbose``.
+
+    Raises (on construction):
+      ValueError, TypeError: An option out of range or of the wrong type; the message
+        starts with the option's name.
+    """
+
+    optimizer: str = "lm"
+    max_iters: int = 200
+    verbose: bool = False
+    xtol: float = 1e-8
+    gtol: float = 1e-8
+    ftol: float = 1e-8
+    eps: float = 1.5e-8
+    mu_factor: float | None = None
+    secant: bool = True
+    trial_steps: int = 1
+    x_scale: str | float | npt.ArrayLike = "jac"
+    horizons: Sequence[float] | str | None = "auto"
+    allow_no_effect: bool = False
+    checkpoint: str | Path | None = None
+    resume: bool = False
+    callback: IterationCallback | None = None
+    output: TextIO | None = None
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(must_be("optimizer", f"one of {list(OPTIMIZERS)}", self.optimizer))
+        m = self.max_iters
+        if not isinstance(m, int | np.integer) or isinstance(m, bool) or m < 0:
+            raise ValueError(must_be("max_iters", "a non-negative integer", m))
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError(
+                must_be("callback", "callable callback(iteration, x, cost) or None", self.callback)
+            )
+        self._check_numbers()
+        for name in ("verbose", "secant", "allow_no_effect", "resume"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise TypeError(must_be(name, "True or False", getattr(self, name)))
+        if self.output is not None and not callable(getattr(self.output, "write", None)):
+            raise TypeError(
+                must_be(
+                    "output",
+                    "a text stream with write() (e.g. sys.stdout or open(...))",
+                    self.output,
+                )
+            )
+        object.__setattr__(self, "horizons", check_horizons(self.horizons))
+        if self.resume and self.checkpoint is None:
+            raise ValueError(must_be("checkpoint", "a path when resume=True", None))
+
+    def _check_numbers(self) -> None:
+        if not (finite_real(self.eps) and self.eps > 0):
+            raise ValueError(must_be("eps", "a finite number > 0", self.eps))
+        mu = self.damping_growth
+        if not (finite_real(mu) and mu > 1):
+            raise ValueError(must_be("mu_factor", "a finite number > 1", mu))
+        for name in ("xtol", "gtol", "ftol"):
+            tol = getattr(self, name)
+            if not (finite_real(tol) and tol >= 0):
+                raise ValueError(must_be(name, "a finite number >= 0", tol))
+
+    @property
+    def damping_growth(self) -> float:
+        """``mu_factor``, or the backend's default: 4 for ``"lm"``, 2 otherwise."""
+        if self.mu_factor is None:
+            return 4.0 if self.optimizer == "lm" else 2.0
+        return self.mu_factor
+
+    @property
+    def checkpoint_path(self) -> Path | None:
+        return Path(self.checkpoint) if self.checkpoint is not None else None
+
+    def replace(self, **changes: Any) -> FitOptions:
+        """A copy with ``changes``, validated again."""
+        return dataclasses.replace(self, **changes)
+
+    # --- experiment files --------------------------------------------------------------
+    MAPPING_KEYS = ("method", "max_iters", "xtol", "gtol", "ftol", "eps", "horizons")
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any], *, where: str, **defaults: Any) -> FitOptions:
+        """The options of an experiment file's ``optimizer:`` section.
+
+        Args:
+          mapping: The section as read from YAML: ``method``, ``max_iters``, ``xtol``,
+            ``gtol``, ``ftol``, ``eps`` and ``horizons`` (``auto``, ``none`` or fractions),
+            each optional (unknown keys are the caller's to reject).
+          where: Prefix of error messages, the section's path (``"exp.yaml: optimizer"``).
+          defaults: Options not in ``mapping`` (e.g. ``max_iters=100``).
+
+        Raises:
+          ValueError: A value of the wrong type or out of range; the message names the key
+            (``"<where>.xtol must be ..."``).
+        """
+        values = dict(defaults)
+        reader = _MappingReader(mapping, where)
+        if "method" in mapping:
+            values["optimizer"] = reader.get("method", str)
+            if values["optimizer"] not in OPTIMIZERS:
+                raise reader.err("method", f"one of {list(OPTIMIZERS)}", values["optimizer"])
+        if "max_iters" in mapping:
+            values["max_iters"] = reader.get("max_iters", int)
+            if values["max_iters"] < 0:
+                raise reader.err("max_iters", "a non-negative integer", values["max_iters"])
+        for key in ("xtol", "gtol", "ftol", "eps"):
+            if key in mapping:
+                values[key] = reader.get(key, float)
+        if "horizons" in mapping:
+            values["horizons"] = reader.horizons()
+        try:
+            return cls(**values)
+        except (TypeError, ValueError) as e:  # the message starts with the option's name
+            raise ValueError(f"{where}.{e}") from None
+
+    def given(self, mapping: Mapping[str, Any]) -> dict[str, Any]:
+        """The options of ``mapping`` other than ``method`` and ``max_iters``, as held here
+        (``{"horizons": (0.3, 1.0)}``), to pass on as keywords."""
+        return {k: getattr(self, k) for k in self.MAPPING_KEYS[2:] if k in mapping}
+
+
+_HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__ if value is not None else "nothing"
+
+
+class _MappingReader:
+    """Typed reads from a YAML mapping; errors name ``<where>.<key>``."""
+
+    def __init__(self, mapping: Mapping[str, Any], where: str) -> None:
+        self.mapping, self.where = mapping, where
+
+    def err(self, key: str, expected: str, got: Any) -> ValueError:
+        return ValueError(
+            f"{self.where}.{key} must be {expected}, got {_type_name(got)} {short_repr(got)}"
+        )
+
+    def get(self, key: str, kind: type) -> Any:
+        value = self.mapping[key]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            names = kind.__name__
+            if kind is float and isinstance(value, str) and _is_float_text(value):
+                names += f" (YAML reads {value} as text: write it with a dot, e.g. 1.0e-3)"
+            raise self.err(key, names, value)
+        return value
+
+    def horizons(self) -> Horizons:
+        raw = self.mapping["horizons"]
+        if isinstance(raw, bool) or not isinstance(raw, int | float | list | str):
+            raise self.err("horizons", _HORIZONS, raw)
+        if isinstance(raw, str):
+            if raw not in ("auto", "none"):
+                raise self.err("horizons", _HORIZONS, raw)
+            return None if raw == "none" else "auto"
+        hs = self._numbers(raw)
+        if not all(0 < h <= 1 for h in hs) or not _increasing(hs):
+            raise self.err("horizons", _HORIZONS, hs)
+        return tuple(hs)
+
+    def _numbers(self, raw: int | float | list) -> list[float]:
+        out = []
+        for i, v in enumerate(raw if isinstance(raw, list) else [raw]):
+            if isinstance(v, bool) or not isinstance(v, int | float | str):
+                raise self.err(
+                    f"horizons[{i}]" if isinstance(raw, list) else "horizons", "a number", v
+                )
+            try:
+                f = float(v)
+            except ValueError:
+                raise self.err("horizons", "numbers", raw) from None
+            if math.isnan(f):
+                raise self.err("horizons", "numbers (not NaN)", raw)
+            out.append(f)
+        return out
+
+
+def _is_float_text(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

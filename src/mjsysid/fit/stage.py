@@ -1,0 +1,242 @@
+"""One stage of a fit: a backend run on one horizon of the data, from one start point.
+
+An early stage (``last=False``) also ends after an iteration that cut its cost by less than
+``1 − STAGE_SLOW`` (status ``"slowed"``), and is skipped (status ``"skipped"``, nothing but
+its residual at the start evaluated) when its cost there is below its ``skip_below``; only
+the last stage computes the residual and Jacobian at its solution.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from mjsysid.fit.backends import BACKENDS, BackendCall, BackendResult
+from mjsysid.fit.checkpoints import write_checkpoint
+from mjsysid.fit.jacobian import (
+    CountedResidual,
+    JacobianCache,
+    ResidualFn,
+    describe_nonfinite,
+    fd_jacobian,
+)
+from mjsysid.fit.lm import LMOptions
+from mjsysid.fit.options import FitOptions
+from mjsysid.fit.status import Status
+from mjsysid.params.parameter import ParameterDict
+
+logger = logging.getLogger("mjsysid.fit.optimize")
+
+FTOL_ITERS = 3  # the ftol test: this many consecutive iterations below ftol
+STAGE_SLOW = 0.9  # an early horizon stage ends after a step that cut its cost by < 10 %
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """The validated options of one :func:`~mjsysid.fit.optimize.optimize` call and what it
+    knows of the problem, shared by its horizon stages.
+
+    Attributes:
+      options: The fit's options. lm_options: Those of the ``"lm"`` backend.
+      names: Label of every free entry. bounds: ``(lo, hi)``, each ``(p,)``.
+      out: Stream for progress lines. ckpt: Checkpoint path, or ``None``.
+    """
+
+    options: FitOptions
+    lm_options: LMOptions
+    names: list[str]
+    bounds: tuple[np.ndarray, np.ndarray]
+    out: TextIO
+    ckpt: Path | None
+
+
+@dataclass
+class Stage:
+    """What one horizon stage ended with (``r`` and ``J`` only for the last stage)."""
+
+    horizon: float
+    x: np.ndarray
+    cost0: float
+    cost: float
+    status: Status
+    nit: int
+    nfev: int
+    njev: int
+    nsecant: int
+    history_obj: list[float]
+    history_x: list[np.ndarray]
+    r: np.ndarray | None = None
+    J: np.ndarray | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "horizon": self.horizon,
+            "status": self.status.value,
+            "nit": self.nit,
+            "nfev": self.nfev,
+            "initial_cost": self.cost0,
+            "cost": self.cost,
+            "objective": [float(c) for c in self.history_obj],  # on this stage's data
+        }
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """Where a stage sits in the fit: its ``horizon``, whether it is the ``last``, the
+    iterations before it (``start_iter``), the parameter-effect check (``"error"``, ``"warn"``
+    or ``None``) and the cost below which it is skipped (``skip_below``)."""
+
+    horizon: float
+    last: bool
+    start_iter: int
+    check_effect: str | None
+    skip_below: float | None = None
+
+
+class _Converged(Exception):
+    """Raised from the iteration recorder to end a stage early: ``reason`` ``"ftol"`` (a cost
+    plateau) or ``"slowed"`` (an early horizon stage gaining less than 10 % per iteration)."""
+
+    def __init__(self, iteration: int, reason: Status) -> None:
+        super().__init__(iteration, reason)
+        self.iteration, self.reason = iteration, reason
+
+
+@dataclass
+class _Recorder:
+    """The state a stage keeps across iterations: history, best point, the ftol count.
+
+    Called by the backend after every accepted iteration; writes the checkpoint, prints the
+    progress line, calls the user's callback, and raises :class:`_Converged` to end the stage.
+    """
+
+    s: StageSettings
+    plan: StagePlan
+    best_x: np.ndarray
+    best_cost: float
+    history_obj: list[float] = field(default_factory=list)
+    history_x: list[np.ndarray] = field(default_factory=list)
+    small: int = 0  # consecutive iterations with a relative reduction below ftol
+    done: int = 0  # iterations completed (for an interrupted fit)
+
+    @property
+    def _steps(self) -> bool:  # iterations follow accepted steps (not scipy's calls)
+        return self.s.options.optimizer in ("lm", "mujoco")
+
+    def __call__(self, it: int, x: np.ndarray, cost: float) -> None:
+        self.done = it
+        previous = self.history_obj[-1]
+        ftol = self.s.options.ftol
+        if self._steps and ftol > 0 and np.isfinite(previous) and previous > 0:
+            self.small = self.small + 1 if (previous - cost) <= ftol * previous else 0
+        self.history_obj.append(cost)
+        self.history_x.append(x.copy())
+        if cost <= self.best_cost:
+            self.best_x, self.best_cost = x.copy(), cost
+        self._report(it, x, cost)
+        if self.small >= FTOL_ITERS:
+            raise _Converged(it, Status.FTOL)
+        if self._steps and not self.plan.last and cost > STAGE_SLOW * previous:
+            raise _Converged(it, Status.SLOWED)
+
+    def _report(self, it: int, x: np.ndarray, cost: float) -> None:
+        s, plan = self.s, self.plan
+        n = plan.start_iter + it
+        if s.ckpt is not None:
+            write_checkpoint(s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon)
+        if s.options.verbose:
+            label = "" if plan.horizon == 1.0 else f"first {100.0 * plan.horizon:g} %  "
+            print(f"{label}iter {n:4d}  cost {cost:.6e}", file=s.out)
+        if s.options.callback is not None:
+            s.options.callback(n, x, cost)
+
+
+def _start_residual(fn: CountedResidual, residual_fn: Any, x0: np.ndarray) -> np.ndarray:
+    r0 = fn(x0)
+    if not np.all(np.isfinite(r0)):
+        raise ValueError(
+            f"the residual must be finite at the start point, got a non-finite value at "
+            f"{describe_nonfinite(residual_fn, r0)}; check the data and the initial parameters"
+        )
+    return r0
+
+
+def _check_effect(J0: np.ndarray, names: list[str], mode: str | None) -> None:
+    """Parameters with a zero Jacobian column: an error (``"error"``) or a warning."""
+    if mode is None:
+        return
+    dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
+    if dead.size:
+        msg = (
+            f"parameters {[names[i] for i in dead.tolist()]} have no effect on the "
+            "residual at the start point (zero Jacobian column): check their modifiers and "
+            "that the data excite them, or freeze them"
+        )
+        if mode == "error":
+            raise ValueError(msg)
+        logger.warning(msg)
+
+
+def _run_backend(call: BackendCall, rec: _Recorder) -> BackendResult:
+    """The backend's result, or the best point so far when the recorder ended the stage or
+    the user interrupted it."""
+    if call.max_iters == 0:
+        return BackendResult(call.x0, Status.MAX_ITERS, 0)
+    try:
+        return BACKENDS[call.options.optimizer](call)
+    except _Converged as stop:
+        return BackendResult(rec.best_x, stop.reason, stop.iteration)
+    except KeyboardInterrupt:
+        logger.warning("optimisation interrupted; returning the best parameters found so far")
+        return BackendResult(rec.best_x, Status.INTERRUPTED, rec.done)
+
+
+def fit_stage(
+    residual_fn: ResidualFn,
+    params: ParameterDict,
+    x0: np.ndarray,
+    s: StageSettings,
+    plan: StagePlan,
+) -> Stage:
+    """Runs the backend on ``residual_fn`` from ``x0`` (see the module docstring)."""
+    eps = float(s.options.eps)
+    fn = CountedResidual(residual_fn, params)
+    r0 = _start_residual(fn, residual_fn, x0)
+    cost0 = 0.5 * float(r0 @ r0)
+    if plan.skip_below is not None and cost0 < plan.skip_below:
+        return Stage(
+            plan.horizon, x0, cost0, cost0, Status.SKIPPED, 0, fn.nfev, 0, 0, [cost0], [x0]
+        )
+    J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
+    _check_effect(J0, s.names, plan.check_effect)
+    rec = _Recorder(s, plan, x0.copy(), cost0, [cost0], [x0.copy()])
+    jacobian = JacobianCache(fn, s.bounds, eps)
+    jacobian.seed(x0, J0)
+    remaining = max(s.options.max_iters - plan.start_iter, 0)
+    call = BackendCall(fn, jacobian, x0, r0, J0, s.bounds, s.options, s.lm_options, remaining, rec)
+    res = _run_backend(call, rec)
+    stage = Stage(
+        plan.horizon, res.x, cost0, rec.best_cost, res.status, res.nit, 0, 0, res.nsecant,
+        rec.history_obj, rec.history_x,
+    )  # fmt: skip
+    if plan.last:
+        _finish_last(stage, fn, jacobian, rec)
+    stage.nfev, stage.njev = fn.nfev, 1 + jacobian.njev + res.njev
+    return stage
+
+
+def _finish_last(
+    stage: Stage, fn: CountedResidual, jacobian: JacobianCache, rec: _Recorder
+) -> None:
+    """The last stage's residual, cost and Jacobian at its solution."""
+    x_hat = stage.x
+    r_hat = fn(x_hat)
+    if not np.all(np.isfinite(r_hat)):  # cannot happen for accepted steps; be explicit
+        x_hat, r_hat = rec.best_x, fn(rec.best_x)
+    stage.x, stage.r = x_hat, r_hat
+    stage.cost = 0.5 * float(r_hat @ r_hat)
+    stage.J = jacobian(x_hat, r_hat)
