@@ -13,6 +13,7 @@ import yaml
 
 from mjsysid.app.commands.common import EXIT_INTERRUPTED, EXIT_OK, write_report
 from mjsysid.fit.optimize import OPTIMIZERS
+from mjsysid.fit.options import FitOptions
 from mjsysid.util.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -64,13 +65,16 @@ class FitSettings:
         out: Results folder.
         optimizer: Optimizer name (a key of ``OPTIMIZERS``).
         max_iters: Iteration limit.
-        options: Further keyword arguments of ``optimize`` (``horizons`` among them).
+        options: Further keyword arguments of ``optimize`` (``horizons`` among them), as
+            ``run.yaml`` records them.
+        fit: The same settings as the one validated options object the fit runs with.
     """
 
     out: Path
     optimizer: str
     max_iters: int
     options: dict[str, Any]
+    fit: FitOptions
 
 
 def parse_horizons(items: Sequence[str]) -> str | tuple[float, ...] | None:
@@ -91,11 +95,17 @@ def settings(args: argparse.Namespace, exp: Experiment) -> FitSettings:
     options = dict(exp.optimizer_options)
     if args.horizons is not None:
         options["horizons"] = parse_horizons(args.horizons)
+    optimizer = args.optimizer or exp.optimizer
+    max_iters = exp.max_iters if args.max_iters is None else args.max_iters
+    changes: dict[str, Any] = {"optimizer": optimizer, "max_iters": max_iters}
+    if args.horizons is not None:
+        changes["horizons"] = options["horizons"]
     return FitSettings(
         out=Path(args.out) if args.out else Path("results") / exp.name,
-        optimizer=args.optimizer or exp.optimizer,
-        max_iters=exp.max_iters if args.max_iters is None else args.max_iters,
+        optimizer=optimizer,
+        max_iters=max_iters,
         options=options,
+        fit=(exp.fit_options or FitOptions()).replace(**changes),
     )
 
 
@@ -121,7 +131,7 @@ def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
             else "initial states from the data"
         )
         print(f"  multiple shooting: {len(exp.sequences)} {cut}, {start}", file=err)
-    hs = resolve_horizons(fs.options.get("horizons", "auto"), rf, fs.optimizer, exp.params)
+    hs = resolve_horizons(fs.fit.horizons, rf, fs.optimizer, exp.params)
     if len(hs) > 1:
         shares = ", ".join(f"{100 * h:g} %" for h in hs)
         print(
@@ -178,7 +188,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Loads the experiment, fits, saves the results folder, prints the table and reports."""
     from mjsysid.app.experiment import load_experiment
     from mjsysid.fit.confidence import compute_confidence
-    from mjsysid.fit.optimize import optimize
+    from mjsysid.fit.optimize import run_fit
     from mjsysid.output.results import save_results
 
     exp = load_experiment(args.experiment)
@@ -189,17 +199,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _announce(exp, rf, fs, err)
     checkpoint = fs.out / "checkpoint.npz"
     try:
-        opt_params, result = optimize(
-            exp.params,
-            rf,
-            optimizer=fs.optimizer,
-            max_iters=fs.max_iters,
-            checkpoint=checkpoint,
-            resume=args.resume,
-            verbose=not args.quiet,
-            output=err,
-            **fs.options,
+        run_options = fs.fit.replace(
+            checkpoint=checkpoint, resume=args.resume, verbose=not args.quiet, output=err
         )
+        opt_params, result = run_fit(exp.params, rf, run_options)
     except KeyboardInterrupt:
         print(
             f"interrupted before the first iteration finished; nothing to save "
