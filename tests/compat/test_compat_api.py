@@ -47,9 +47,7 @@ SRC_MISSING = {
 }
 
 
-@pytest.mark.parametrize(
-    "name", [*TOP_PRESENT, *(pytest.param(n, marks=_X) for n in TOP_MISSING)]
-)
+@pytest.mark.parametrize("name", [*TOP_PRESENT, *(pytest.param(n, marks=_X) for n in TOP_MISSING)])
 def test_top_level_name(name: str) -> None:
     assert getattr(sysid, name, None) is not None
 
@@ -133,7 +131,9 @@ def test_theta_pi_pseudoinertia_round_trip() -> None:
 def test_skew_and_full_inertia() -> None:
     from mjsysid._src import model_modifier as mm
 
-    np.testing.assert_array_equal(mm.skew(np.array([1.0, 2.0, 3.0])), [[0, -3, 2], [3, 0, -1], [-2, 1, 0]])
+    np.testing.assert_array_equal(
+        mm.skew(np.array([1.0, 2.0, 3.0])), [[0, -3, 2], [3, 0, -1], [-2, 1, 0]]
+    )
     full = mm.inertia_to_fullinertia(np.array([1.0, 0, 0, 0]), np.array([1.0, 2.0, 3.0]))
     np.testing.assert_allclose(full, np.diag([1.0, 2.0, 3.0]))
 
@@ -218,8 +218,12 @@ def test_resample_and_delay_signs() -> None:
 def test_time_windows() -> None:
     from mjsysid._src import signal_modifier
 
-    np.testing.assert_allclose(signal_modifier.apply_time_window(_series(), 0.05, 0.25).times, [0.1, 0.2])
-    w = sysid.apply_delayed_ts_window(_series(), ts_delayed=_series(), min_delay=-0.05, max_delay=0.15)
+    np.testing.assert_allclose(
+        signal_modifier.apply_time_window(_series(), 0.05, 0.25).times, [0.1, 0.2]
+    )
+    w = sysid.apply_delayed_ts_window(
+        _series(), ts_delayed=_series(), min_delay=-0.05, max_delay=0.15
+    )
     np.testing.assert_allclose(w.times, [0.1])
 
 
@@ -228,7 +232,9 @@ def test_weighted_diff_and_normalize(pendulum: mujoco.MjModel) -> None:
     from mjsysid._src import signal_modifier
 
     pred, meas = np.ones((2, 3)), np.zeros((2, 3))
-    np.testing.assert_array_equal(sysid.weighted_diff(predicted_data=pred, measured_data=meas), -1.0)
+    np.testing.assert_array_equal(
+        sysid.weighted_diff(predicted_data=pred, measured_data=meas), -1.0
+    )
     np.testing.assert_array_equal(
         sysid.weighted_diff(pred, meas, pendulum, {"hvel": 2.0}), [[-1, -2, -1], [-1, -2, -1]]
     )
@@ -237,5 +243,7 @@ def test_weighted_diff_and_normalize(pendulum: mujoco.MjModel) -> None:
     )
     # The peer divides by sqrt(sum(x**2) / (N - 1)) per column (its docstring says "standard
     # deviation"; the values are what it computes).
-    out = sysid.normalize_residual(np.ones((3, 2)), measured_data=np.array([[0.0, 1], [2, 3], [4, 8]]))
+    out = sysid.normalize_residual(
+        np.ones((3, 2)), measured_data=np.array([[0.0, 1], [2, 3], [4, 8]])
+    )
     np.testing.assert_allclose(out, [[0.31622776601683794, 0.1643989873053573]] * 3, rtol=1e-12)

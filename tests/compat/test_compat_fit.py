@@ -18,7 +18,9 @@ TODO = "#16: not implemented yet"
 
 
 def _params() -> sysid.ParameterDict:
-    return sysid.ParameterDict([sysid.Parameter("a", 1.0, 0.0, 3.0), sysid.Parameter("b", 0.0, -2, 2)])
+    return sysid.ParameterDict(
+        [sysid.Parameter("a", 1.0, 0.0, 3.0), sysid.Parameter("b", 0.0, -2, 2)]
+    )
 
 
 def _peer_style(x: np.ndarray, params: sysid.ParameterDict) -> tuple:
@@ -51,10 +53,14 @@ def test_verbose_is_the_fourth_positional() -> None:
 
 @pytest.mark.xfail(reason=TODO, strict=True)
 def test_backend_options_pass_through() -> None:
-    opt, _ = sysid.optimize(_params(), _peer_style, optimizer="scipy", verbose=False, loss="soft_l1")
+    opt, _ = sysid.optimize(
+        _params(), _peer_style, optimizer="scipy", verbose=False, loss="soft_l1"
+    )
     np.testing.assert_allclose(opt.as_vector(), [1.5, -0.5], atol=1e-5)
     for backend in ("mujoco", "scipy"):
-        opt, _ = sysid.optimize(_params(), _peer_style, optimizer=backend, verbose=False, x_scale="jac")
+        opt, _ = sysid.optimize(
+            _params(), _peer_style, optimizer=backend, verbose=False, x_scale="jac"
+        )
         np.testing.assert_allclose(opt.as_vector(), [1.5, -0.5], atol=1e-6)
     opt, _ = sysid.optimize(_params(), _peer_style, optimizer="mujoco", verbose=False, max_iters=3)
     assert opt.as_vector().shape == (2,)

@@ -128,7 +128,11 @@ def test_get_parameter_info_lists_name_size_shape_frozen() -> None:
     info = sysid.ParameterDict(list(_abc())).get_parameter_info()
     assert isinstance(info, str)
     lines = [ln for ln in info.splitlines() if ln.split()[:1] in (["a"], ["b"], ["c"])]
-    assert [ln.split()[:3] for ln in lines] == [["a", "1", "(1,)"], ["b", "2", "(2,)"], ["c", "1", "(1,)"]]
+    assert [ln.split()[:3] for ln in lines] == [
+        ["a", "1", "(1,)"],
+        ["b", "2", "(2,)"],
+        ["c", "1", "(1,)"],
+    ]
     assert "Yes" in lines[2] and "No" in lines[0]
 
 

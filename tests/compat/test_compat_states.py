@@ -55,7 +55,9 @@ def test_sensor_and_control_mappings(joints_model: mujoco.MjModel) -> None:
 
 def test_from_names_state_signals(joints_model: mujoco.MjModel) -> None:
     t = np.arange(3) * 0.01
-    ts = sysid.TimeSeries.from_names(t, np.zeros((3, 2)), joints_model, ["hinge_qpos", "slide_qvel"])
+    ts = sysid.TimeSeries.from_names(
+        t, np.zeros((3, 2)), joints_model, ["hinge_qpos", "slide_qvel"]
+    )
     assert _plain(ts.signal_mapping) == {
         "hinge_qpos": ("MjStateQPos", [0]),
         "slide_qvel": ("MjStateQVel", [1]),
@@ -105,8 +107,12 @@ def test_create_initial_state_by_names(joints_model: mujoco.MjModel) -> None:
     expected = [0.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0.3, 0.7, *([0.0] * 12)]
     np.testing.assert_array_equal(state, expected)
     state = sysid.create_initial_state(
-        m, np.zeros(m.nq), qvel=np.array([2.0]), qvel_names=["slide_qvel"],
-        act=np.array([0.4]), act_names=["filt_act"],
+        m,
+        np.zeros(m.nq),
+        qvel=np.array([2.0]),
+        qvel_names=["slide_qvel"],
+        act=np.array([0.4]),
+        act_names=["filt_act"],
     )
     np.testing.assert_array_equal(state, [*([0.0] * 24), 2.0, 0.4])
 

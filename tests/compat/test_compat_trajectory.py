@@ -93,7 +93,9 @@ def test_split_into_chunks(pendulum: mujoco.MjModel) -> None:
     np.testing.assert_allclose(chunks[1].initial_state[:2], [0.02, HPOS[2]], rtol=1e-12)
     t = np.arange(5) * DT
     x0 = sysid.create_initial_state(pendulum, np.array([0.1]))
-    no_state = sysid.SystemTrajectory(pendulum, _control(pendulum, 5), _measured(pendulum, t), x0, None)
+    no_state = sysid.SystemTrajectory(
+        pendulum, _control(pendulum, 5), _measured(pendulum, t), x0, None
+    )
     with pytest.raises(ValueError, match="state"):
         no_state.split(2)
 
