@@ -140,6 +140,21 @@ def test_no_scheduler_names_the_address(arm: Any) -> None:
         distribute(residual_recipe(arm[0].sequences), 3)
 
 
+def test_no_worker_names_the_scheduler(arm: Any) -> None:
+    prob, params = arm
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0")
+    try:
+        with distributed.Client(cluster, set_as_default=False) as empty:
+            rf = ms.build_residual_fn(prob.sequences, nthread=1)
+            with distribute(rf, empty, worker_timeout=0.5) as drf:
+                address = cluster.scheduler_address
+                with pytest.raises(RuntimeError, match=f"scheduler at {address} has no workers"):
+                    drf(candidates(params, 2), params)
+            assert rf(candidates(params, 2), params).shape[1] == 2  # still the caller's
+    finally:
+        cluster.close()
+
+
 class SlowRollout:
     """A custom rollout that marks, in ``marks``, the process that runs it, then waits."""
 

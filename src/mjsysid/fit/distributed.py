@@ -322,6 +322,8 @@ class _Shared:
     client: Any
     name: str
     owns_client: bool
+    owns_local: bool = True
+    worker_timeout: float = _WORKER_TIMEOUT
     stats: DistributedStats = field(default_factory=DistributedStats)
     params_key: tuple[object, ...] | None = None
     params_future: Any = None
@@ -427,11 +429,11 @@ class DistributedResidual:
         if not info:
             address = sh.client.scheduler.address
             try:
-                sh.client.wait_for_workers(1, timeout=_WORKER_TIMEOUT)
+                sh.client.wait_for_workers(1, timeout=sh.worker_timeout)
             except TimeoutError:
                 raise RuntimeError(
                     f"the Dask scheduler at {address} has no workers (waited "
-                    f"{_WORKER_TIMEOUT:g} s): start some with `dask worker {address}`"
+                    f"{sh.worker_timeout:g} s): start some with `dask worker {address}`"
                 ) from None
             info = sh.client.scheduler_info(n_workers=-1)["workers"]
         return sorted((a, int(w.get("nthreads", 1) or 1)) for a, w in info.items())
@@ -444,8 +446,8 @@ class DistributedResidual:
         X = self._check_x(x, params)
         self.local.check_params(params)
         sh = self._shared
-        pf = self._params_future(params)
         workers = self._workers()
+        pf = self._params_future(params)
         futures = [
             sh.client.submit(
                 _evaluate_chunk,
@@ -523,7 +525,8 @@ class DistributedResidual:
         return self._shared.client.run(_worker_stats, self._shared.name)
 
     def close(self) -> None:
-        """Removes the residual from the workers; closes the client if it made it."""
+        """Removes the residual from the workers; closes the client and the local residual
+        function if it made them."""
         sh = self._shared
         if sh.closed:
             return
@@ -535,7 +538,8 @@ class DistributedResidual:
             logger.debug("worker plugin %s already removed", sh.name)
         if sh.owns_client:
             sh.client.close()
-        self.local.close()
+        if sh.owns_local:  # (a residual function given to distribute() stays its caller's)
+            self.local.close()
 
     def __enter__(self) -> DistributedResidual:
         return self
@@ -589,7 +593,7 @@ def make_executor(
             ) from e
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(must_be("workers", "a positive integer", workers))
-    options: dict[str, Any] = {"processes": True, "dashboard_address": None}
+    options: dict[str, Any] = {"processes": True, "dashboard_address": ":0"}
     options.update(cluster_options)
     cluster = distributed.LocalCluster(
         n_workers=workers, threads_per_worker=threads_per_worker, **options
@@ -614,6 +618,7 @@ def distribute(
     *,
     nthread: int | None = None,
     warm: bool = True,
+    worker_timeout: float = _WORKER_TIMEOUT,
 ) -> DistributedResidual:
     """Runs the batched calls of ``residual`` on the Dask cluster of ``executor``.
 
@@ -625,24 +630,35 @@ def distribute(
       nthread: Rollout threads on each worker (default: its thread count).
       warm: Build the residual function on every worker now (errors show here, and the first
         call does not pay for it).
+      worker_timeout: Seconds a call waits for a first worker when the cluster has none.
 
     Returns:
       A :class:`DistributedResidual`; call :meth:`~DistributedResidual.close` when done.
     """
-    if isinstance(residual, ResidualFunction):
-        recipe, local = recipe_of(residual, nthread), residual
-    elif isinstance(residual, ResidualRecipe):
-        if nthread is not None:
-            residual = dataclasses.replace(residual, nthread=nthread)
-        recipe, local = residual, residual.build(1)
-    else:
+    if not isinstance(residual, ResidualFunction | ResidualRecipe):
         raise TypeError(must_be("residual", "a ResidualFunction or a ResidualRecipe", residual))
     client, owned = _client(executor)
+    if isinstance(residual, ResidualFunction):
+        recipe, local = recipe_of(residual, nthread), residual
+    else:
+        recipe = residual if nthread is None else dataclasses.replace(residual, nthread=nthread)
+        try:
+            local = recipe.build(1)
+        except BaseException:
+            if owned:
+                client.close()
+            raise
     name = f"mjsysid-residual-{uuid.uuid4().hex}"
     client.register_plugin(_RecipePlugin(name, recipe), name=name)
-    out = DistributedResidual(_Shared(client, name, owned), local)
+    owns_local = not isinstance(residual, ResidualFunction)
+    shared = _Shared(client, name, owned, owns_local, worker_timeout=float(worker_timeout))
+    out = DistributedResidual(shared, local)
     if warm and client.scheduler_info(n_workers=-1)["workers"]:
-        client.run(_warm, name, 1.0)
+        try:
+            client.run(_warm, name, 1.0)
+        except BaseException:
+            out.close()  # (the build error is the one to see)
+            raise
     return out
 
 
