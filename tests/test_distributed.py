@@ -82,6 +82,19 @@ def test_batched_columns_bit_for_bit(client: Any, arm: Any) -> None:
         assert np.array_equal(drf(X2, params), local(X2, params))
 
 
+def test_signal_transform_bit_for_bit(client: Any, arm: Any) -> None:
+    """A batched custom residual (SignalTransform) travels with the recipe."""
+    prob, params = arm
+    st = ms.SignalTransform().delay("j*_pos", "delay").gain("tip_*", "gain")
+    params.add(ms.Parameter("delay", 0.004, 0.0, 0.01))
+    params.add(ms.Parameter("gain", 1.0, 0.5, 1.5))
+    X = np.vstack([candidates(params, 4)[:3], [[0.0, 0.003, 0.0061, 0.01]], [[0.6, 1, 1.2, 1.4]]])
+    local = ms.build_residual_fn(prob.sequences, modify_residual=st.apply, nthread=1)
+    with distribute(local, client) as drf:
+        assert np.array_equal(drf(X, params), local(X, params))
+        assert np.array_equal(drf.head(0.6)(X, params), local.head(0.6)(X, params))
+
+
 def test_compiled_spec_path(client: Any, make_problem: Any) -> None:
     """Candidates compiled from the spec: exact where the XML round-trips exactly."""
     prob = make_problem(DC_MOTOR, dc_motor_truth(0.05, 0.01), n=200, names=["angle", "speed"])
