@@ -563,8 +563,9 @@ def make_executor(
     timeout: float = _CONNECT_TIMEOUT,
     **cluster_options: Any,
 ) -> Any:
-    """A Dask ``Client``: of a new ``LocalCluster`` of ``workers`` processes on this machine,
-    or connected to the scheduler at ``scheduler`` (e.g. ``"tcp://host:8786"``).
+    """A Dask ``Client``: of a new ``LocalCluster`` of ``workers`` processes on this machine
+    (closed with the client), or connected to the scheduler at ``scheduler`` (e.g.
+    ``"tcp://host:8786"``).
 
     Args:
       workers: Worker processes of a local cluster (exclusive with ``scheduler``).
@@ -595,10 +596,10 @@ def make_executor(
         raise ValueError(must_be("workers", "a positive integer", workers))
     options: dict[str, Any] = {"processes": True, "dashboard_address": ":0"}
     options.update(cluster_options)
-    cluster = distributed.LocalCluster(
-        n_workers=workers, threads_per_worker=threads_per_worker, **options
+    # a client that starts its cluster closes it too
+    return distributed.Client(
+        n_workers=workers, threads_per_worker=threads_per_worker, set_as_default=False, **options
     )
-    return distributed.Client(cluster, set_as_default=False)
 
 
 def _client(executor: Any) -> tuple[Any, bool]:
