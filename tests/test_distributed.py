@@ -22,6 +22,7 @@ from mjsysid.fit.distributed import (  # noqa: E402
     DistributedResidual,
     distribute,
     distributed_residual_fn,
+    executor_options,
     make_executor,
     residual_recipe,
 )
@@ -166,6 +167,23 @@ def test_no_worker_names_the_scheduler(arm: Any) -> None:
             assert rf(candidates(params, 2), params).shape[1] == 2  # still the caller's
     finally:
         cluster.close()
+
+
+def test_executor_options() -> None:
+    assert executor_options("tcp://h:8786") == {"scheduler": "tcp://h:8786"}
+    assert executor_options(3) == {"workers": 3}
+    assert executor_options({"workers": 2, "threads_per_worker": 4}) == {
+        "workers": 2,
+        "threads_per_worker": 4,
+    }
+    with pytest.raises(ValueError, match=r"executor must be a scheduler address, a worker"):
+        executor_options({"workers": 2, "scheduler": "tcp://h:1"})
+    with pytest.raises(ValueError, match=r"executor\.workers must be a positive integer"):
+        executor_options({"workers": 0})
+    with pytest.raises(ValueError, match=r"executor\.scheduler must be an address"):
+        executor_options({"scheduler": "host"})
+    with pytest.raises(TypeError, match="executor must be"):
+        executor_options([1])
 
 
 class SlowRollout:
