@@ -33,7 +33,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         device = dataclasses.replace(device, reset=None)
     if args.duration is not None and not args.duration > 0:
         raise ValueError(f"--duration must be > 0 s, got {args.duration}")
-    port = open_port(device, args.port)
+    try:
+        port = open_port(device, args.port)
+    except ImportError as e:  # pyserial missing: the message says what to install
+        print(f"error: {e}", file=err)
+        return EXIT_ENDED_EARLY
     try:
         result = CaptureSession(device, port, duration=args.duration).run(args.recording)
     finally:
