@@ -45,7 +45,7 @@ BASE = {
     },
     "command": {"format": "M{pwm:d}", "actuator": "motor", "scale": 1 / 255, "limits": [-255, 255]},
     "stop": "H",
-    "watchdog": {"stale": 0.15, "startup": 2.0},
+    "watchdog": {"stale": 0.3, "startup": 2.0},
     "excitation": {"signal": "prbs", "amplitude": 200, "duration": 0.6, "hold": 0.06, "seed": 3},
 }
 
@@ -127,10 +127,10 @@ def test_a_silent_device_ends_the_capture_by_the_watchdog(model, tmp_path):
         device,
         model,
         tmp_path,
-        SimOptions(silent_after=0.3),  # real time, no lockstep
+        SimOptions(silent_after=0.4),  # real time, no lockstep
     )
     assert result.reason is EndReason.WATCHDOG
-    assert "no new state line for 0.15 s" in result.message
+    assert "no new state line for 0.3 s" in result.message
     assert result.stop_sent and sim.received[-1] == "H"
     side = _sidecar(result)
     assert side["ended"] == "watchdog" and side["rows"] == result.rows

@@ -218,7 +218,8 @@ class CaptureSession:
             log.error("could not send the stop command %r: %s", self.device.stop, e)
 
     def _lines(self) -> list[str]:
-        data = self.port.read(4096)
+        # all that is waiting, or block (up to the port's timeout) for the first byte
+        data = self.port.read(max(1, int(getattr(self.port, "in_waiting", 0) or 0)))
         if not data:
             return []
         self._buffer += data
