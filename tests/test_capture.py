@@ -275,3 +275,55 @@ def test_cli_commands(model, tmp_path):
         assert capture_cmd.run(args, out, err) == 0
     assert "10 rows" in out.getvalue()
     assert capture_cmd.NAME == "capture" and device_cmd.NAME == "device"
+
+
+def test_dropped_lines_are_counted_and_the_command_held_over_the_gap(model, tmp_path):
+    device = _device()
+    result, _, path = _capture(device, model, tmp_path, SimOptions(lockstep=True, drop_every=7))
+    assert result.reason is EndReason.COMPLETED
+    side = _sidecar(result)
+    rec = load_recording(path, model)
+    k = np.round(rec.times * RATE).astype(int)  # the period index of every row
+    assert side["lines"]["dropped"] == k[-1] + 1 - k.size > 0
+    # the command of row k is held until the next row, across the lost line
+    assert rec.control is not None
+    held = rec.control.data[np.searchsorted(k, np.arange(k[-1] + 1), side="right") - 1]
+    substeps = round(1 / RATE / model.opt.timestep)
+    x0 = ms.create_initial_state(model)
+    (traj,) = ms.sysid_rollout(model, None, np.repeat(held, substeps, axis=0), x0)
+    want = traj.sensordata[k * substeps, 0]
+    assert np.max(np.abs(rec.sensordata.data[:, 0] - want)) <= COUNT / 2 + 1e-9
+
+
+def test_a_reset_that_cannot_finish_ends_by_its_timeout(model, tmp_path):
+    reset = {"field": "counts", "target": 5.0, "gain": 10, "max_command": 20, "timeout": 0.3}
+    result, sim, _ = _capture(_device(reset=reset), model, tmp_path)
+    assert result.reason is EndReason.RESET_TIMEOUT
+    assert "reset: counts not at 5 and still within 0.3 s" in result.message
+    assert sim.received[-1] == "H" and result.recording is None  # nothing was excited
+    assert any(line == "M20" for line in sim.received)  # drove towards the target, clipped
+
+
+def test_reset_phase_drives_then_waits_for_stillness():
+    from mjsysid.data.capture.device import Reset
+    from mjsysid.data.capture.safety import ResetPhase
+
+    phase = ResetPhase(
+        Reset(
+            "x",
+            0.0,
+            gain=100,
+            max_command=50,
+            tolerance=0.1,
+            still=("x",),
+            within=0.01,
+            still_for=0.1,
+        ),
+        stop_value=0.0,
+    )
+    assert phase.command(0.0, {"x": 1.0}) == -50.0  # clipped P-command towards the target
+    assert phase.command(0.02, {"x": 0.3}) == -30.0
+    assert phase.command(0.04, {"x": 0.05}) == 0.0  # within tolerance: wait ...
+    assert phase.command(0.06, {"x": 0.03}) == 0.0  # ... still moving
+    done = [phase.command(0.06 + 0.02 * i, {"x": 0.03}) for i in range(1, 7)]
+    assert done[-1] is None and done[0] == 0.0

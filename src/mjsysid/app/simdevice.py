@@ -12,9 +12,10 @@ State fields come from the model by their ``column``: a sensor name, ``<joint>_q
 ``<joint>_qvel``; the time field is the simulation time; a field named like the command field
 echoes the command being applied. Options (:class:`SimOptions`): Gaussian noise and
 quantization per field (in field units, noise first), ``silent_after`` (stop talking, as a
-crashed firmware), ``malformed_every`` (an extra garbled line after every n-th state line) and
-``lockstep`` (wait, up to a second, for the host's command before each step, so a loaded test
-machine cannot make a command miss its period). Given a ``seed``, a run is deterministic.
+crashed firmware), ``malformed_every`` (an extra garbled line after every n-th state line),
+``drop_every`` (every n-th state line is lost, the device runs on) and ``lockstep`` (wait, up
+to a second, for the host's command before each step, so that a loaded test machine cannot
+make a command miss its period). Given a ``seed``, a run is deterministic.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class SimOptions:
     seed: int = 0
     silent_after: float | None = None
     malformed_every: int = 0
+    drop_every: int = 0
     lockstep: bool = False
 
 
@@ -111,6 +113,7 @@ class SimulatedDevice:
         self.applied: list[float] = []
         self.stops = self.bad_commands = self.lines_sent = 0
         self._fresh = False
+        self._ticks = 0
         self._buffer = b""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -199,6 +202,10 @@ class SimulatedDevice:
         if opt.silent_after is not None and self.data.time > opt.silent_after:
             return
         line = self.state_line()
+        self._ticks += 1
+        if opt.drop_every and self._ticks % opt.drop_every == 0:
+            self._fresh = True  # a lost line: the host cannot answer it, lockstep goes on
+            return
         self._write(line)
         self._fresh = False
         if opt.malformed_every and (self.lines_sent % opt.malformed_every == 0):
