@@ -183,18 +183,21 @@ def test_the_stop_is_sent_on_an_exception(model, tmp_path):
     assert side["rows"] == 5 and load_recording(path, model).times.size == 5
 
 
-def test_sigterm_stops_and_the_handlers_are_restored(model, tmp_path):
-    before = signal.getsignal(signal.SIGTERM)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_and_the_handlers_are_restored(model, tmp_path, signum):
+    before = signal.getsignal(signum)
 
     def policy(k, values):
         if k == 4:
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signum)
+            os.kill(os.getpid(), signum)  # a second Ctrl-C does not stop the stopping
         return 50.0
 
-    result, sim, _ = _capture(_device(), model, tmp_path, policy=policy)
-    assert result.reason is EndReason.INTERRUPTED and "SIGTERM" in result.message
+    result, sim, path = _capture(_device(), model, tmp_path, policy=policy)
+    assert result.reason is EndReason.INTERRUPTED and signum.name in result.message
     assert sim.received[-1] == "H"
-    assert signal.getsignal(signal.SIGTERM) is before
+    assert signal.getsignal(signum) is before
+    assert load_recording(path, model).times.size == 4
 
 
 def test_the_bundled_device_with_its_reset_phase(model, tmp_path):
@@ -246,6 +249,12 @@ def test_line_templates():
         ("excitation", {"signal": "noise"}, r"excitation.signal must be one of \['prbs'"),
         ("watchdog", {"stale": 0}, r"watchdog.stale must be a finite number > 0, got 0"),
         ("baudrate", 9600, r"top level has unknown keys \['baudrate'\]"),
+        (
+            "state",
+            {"format": "S,{t:d},{a},{b}", "time": "t", "fields": {"b": {"column": "a"}}},
+            r"state.fields.b.column must be a column of its own, got 'a', which is field a's",
+        ),
+        ("state", {"format": "S,{t:d},{a}", "time": "x"}, r"state.time must be a field of"),
     ],
 )
 def test_device_description_errors_name_the_key(key, value, match):

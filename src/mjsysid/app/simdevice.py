@@ -117,6 +117,7 @@ class SimulatedDevice:
         self._buffer = b""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._closed = False
         self.master, self.slave = os.openpty()
         tty.setraw(self.slave)  # no echo, no line editing: bytes pass as they are
         os.set_blocking(self.master, False)
@@ -233,12 +234,15 @@ class SimulatedDevice:
 
     def stop(self) -> None:
         """Stops serving (drains the commands still queued) and closes the pty."""
+        if self._closed:
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
         self._receive(0.0)
         os.close(self.master)
         os.close(self.slave)
+        self._closed = True
 
     def __enter__(self) -> SimulatedDevice:
         return self.start()

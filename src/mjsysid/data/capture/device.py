@@ -327,6 +327,21 @@ def _reset(node: _Node | None, fields: Mapping[str, FieldSpec]) -> Reset | None:
     return reset
 
 
+def _check_columns(source: str, fields: Mapping[str, FieldSpec], time: str, actuator: str):
+    """Recorded columns are unique and not the recording's own (time, control, initial)."""
+    taken = {"time": "the time", f"ctrl.{actuator}": "the control"}
+    taken.update(initial_qpos="the initial state", initial_qvel="the initial state")
+    for name, f in fields.items():
+        if f.column is None or name == time:
+            continue
+        if f.column in taken:
+            raise DeviceError(
+                f"{source}: state.fields.{name}.column must be a column of its own, got "
+                f"{f.column!r}, which is {taken[f.column]} column"
+            )
+        taken[f.column] = f"field {name}'s"
+
+
 def _command(node: _Node) -> tuple[LineFormat, str, float, tuple[float, float] | None]:
     fmt = LineFormat.compile(node.text("format"), node.key("format"))
     if len(fmt.fields) != 1:
@@ -353,6 +368,7 @@ def device_from_dict(data: Any, source: str = "<device>", folder: Path | None = 
     command = top.child("command", required=True)
     assert command is not None
     cmd_fmt, actuator, cmd_scale, cmd_limits = _command(command)
+    _check_columns(source, fields, time_field, actuator)
     stop = top.text("stop")
     start = top.get("start", [])
     if not isinstance(start, list) or not all(isinstance(s, str) for s in start):

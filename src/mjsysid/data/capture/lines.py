@@ -3,7 +3,8 @@
 A template is literal text with named fields in braces (Python ``str.format`` syntax). A
 field without a format spec is a real number; ``:d`` is an integer (parsed only from digits,
 formatted after rounding); any other spec (``:.4f``) formats a real number. A line matches
-when the whole line (without its ``\\r\\n``) is the template with a number in every field.
+when the whole line (without surrounding white space) is the template with a number in every
+field.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class LineFormat:
 
     def parse(self, line: str) -> dict[str, float] | None:
         """The field values of ``line`` (raw device units), or ``None`` when it does not match."""
-        m = self.pattern.fullmatch(line.strip("\r\n"))
+        m = self.pattern.fullmatch(line.strip())
         if m is None:
             return None
         return {k: float(v) for k, v in m.groupdict().items()}

@@ -156,6 +156,22 @@ def excitation_commands(exc: Excitation, rate: float, duration: float) -> np.nda
     return u[:, 0]
 
 
+class _RaiseOnce:
+    """A signal handler raising :class:`CaptureInterrupted` the first time only: a second
+    Ctrl-C while the stop command is being sent must not interrupt sending it."""
+
+    def __init__(self) -> None:
+        self.raised = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.raised:
+            log.warning("%s again: already stopping", name)
+            return
+        self.raised = True
+        raise CaptureInterrupted(name)
+
+
 @contextlib.contextmanager
 def _signals_raise() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`CaptureInterrupted` inside the block (main thread
@@ -164,10 +180,7 @@ def _signals_raise() -> Iterator[None]:
         yield
         return
 
-    def handler(signum: int, frame: Any) -> None:
-        raise CaptureInterrupted(signal.Signals(signum).name)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, _RaiseOnce()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
@@ -229,20 +242,19 @@ class CaptureSession:
     def _next_sample(self) -> Sample:
         """The next new state line, parsed and scaled; raises the watchdog's end."""
         dev = self.device
-        while True:
-            now = self.clock()
+        while not self._pending:
+            lines = self._lines()
+            now = self.clock()  # the arrival time of what was just read
+            parsed = (self._parse(line, now) for line in lines)
+            self._pending.extend(p for p in parsed if p is not None)
             limit = dev.stale if self._last_t is not None else dev.startup
-            if now - self._last_new > limit:
+            if not self._pending and now - self._last_new > limit:
                 raise _Ended(
                     EndReason.WATCHDOG,
                     f"watchdog: no new state line for {limit:g} s (device silent or "
                     "disconnected; check the cable, the firmware and the baud rate)",
                 )
-            if not self._pending:
-                parsed = (self._parse(line, now) for line in self._lines())
-                self._pending.extend(s for s in parsed if s is not None)
-            if self._pending:
-                return self._pending.popleft()
+        return self._pending.popleft()
 
     def _parse(self, line: str, now: float) -> Sample | None:
         dev, c = self.device, self.counters
