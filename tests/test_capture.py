@@ -336,3 +336,30 @@ def test_reset_phase_drives_then_waits_for_stillness():
     assert phase.command(0.06, {"x": 0.03}) == 0.0  # ... still moving
     done = [phase.command(0.06 + 0.02 * i, {"x": 0.03}) for i in range(1, 7)]
     assert done[-1] is None and done[0] == 0.0
+
+
+def test_a_rehearsed_capture_fits_back_the_simulated_model(model, tmp_path):
+    """The whole user path: device.yaml -> simulated device -> capture -> mjsysid fit."""
+    from mjsysid.app.cli import main
+
+    device = load_device(EXAMPLE / "device.yaml")
+    _capture(device, model, tmp_path, SimOptions(), duration=1.5)  # real time, no lockstep
+    (tmp_path / "dcmotor.xml").write_text((EXAMPLE / "dcmotor.xml").read_text())
+    exp = {
+        "schema_version": 1,
+        "name": "rehearsal",
+        "model": "dcmotor.xml",
+        "sequences": [{"name": "run", "file": "run.csv"}],
+        "parameters": [
+            {"kind": "actuator_filter_tau", "target": "motor", "nominal": 0.05, "max": 0.2},
+            {"kind": "actuator_kv", "target": "motor", "nominal": 0.004},
+        ],
+        "optimizer": {"method": "lm", "max_iters": 50},
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["fit", str(tmp_path / "exp.yaml"), "--no-report", "--out", str(tmp_path / "res")]
+    assert main(argv, stdout=out, stderr=err) == 0, err.getvalue()
+    table = {line.split()[0]: line.split() for line in out.getvalue().splitlines() if line}
+    assert float(table["motor_filter_tau"][2]) == pytest.approx(0.02, rel=0.05)
+    assert float(table["motor_kv"][2]) == pytest.approx(0.002, rel=0.02)
