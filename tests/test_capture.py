@@ -248,6 +248,7 @@ def test_line_templates():
         ("limits", {"counts": {"hard": [1, -1]}}, r"limits.counts.hard must be \[low, high\]"),
         ("excitation", {"signal": "noise"}, r"excitation.signal must be one of \['prbs'"),
         ("watchdog", {"stale": 0}, r"watchdog.stale must be a finite number > 0, got 0"),
+        ("stop", "", r"stop must be one non-empty line of ASCII text \(e.g. M0\), got ''"),
         ("baudrate", 9600, r"top level has unknown keys \['baudrate'\]"),
         (
             "state",

@@ -370,9 +370,12 @@ def device_from_dict(data: Any, source: str = "<device>", folder: Path | None = 
     cmd_fmt, actuator, cmd_scale, cmd_limits = _command(command)
     _check_columns(source, fields, time_field, actuator)
     stop = top.text("stop")
+    if not stop.strip() or not stop.isascii() or "\n" in stop:
+        raise top.fail("stop", "one non-empty line of ASCII text (e.g. M0)", stop)
     start = top.get("start", [])
-    if not isinstance(start, list) or not all(isinstance(s, str) for s in start):
-        raise top.fail("start", "a list of lines", start)
+    ok = isinstance(start, list) and all(isinstance(s, str) and s.isascii() for s in start)
+    if not ok:
+        raise top.fail("start", "a list of ASCII lines", start)
     watchdog = top.child("watchdog") or _Node({}, "watchdog", source)
     stale, startup = (
         watchdog.number("stale", 0.25, positive=True),
