@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 
 distributed = pytest.importorskip("distributed")  # the optional extra: mjsysid[distributed]
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -220,3 +222,43 @@ def test_lost_worker_recomputed(client: Any, arm: Any, tmp_path: Path) -> None:
         assert not call.is_alive()
     assert np.array_equal(out["r"], expected)
     client.wait_for_workers(2, timeout=60)  # the nanny restarts the lost worker
+
+
+def test_cli_fit_on_workers_equals_the_local_fit(tmp_path: Path) -> None:
+    """``mjsysid fit --workers 2`` spreads the candidates over a local cluster and ends
+    where the local fit ends (same iterates: same parameters to the last bit)."""
+    from mjsysid.app.cli import main
+
+    outs = {}
+    for flag in ([], ["--workers", "2"]):
+        out = tmp_path / ("workers" if flag else "local")
+        code = main(
+            ["fit", "example:dcmotor", "--out", str(out), "--no-report", "-q", *flag],
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
+        assert code == 0
+        outs[bool(flag)] = (
+            yaml.safe_load((out / "result.yaml").read_text()),
+            np.load(out / "result.npz")["x"],
+        )
+    (summary_w, x_w), (summary_l, x_l) = outs[True], outs[False]
+    np.testing.assert_array_equal(x_w, x_l)
+    assert (summary_w["nfev"], summary_w["cost"]) == (summary_l["nfev"], summary_l["cost"])
+
+
+def test_experiment_executor_key(tmp_path: Path) -> None:
+    from mjsysid.app.experiment import ExperimentError, load_experiment, resolve_experiment_path
+
+    text = resolve_experiment_path("example:dcmotor").read_text()
+    src = resolve_experiment_path("example:dcmotor").parent
+    for f in src.iterdir():
+        if f.is_file():
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    good = tmp_path / "good.yaml"
+    good.write_text(text + "\nexecutor: 3\n")
+    assert load_experiment(good).executor == {"workers": 3}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text + "\nexecutor: {workers: 0}\n")
+    with pytest.raises(ExperimentError, match=r"executor\.workers must be a positive integer"):
+        load_experiment(bad)

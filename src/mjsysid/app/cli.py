@@ -15,14 +15,23 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from mjsysid.app.commands import Command, demo, examples, fit, report, simulate
+from mjsysid.app.commands import (
+    Command,
+    capture,
+    demo,
+    device,
+    examples,
+    fit,
+    report,
+    simulate,
+)
 from mjsysid.app.commands.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from mjsysid.sim.rollout import RolloutDivergedError
 
 __all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "build_parser", "main"]
 
 #: The command modules, in the order ``mjsysid --help`` lists them.
-COMMANDS: tuple[Command, ...] = (fit, report, simulate, examples, demo)
+COMMANDS: tuple[Command, ...] = (fit, report, simulate, capture, device, examples, demo)
 
 #: What a command may raise for the user: printed as ``error: <message>``, exit status 1.
 _USER_ERRORS = (ValueError, KeyError, OSError, TypeError, RolloutDivergedError)

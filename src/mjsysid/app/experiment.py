@@ -20,6 +20,8 @@ Example (paths are relative to the experiment file)::
     # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0])
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
     shooting: {window: 1.0, overlap: 0.2}     # optional: multiple shooting, see below
+    executor: 4                               # optional: a local Dask cluster of 4 workers,
+    #   or tcp://host:8786 (a running scheduler), or {workers: 4, threads_per_worker: 1}
 
 Names. ``name`` (default: the experiment file's name) and every ``sequences[i].name``
 (default ``seq<i>``) must be plain file names: non-empty, without ``/``, ``\\``, ``..`` or NUL
@@ -75,6 +77,7 @@ from mjsysid.data.recording import initial_state_from_sensors, load_recording
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import create_initial_state
 from mjsysid.data.timeseries import SignalType
+from mjsysid.fit.executors import executor_options
 from mjsysid.fit.options import FitOptions
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.initial_state import initial_state_params
@@ -236,6 +239,9 @@ class Experiment:
         columns), one line each, starting with the file and key path.
       files: The files read: the experiment, the model, the recordings (see
         :meth:`fingerprints`).
+      executor: The ``executor:`` key as keyword arguments of
+        :func:`mjsysid.fit.distributed.make_executor` (``None``: evaluate on this process's
+        threads).
     """
 
     path: Path
@@ -253,6 +259,7 @@ class Experiment:
     warnings: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     fit_options: FitOptions | None = None
+    executor: dict[str, Any] | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -379,6 +386,7 @@ def load_experiment(path: str | Path) -> Experiment:
             raise ExperimentError(f"{ld.source}: shooting: {e}") from None
     residual_options = _residual_options(top, control)
     fit, fit_given = _fit_options(top, ld.source)
+    executor = _executor(top, ld.source)
     top.finish()
     return Experiment(
         path,
@@ -396,7 +404,19 @@ def load_experiment(path: str | Path) -> Experiment:
         ld.warnings,
         ld.files,
         fit_options=fit,
+        executor=executor,
     )
+
+
+def _executor(top: _Node, source: str) -> dict[str, Any] | None:
+    """The ``executor:`` key: a scheduler address, a worker count or a mapping."""
+    value = top.get("executor", (str, int, dict), None)
+    if value is None:
+        return None
+    try:
+        return executor_options(value, f"{source}: executor")
+    except (TypeError, ValueError) as e:
+        raise ExperimentError(str(e)) from None
 
 
 def _read_top(path: Path) -> tuple[_Node, str]:

@@ -33,7 +33,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.timeseries import TimeSeries
+from mjsysid.fit.executors import executor_options
 from mjsysid.objective.residual import ResidualFunction, SequencePrediction, build_residual_fn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
@@ -602,41 +603,6 @@ def make_executor(
     return distributed.Client(
         n_workers=workers, threads_per_worker=threads_per_worker, set_as_default=False, **options
     )
-
-
-_EXECUTOR_KEYS = ("workers", "scheduler", "threads_per_worker", "timeout")
-
-
-def executor_options(value: Any, where: str = "executor") -> dict[str, Any]:
-    """The :func:`make_executor` keyword arguments an experiment file's ``executor:`` means.
-
-    ``"tcp://host:8786"`` (a scheduler address), ``4`` (a local cluster of 4 workers) or a
-    mapping ``{workers: 4, threads_per_worker: 1}`` / ``{scheduler: ..., timeout: 10}``.
-
-    Raises:
-      ValueError, TypeError: Anything else, naming ``where``.
-    """
-    if isinstance(value, str):
-        value = {"scheduler": value}
-    elif isinstance(value, int) and not isinstance(value, bool):
-        value = {"workers": value}
-    expected = "a scheduler address, a worker count, or {workers: N} / {scheduler: address}"
-    if not isinstance(value, Mapping):
-        raise TypeError(must_be(where, expected, value))
-    unknown = sorted(set(value) - set(_EXECUTOR_KEYS))
-    if unknown or ("workers" in value) == ("scheduler" in value):
-        raise ValueError(must_be(where, expected + f" (keys among {list(_EXECUTOR_KEYS)})", value))
-    workers = value.get("workers")
-    if workers is not None and (
-        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
-    ):
-        raise ValueError(must_be(f"{where}.workers", "a positive integer", workers))
-    scheduler = value.get("scheduler")
-    if scheduler is not None and (not isinstance(scheduler, str) or "://" not in scheduler):
-        raise ValueError(
-            must_be(f"{where}.scheduler", "an address such as 'tcp://host:8786'", scheduler)
-        )
-    return dict(value)
 
 
 def _client(executor: Any) -> tuple[Any, bool]:

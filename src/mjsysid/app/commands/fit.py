@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -52,6 +53,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume",
         action="store_true",
         help="continue from <out>/checkpoint.npz after an interruption",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="evaluate candidates on a local Dask cluster of N worker processes "
+        "(pip install 'mjsysid[distributed]'); overrides the experiment's executor",
+    )
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="evaluate candidates on the Dask cluster at ADDRESS (e.g. tcp://host:8786)",
     )
     parser.add_argument("--no-report", action="store_true", help="do not write report.html")
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
@@ -187,9 +201,6 @@ def _summarise(
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Loads the experiment, fits, saves the results folder, prints the table and reports."""
     from mjsysid.app.experiment import load_experiment
-    from mjsysid.fit.confidence import compute_confidence
-    from mjsysid.fit.optimize import run_fit
-    from mjsysid.output.results import save_results
 
     exp = load_experiment(args.experiment)
     for warning in exp.warnings:
@@ -197,12 +208,60 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     fs = settings(args, exp)
     rf = exp.build_residual_fn()
     _announce(exp, rf, fs, err)
+    with _evaluator(args, exp, rf, err) as fit_rf:
+        return _fit_and_save(args, exp, fs, rf, fit_rf, out, err)
+
+
+@contextlib.contextmanager
+def _evaluator(args: argparse.Namespace, exp: Experiment, rf: Any, err: TextIO) -> Iterator[Any]:
+    """The residual the fit calls: ``rf`` itself, or ``rf`` spread over a Dask cluster
+    (``--workers`` / ``--scheduler`` / the experiment's ``executor:``), closed afterwards."""
+    from mjsysid.fit.executors import executor_options
+
+    if args.workers is not None:
+        opts: dict[str, Any] | None = executor_options({"workers": args.workers}, "--workers")
+    elif args.scheduler is not None:
+        opts = executor_options({"scheduler": args.scheduler}, "--scheduler")
+    else:
+        opts = exp.executor
+    if opts is None:
+        yield rf
+        return
+    from mjsysid.fit.distributed import distribute, make_executor
+
+    client = make_executor(**opts)
+    try:
+        where = opts.get("scheduler") or f"a local cluster of {opts['workers']} workers"
+        print(f"  evaluating candidates on {where}", file=err)
+        remote = distribute(rf, client)
+        try:
+            yield remote
+        finally:
+            remote.close()
+    finally:
+        client.close()
+
+
+def _fit_and_save(
+    args: argparse.Namespace,
+    exp: Experiment,
+    fs: FitSettings,
+    rf: Any,
+    fit_rf: Any,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Fits with ``fit_rf``, then saves, summarises and reports with the local ``rf``."""
+    from mjsysid.fit.confidence import compute_confidence
+    from mjsysid.fit.optimize import run_fit
+    from mjsysid.output.results import save_results
+
     checkpoint = fs.out / "checkpoint.npz"
     try:
         run_options = fs.fit.replace(
             checkpoint=checkpoint, resume=args.resume, verbose=not args.quiet, output=err
         )
-        opt_params, result = run_fit(exp.params, rf, run_options)
+        opt_params, result = run_fit(exp.params, fit_rf, run_options)
     except KeyboardInterrupt:
         print(
             f"interrupted before the first iteration finished; nothing to save "
