@@ -670,8 +670,8 @@ def build_residual_fn(
       models_sequences: One or more :class:`ModelSequences`; their residuals are stacked.
       modify_residual: Custom residual per sequence and candidate (e.g.
         ``SignalTransform.apply``); see :class:`mjsysid.objective.protocols.ModifyResidualFn`.
-      custom_rollout: Replaces the built-in batched rollout (see
-        :class:`mjsysid.CustomRolloutFn`); must return time-aligned trajectories.
+      custom_rollout: Replaces the built-in batched rollout (a :class:`mjsysid.CustomRolloutFn`;
+        must return time-aligned trajectories).
       build_model: ``build_model(params, spec) -> MjModel``, run on a private working copy of
         each spec (no copy per call). The default, :func:`apply_param_modifiers`, uses the
         compiled-model fast path where every active parameter has one.
@@ -685,12 +685,10 @@ def build_residual_fn(
         sensors, but amplifies near-constant noisy columns); ``False``: no normalisation.
       control_interpolation: ``"zoh"`` (zero-order hold, default: what hardware does between
         commands) or ``"linear"``.
-      nthread: Rollout threads (default: all available CPUs).
-      fast_model_edits: Allow the compiled-model fast path.
-      control_transform: Deadbands, direction-dependent gains and offsets applied to the
-        recorded controls of every candidate before its rollout
-        (:class:`~mjsysid.objective.control_transform.ControlTransform`); its patterns must match
-        actuators of every model.
+      nthread: Rollout threads (default: all CPUs). fast_model_edits: The compiled-model fast path.
+      control_transform: Deadbands, direction-dependent gains and offsets applied to every
+        candidate's recorded controls before its rollout (a :class:`mjsysid.ControlTransform`;
+        its patterns must match actuators of every model).
 
     Returns:
       A :class:`ResidualFunction`; unknown ``sensor_weights`` or ``enabled_observations``
