@@ -55,6 +55,7 @@ from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.layout import Layout, ParameterStructure, masks
 from mjsysid.objective.predictions import SequencePrediction, gather
 from mjsysid.objective.protocols import (
+    BatchResidualModifier,
     BuildModelFn,
     CustomRolloutFn,
     ModifyResidualFn,
@@ -238,9 +239,13 @@ class ResidualFunction:
         cand_params = self._candidate_params(work, X, layout, plan)
         self.stats.time_build += _time.perf_counter() - t0
         t0 = _time.perf_counter()
-        preds = self._simulate(work, X, layout, plan, col_models, cand_params, details)
+        transform = batch_modifier(self.modify_residual)
+        custom = self.modify_residual is not None and transform is None
+        preds = self._simulate(work, X, layout, plan, col_models, cand_params, details or custom)
         self.stats.time_rollout += _time.perf_counter() - t0
-        result, details_out = self._blocks(work, X, layout, plan, preds, col_models, details)
+        result, details_out = self._blocks(
+            work, X, layout, plan, preds, col_models, details, transform
+        )
         self.stats.time_total += _time.perf_counter() - t_start
         return result, details_out
 
@@ -293,10 +298,11 @@ class ResidualFunction:
         plan: _CallPlan,
         col_models: list[list[mujoco.MjModel]],
         cand_params: dict[int, ParameterDict],
-        details: bool,
+        exposed: bool,
     ) -> dict[int, SimBatch]:
         """Every sequence's distinct simulations: run now or taken from the cache; keeps
-        this call's for the next when it is small."""
+        this call's for the next when it is small. ``exposed``: code that may write into the
+        predictions receives them (a custom modify_residual, predict's caller)."""
         preds = self._rollouts.run_all(
             self._sequences,
             [ms.model for ms in self.models_sequences],
@@ -307,13 +313,12 @@ class ResidualFunction:
             plan.sim_cols(),
             cand_params,
         )
-        custom = self.modify_residual is not None and batch_modifier(self.modify_residual) is None
         mixed: dict[int, list[SimBatch]] = {}  # sims of sequences partly cached
         for i, d in enumerate(plan.per_seq):
             if len(plan.run[i]) < len(d.first):
                 mixed[i] = sim_rows(preds.get(i), plan.run[i], d.keys, plan.cache[i])
                 # the states are stacked only where they are read
-                need = details or custom or bool(self._sequences[i].state_cols.size)
+                need = exposed or bool(self._sequences[i].state_cols.size)
                 preds[i] = stacked(mixed[i], need)
             if not preds[i].ok.all():  # simulated now or kept from the last call
                 self.last_divergence += [
@@ -321,11 +326,8 @@ class ResidualFunction:
                     for u in np.flatnonzero(~preds[i].ok)
                 ]
         if plan.cacheable:
-            # Views of this call's fresh rollout arrays, unless code that may write into the
-            # predictions receives them (a custom modify_residual, predict's caller).
-            self._sim_cache.keep(
-                plan.per_seq, preds, mixed, self._structure.key, copy=details or custom
-            )
+            # views of this call's fresh rollout arrays, unless exposed
+            self._sim_cache.keep(plan.per_seq, preds, mixed, self._structure.key, copy=exposed)
         return preds
 
     def _blocks(
@@ -337,11 +339,11 @@ class ResidualFunction:
         preds: dict[int, SimBatch],
         col_models: list[list[mujoco.MjModel]],
         details: bool,
+        transform: BatchResidualModifier | None,
     ) -> tuple[np.ndarray, list[SequencePrediction]]:
         """Residual blocks, sequence by sequence, written into one ``(k, n)`` array where
         their sizes are known (else concatenated); ``(n, k)`` result and predictions."""
         k = X.shape[1]
-        transform = batch_modifier(self.modify_residual)
         out = self._block_buffer(k, transform is not None and not details)
         in_place = out is not None
         blocks_out: list[np.ndarray] = []  # (m_seq, k) each, custom residuals only

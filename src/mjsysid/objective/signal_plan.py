@@ -86,8 +86,8 @@ MAX_READERS = 16
 """How many delay values a plan keeps the interpolation rows and weights of."""
 FULL_WIDTH = 1 << 16
 """Up to this many ``N x D`` elements, cached weights are stored at full width: numpy
-multiplies two ``(N, D)`` arrays 2-3x faster than an ``(N, D)`` by an ``(N, 1)`` one when
-``D`` is small. The zero-delay weights and the ``w / rms`` scale always are."""
+multiplies two ``(N, D)`` arrays faster than an ``(N, D)`` by an ``(N, 1)`` one when ``D`` is
+small. The zero-delay weights and the ``w / rms`` scale always are."""
 
 
 class Plan:

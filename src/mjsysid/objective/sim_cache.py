@@ -87,7 +87,7 @@ def sim_rows(
 
 def stacked(sims: list[SimBatch], with_state: bool) -> SimBatch:
     """The fields of ``sims`` stacked (new arrays); the states ``None`` unless asked.
-    (``np.array`` of a list: the same copy as ``np.stack`` at a third of its cost.)"""
+    (``np.array`` of a list: the same copy as ``np.stack``, at less cost.)"""
     state = np.array([s[0] for s in sims]) if with_state else None
     sens, ok, x0 = (np.array([s[f] for s in sims]) for f in (1, 2, 3))
     return SimBatch(state, sens, ok, x0)
