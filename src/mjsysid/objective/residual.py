@@ -77,8 +77,6 @@ from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.rollout import BatchRollout
 from mjsysid.util.errors import must_be
 
-_distinct_columns = distinct_columns  # the name the tests and older code import
-
 
 @dataclass
 class _CallPlan:

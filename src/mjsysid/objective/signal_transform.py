@@ -12,15 +12,16 @@
 Patterns use :mod:`fnmatch` syntax (``"*_pos"``) and are matched against the measured signal
 names; a pattern matching nothing is an error, raised when the residual function is built.
 
-Speed. Everything that does not depend on the candidate's parameter *values* (the signals kept
-by :meth:`SignalTransform.enable_sensors`, the delay window, the per-signal RMS, the weights, the
+Speed. Everything that does not depend on the candidate's parameter *values* (the signals kept by
+:meth:`SignalTransform.enable_sensors`, the delay window, the per-signal RMS, the weights, the
 columns every delay, gain and bias rule touches) is compiled once into a plan
-(:mod:`mjsysid.objective.signal_plan`) per (measured series, prediction grid, delay bounds,
-sensor weights) and cached on the transform (the last :data:`_MAX_PLANS` plans). A call then costs one interpolation per distinct delay value, the
-gains and biases in place and one weighted difference. :meth:`SignalTransform.batch_residuals` does
-the same for all candidates of a sequence at once (what the residual function calls): one plan
-lookup, one interpolation per distinct (simulation, delays) pair. The results are those of
-the section-8 functions (:mod:`mjsysid.signal_modifier`) applied one by one, to the last bit.
+(:mod:`mjsysid.objective.signal_plan`) per (measured series, prediction grid, delay bounds, sensor
+weights) and cached on the transform (the last :data:`_MAX_PLANS` plans). A call then costs one
+interpolation per distinct delay value, the gains and biases in place and one weighted difference.
+:meth:`SignalTransform.batch_residuals` does the same for all candidates of a sequence at once (what
+the residual function calls): one plan lookup, one interpolation per distinct (simulation, delays)
+pair. The results are those of the section-8 functions (:mod:`mjsysid.signal_modifier`) applied one
+by one, to the last bit.
 """
 
 from __future__ import annotations
