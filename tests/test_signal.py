@@ -12,6 +12,7 @@ import pytest
 
 import mjsysid as ms
 import mjsysid.data.recording
+import mjsysid.objective.signal_plan
 import mjsysid.objective.signal_transform
 import mjsysid.output.results
 from conftest import ARM2
@@ -441,7 +442,7 @@ def test_fast_apply_matches_section8_reference(make_problem, jitter, enabled):
 
 def test_fast_apply_matches_reference_in_batched_residual(make_problem, monkeypatch):
     # delayed reads with (N, 1) weights (what large problems get) instead of full-width ones
-    monkeypatch.setattr(mjsysid.objective.signal_transform, "_FULL_WIDTH", 0)
+    monkeypatch.setattr(mjsysid.objective.signal_plan, "FULL_WIDTH", 0)
     p, seq = _arm_with_measurement(make_problem, delay=0.01, gain=1.3, bias=0.1)
     rng = np.random.default_rng(3)
     params = _spec_params(rng)
@@ -596,7 +597,7 @@ def test_batched_transform_on_interleaved_columns(make_problem):
     d.add(ms.Parameter("pos_bias", 0.05, -1.0, 1.0))
     t = ms.SignalTransform().delay("*_pos", d["delay"]).gain("*_vel", d["vel_gain"])
     t.bias("*_pos", d["pos_bias"])
-    from mjsysid.objective.signal_transform import _index
+    from mjsysid.objective.signal_plan import as_index as _index
 
     assert _index(rec.columns("j1_vel").tolist() + rec.columns("j2_vel").tolist()) == slice(1, 4, 2)
     fast = ms.build_residual_fn([seq], modify_residual=t.apply)

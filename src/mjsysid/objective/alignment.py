@@ -11,8 +11,9 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
+import mujoco
 import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
@@ -171,6 +172,66 @@ def prepare_sequence(
     """
     ms = models_sequences[mi]
     model = ms.model
+    label, x0, ctrl_ts, meas, rms_ref = _recorded(models_sequences, mi, si, enabled_observations)
+    dt = float(model.opt.timestep)
+    t0 = float(meas.times[0])
+    nstep = grid_length(t0, float(meas.times[-1]), dt)
+    grid = t0 + dt * np.arange(nstep)
+    control = _grid_controls(ms, si, ctrl_ts, grid, control_interpolation)
+    x0 = x0.copy()
+    x0[0] = t0
+    src = _column_sources(model, meas, label, custom_residual)
+    interp_i, interp_w = linear_weights(t0, dt, nstep, meas.times)
+    scale = _column_scale(meas, sensor_weights, normalize, rms_ref, label)
+    on_grid = bool(np.all(np.abs(interp_w) < 1e-9))
+    return PreparedSequence(
+        mi,
+        si,
+        label,
+        meas,
+        x0,
+        np.ascontiguousarray(control, dtype=np.float64),
+        grid,
+        np.asarray(src.sens_cols, dtype=np.int64),
+        np.asarray(src.sens_src, dtype=np.int64),
+        np.asarray(src.state_cols, dtype=np.int64),
+        np.asarray(src.state_src, dtype=np.int64),
+        interp_i,
+        interp_w,
+        scale,
+        on_grid,
+        on_grid and interp_i.size == nstep and bool(np.all(interp_i == np.arange(nstep))),
+        src.all_sensors(model.nsensordata),
+        src.labels,
+        rms_ref,
+    )
+
+
+class _Recorded(NamedTuple):
+    """A recorded sequence with signal mappings, after ``enabled_observations``."""
+
+    label: str
+    x0: np.ndarray
+    control: TimeSeries | None
+    meas: TimeSeries
+    rms_ref: TimeSeries | None  # what normalises it when not its own data (a window)
+
+
+def _recorded(
+    models_sequences: Sequence[ModelSequences],
+    mi: int,
+    si: int,
+    enabled_observations: list[str] | None,
+) -> _Recorded:
+    """Sequence ``si`` of ``models_sequences[mi]``, its measured series mapped by signal
+    names and restricted to ``enabled_observations``.
+
+    Raises:
+      KeyError: ``enabled_observations`` names no measured signal.
+      ValueError: No signal left, or fewer than 2 samples.
+    """
+    ms = models_sequences[mi]
+    model = ms.model
     name, x0, ctrl_ts, meas = ms.sequences()[si]
     label = f"{ms.name}/{name}"
     # what normalises it when not its own data (a window: its whole recording)
@@ -180,77 +241,144 @@ def prepare_sequence(
     if rms_ref is not None and rms_ref.signal_mapping is None:
         rms_ref = TimeSeries.from_names(rms_ref.times, rms_ref.data, model)
     if enabled_observations is not None:
-        known = {
-            n
-            for m in models_sequences
-            for s in m.sensordata  # type: ignore[union-attr]
-            for n in (
-                s.names
-                if s.signal_mapping
-                else [model.sensor(k).name for k in range(model.nsensor)]
-            )
-        }
-        unknown = sorted(set(enabled_observations) - known)
-        if unknown:
-            raise KeyError(
-                f"enabled_observations names {unknown} match no measured signal; measured "
-                f"signals: {sorted(known)}"
-            )
-        keep = [n for n in enabled_observations if n in meas.names]
-        if not keep:
-            raise ValueError(
-                f"{label}: enabled_observations {enabled_observations} "
-                f"leave no measured signal; it has {meas.names}"
-            )
-        meas = meas.slice_by_name(keep)
-        if rms_ref is not None:
-            rms_ref = rms_ref.slice_by_name(keep)
+        check_observation_names(models_sequences, model, enabled_observations)
+        meas, rms_ref = _enabled_only(meas, rms_ref, enabled_observations, label)
     if meas.times.size < 2:
         raise ValueError(must_be(f"{label}: sensordata", "at least 2 samples", meas.times.size))
-    dt = float(model.opt.timestep)
-    t0 = float(meas.times[0])
-    nstep = grid_length(t0, float(meas.times[-1]), dt)
-    grid = t0 + dt * np.arange(nstep)
-    if model.nu:
-        assert ctrl_ts is not None
-        cols = ms.control_columns(si)
-        if control_interpolation == "zoh":
-            control = ctrl_ts.data[zoh_indices(ctrl_ts.times, grid)][:, cols]
-        else:
-            control = np.stack(
-                [np.interp(grid, ctrl_ts.times, ctrl_ts.data[:, c]) for c in cols], axis=1
-            )
-    else:
-        control = np.zeros((nstep, 0))
-    x0 = x0.copy()
-    x0[0] = t0
+    return _Recorded(label, x0, ctrl_ts, meas, rms_ref)
+
+
+def check_observation_names(
+    models_sequences: Sequence[ModelSequences],
+    model: mujoco.MjModel,
+    enabled_observations: list[str],
+) -> None:
+    """Every name of ``enabled_observations`` is a signal measured in some sequence.
+
+    Raises:
+      KeyError: One names no measured signal.
+    """
+    known = {
+        n
+        for m in models_sequences
+        for s in m.sensordata  # type: ignore[union-attr]
+        for n in (
+            s.names if s.signal_mapping else [model.sensor(k).name for k in range(model.nsensor)]
+        )
+    }
+    unknown = sorted(set(enabled_observations) - known)
+    if unknown:
+        raise KeyError(
+            f"enabled_observations names {unknown} match no measured signal; measured "
+            f"signals: {sorted(known)}"
+        )
+
+
+def _enabled_only(
+    meas: TimeSeries, rms_ref: TimeSeries | None, enabled_observations: list[str], label: str
+) -> tuple[TimeSeries, TimeSeries | None]:
+    """``meas`` (and its normalisation reference) restricted to the enabled signals.
+
+    Raises:
+      ValueError: No measured signal of the sequence is enabled.
+    """
+    keep = [n for n in enabled_observations if n in meas.names]
+    if not keep:
+        raise ValueError(
+            f"{label}: enabled_observations {enabled_observations} "
+            f"leave no measured signal; it has {meas.names}"
+        )
+    meas = meas.slice_by_name(keep)
+    if rms_ref is not None:
+        rms_ref = rms_ref.slice_by_name(keep)
+    return meas, rms_ref
+
+
+def _grid_controls(
+    ms: ModelSequences,
+    si: int,
+    ctrl_ts: TimeSeries | None,
+    grid: np.ndarray,
+    control_interpolation: str,
+) -> np.ndarray:
+    """``(nstep, nu)`` recorded controls of sequence ``si`` sampled on the ``grid`` (zero-order
+    hold or linear)."""
+    if not ms.model.nu:
+        return np.zeros((grid.size, 0))
+    assert ctrl_ts is not None
+    cols = ms.control_columns(si)
+    if control_interpolation == "zoh":
+        return ctrl_ts.data[zoh_indices(ctrl_ts.times, grid)][:, cols]
+    return np.stack([np.interp(grid, ctrl_ts.times, ctrl_ts.data[:, c]) for c in cols], axis=1)
+
+
+@dataclass
+class _ColumnSources:
+    """Where each measured column comes from: sensordata indices ``sens_src`` of the columns
+    ``sens_cols``, state indices ``state_src`` of ``state_cols``; ``labels`` of every column."""
+
+    sens_cols: list[int] = field(default_factory=list)
+    sens_src: list[int] = field(default_factory=list)
+    state_cols: list[int] = field(default_factory=list)
+    state_src: list[int] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+
+    def all_sensors(self, nsensordata: int) -> bool:
+        """The columns are all ``nsensordata`` model sensor values, in model order."""
+        return (
+            not self.state_cols
+            and len(self.sens_src) == nsensordata
+            and list(self.sens_src) == list(range(nsensordata))
+            and list(self.sens_cols) == list(range(nsensordata))
+        )
+
+
+def _column_sources(
+    model: mujoco.MjModel, meas: TimeSeries, label: str, custom_residual: bool
+) -> _ColumnSources:
+    """The source of every measured column of ``meas``.
+
+    Raises:
+      ValueError: A ``SignalType.CustomObs`` signal without a custom residual.
+    """
     slices = state_slices(model)
-    sens_cols: list[int] = []
-    sens_src: list[int] = []
-    state_cols: list[int] = []
-    state_src: list[int] = []
-    col_labels = [""] * meas.data.shape[1]
+    out = _ColumnSources(labels=[""] * meas.data.shape[1])
     custom = []
     assert meas.signal_mapping is not None
     for sig, (stype, cols_) in meas.signal_mapping.items():
         for j, c in enumerate(cols_):
-            col_labels[c] = sig if len(cols_) == 1 else f"{sig}[{j}]"
+            out.labels[c] = sig if len(cols_) == 1 else f"{sig}[{j}]"
         if stype == SignalType.CustomObs:
             custom.append(sig)
             continue
         src = signal_source_indices(model, sig, stype)
         if stype == SignalType.MjSensor:
-            sens_cols.extend(cols_)
-            sens_src.extend(src)
+            out.sens_cols.extend(cols_)
+            out.sens_src.extend(src)
         else:
-            state_cols.extend(cols_)
-            state_src.extend(slices[_STATE_TYPES[stype]].start + np.asarray(src))
+            out.state_cols.extend(cols_)
+            out.state_src.extend(slices[_STATE_TYPES[stype]].start + np.asarray(src))
     if custom and not custom_residual:
         raise ValueError(
             f"{label}: sensordata signals {custom} are SignalType.CustomObs, which the default "
             "residual cannot predict; pass modify_residual= to compute them"
         )
-    interp_i, interp_w = linear_weights(t0, dt, nstep, meas.times)
+    return out
+
+
+def _column_scale(
+    meas: TimeSeries,
+    sensor_weights: Mapping[str, Any],
+    normalize: bool | str,
+    rms_ref: TimeSeries | None,
+    label: str,
+) -> np.ndarray:
+    """``(D,)`` scale of each measured column: the product of the weights matching its signal,
+    divided by the RMS (``normalize``) of ``meas`` or of the reference ``rms_ref``.
+
+    Raises:
+      ValueError: A weight with neither 1 nor one value per column of its signal.
+    """
     scale = np.ones(meas.data.shape[1])
     for pattern, w in sensor_weights.items():
         for sig in (n for n in meas.names if fnmatch.fnmatchcase(n, pattern)):
@@ -267,29 +395,4 @@ def prepare_sequence(
     if normalize:
         rms = column_rms if normalize == "column" else signal_rms
         scale = scale / rms(meas if rms_ref is None else rms_ref, label)
-    return PreparedSequence(
-        mi,
-        si,
-        label,
-        meas,
-        x0,
-        np.ascontiguousarray(control, dtype=np.float64),
-        grid,
-        np.asarray(sens_cols, dtype=np.int64),
-        np.asarray(sens_src, dtype=np.int64),
-        np.asarray(state_cols, dtype=np.int64),
-        np.asarray(state_src, dtype=np.int64),
-        interp_i,
-        interp_w,
-        scale,
-        bool(np.all(np.abs(interp_w) < 1e-9)),
-        bool(np.all(np.abs(interp_w) < 1e-9))
-        and interp_i.size == nstep
-        and bool(np.all(interp_i == np.arange(nstep))),
-        not state_cols
-        and len(sens_src) == model.nsensordata
-        and list(sens_src) == list(range(model.nsensordata))
-        and list(sens_cols) == list(range(model.nsensordata)),
-        col_labels,
-        rms_ref,
-    )
+    return scale

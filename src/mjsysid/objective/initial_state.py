@@ -84,46 +84,74 @@ def initial_state_params(
     found: set[str] = set()
     for ms in ms_list:
         model = ms.model
-        slices = state_slices(model)
         jids = _scalar_joints(model, joints)
         for name, x0, _, _ in ms.sequences():
             if wanted is not None and name not in wanted:
                 continue
             found.add(name)
             label = f"{ms.name}/{name}"
-            for j in jids:
-                jname = model.joint(j).name
-                for part, use, adr, margin in (
-                    ("qpos", qpos, slices["qpos"].start + int(model.jnt_qposadr[j]), qpos_margin),
-                    ("qvel", qvel, slices["qvel"].start + int(model.jnt_dofadr[j]), qvel_margin),
-                ):
-                    if not use:
-                        continue
-                    v = float(x0[adr])
-                    out.add(
-                        Parameter(
-                            f"{label}/{jname}_{part}0",
-                            v,
-                            v - margin,
-                            v + margin,
-                            meta={"kind": f"initial_{part}", "target": label, "joint": jname},
-                        )
-                    )
+            margins = (qpos_margin if qpos else None, qvel_margin if qvel else None)
+            for p in _joint_params(model, label, x0, jids, margins):
+                out.add(p)
             if model.na if act is None else act:
-                for a in np.flatnonzero(model.actuator_actadr >= 0):
-                    aname = model.actuator(int(a)).name
-                    v = float(x0[slices["act"].start + int(model.actuator_actadr[a])])
-                    out.add(
-                        Parameter(
-                            f"{label}/{aname}_act0",
-                            v,
-                            v - act_margin,
-                            v + act_margin,
-                            meta={"kind": "initial_act", "target": label, "actuator": aname},
-                        )
-                    )
+                for p in _activation_params(model, label, x0, act_margin):
+                    out.add(p)
     if wanted is not None and wanted - found:
         raise KeyError(f"sequences {sorted(wanted - found)} are not recorded sequences")
+    return out
+
+
+def _joint_params(
+    model: mujoco.MjModel,
+    label: str,
+    x0: np.ndarray,
+    jids: list[int],
+    margins: tuple[float | None, float | None],
+) -> list[Parameter]:
+    """Initial position and velocity parameters of the joints ``jids`` of sequence ``label``
+    (initial state ``x0``); ``margins``: of the positions and velocities (``None``: not
+    estimated)."""
+    slices = state_slices(model)
+    out = []
+    for j in jids:
+        jname = model.joint(j).name
+        for part, margin, adr in (
+            ("qpos", margins[0], slices["qpos"].start + int(model.jnt_qposadr[j])),
+            ("qvel", margins[1], slices["qvel"].start + int(model.jnt_dofadr[j])),
+        ):
+            if margin is None:
+                continue
+            v = float(x0[adr])
+            out.append(
+                Parameter(
+                    f"{label}/{jname}_{part}0",
+                    v,
+                    v - margin,
+                    v + margin,
+                    meta={"kind": f"initial_{part}", "target": label, "joint": jname},
+                )
+            )
+    return out
+
+
+def _activation_params(
+    model: mujoco.MjModel, label: str, x0: np.ndarray, act_margin: float
+) -> list[Parameter]:
+    """Initial activation parameters of every actuator with an activation."""
+    slices = state_slices(model)
+    out = []
+    for a in np.flatnonzero(model.actuator_actadr >= 0):
+        aname = model.actuator(int(a)).name
+        v = float(x0[slices["act"].start + int(model.actuator_actadr[a])])
+        out.append(
+            Parameter(
+                f"{label}/{aname}_act0",
+                v,
+                v - act_margin,
+                v + act_margin,
+                meta={"kind": "initial_act", "target": label, "actuator": aname},
+            )
+        )
     return out
 
 

@@ -78,7 +78,7 @@ def _interp_columns(times: np.ndarray, data: np.ndarray, query: np.ndarray) -> n
     return data[i] * (1.0 - w) + data[i + 1] * w
 
 
-def _check_inside(
+def check_inside(
     times: np.ndarray,
     query: np.ndarray,
     what: str,
@@ -120,8 +120,8 @@ def apply_delay(
     cols = ts.columns(name)
     query = ts.times if times is None else _query_times(times, "apply_delay: times")
     if times is not None:
-        _check_inside(ts.times, query, "apply_delay: times")
-    _check_inside(
+        check_inside(ts.times, query, "apply_delay: times")
+    check_inside(
         ts.times,
         query - d,
         f"apply_delay({name!r}, delay {d!r} s)",
@@ -196,7 +196,7 @@ def apply_resample_and_delay(
         groups.setdefault(float(default_delay), []).extend(rest)
     for d, cols in groups.items():
         q = query - d
-        _check_inside(ts.times, q, f"apply_resample_and_delay (delay {d!r} s)")
+        check_inside(ts.times, q, f"apply_resample_and_delay (delay {d!r} s)")
         out[:, cols] = _interp_columns(ts.times, ts.data[:, cols], q)
     return TimeSeries._unchecked(query, out, ts.signal_mapping)
 

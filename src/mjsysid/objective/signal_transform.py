@@ -12,34 +12,40 @@
 Patterns use :mod:`fnmatch` syntax (``"*_pos"``) and are matched against the measured signal
 names; a pattern matching nothing is an error, raised when the residual function is built.
 
-Speed. Everything that does not depend on the candidate's parameter *values* (the signals kept
-by :meth:`SignalTransform.enable_sensors`, the delay window, the per-signal RMS, the weights, the
-columns every delay, gain and bias rule touches) is compiled once into a plan per (measured
-series, prediction grid, delay bounds, sensor weights) and cached on the transform (the last
-:data:`_MAX_PLANS` plans). A call then costs one interpolation per distinct delay value, the
-gains and biases in place and one weighted difference. :meth:`SignalTransform.batch_residuals` does
-the same for all candidates of a sequence at once (what the residual function calls): one plan
-lookup, one interpolation per distinct (simulation, delays) pair. The results are those of
-the section-8 functions (:mod:`mjsysid.signal_modifier`) applied one by one, to the last bit.
+Speed. Everything that does not depend on the candidate's parameter *values* (the signals kept by
+:meth:`SignalTransform.enable_sensors`, the delay window, the per-signal RMS, the weights, the
+columns every delay, gain and bias rule touches) is compiled once into a plan
+(:mod:`mjsysid.objective.signal_plan`) per (measured series, prediction grid, delay bounds, sensor
+weights) and cached on the transform (the last :data:`_MAX_PLANS` plans). A call then costs one
+interpolation per distinct delay value, the gains and biases in place and one weighted difference.
+:meth:`SignalTransform.batch_residuals` does the same for all candidates of a sequence at once (what
+the residual function calls): one plan lookup, one interpolation per distinct (simulation, delays)
+pair. The results are those of the section-8 functions (:mod:`mjsysid.signal_modifier`) applied one
+by one, to the last bit.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
 from mjsysid.data.timeseries import TimeSeries
-from mjsysid.objective.signal_ops import (
-    _check_inside,
-    apply_delayed_ts_window,
-    column_rms,
-    signal_rms,
+from mjsysid.objective.signal_plan import (
+    Plan,
+    PlanRules,
+    Rule,
+    batch_delays,
+    batch_gains_and_biases,
+    batch_read,
+    build_plan,
+    delays_of,
+    gains_and_biases,
+    match_signals,
+    read_delayed,
 )
 from mjsysid.params.parameter import Parameter, ParameterDict
 from mjsysid.util.errors import must_be
@@ -48,14 +54,7 @@ _TARGETS = ("predicted", "measured")
 _MAX_PLANS = 64
 """How many compiled plans a :class:`SignalTransform` keeps (oldest dropped first)."""
 
-_Index = slice | np.ndarray
-
-
-@dataclass(frozen=True)
-class _Rule:
-    pattern: str
-    param: str
-    target: str = "predicted"
+_Rule = Rule  # the older name (pickles of a transform refer to it)
 
 
 def _param_name(param: Parameter | str, what: str) -> str:
@@ -66,178 +65,6 @@ def _param_name(param: Parameter | str, what: str) -> str:
     raise TypeError(
         must_be(f"SignalTransform.{what}: param", "a Parameter or a parameter name", param)
     )
-
-
-def _index(cols: Sequence[int] | np.ndarray) -> _Index:
-    """``cols`` as a slice when they are ascending with a constant step (views, no gathers)."""
-    c = np.asarray(cols, dtype=np.intp).reshape(-1)
-    if c.size == 1:
-        return slice(int(c[0]), int(c[0]) + 1)
-    if c.size > 1:
-        step = int(c[1] - c[0])
-        if step > 0 and np.all(np.diff(c) == step):
-            return slice(int(c[0]), int(c[-1]) + 1, step)
-    return c
-
-
-_Reader = tuple[_Index, _Index | None, np.ndarray | None, np.ndarray | None] | None
-"""``(rows, next rows, w, 1 − w)`` of a linear interpolation; ``(rows, None, None, None)`` when
-every weight is 0 (a plain copy of rows); ``None`` for a one-sample prediction."""
-_MAX_READERS = 16
-"""How many delay values a plan keeps the interpolation rows and weights of."""
-_FULL_WIDTH = 1 << 16
-"""Up to this many ``N x D`` elements, cached weights are stored at full width: numpy
-multiplies two ``(N, D)`` arrays 2-3x faster than an ``(N, D)`` by an ``(N, 1)`` one when
-``D`` is small. The zero-delay weights and the ``w / rms`` scale always are."""
-
-
-class _Plan:
-    """Everything :meth:`SignalTransform.apply` needs that does not depend on parameter values.
-
-    Built for one measured series, one prediction grid and mapping, one pair of delay bounds
-    and one set of sensor weights (the cache key); holds the measured series weakly.
-    """
-
-    __slots__ = (
-        "dts",
-        "main",
-        "mdata",
-        "meas_mapping",
-        "meas_ops",
-        "meas_ref",
-        "meas_ts",
-        "ncol",
-        "ops",
-        "pred_mapping",
-        "pred_mapping_out",
-        "pred_times",
-        "q_hi",
-        "q_lo",
-        "readers",
-        "rms_of",
-        "scale",
-        "select",
-        "sources",
-        "times",
-        "zero",
-    )
-
-    def __init__(self) -> None:
-        self.meas_ref: weakref.ref[TimeSeries] | None = None
-        self.rms_of: TimeSeries | None = None  # the series normalising, when not the data
-        self.pred_times = np.zeros(0)
-        self.dts = np.zeros(0)  # pred_times[k + 1] - pred_times[k]
-        self.pred_mapping: Any = None
-        self.select: _Index | None = None  # prediction columns kept (enable_sensors)
-        self.ncol = 0  # columns of the output (of the prediction after ``select``)
-        self.times = np.zeros(0)  # windowed measured times = where the prediction is read
-        self.mdata = np.zeros((0, 0))  # windowed measured data (read-only)
-        self.meas_ts: TimeSeries | None = None  # the windowed measured series
-        self.meas_mapping: Any = None
-        self.pred_mapping_out: Any = None
-        self.scale = np.zeros((0, 0))  # weight / RMS of each column, on every row
-        # (delay parameter or None for 0, columns), the columns of each signal with that delay
-        self.sources: list[tuple[str | None, _Index]] = []
-        self.main = 0  # the source with most columns: its read becomes the output array
-        # One per gain or bias rule: (is_gain, parameter, columns of all its signals,
-        # [(signal, columns, width)], on the prediction). A scalar value edits all columns at
-        # once; a vector one signal at a time.
-        self.ops: list[tuple[bool, str, _Index, list[tuple[str, _Index, int]], bool]] = []
-        self.meas_ops = False  # some gain or bias edits the measurement (then copied)
-        self.q_lo = self.q_hi = 0.0
-        self.zero: _Reader = None
-        self.readers: dict[float, _Reader] = {}
-
-    def matches(self, pred: TimeSeries, meas: TimeSeries) -> bool:
-        ref = self.meas_ref
-        return (
-            ref is not None
-            and ref() is meas
-            and self.pred_mapping is pred.signal_mapping
-            and (self.pred_times is pred.times or np.array_equal(self.pred_times, pred.times))
-        )
-
-    def reader(self, d: float) -> _Reader:
-        """Rows and weights reading the prediction at ``times − d`` (``None``: one sample).
-
-        The arithmetic of :func:`mjsysid.signal_modifier.apply_resample_and_delay`; cached per
-        delay value (a finite-difference Jacobian reuses a few values many times).
-        """
-        if d == 0.0 and self.zero is not None:
-            return self.zero
-        readers = self.readers
-        if d in readers:
-            return readers[d]
-        q = self.times - d
-        if q[0] < self.q_lo or q[-1] > self.q_hi:  # q is increasing: its ends decide
-            _check_inside(self.pred_times, q, f"apply_resample_and_delay (delay {d!r} s)")
-        pt = self.pred_times
-        if pt.size == 1:
-            return None
-        i = pt.searchsorted(q, side="right")
-        i -= 1
-        np.minimum(i, pt.size - 2, out=i)
-        np.maximum(i, 0, out=i)
-        ip1 = i + 1
-        w = ((q - pt[i]) / self.dts[i])[:, None]
-        n = i.size
-        if d == 0.0 or n * self.ncol <= _FULL_WIDTH:
-            w = np.repeat(w, self.ncol, axis=1)
-        rows: tuple[_Index, _Index]
-        if int(i[-1]) - int(i[0]) == n - 1 and np.all(np.diff(i) == 1):
-            rows = slice(int(i[0]), int(i[0]) + n), slice(int(i[0]) + 1, int(i[0]) + n + 1)
-        else:
-            rows = i, ip1
-        out: _Reader
-        if not np.any(w):  # every time on a grid instant: a copy of rows, no arithmetic
-            out = (rows[0], None, None, None)
-        else:
-            out = (rows[0], rows[1], w, 1.0 - w)
-        readers[d] = out
-        while len(readers) > _MAX_READERS:
-            try:
-                del readers[next(iter(readers))]
-            except (KeyError, RuntimeError, StopIteration):  # pragma: no cover - races
-                break
-        return out
-
-    def read(self, pdata: np.ndarray, reader: _Reader, out: np.ndarray | None = None) -> np.ndarray:
-        """Every column of ``pdata (..., nstep, D)`` interpolated by ``reader``: a new
-        ``(..., N, D)`` array, or ``out`` (of that shape) written (leading axes: candidates
-        read at once)."""
-        if reader is None:
-            rows = pdata[..., :1, :]
-            if out is None:
-                return np.repeat(rows, self.times.size, axis=-2)
-            out[...] = rows
-            return out
-        i, ip1, w, omw = reader
-        if ip1 is None or w is None or omw is None:
-            if isinstance(i, np.ndarray):  # rows are in range: "clip" only spares a buffer
-                return pdata.take(i, axis=-2, out=out, mode="clip")
-            if out is None:
-                return pdata[..., i, :].copy()
-            out[...] = pdata[..., i, :]
-            return out
-        if isinstance(i, np.ndarray) and isinstance(ip1, np.ndarray):
-            a = pdata.take(i, axis=-2, out=out, mode="clip")
-            a *= omw
-            b = pdata.take(ip1, axis=-2)
-            b *= w
-        else:  # consecutive rows: views, no gathers
-            a = np.multiply(pdata[..., i, :], omw, out=out)
-            b = pdata[..., ip1, :] * w
-        a += b
-        return a
-
-
-def _check_width(is_gain: bool, name: str | None, width: int, v: np.ndarray) -> None:
-    if v.size not in (1, width):
-        raise ValueError(
-            must_be(
-                f"{'gain' if is_gain else 'bias'} value for {name!r}", f"1 or {width} entries", v
-            )
-        )
 
 
 class SignalTransform:
@@ -254,12 +81,12 @@ class SignalTransform:
     """
 
     def __init__(self, normalize: bool | str = True) -> None:
-        self._delays: list[_Rule] = []
-        self._gains: list[_Rule] = []
-        self._biases: list[_Rule] = []
+        self._delays: list[Rule] = []
+        self._gains: list[Rule] = []
+        self._biases: list[Rule] = []
         self._enabled: list[str] | None = None
         self._weights: dict[str, Any] = {}
-        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._plans: dict[tuple[Any, ...], Plan] = {}
         self.normalize = normalize
 
     @property
@@ -295,7 +122,7 @@ class SignalTransform:
         """Delays the predicted signals matching ``pattern`` by the value of ``param`` (one
         number, seconds). A later rule overrides an earlier one for the signals both match
         (``delay("*", "d_all").delay("imu_*", "d_imu")``)."""
-        self._delays.append(_Rule(self._pattern(pattern, "delay"), _param_name(param, "delay")))
+        self._delays.append(Rule(self._pattern(pattern, "delay"), _param_name(param, "delay")))
         return self._changed()
 
     def gain(
@@ -303,7 +130,7 @@ class SignalTransform:
     ) -> SignalTransform:
         """Multiplies matching signals of ``target`` ("predicted" or "measured") by the value."""
         self._gains.append(
-            _Rule(
+            Rule(
                 self._pattern(pattern, "gain"),
                 _param_name(param, "gain"),
                 self._target(target, "gain"),
@@ -316,7 +143,7 @@ class SignalTransform:
     ) -> SignalTransform:
         """Adds the value to matching signals of ``target`` ("predicted" or "measured")."""
         self._biases.append(
-            _Rule(
+            Rule(
                 self._pattern(pattern, "bias"),
                 _param_name(param, "bias"),
                 self._target(target, "bias"),
@@ -384,10 +211,6 @@ class SignalTransform:
         return list(dict.fromkeys(r.param for r in (*self._delays, *self._gains, *self._biases)))
 
     # -- validation -------------------------------------------------------------------------
-    @staticmethod
-    def _match(pattern: str, names: Sequence[str]) -> list[str]:
-        return [n for n in names if fnmatch.fnmatchcase(n, pattern)]
-
     def validate_signals(
         self,
         names: Sequence[str],
@@ -405,7 +228,7 @@ class SignalTransform:
             + [("bias", r) for r in self._biases]
         )
         for kind, rule in rules:
-            if not self._match(rule.pattern, names):
+            if not match_signals(rule.pattern, names):
                 raise ValueError(
                     f"SignalTransform.{kind}({rule.pattern!r}, {rule.param!r}): the pattern must "
                     f"match at least one measured signal, got none; measured signals: {list(names)}"
@@ -421,14 +244,14 @@ class SignalTransform:
                     )
                 )
         for pat in (self._enabled or []) + list(self._weights):
-            if not self._match(pat, names):
+            if not match_signals(pat, names):
                 raise ValueError(
                     f"SignalTransform: pattern {pat!r} must match at least one measured "
                     f"signal, got none; measured signals: {list(names)}"
                 )
         for pat, value in self._weights.items():
             size = np.size(value)
-            for n in self._match(pat, names):
+            for n in match_signals(pat, names):
                 width = (widths or {}).get(n, size)
                 if size not in (1, width):
                     raise ValueError(
@@ -474,9 +297,9 @@ class SignalTransform:
         pred = sensordata_predicted
         plan = self._plan(params, pred, sensordata_measured, sensor_weights, rms_reference)
         pdata = pred.data if plan.select is None else pred.data[:, plan.select]
-        out = self._read_delayed(plan, pdata, self._delays_of(plan, params))
+        out = read_delayed(plan, pdata, delays_of(plan, params))
         mdata = np.array(plan.mdata, dtype=np.float64) if plan.meas_ops else plan.mdata
-        self._gains_and_biases(plan, params, out, mdata)
+        gains_and_biases(plan, params, out, mdata)
         meas_ts = plan.meas_ts
         if plan.meas_ops:
             meas_ts = TimeSeries._unchecked(plan.times, mdata, plan.meas_mapping)
@@ -524,101 +347,18 @@ class SignalTransform:
         pred0 = TimeSeries._unchecked(grid, predictions[0], mapping)
         plan = self._plan(params, pred0, sensordata_measured, sensor_weights, rms_reference)
         rows, cols = plan.mdata.shape
-        delays = np.zeros((k, len(plan.sources)))
-        for c, (pname, _) in enumerate(plan.sources):
-            if pname is not None:
-                delays[:, c] = values(pname)[:, 0]
+        delays = batch_delays(plan, values, k)
         # gains and biases on a contiguous array (broadcast over a strided view they cost
         # twice as much); the weighted difference then goes to the caller's ``out``
         flat = out if out is not None and out.shape == (k, rows * cols) else None
         out = np.empty((k, rows, cols))
-        # One batched read per distinct delay vector, over the distinct simulations it needs.
-        groups: dict[bytes, list[int]] = {}
-        for j in range(k):
-            groups.setdefault(delays[j].tobytes(), []).append(j)
-        for js in groups.values():
-            at: dict[int, int] = {}  # simulation -> its row in this group's read
-            inv = [at.setdefault(int(which[j]), len(at)) for j in js]
-            sims = list(at)
-            if sims == list(range(predictions.shape[0])):
-                pdata = predictions
-            elif len(sims) == 1:
-                pdata = predictions[sims[0] : sims[0] + 1]
-            else:
-                pdata = predictions[sims]
-            if plan.select is not None:
-                pdata = pdata[..., plan.select]
-            ds = tuple(delays[js[0]].tolist())
-            n, j0 = len(sims), js[0]
-            if js[:n] == list(range(j0, j0 + n)) and inv[:n] == list(range(n)):
-                # the group's first candidates are its simulations, in order: read them in
-                # place, then copy their rows to the group's other candidates
-                self._read_delayed(plan, pdata, ds, out[j0 : j0 + n])
-                for j, row in zip(js[n:], inv[n:], strict=True):
-                    out[j] = out[j0 + row]
-            else:
-                out[js] = self._read_delayed(plan, pdata, ds)[inv]
+        batch_read(plan, delays, which, predictions, out)
         mdata = np.repeat(plan.mdata[None], k, axis=0) if plan.meas_ops else plan.mdata[None]
-        for is_gain, pname, all_cols, signals, on_pred in plan.ops:
-            v = values(pname)
-            target = out if on_pred else mdata
-            # Per candidate and column, 1 (gain) or 0 (bias) where the rule does not apply:
-            # one pass over whole rows costs less than one over a few columns of each row,
-            # and x·1 and x + 0 leave every value as it was.
-            vb = np.full((k, 1, cols), 1.0 if is_gain else 0.0)
-            for name, cols_, width in [(None, all_cols, 1)] if v.shape[1] == 1 else signals:
-                _check_width(is_gain, name, width, v[0])
-                vb[:, 0, cols_] = v
-            if is_gain:
-                target *= vb
-            else:
-                target += vb
+        batch_gains_and_biases(plan, values, out, mdata)
         dest = out if flat is None else flat.reshape(k, rows, cols)
         np.subtract(mdata, out, out=dest)
         dest *= plan.scale
         return out.reshape(k, rows * cols) if flat is None else flat
-
-    @staticmethod
-    def _delays_of(plan: _Plan, params: ParameterDict) -> tuple[float, ...]:
-        return tuple(
-            0.0 if pname is None else float(params[pname].value[0]) for pname, _ in plan.sources
-        )
-
-    @staticmethod
-    def _read_delayed(
-        plan: _Plan, pdata: np.ndarray, ds: tuple[float, ...], out: np.ndarray | None = None
-    ) -> np.ndarray:
-        """The prediction ``(..., nstep, D)`` read at the measured times, each signal at its
-        own delay ``ds`` (one per source; one interpolation per distinct value): a new
-        ``(..., N, D)`` array, or ``out`` written."""
-        # Readers are fetched first, in signal order, so a delay out of range is reported as
-        # apply_resample_and_delay would.
-        readers = {d: plan.reader(d) for d in ds}
-        d_main = ds[plan.main]
-        out = plan.read(pdata, readers[d_main], out)
-        reads = {d_main: out}
-        for (_, cols), d in zip(plan.sources, ds, strict=True):
-            if d != d_main:
-                y = reads.get(d)
-                if y is None:
-                    y = reads[d] = plan.read(pdata, readers[d])
-                out[..., cols] = y[..., cols]
-        return out
-
-    @staticmethod
-    def _gains_and_biases(
-        plan: _Plan, params: ParameterDict, pred: np.ndarray, mdata: np.ndarray
-    ) -> None:
-        """Gains, then biases, in declaration order, in place on ``pred`` or ``mdata``."""
-        for is_gain, pname, all_cols, signals, on_pred in plan.ops:
-            v = params[pname].value
-            target = pred if on_pred else mdata
-            for name, cols, width in [(None, all_cols, 1)] if v.size == 1 else signals:
-                _check_width(is_gain, name, width, v)
-                if is_gain:
-                    target[:, cols] *= v
-                else:
-                    target[:, cols] += v
 
     # -- plans ------------------------------------------------------------------------------
     def _plan(
@@ -628,7 +368,7 @@ class SignalTransform:
         meas: TimeSeries,
         sensor_weights: Mapping[str, Any] | None,
         rms_reference: TimeSeries | None = None,
-    ) -> _Plan:
+    ) -> Plan:
         """The cached plan for these series, delay bounds and weights (built on a miss)."""
         lo, hi = self.delay_bounds(params)
         pt = pred.times
@@ -669,85 +409,12 @@ class SignalTransform:
         hi: float,
         sensor_weights: Mapping[str, Any] | None,
         rms_reference: TimeSeries | None = None,
-    ) -> _Plan:
-        """Compiles, in the order the section-8 functions would run, what does not change."""
-        plan = _Plan()
-        plan.meas_ref = weakref.ref(meas)
-        plan.rms_of = rms_reference
-        plan.pred_times = pred.times
-        plan.pred_mapping = pred.signal_mapping
-        names = meas.names
-        pred_sel = pred
-        if self._enabled is not None:
-            keep = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in self._enabled)]
-            meas, pred_sel = meas.slice_by_name(keep), pred.slice_by_name(keep)
-            if rms_reference is not None:
-                rms_reference = rms_reference.slice_by_name(keep)
-            names = keep
-            plan.select = _index(
-                np.concatenate([pred.columns(n) for n in keep]) if keep else np.zeros(0, int)
-            )
-        meas_w = apply_delayed_ts_window(meas, pred_sel, lo, hi)
-        of = meas_w if rms_reference is None else rms_reference  # (the raw measurement)
-        if self.normalize is False:
-            rms = np.ones(meas_w.data.shape[1])
-        elif self.normalize == "column":
-            rms = column_rms(of, "SignalTransform")
-        else:
-            rms = signal_rms(of, "SignalTransform")
-        delay_of: dict[str, str] = {}
-        for rule in self._delays:
-            for n in self._match(rule.pattern, names):
-                delay_of[n] = rule.param
-        unknown = sorted(set(delay_of) - set(pred_sel.names))
-        if unknown:
-            raise KeyError(
-                f"sensor_delays names {unknown} are not signals of the series {pred_sel.names}"
-            )
-        groups: dict[str | None, list[int]] = {}
-        for name in pred_sel.names:
-            groups.setdefault(delay_of.get(name), []).extend(pred_sel.columns(name).tolist())
-        mapped = {c for cs in groups.values() for c in cs}
-        rest = [c for c in range(pred_sel.data.shape[1]) if c not in mapped]
-        if rest:
-            groups.setdefault(None, []).extend(rest)
-        plan.sources = [(pname, _index(cols)) for pname, cols in groups.items() if cols]
-        if not plan.sources:  # no columns at all
-            plan.sources = [(None, slice(0, 0))]
-        sizes = [len(groups.get(pname, ())) for pname, _ in plan.sources]
-        plan.main = sizes.index(max(sizes))
-        for is_gain, rules in ((True, self._gains), (False, self._biases)):
-            for rule in rules:
-                on_pred = rule.target == "predicted"
-                series = pred_sel if on_pred else meas_w
-                signals = [(n, series.columns(n)) for n in self._match(rule.pattern, names)]
-                if not signals:
-                    continue
-                all_cols = _index(np.concatenate([c for _, c in signals]))
-                per_signal = [(n, _index(c), c.size) for n, c in signals]
-                plan.ops.append((is_gain, rule.param, all_cols, per_signal, on_pred))
-        plan.meas_ops = any(not op[4] for op in plan.ops)
-        w = np.ones(meas_w.data.shape[1])
-        for table in (self._weights, sensor_weights or {}):
-            for pat, value in table.items():
-                for n in self._match(pat, names):
-                    w[meas_w.columns(n)] *= np.asarray(value, dtype=np.float64)
-        plan.scale = np.repeat((w / rms)[None, :], meas_w.data.shape[0], axis=0)
-        plan.times = meas_w.times
-        plan.mdata = meas_w.data.view()
-        plan.mdata.flags.writeable = False
-        if meas_w is not meas:  # our own copy: keep it from being edited through the result
-            meas_w.data.flags.writeable = False
-        plan.meas_ts = meas_w
-        plan.meas_mapping = meas_w.signal_mapping
-        plan.pred_mapping_out = pred_sel.signal_mapping
-        plan.ncol = pred_sel.data.shape[1]
-        pt = pred.times
-        tol = 1e-9 * max(pt[-1] - pt[0], 1.0)
-        plan.q_lo, plan.q_hi = pt[0] - tol, pt[-1] + tol
-        plan.dts = pt[1:] - pt[:-1]
-        plan.zero = plan.reader(0.0)
-        return plan
+    ) -> Plan:
+        """Compiles the plan of these series from the current declarations (:func:`build_plan`)."""
+        rules = PlanRules(
+            self._delays, self._gains, self._biases, self._enabled, self._weights, self.normalize
+        )
+        return build_plan(rules, pred, meas, lo, hi, sensor_weights, rms_reference)
 
     def __repr__(self) -> str:
         return (

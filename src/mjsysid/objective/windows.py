@@ -12,6 +12,7 @@ nominal simulation.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
@@ -103,16 +104,10 @@ def split_windows(
       ValueError: Bad lengths, or a window start whose state cannot be read from the data (a
         joint without a measured position, or a free/ball joint without measured velocity).
     """
-    if not window > 0:
-        raise ValueError(must_be("window", "> 0 seconds", window))
-    if not 0 <= overlap < window:
-        raise ValueError(must_be("overlap", f"in [0, window={window})", overlap))
-    if not isinstance(velocity_samples, int | np.integer) or velocity_samples < 3:
-        raise ValueError(must_be("velocity_samples", "an integer >= 3", velocity_samples))
+    _check_window_args(window, overlap, velocity_samples)
     ms = models_sequences
     model = ms.model
-    names, x0s, ctrls, senss = [], [], [], []
-    refs: list[TimeSeries | None] = []
+    out = _Windows()
     for si, (name, x0, ctrl, meas) in enumerate(ms.sequences()):
         # every window is normalised by its whole recording (or what that one used)
         ref = ms.rms_reference[si] if ms.rms_reference is not None else None
@@ -120,36 +115,103 @@ def split_windows(
         t = meas.times
         positions = _scalar_position_columns(model, meas)
         activation = _nominal_activation(ms, si) if model.na else None
-        spans = [(t[0], t[0] + window)]
-        while spans[-1][0] + window - overlap < t[-1]:
-            start = spans[-1][0] + window - overlap
-            spans.append((start, start + window))
-        last = (t >= spans[-1][0] - 1e-12).sum()
-        if len(spans) > 1 and last < min_samples:  # too short: the previous window takes it
-            spans.pop()
-            spans[-1] = (spans[-1][0], t[-1])
-        for k, (s, end) in enumerate(spans):
+        for k, (s, end) in enumerate(_window_spans(t, window, overlap, min_samples)):
             keep = (t >= s - 1e-12) & (t <= end + 1e-12)
             sub = TimeSeries(t[keep], meas.data[keep], meas.signal_mapping)
             if k == 0:
                 start_state = x0.copy()
             else:
-                qpos, qvel = initial_state_from_sensors(model, sub, fill=np.nan)
-                for j, col in positions.items():
-                    if np.isnan(qvel[model.jnt_dofadr[j]]):
-                        t0 = float(sub.times[0])
-                        qvel[model.jnt_dofadr[j]] = local_slope(
-                            t, meas.data[:, col], t0, velocity_samples
-                        )
-                _check_window_state(model, qpos, qvel, name)
-                act = None if activation is None else activation(float(sub.times[0]))
-                start_state = create_initial_state(model, qpos, qvel, act, time=float(sub.times[0]))
-            names.append(f"{name}#{k}")
-            x0s.append(start_state)
-            ctrls.append(ctrl)
-            senss.append(sub)
-            refs.append(ref)
-    return ModelSequences(ms.name, ms.spec, names, x0s, ctrls, senss, rms_reference=refs)
+                start_state = _window_start(
+                    model, meas, sub, positions, activation, velocity_samples, name
+                )
+            out.add(f"{name}#{k}", start_state, ctrl, sub, ref)
+    return out.sequences(ms)
+
+
+def _check_window_args(window: float, overlap: float, velocity_samples: int) -> None:
+    """The lengths of :func:`split_windows` are valid."""
+    if not window > 0:
+        raise ValueError(must_be("window", "> 0 seconds", window))
+    if not 0 <= overlap < window:
+        raise ValueError(must_be("overlap", f"in [0, window={window})", overlap))
+    if not isinstance(velocity_samples, int | np.integer) or velocity_samples < 3:
+        raise ValueError(must_be("velocity_samples", "an integer >= 3", velocity_samples))
+
+
+@dataclass
+class _Windows:
+    """The windows made so far: names, initial states, controls, measurements, RMS refs."""
+
+    names: list[str] = field(default_factory=list)
+    x0s: list[np.ndarray] = field(default_factory=list)
+    ctrls: list[TimeSeries | None] = field(default_factory=list)
+    senss: list[TimeSeries] = field(default_factory=list)
+    refs: list[TimeSeries | None] = field(default_factory=list)
+
+    def add(
+        self,
+        name: str,
+        x0: np.ndarray,
+        ctrl: TimeSeries | None,
+        sens: TimeSeries,
+        ref: TimeSeries | None,
+    ) -> None:
+        self.names.append(name)
+        self.x0s.append(x0)
+        self.ctrls.append(ctrl)
+        self.senss.append(sens)
+        self.refs.append(ref)
+
+    def sequences(self, ms: ModelSequences) -> ModelSequences:
+        """The windows as the sequences of a copy of ``ms``."""
+        return ModelSequences(
+            ms.name, ms.spec, self.names, self.x0s, self.ctrls, self.senss, rms_reference=self.refs
+        )
+
+
+def _window_spans(
+    t: np.ndarray, window: float, overlap: float, min_samples: int
+) -> list[tuple[float, float]]:
+    """``(start, end)`` (s) of the windows over the sample times ``t``: ``window`` long,
+    starting ``window - overlap`` apart; a trailing window with fewer than ``min_samples``
+    samples is merged into the previous one (which then runs to the end)."""
+    spans = [(t[0], t[0] + window)]
+    while spans[-1][0] + window - overlap < t[-1]:
+        start = spans[-1][0] + window - overlap
+        spans.append((start, start + window))
+    last = (t >= spans[-1][0] - 1e-12).sum()
+    if len(spans) > 1 and last < min_samples:  # too short: the previous window takes it
+        spans.pop()
+        spans[-1] = (spans[-1][0], t[-1])
+    return spans
+
+
+def _window_start(
+    model: mujoco.MjModel,
+    meas: TimeSeries,
+    sub: TimeSeries,
+    positions: dict[int, int],
+    activation: Callable[[float], np.ndarray] | None,
+    velocity_samples: int,
+    name: str,
+) -> np.ndarray:
+    """The initial state of the window ``sub`` of the recording ``meas``: measured positions
+    and velocities, unmeasured hinge/slide velocities from :func:`local_slope` over the whole
+    recording (``positions``: their columns), activations from ``activation(t)``.
+
+    Raises:
+      ValueError: A position or a free/ball joint velocity is not measured.
+    """
+    qpos, qvel = initial_state_from_sensors(model, sub, fill=np.nan)
+    for j, col in positions.items():
+        if np.isnan(qvel[model.jnt_dofadr[j]]):
+            t0 = float(sub.times[0])
+            qvel[model.jnt_dofadr[j]] = local_slope(
+                meas.times, meas.data[:, col], t0, velocity_samples
+            )
+    _check_window_state(model, qpos, qvel, name)
+    act = None if activation is None else activation(float(sub.times[0]))
+    return create_initial_state(model, qpos, qvel, act, time=float(sub.times[0]))
 
 
 def _nominal_activation(ms: ModelSequences, si: int) -> Callable[[float], np.ndarray]:
