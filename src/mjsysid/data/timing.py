@@ -16,8 +16,8 @@ Command timing (``command_timing``)
       to the end, so that the controls still cover the sensors' span.
 
 Clock jitter
-    :func:`jitter_stats` measures how far the time steps spread around their median (robust
-    to a few dropped samples); :func:`jitter_message` turns a spread above a tolerance into a
+    :func:`jitter_stats` measures how far the time steps spread around their median (dropped
+    samples left out); :func:`jitter_message` turns a spread above a tolerance into a
     :class:`TimingWarning` text with the numbers and the fixes: a device clock column, or
     :func:`retime` (the rows were sampled regularly and only their stamps jitter: a host's
     receive clock) or :func:`resample_recording` (the samples really are irregular: robot
@@ -50,7 +50,7 @@ __all__ = [
 JITTER_TOLERANCE = 0.02
 """Default tolerance of the step spread, as a fraction of the median step (2 %)."""
 
-_MAD_TO_STD = 1.4826  # std of a normal distribution per median absolute deviation
+_GAP = 1.5  # a step this many median steps long is a dropped sample, not jitter
 
 CommandTiming = str | float
 """``"held"``, ``"before"`` or a latency in seconds (see the module docstring)."""
@@ -131,8 +131,8 @@ class JitterStats:
     Attributes:
       n_steps: Number of time steps.
       median: Median step (the nominal period).
-      spread: Robust standard deviation of the steps, ``1.4826 * median(|dt - median|)``
-        (a few dropped samples do not count, a jittering clock does).
+      spread: Standard deviation of the steps shorter than ``1.5 * median`` (the longer
+        ones are dropped samples or pauses, which do not count; a jittering clock does).
       std: Plain standard deviation of the steps.
       max_deviation: Largest ``|dt - median|``.
       n_irregular: Steps that differ from ``median`` by more than ``tolerance * median``.
@@ -165,7 +165,7 @@ def jitter_stats(times: np.ndarray, tolerance: float = JITTER_TOLERANCE) -> Jitt
     return JitterStats(
         n_steps=int(dt.size),
         median=median,
-        spread=float(_MAD_TO_STD * np.median(dev)),
+        spread=float(dt[dt < _GAP * median].std()),
         std=float(dt.std()),
         max_deviation=float(dev.max()),
         n_irregular=int(np.count_nonzero(dev > tolerance * median)),
