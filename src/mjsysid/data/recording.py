@@ -439,19 +439,7 @@ def load_recording(
       TimingWarning: The time stamps jitter beyond ``jitter_tolerance``.
     """
     where = f"recording {str(path)!r}"
-    if isinstance(ignore_columns, str):
-        raise TypeError(must_be("ignore_columns", "a list of column names", ignore_columns))
-    cols = (
-        read_columns(path)
-        if source is None
-        else read_log_columns(path, source, hold=_control_candidates(model, control))
-    )
-    for c in ignore_columns:
-        if c not in cols:
-            raise KeyError(
-                f"{where}: ignore_columns names {c!r}, which is not a column"
-                f"{_did_you_mean(c, sorted(cols))}; columns: {sorted(cols)}"
-            )
+    cols = _read_all(path, model, control, source, ignore_columns)
     src = _time_axis(cols, time, time_scale, time_range, where)
     if retime is not None and retime is not False:
         src.times = retime_times(src.times, None if retime is True else float(retime))
@@ -478,6 +466,31 @@ def load_recording(
         hints,
         tuple(src.notes),
     )
+
+
+def _read_all(
+    path: str | Path,
+    model: mujoco.MjModel,
+    control: Mapping[str, str] | None,
+    source: LogSource | None,
+    ignore_columns: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """The file's columns (a robot log's through ``source``); ``ignore_columns`` checked."""
+    where = f"recording {str(path)!r}"
+    if isinstance(ignore_columns, str):
+        raise TypeError(must_be("ignore_columns", "a list of column names", ignore_columns))
+    cols = (
+        read_columns(path)
+        if source is None
+        else read_log_columns(path, source, hold=_control_candidates(model, control))
+    )
+    for c in ignore_columns:
+        if c not in cols:
+            raise KeyError(
+                f"{where}: ignore_columns names {c!r}, which is not a column"
+                f"{_did_you_mean(c, sorted(cols))}; columns: {sorted(cols)}"
+            )
+    return cols
 
 
 @dataclass
