@@ -37,6 +37,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import warnings
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,12 +47,24 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from mjsysid.data.robot_logs import LogSource, read_log_columns
 from mjsysid.data.timeseries import (
     SignalType,
     TimeSeries,
     resolve_signal_name,
     signal_source_indices,
 )
+from mjsysid.data.timing import (
+    JITTER_TOLERANCE,
+    CommandTiming,
+    TimingWarning,
+    apply_command_timing,
+    jitter_message,
+    jitter_stats,
+    parse_command_timing,
+    resample_recording,
+)
+from mjsysid.data.timing import retime as retime_times
 from mjsysid.util.errors import finite_real, must_be
 from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz
 
@@ -375,13 +388,20 @@ def load_recording(
     sensors: Mapping[str, str | Sequence[str]] | None = None,
     ignore_columns: Sequence[str] = (),
     time_range: tuple[float | None, float | None] | None = None,
+    command_timing: CommandTiming = "held",
+    retime: float | bool | None = None,
+    resample: float | None = None,
+    jitter_tolerance: float = JITTER_TOLERANCE,
+    source: LogSource | None = None,
 ) -> Recording:
     """Reads a recording and maps its columns onto the model's actuators and sensors.
 
-    Every column must have a use (see *Unused columns* in the module docstring).
+    Every column must have a use (see *Unused columns* in the module docstring). The timing
+    options are described in :mod:`mjsysid.data.timing`; they apply in this order: retime,
+    command timing ``"before"`` (on the file's rows), resample, latency.
 
     Args:
-      path: ``.npz`` or ``.csv`` file.
+      path: ``.npz`` or ``.csv`` file (or a robot log with ``source``).
       model: The compiled model (for names and widths).
       time: Name of the time column (default: the first of ``time``, ``t``, ``times``).
       time_scale: Seconds per unit of the time column (``1e-3`` for milliseconds). Default:
@@ -400,23 +420,29 @@ def load_recording(
         past the first sample, ``initial_qpos`` / ``initial_qvel`` columns (the state at the
         first sample) are not used, and :attr:`Recording.notes` says so: the initial state
         comes from the sensors at ``start``.
+      command_timing: ``"held"`` (row k's command acts from sample k), ``"before"`` (it
+        acted from sample k-1 to k) or a latency in seconds.
+      retime: The rows were sampled every ``retime`` s (``True``: estimate the period) and
+        only their stamps jitter: snap them onto a regular grid.
+      resample: Interpolate onto a grid of this step (s): sensors linearly, controls held.
+      jitter_tolerance: Spread of the time steps, as a fraction of the median step, above
+        which a :class:`~mjsysid.data.timing.TimingWarning` is issued.
+      source: Read ``path`` as a robot log (MCAP file or ROS 2 bag) through this mapping
+        (:mod:`mjsysid.data.robot_logs`).
 
     Raises:
       KeyError: A named column or signal does not exist (lists what does).
       ValueError: Lengths or widths do not match, no sensor column was found, a column looks
         like a misspelt model sensor, or ``ignore_columns`` names a used column.
+
+    Warns:
+      TimingWarning: The time stamps jitter beyond ``jitter_tolerance``.
     """
     where = f"recording {str(path)!r}"
-    if isinstance(ignore_columns, str):
-        raise TypeError(must_be("ignore_columns", "a list of column names", ignore_columns))
-    cols = read_columns(path)
-    for c in ignore_columns:
-        if c not in cols:
-            raise KeyError(
-                f"{where}: ignore_columns names {c!r}, which is not a column"
-                f"{_did_you_mean(c, sorted(cols))}; columns: {sorted(cols)}"
-            )
+    cols = _read_all(path, model, control, source, ignore_columns)
     src = _time_axis(cols, time, time_scale, time_range, where)
+    if retime is not None and retime is not False:
+        src.times = retime_times(src.times, None if retime is True else float(retime))
     ctrl_ts = _load_controls(model, src, control) if model.nu else None
     signals = _choose_signals(model, cols, sensors)
     src.used.update(k for key in signals.chosen.values() for k in _keys(key))
@@ -424,10 +450,14 @@ def load_recording(
     unloaded = [x for x in signals.sensor_names + signals.state_names if x not in signals.chosen]
     hints = {c: m for c in unused if (m := _close(c, unloaded)) is not None}
     sens_ts = _load_signals(model, src, signals.chosen)
+    timed = _apply_timing(
+        _Timing(sens_ts, ctrl_ts, where, src.notes), command_timing, resample, jitter_tolerance
+    )
+    sens_ts, ctrl_ts = timed.sensors, timed.control
     qpos0 = None if "initial_qpos" in src.late else cols.get("initial_qpos")
     qvel0 = None if "initial_qvel" in src.late else cols.get("initial_qvel")
     return Recording(
-        src.times,
+        sens_ts.times,
         ctrl_ts,
         sens_ts,
         None if qpos0 is None else np.asarray(qpos0, dtype=np.float64).reshape(-1),
@@ -436,6 +466,82 @@ def load_recording(
         hints,
         tuple(src.notes),
     )
+
+
+def _read_all(
+    path: str | Path,
+    model: mujoco.MjModel,
+    control: Mapping[str, str] | None,
+    source: LogSource | None,
+    ignore_columns: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """The file's columns (a robot log's through ``source``); ``ignore_columns`` checked."""
+    where = f"recording {str(path)!r}"
+    if isinstance(ignore_columns, str):
+        raise TypeError(must_be("ignore_columns", "a list of column names", ignore_columns))
+    cols = (
+        read_columns(path)
+        if source is None
+        else read_log_columns(path, source, hold=_control_candidates(model, control))
+    )
+    for c in ignore_columns:
+        if c not in cols:
+            raise KeyError(
+                f"{where}: ignore_columns names {c!r}, which is not a column"
+                f"{_did_you_mean(c, sorted(cols))}; columns: {sorted(cols)}"
+            )
+    return cols
+
+
+@dataclass
+class _Timing:
+    """The loaded series while :func:`load_recording` applies the timing options.
+
+    Attributes:
+      sensors: The sensor and joint-state series.
+      control: The control series (``None`` without actuators).
+      where: ``"recording '<path>'"`` for messages.
+      notes: :attr:`Recording.notes` (appended to).
+    """
+
+    sensors: TimeSeries
+    control: TimeSeries | None
+    where: str
+    notes: list[str]
+
+
+def _apply_timing(
+    state: _Timing, command_timing: Any, resample: float | None, tolerance: float
+) -> _Timing:
+    """Command timing, resampling and the jitter check, in that order (see load_recording)."""
+    try:
+        timing = parse_command_timing(command_timing)
+    except ValueError as e:
+        raise ValueError(f"{state.where}: {e}") from None
+    if timing == "before" and state.control is not None:
+        state.control, note = apply_command_timing(state.control, "before")
+        state.notes.append(note)
+    if resample is not None:
+        state.sensors, state.control = resample_recording(state.sensors, state.control, resample)
+    if isinstance(timing, float) and state.control is not None:
+        state.control, note = apply_command_timing(state.control, timing)
+        if note:
+            state.notes.append(note)
+    if len(state.sensors) > 2:
+        message = jitter_message(jitter_stats(state.sensors.times, tolerance), state.where)
+        if message:
+            warnings.warn(TimingWarning(message), stacklevel=3)
+    return state
+
+
+def _control_candidates(model: mujoco.MjModel, control: Mapping[str, str] | None) -> set[str]:
+    """The column names :func:`load_recording` may read as controls (held when resampled)."""
+    cmap = dict(control or {})
+    out: set[str] = set()
+    for i in range(model.nu):
+        a = model.actuator(i).name
+        out.update([cmap[a]] if cmap.get(a) else [f"ctrl.{a}", a])
+    return out
 
 
 @dataclass
