@@ -249,3 +249,50 @@ def test_check_prints_jitter_warnings(capture: Capture, tmp_path: Path) -> None:
     rc, _out, err = _run_check(path)
     assert rc == EXIT_ERROR
     assert "warning: recording" in err and "time stamps jitter" in err
+
+
+# --- the same options in experiment files ----------------------------------------------------
+
+
+def _experiment_with(tmp_path: Path, capture: Capture, u: np.ndarray, options: str) -> Path:
+    path = _experiment(tmp_path, capture, u)
+    text = path.read_text().replace(
+        "initial_state: {qpos: [0.0], qvel: [0.0]}}",
+        f"initial_state: {{qpos: [0.0], qvel: [0.0]}}, {options}}}",
+    )
+    path.write_text(text)
+    return path
+
+
+def test_experiment_command_timing_before_is_applied(capture: Capture, tmp_path: Path) -> None:
+    from mjsysid.app.experiment import load_experiment
+
+    before = np.concatenate([[0.0], capture.u[:-1]])  # row k holds the command before k
+    held = load_experiment(_experiment(tmp_path, capture, before)).sequences.control[0].data
+    path = _experiment_with(tmp_path, capture, before, "command_timing: before")
+    declared = load_experiment(path).sequences.control[0].data
+    np.testing.assert_array_equal(declared[:-1, 0], held[1:, 0])  # one row earlier
+    _rc, out, err = _run_check(path)
+    assert out.rstrip().endswith("ok") and "command_timing: before" not in err  # nothing found
+
+
+def test_experiment_jitter_is_a_warning_of_the_experiment(capture: Capture, tmp_path: Path) -> None:
+    from mjsysid.app.experiment import load_experiment
+
+    path = _experiment(tmp_path, capture, capture.u)
+    capture.write(tmp_path / "run.csv", _host_clock(capture.t))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TimingWarning)  # collected, not raised
+        exp = load_experiment(path)
+    assert any("time stamps jitter" in w and "sequences[0]" in w for w in exp.warnings)
+    retimed = _experiment_with(tmp_path, capture, capture.u, "retime: 0.02")
+    capture.write(tmp_path / "run.csv", _host_clock(capture.t))
+    assert not any("jitter" in w for w in load_experiment(retimed).warnings)
+
+
+def test_experiment_timing_keys_are_checked(capture: Capture, tmp_path: Path) -> None:
+    from mjsysid.app.experiment import ExperimentError, load_experiment
+
+    path = _experiment_with(tmp_path, capture, capture.u, "resample: -1")
+    with pytest.raises(ExperimentError, match=r"sequences\[0\]\.resample must be a finite"):
+        load_experiment(path)

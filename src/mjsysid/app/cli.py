@@ -18,6 +18,7 @@ from typing import TextIO
 from mjsysid.app.commands import (
     Command,
     capture,
+    check,
     demo,
     device,
     examples,
@@ -31,10 +32,20 @@ from mjsysid.sim.rollout import RolloutDivergedError
 __all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "build_parser", "main"]
 
 #: The command modules, in the order ``mjsysid --help`` lists them.
-COMMANDS: tuple[Command, ...] = (fit, report, simulate, capture, device, examples, demo)
+COMMANDS: tuple[Command, ...] = (
+    fit,
+    check,
+    report,
+    simulate,
+    capture,
+    device,
+    examples,
+    demo,
+)
 
 #: What a command may raise for the user: printed as ``error: <message>``, exit status 1.
-_USER_ERRORS = (ValueError, KeyError, OSError, TypeError, RolloutDivergedError)
+# ImportError: an optional extra is missing (its message names the pip command)
+_USER_ERRORS = (ValueError, KeyError, OSError, TypeError, ImportError, RolloutDivergedError)
 
 
 def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:

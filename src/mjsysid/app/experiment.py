@@ -64,6 +64,7 @@ import difflib
 import hashlib
 import math
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -74,9 +75,11 @@ import mujoco
 import numpy as np
 
 from mjsysid.data.recording import initial_state_from_sensors, load_recording
+from mjsysid.data.robot_logs import LogSource
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import create_initial_state
 from mjsysid.data.timeseries import SignalType
+from mjsysid.data.timing import TimingWarning
 from mjsysid.fit.executors import executor_options
 from mjsysid.fit.options import FitOptions
 from mjsysid.objective.control_transform import ControlTransform
@@ -194,6 +197,11 @@ _SEQUENCE_KEYS = (
     "time_scale",
     "time_range",
     "initial_state",
+    "command_timing",
+    "retime",
+    "resample",
+    "jitter_tolerance",
+    "source",
 )
 
 
@@ -528,7 +536,8 @@ def _sequences(
 def _recording_file(node: _Node, ld: _Loading) -> Path:
     raw_file = node.get("file", str, required=True, expected="a .npz or .csv path")
     rec_file = ld.base / raw_file
-    if not rec_file.is_file():
+    is_log = "source" in node.data  # a robot log may be a bag folder
+    if not (rec_file.is_file() or (is_log and rec_file.is_dir())):
         what = "is not a file" if rec_file.exists() else "no such file"
         rel = "" if Path(raw_file).is_absolute() else ", relative to the experiment file"
         raise FileNotFoundError(
@@ -536,6 +545,50 @@ def _recording_file(node: _Node, ld: _Loading) -> Path:
             f"(the file says {raw_file!r}{rel})"
         )
     return rec_file
+
+
+def _timing_options(node: _Node) -> dict[str, Any]:
+    """``command_timing``, ``retime``, ``resample``, ``jitter_tolerance`` and ``source`` of
+    one ``sequences[i]`` entry, as keywords of :func:`~mjsysid.data.recording.load_recording`
+    (see docs/timing.md and docs/robot-logs.md)."""
+    out: dict[str, Any] = {}
+    timing = node.get(
+        "command_timing",
+        (str, int, float),
+        None,
+        expected="'held', 'before' or a latency in seconds",
+    )
+    if timing is not None:
+        out["command_timing"] = timing
+    retime = node.get("retime", (bool, int, float), None, expected="true or a period (s)")
+    if retime is not None:
+        out["retime"] = retime
+    for key in ("resample", "jitter_tolerance"):
+        value = _positive_number(node, key, None)
+        if value is not None:
+            out[key] = value
+    if "source" in node.data:
+        out["source"] = _log_source(node)
+    return out
+
+
+def _log_source(node: _Node) -> LogSource:
+    """The ``source:`` mapping of a robot log (MCAP file or ROS 2 bag)."""
+    src = node.child("source")
+    assert src is not None  # the caller saw the key
+    fields = {
+        "format": src.get("format", str, None),
+        "stamp": src.get("stamp", str, "", expected="'header' or 'receive'"),
+        "columns": src.get("columns", dict, {}),
+        "joint_states": src.get("joint_states", str, None),
+        "joints": src.get("joints", dict, None),
+        "grid": src.get("grid", (str, int, float), None),
+    }
+    src.finish()
+    try:
+        return LogSource(**fields)
+    except (TypeError, ValueError) as e:
+        raise ExperimentError(f"{src.source}: {src.path}: {e}") from None
 
 
 def _read_recording(node: _Node, rec_file: Path, ld: _Loading) -> Any:
@@ -551,17 +604,27 @@ def _read_recording(node: _Node, rec_file: Path, ld: _Loading) -> Any:
     time_range = node.get(
         "time_range", list, None, expected="[start, end] in seconds (null for an open end)"
     )
+    timing = _timing_options(node)
     try:
-        return load_recording(
-            rec_file,
-            ld.model,
-            time=time_key,
-            time_scale=time_scale,
-            control=cmap,
-            sensors=smap,
-            ignore_columns=ignore,
-            time_range=None if time_range is None else tuple(time_range),
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TimingWarning)
+            rec = load_recording(
+                rec_file,
+                ld.model,
+                time=time_key,
+                time_scale=time_scale,
+                control=cmap,
+                sensors=smap,
+                ignore_columns=ignore,
+                time_range=None if time_range is None else tuple(time_range),
+                **timing,
+            )
+        for w in caught:
+            if issubclass(w.category, TimingWarning):
+                ld.warnings.append(f"{ld.source}: {node.path}: {w.message}")
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return rec
     except KeyError as e:
         raise ExperimentError(f"{ld.source}: {node.path}: {e.args[0]}") from None
     except ValueError as e:
@@ -585,7 +648,10 @@ def _load_sequence(node: _Node, i: int, ld: _Loading) -> _Sequence:
     seq_name = node.get("name", str, f"seq{i}")
     _check_file_name(ld.source, f"{node.path}.name", seq_name)
     rec_file = _recording_file(node, ld)
-    ld.files.append(rec_file)
+    # a bag folder is fingerprinted file by file
+    ld.files += (
+        sorted(p for p in rec_file.rglob("*") if p.is_file()) if rec_file.is_dir() else [rec_file]
+    )
     rec = _read_recording(node, rec_file, ld)
     _recording_warnings(node, rec, rec_file, ld)
     init = node.child("initial_state")
