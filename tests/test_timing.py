@@ -248,7 +248,7 @@ def test_check_prints_jitter_warnings(capture: Capture, tmp_path: Path) -> None:
     capture.write(tmp_path / "run.csv", _host_clock(capture.t))
     rc, _out, err = _run_check(path)
     assert rc == EXIT_ERROR
-    assert "warning: recording" in err and "time stamps jitter" in err
+    assert "sequences[0]: recording" in err and "time stamps jitter" in err
 
 
 # --- the same options in experiment files ----------------------------------------------------
@@ -273,7 +273,7 @@ def test_experiment_command_timing_before_is_applied(capture: Capture, tmp_path:
     declared = load_experiment(path).sequences.control[0].data
     np.testing.assert_array_equal(declared[:-1, 0], held[1:, 0])  # one row earlier
     _rc, out, err = _run_check(path)
-    assert out.rstrip().endswith("ok") and "command_timing: before" not in err  # nothing found
+    assert "command shift check" in out and "Fix: command_timing" not in err  # nothing found
 
 
 def test_experiment_jitter_is_a_warning_of_the_experiment(capture: Capture, tmp_path: Path) -> None:
