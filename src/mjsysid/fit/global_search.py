@@ -336,14 +336,14 @@ def _state_arrays(cma: CMA) -> dict[str, np.ndarray]:
     return out
 
 
-def _restore_cma(z: Mapping[str, np.ndarray], CMA: type[CMA]) -> CMA:
+def _restore_cma(z: Mapping[str, np.ndarray], cma_class: type[CMA]) -> CMA:
     state: dict[str, Any] = {
         k[3:]: (v.item() if v.ndim == 0 else v)
         for k, v in z.items()
         if k.startswith("cma_") and k != "cma_none"
     }
     state.update({str(k): None for k in np.atleast_1d(z["cma_none"])})
-    cma = CMA.__new__(CMA)
+    cma: CMA = object.__new__(cma_class)
     cma.__setstate__(state)
     return cma
 
@@ -375,7 +375,7 @@ def _write_checkpoint(
 
 
 def _read_checkpoint(
-    path: Path, names: list[str], settings: dict[str, float], CMA: type[CMA]
+    path: Path, names: list[str], settings: dict[str, float], cma_class: type[CMA]
 ) -> tuple[CMA, _Progress]:
     """The search state of ``path``; it must belong to the same parameters and settings."""
     import cmaes
@@ -415,7 +415,7 @@ def _read_checkpoint(
         spread=z["history_spread"].tolist(),
         stop_reason=str(z["stop_reason"]),
     )
-    return _restore_cma(z, CMA), prog
+    return _restore_cma(z, cma_class), prog
 
 
 # --- the search --------------------------------------------------------------------------
@@ -603,19 +603,19 @@ def global_search(
         parameter without finite bounds, a checkpoint of another problem.
     """
     t0 = time.perf_counter()
-    CMA = _import_cma()
+    cma_class = _import_cma()
     options = options if options is not None else GlobalSearchOptions()
     out = (output if output is not None else sys.stderr) if verbose else None
     run = _make_run(params, residual_fn, options, callback, checkpoint, out)
     if resume and run.checkpoint is None:
         raise ValueError(must_be("checkpoint", "a path when resume=True", None))
     if resume and run.checkpoint is not None and run.checkpoint.exists():
-        cma, prog = _read_checkpoint(run.checkpoint, run.names, run.settings, CMA)
+        cma, prog = _read_checkpoint(run.checkpoint, run.names, run.settings, cma_class)
         logger.info(
             "resuming the global search from %s at generation %d", run.checkpoint, prog.generation
         )
     else:
-        cma = CMA(
+        cma = cma_class(
             mean=run.box.to_unit(run.x0),
             sigma=options.sigma0(),
             bounds=np.array([[0.0, 1.0]] * run.x0.size),

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from mjsysid.fit.global_search import check_box_params, batch_costs
+from mjsysid.fit.global_search import batch_costs, check_box_params
 from mjsysid.fit.optimize import OptimizeResult, ResidualFn, optimize
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import finite_real, must_be
