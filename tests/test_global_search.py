@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -246,3 +248,55 @@ def test_multistart_skips_diverged_starts() -> None:
     assert "diverged_at_start" in statuses
     with pytest.raises(ValueError, match="multistart: starts must be a positive integer"):
         multistart(params, rf, starts=0)
+
+
+def _motor(steps: int = 500) -> tuple[object, ms.ParameterDict, np.ndarray]:
+    """The hobby DC motor (examples/dcmotor) with shaft friction, encoder only; returns the
+    residual, the start (deadband 0, friction and kv 3x high, gear 3x low) and the truth."""
+    import mujoco
+
+    from mjsysid.data.excitation import multisine
+
+    xml = Path(ms.__file__).parent / "examples" / "dcmotor" / "dcmotor.xml"
+    text = xml.read_text().replace('damping="0.002"', 'damping="0.002" frictionloss="0.001"')
+    spec = mujoco.MjSpec.from_string(text)
+    model = spec.compile()
+
+    def at(values: list[float]) -> ms.ParameterDict:
+        d = ms.ParameterDict(
+            [
+                ms.Parameter("deadband", 0.1, 0.0, 0.5),
+                ms.make_parameter("joint_frictionloss", model, "shaft", max_value=0.02),
+                ms.make_parameter("actuator_kv", model, "motor", max_value=0.02),
+                ms.make_parameter("actuator_gear", model, "motor", min_value=0.1, max_value=5.0),
+            ]
+        )
+        d.update_from_vector(values)
+        return d
+
+    truth = np.array([0.15, 0.004, 0.003, 1.0])
+    driver = ms.ControlTransform().deadband("motor", "deadband")
+    duty = 0.6 * multisine(steps // 10, 1, 0.02, amplitude=1.0, f0=0.2, f1=3.0, seed=7)
+    duty = np.repeat(duty, 10, axis=0)
+    x0 = ms.create_initial_state(model)
+    true_model = ms.apply_param_modifiers(at(list(truth)), spec)
+    (traj,) = ms.sysid_rollout(true_model, None, driver.apply(at(list(truth)), duty, model), x0)
+    seqs = ms.ModelSequences(
+        "motor",
+        spec,
+        ["run"],
+        [x0],
+        [ms.TimeSeries.from_control_names(traj.times, duty, model)],
+        [ms.TimeSeries.from_names(traj.times, traj.sensordata, model)],
+    )
+    rf = ms.build_residual_fn([seqs], control_transform=driver)
+    return rf, at([0.0, 0.012, 0.009, 1.0 / 3.0]), truth
+
+
+def test_motor_with_deadband_and_friction_started_3x_off() -> None:
+    rf, start, truth = _motor()
+    _, local = ms.optimize(start, rf, allow_no_effect=True)
+    assert np.max(np.abs(local.x - truth) / truth) > 0.1  # LM ends in a wrong basin
+    _, result = fit_global(start, rf, GlobalSearchOptions(budget=400), allow_no_effect=True)
+    np.testing.assert_allclose(result.x, truth, rtol=1e-5)
+    rf.close()

@@ -655,6 +655,18 @@ def _result(run: _Run, prog: _Progress, wall: float) -> GlobalResult:
     )
 
 
+def _merge(g: GlobalResult, local: OptimizeResult, wall: float) -> OptimizeResult:
+    """The local result, counting both stages, with the global one in its extras."""
+    return dataclasses.replace(
+        local,
+        nfev=local.nfev + g.evaluations,
+        wall_time=wall,
+        initial_cost=g.start_cost if np.isfinite(g.start_cost) else local.initial_cost,
+        message=f"{g.message} {local.message}",
+        extras={**local.extras, "global": g.summary()},
+    )
+
+
 def global_checkpoint_path(checkpoint: str | Path) -> Path:
     """Where :func:`fit_global` keeps the global stage's checkpoint, beside the local one's
     (``fit.npz`` -> ``fit.global.npz``)."""
@@ -719,13 +731,4 @@ def fit_global(
         output=output,
         **optimize_kwargs,
     )
-    extras = {**local.extras, "global": g.summary()}
-    result = dataclasses.replace(
-        local,
-        nfev=local.nfev + g.evaluations,
-        wall_time=time.perf_counter() - t0,
-        initial_cost=g.start_cost if np.isfinite(g.start_cost) else local.initial_cost,
-        message=f"{g.message} {local.message}",
-        extras=extras,
-    )
-    return opt_params, result
+    return opt_params, _merge(g, local, time.perf_counter() - t0)

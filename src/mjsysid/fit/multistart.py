@@ -161,6 +161,16 @@ def _spread(
     }
 
 
+def _draw_starts(
+    x_nom: np.ndarray, lo: np.ndarray, hi: np.ndarray, starts: int, seed: int, nominal: bool
+) -> np.ndarray:
+    """``(p, starts)``: the nominal (when ``nominal``) then Latin-hypercube points."""
+    drawn = starts - int(nominal)
+    rng = np.random.default_rng(seed)
+    X0 = latin_hypercube(lo, hi, drawn, rng) if drawn else np.zeros((x_nom.size, 0))
+    return np.concatenate([x_nom[:, None], X0], axis=1) if nominal else X0
+
+
 def multistart(
     params: ParameterDict,
     residual_fn: ResidualFn,
@@ -196,19 +206,15 @@ def multistart(
     t0 = time.perf_counter()
     _check_options(starts, rtol, atol)
     x_nom, box, names = check_box_params(params)
-    rng = np.random.default_rng(seed)
-    drawn = int(starts) - int(include_nominal)
-    X0 = latin_hypercube(box.lo, box.hi, drawn, rng) if drawn else np.zeros((x_nom.size, 0))
-    if include_nominal:
-        X0 = np.concatenate([x_nom[:, None], X0], axis=1)
+    X0 = _draw_starts(x_nom, box.lo, box.hi, int(starts), seed, include_nominal)
     c0 = batch_costs(residual_fn, params, X0)  # one batched call for all starts
-    records: list[StartRecord] = [None] * X0.shape[1]  # type: ignore[list-item]
+    by_start: dict[int, StartRecord] = {}
     fits: dict[int, tuple[ParameterDict, OptimizeResult]] = {}
     for j in np.argsort(c0, kind="stable"):
         rec, fit = _fit_one(
             params, residual_fn, X0[:, j], float(c0[j]), include_nominal and j == 0, optimize_kwargs
         )
-        records[j] = rec
+        by_start[int(j)] = rec
         if fit is not None:
             fits[int(j)] = fit
         logger.info(
@@ -218,17 +224,16 @@ def multistart(
             rec.cost,
             rec.status,
         )
+    records = [by_start[j] for j in range(X0.shape[1])]
     if not fits:
-        errors = [r.error for r in records if r.error]
-        raise ValueError(
-            "multistart: every start diverged or failed"
-            + (
-                f"; the first error: {errors[0]}"
-                if errors
-                else "; every start's simulation diverged: narrow the bounds"
-            )
-        )
+        raise _all_failed(records)
     return _assemble(records, fits, names, c0, X0.shape[1], rtol, atol, t0)
+
+
+def _all_failed(records: list[StartRecord]) -> ValueError:
+    errors = [r.error for r in records if r.error]
+    why = f"the first error: {errors[0]}" if errors else "every simulation diverged at its start"
+    return ValueError(f"multistart: every start diverged or failed; {why} (narrow the bounds?)")
 
 
 def _assemble(
