@@ -300,3 +300,39 @@ def test_motor_with_deadband_and_friction_started_3x_off() -> None:
     _, result = fit_global(start, rf, GlobalSearchOptions(budget=400), allow_no_effect=True)
     np.testing.assert_allclose(result.x, truth, rtol=1e-5)
     rf.close()
+
+
+def test_multistart_keeps_one_checkpoint_per_start(tmp_path) -> None:
+    from mjsysid.fit.multistart import start_checkpoint_path
+
+    params = ms.ParameterDict([ms.Parameter("a", -1.5, -3.0, 3.0), ms.Parameter("b", 0.0, -2, 2)])
+    ckpt = tmp_path / "fit.npz"
+    _, first = multistart(params, TwoBasins(), starts=3, checkpoint=ckpt, horizons=None)
+    assert start_checkpoint_path(ckpt, 2).name == "fit.start2.npz"
+    assert all(start_checkpoint_path(ckpt, j).exists() for j in range(3))
+    _, again = multistart(
+        params, TwoBasins(), starts=3, checkpoint=ckpt, resume=True, horizons=None
+    )
+    np.testing.assert_allclose(again.x, first.x, atol=1e-9)
+
+
+def test_fit_with_search_dispatches() -> None:
+    from mjsysid.fit.search import fit_with_search
+
+    _, g = fit_with_search(
+        rippled_params(),
+        Rippled(),
+        global_search={"global": "cmaes", "budget": 300, "seed": 1},
+        horizons=None,
+    )
+    np.testing.assert_allclose(g.x, [3.0, -1.0], atol=1e-6)
+    assert "global" in g.extras
+    params = ms.ParameterDict([ms.Parameter("a", -1.5, -3.0, 3.0), ms.Parameter("b", 0.0, -2, 2)])
+    _, m = fit_with_search(params, TwoBasins(), starts=4, horizons=None)
+    assert m.extras["multistart"]["starts"] == 4
+    _, plain = fit_with_search(params, TwoBasins(), horizons=None)
+    assert not {"global", "multistart"} & set(plain.extras)
+    with pytest.raises(ValueError, match="global_search and starts must be one or the other"):
+        fit_with_search(params, TwoBasins(), global_search="cmaes", starts=4)
+    with pytest.raises(TypeError, match="global_search must be a GlobalSearchOptions"):
+        fit_with_search(params, TwoBasins(), global_search=3)

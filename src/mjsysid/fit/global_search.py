@@ -153,6 +153,28 @@ class GlobalSearchOptions:
         return 0.3 if self.sigma is None else float(self.sigma)
 
 
+def as_global_options(value: object) -> GlobalSearchOptions:
+    """What ``optimize(..., global_search=...)`` accepts, as :class:`GlobalSearchOptions`:
+    the options themselves, a method name (``"cmaes"``), ``True`` (the defaults) or an
+    experiment file's mapping (``{"global": "cmaes", "population": 12, ...}``)."""
+    if isinstance(value, GlobalSearchOptions):
+        return value
+    if value is True:
+        return GlobalSearchOptions()
+    if isinstance(value, str):
+        return GlobalSearchOptions(method=value)
+    if isinstance(value, Mapping):
+        return GlobalSearchOptions.from_mapping(value)
+    raise TypeError(
+        must_be(
+            "global_search",
+            "a GlobalSearchOptions, 'cmaes', True or a mapping such as {'global': 'cmaes', "
+            "'budget': 2000}",
+            value,
+        )
+    )
+
+
 @dataclass(frozen=True)
 class GenerationInfo:
     """What a generation found, for progress output and callbacks.

@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -161,6 +162,21 @@ def _spread(
     }
 
 
+def start_checkpoint_path(checkpoint: str | Path, j: int) -> Path:
+    """Start ``j``'s checkpoint beside the given one (``fit.npz`` -> ``fit.start3.npz``)."""
+    path = Path(checkpoint)
+    return path.with_name(f"{path.stem}.start{j}{path.suffix}")
+
+
+def _start_kwargs(optimize_kwargs: dict[str, Any], j: int) -> dict[str, Any]:
+    """The local fit's options for start ``j``: its own checkpoint (so that ``resume``
+    resumes every start from its own file)."""
+    ckpt = optimize_kwargs.get("checkpoint")
+    if ckpt is None:
+        return optimize_kwargs
+    return {**optimize_kwargs, "checkpoint": start_checkpoint_path(ckpt, j)}
+
+
 def _draw_starts(
     x_nom: np.ndarray, lo: np.ndarray, hi: np.ndarray, starts: int, seed: int, nominal: bool
 ) -> np.ndarray:
@@ -193,7 +209,9 @@ def multistart(
       rtol, atol: A start *reached* the best cost when ``cost ≤ best·(1 + rtol) + atol``;
         ``atol`` default ``1e-12·`` the median initial cost (noise-free data fit to ~0).
       include_nominal: Whether the first start is the nominal.
-      **optimize_kwargs: Passed to every :func:`optimize` (``max_iters``, ``horizons``, ...).
+      **optimize_kwargs: Passed to every :func:`optimize` (``max_iters``, ``horizons``, ...);
+        a ``checkpoint`` becomes one per start (:func:`start_checkpoint_path`), so that
+        ``resume=True`` resumes each start from its own.
 
     Returns:
       ``(opt_params, result)`` of the best fit; ``result.extras["multistart"]`` holds the
@@ -211,8 +229,9 @@ def multistart(
     by_start: dict[int, StartRecord] = {}
     fits: dict[int, tuple[ParameterDict, OptimizeResult]] = {}
     for j in np.argsort(c0, kind="stable"):
+        kw = _start_kwargs(optimize_kwargs, int(j))
         rec, fit = _fit_one(
-            params, residual_fn, X0[:, j], float(c0[j]), include_nominal and j == 0, optimize_kwargs
+            params, residual_fn, X0[:, j], float(c0[j]), include_nominal and j == 0, kw
         )
         by_start[int(j)] = rec
         if fit is not None:
