@@ -336,3 +336,22 @@ def test_fit_with_search_dispatches() -> None:
         fit_with_search(params, TwoBasins(), global_search="cmaes", starts=4)
     with pytest.raises(TypeError, match="global_search must be a GlobalSearchOptions"):
         fit_with_search(params, TwoBasins(), global_search=3)
+
+
+def test_fit_global_interrupted_in_the_global_stage(tmp_path) -> None:
+    def stop_at_3(info: GenerationInfo) -> None:
+        if info.generation == 3:
+            raise KeyboardInterrupt
+
+    ckpt = tmp_path / "fit.npz"
+    options = GlobalSearchOptions(budget=300, seed=1)
+    _, cut = fit_global(
+        rippled_params(), Rippled(), options, global_callback=stop_at_3, checkpoint=ckpt
+    )
+    assert cut.status == "interrupted" and not cut.success and cut.nit == 0
+    assert cut.extras["global"]["generations"] == 3
+    assert not ckpt.exists()  # the local stage never started
+    _, done = fit_global(
+        rippled_params(), Rippled(), options, checkpoint=ckpt, resume=True, horizons=None
+    )
+    np.testing.assert_allclose(done.x, [3.0, -1.0], atol=1e-6)

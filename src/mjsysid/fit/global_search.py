@@ -677,6 +677,12 @@ def _result(run: _Run, prog: _Progress, wall: float) -> GlobalResult:
     )
 
 
+_LOCAL_SKIPPED = (
+    "Interrupted in the global stage: no local fit; the best candidate so far is returned "
+    "(resume=True continues the search from its checkpoint)."
+)
+
+
 def _merge(g: GlobalResult, local: OptimizeResult, wall: float) -> OptimizeResult:
     """The local result, counting both stages, with the global one in its extras."""
     return dataclasses.replace(
@@ -718,7 +724,8 @@ def fit_global(
       checkpoint: The local stage's checkpoint (as for :func:`optimize`); the global stage's
         is written beside it (:func:`global_checkpoint_path`).
       resume: Resume both stages from their checkpoints (a finished global stage is not
-        rerun).
+        rerun). Interrupted (Ctrl-C) in the global stage, no local fit runs: the result is
+        the best candidate so far, status ``"interrupted"``.
       verbose, output: Progress lines of both stages (``output`` default: the local stage's
         stdout, the global's stderr unless ``output`` is given).
       **optimize_kwargs: Passed to :func:`optimize` (``optimizer``, ``max_iters``,
@@ -744,13 +751,20 @@ def fit_global(
     )
     start = params.copy()
     start.update_from_vector(g.x)
-    opt_params, local = optimize(
-        start,
-        residual_fn,
-        checkpoint=checkpoint,
-        resume=resume,
-        verbose=verbose,
-        output=output,
-        **optimize_kwargs,
-    )
+    if g.stop_reason == "interrupted":  # no local fit: the best candidate, evaluated
+        kw = {**optimize_kwargs, "max_iters": 0, "horizons": None}
+        opt_params, local = optimize(start, residual_fn, verbose=False, **kw)
+        local = dataclasses.replace(
+            local, status="interrupted", success=False, message=_LOCAL_SKIPPED
+        )
+    else:
+        opt_params, local = optimize(
+            start,
+            residual_fn,
+            checkpoint=checkpoint,
+            resume=resume,
+            verbose=verbose,
+            output=output,
+            **optimize_kwargs,
+        )
     return opt_params, _merge(g, local, time.perf_counter() - t0)
