@@ -677,6 +677,37 @@ def _result(run: _Run, prog: _Progress, wall: float) -> GlobalResult:
     )
 
 
+def _local_stage(
+    params: ParameterDict,
+    residual_fn: ResidualFn,
+    g: GlobalResult,
+    checkpoint: str | Path | None,
+    resume: bool,
+    verbose: bool,
+    output: TextIO | None,
+    optimize_kwargs: dict[str, Any],
+) -> tuple[ParameterDict, OptimizeResult]:
+    """The local fit from the best candidate (none after an interrupted search: the best
+    candidate, evaluated)."""
+    start = params.copy()
+    start.update_from_vector(g.x)
+    if g.stop_reason == "interrupted":
+        kw = {**optimize_kwargs, "max_iters": 0, "horizons": None}
+        opt_params, local = optimize(start, residual_fn, verbose=False, **kw)
+        return opt_params, dataclasses.replace(
+            local, status="interrupted", success=False, message=_LOCAL_SKIPPED
+        )
+    return optimize(
+        start,
+        residual_fn,
+        checkpoint=checkpoint,
+        resume=resume,
+        verbose=verbose,
+        output=output,
+        **optimize_kwargs,
+    )
+
+
 _LOCAL_SKIPPED = (
     "Interrupted in the global stage: no local fit; the best candidate so far is returned "
     "(resume=True continues the search from its checkpoint)."
@@ -749,22 +780,7 @@ def fit_global(
         verbose=verbose,
         output=output,
     )
-    start = params.copy()
-    start.update_from_vector(g.x)
-    if g.stop_reason == "interrupted":  # no local fit: the best candidate, evaluated
-        kw = {**optimize_kwargs, "max_iters": 0, "horizons": None}
-        opt_params, local = optimize(start, residual_fn, verbose=False, **kw)
-        local = dataclasses.replace(
-            local, status="interrupted", success=False, message=_LOCAL_SKIPPED
-        )
-    else:
-        opt_params, local = optimize(
-            start,
-            residual_fn,
-            checkpoint=checkpoint,
-            resume=resume,
-            verbose=verbose,
-            output=output,
-            **optimize_kwargs,
-        )
+    opt_params, local = _local_stage(
+        params, residual_fn, g, checkpoint, resume, verbose, output, optimize_kwargs
+    )
     return opt_params, _merge(g, local, time.perf_counter() - t0)
