@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
-import pytest
 
 import mjsysid as sysid
-
-TODO = "#16: not implemented yet"
 
 
 def _abc() -> tuple[sysid.Parameter, sysid.Parameter, sysid.Parameter]:

@@ -40,7 +40,9 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(header), rule, *(line(r) for r in rows)])
 
 
-def _column(name: str, value: npt.ArrayLike, n: int) -> np.ndarray:
+def _column(name: str, value: npt.ArrayLike | None, n: int) -> np.ndarray:
+    if value is None:
+        raise ValueError(must_be(f"compare_parameters: {name}", f"{n} values", value))
     arr = np.asarray(value, dtype=np.float64).reshape(-1)
     if arr.size != n:
         raise ValueError(must_be(f"compare_parameters: {name}", f"{n} values (one per row)", arr))
