@@ -86,13 +86,9 @@ def calculate_intervals(
     a = _number("alpha", alpha, "a number in (0, 1)")
     if not 0 < a < 1:
         raise ValueError(must_be("alpha", "in (0, 1)", alpha))
-    tol = _number("rtol", rtol, "a number in [0, 1)")
-    if not 0 <= tol < 1:
-        raise ValueError(must_be("rtol", "in [0, 1)", rtol))
-    cut = _threshold("lambda_zero_thresh", lambda_zero_thresh, 0.0)
-    v_cut = _threshold("v_zero_thresh", v_zero_thresh, _V_ZERO)
+    cutoffs = _cutoffs(rtol, lambda_zero_thresh, v_zero_thresh)
     var = _variance(r, p, noise_variance, groups)
-    cov = _covariance(Jm, var, _Cutoffs(tol, cut, v_cut))
+    cov = _covariance(Jm, var, cutoffs)
     tval = float(scipy.stats.t.ppf(1.0 - a / 2.0, n - p))
     half = tval * np.sqrt(np.diag(cov))
     return cov, half
@@ -167,6 +163,18 @@ def _stacked(residuals: Any) -> Any:
         except (TypeError, ValueError):
             return residuals  # reported by _checked_problem
     return residuals
+
+
+def _cutoffs(rtol: Any, lambda_zero_thresh: Any, v_zero_thresh: Any) -> _Cutoffs:
+    """The checked thresholds of :func:`calculate_intervals`."""
+    tol = _number("rtol", rtol, "a number in [0, 1)")
+    if not 0 <= tol < 1:
+        raise ValueError(must_be("rtol", "in [0, 1)", rtol))
+    return _Cutoffs(
+        tol,
+        _threshold("lambda_zero_thresh", lambda_zero_thresh, 0.0),
+        _threshold("v_zero_thresh", v_zero_thresh, _V_ZERO),
+    )
 
 
 def _threshold(name: str, value: Any, default: float) -> float:

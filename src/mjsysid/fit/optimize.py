@@ -229,6 +229,8 @@ def run_fit(
 ) -> tuple[ParameterDict, OptimizeResult]:
     """:func:`optimize` with its options given as one :class:`FitOptions`."""
     t_start = time.perf_counter()
+    if not isinstance(check_conditioning, bool | np.bool_):
+        raise TypeError(must_be("check_conditioning", "True or False", check_conditioning))
     if not callable(residual_fn):
         raise TypeError(must_be("residual_fn", "callable residual_fn(x, params)", residual_fn))
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
@@ -277,16 +279,13 @@ def optimize(
     output: TextIO | None = None,
     **optimizer_kwargs: Any,
 ) -> tuple[ParameterDict, OptimizeResult]:
-    """Fits the non-frozen parameters to the data.
-
-    The positional order is ``mujoco.sysid``'s (``optimize(params, fn, "scipy", False)``);
-    every other option is a keyword.
+    """Fits the non-frozen parameters to the data (positional order: ``mujoco.sysid``'s).
 
     Args:
       initial_params: Start point and bounds; never modified.
       residual_fn: From :func:`build_residual_fn`, or any ``(x, params)`` residual: an array,
-        or ``mujoco.sysid``'s ``(residuals, predictions, records)`` with ``residuals`` a list
-        of arrays (stacked; see :func:`~mjsysid.fit.jacobian.residual_array`).
+        or ``mujoco.sysid``'s ``(residuals, predictions, records)`` (see
+        :func:`~mjsysid.fit.jacobian.residual_array`).
       optimizer: ``"lm"``, ``"mujoco"``, ``"scipy"`` or ``"scipy_parallel_fd"`` (backends).
       verbose: Print one line per iteration and a summary to ``output`` (default stdout).
       check_conditioning: Compute one extra finite-difference Jacobian at the start and log
@@ -308,27 +307,10 @@ def optimize(
       TypeError: An option the chosen backend does not take (named in the message).
     """
     options = FitOptions(
-        optimizer=optimizer,
-        max_iters=max_iters,
-        verbose=verbose,
-        xtol=xtol,
-        gtol=gtol,
-        ftol=ftol,
-        eps=eps,
-        mu_factor=mu_factor,
-        secant=secant,
-        trial_steps=trial_steps,
-        x_scale=x_scale,
-        horizons=horizons,
-        allow_no_effect=allow_no_effect,
-        checkpoint=checkpoint,
-        resume=resume,
-        callback=callback,
-        output=output,
+        optimizer=optimizer, max_iters=max_iters, verbose=verbose, xtol=xtol, gtol=gtol,
+        ftol=ftol, eps=eps, mu_factor=mu_factor, secant=secant, trial_steps=trial_steps,
+        x_scale=x_scale, horizons=horizons, allow_no_effect=allow_no_effect,
+        checkpoint=checkpoint, resume=resume, callback=callback, output=output,
         backend_options=optimizer_kwargs,
-    )
-    if not isinstance(check_conditioning, bool | np.bool_):
-        raise TypeError(must_be("check_conditioning", "True or False", check_conditioning))
-    return run_fit(
-        initial_params, residual_fn, options, check_conditioning=bool(check_conditioning)
-    )
+    )  # fmt: skip
+    return run_fit(initial_params, residual_fn, options, check_conditioning=check_conditioning)

@@ -715,9 +715,6 @@ def body_inertia_param(
     b = _moving_body_id(model, body_name)
     spec_element(spec, "body", body_name)
     _check_compiler(spec, model, b, body_name)
-    m0, c0, i_c0 = full_inertia_from_model(model, b)
-    if not m0 > 0:
-        raise ValueError(must_be(f"body {body_name!r}: mass", "> 0 to be identified", m0))
     bounds = _resolve_bounds(
         {
             "mass_bound_mult": mass_bound_mult,
@@ -727,9 +724,31 @@ def body_inertia_param(
         },
         {"mass_bounds": mass_bounds, "com_bounds": com_bounds, "pseudo_bounds": pseudo_bounds},
     )
+    meta, box = _meta_and_box(spec, model, b, inertia_type, scale_rot_inertia, bounds)
+    name = param_name or f"{body_name}_{_SUFFIX[inertia_type]}"
+    param = Parameter(name, *box, frozen=frozen, meta=meta)
+    _bind(param)
+    if modifier is not None:
+        _use_modifier(param, modifier)
+    return param
+
+
+def _meta_and_box(
+    spec: mujoco.MjSpec,
+    model: mujoco.MjModel,
+    b: int,
+    inertia_type: InertiaType,
+    scale_rot_inertia: bool,
+    bounds: _Bounds,
+) -> tuple[dict[str, Any], Box]:
+    """The ``meta`` and ``(nominal, lower, upper)`` of the parameter of body ``b``."""
+    name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
+    m0, c0, i_c0 = full_inertia_from_model(model, b)
+    if not m0 > 0:
+        raise ValueError(must_be(f"body {name!r}: mass", "> 0 to be identified", m0))
     meta: dict[str, Any] = {
         "kind": inertia_type.value,
-        "target": body_name,
+        "target": name,
         "scale_rot_inertia": scale_rot_inertia,
     }
     if inertia_type is InertiaType.Pseudo:
@@ -743,14 +762,14 @@ def body_inertia_param(
         # a 'simple' body takes no offset centre of mass or rotated axes in a compiled copy
         fast_path=inertia_type is InertiaType.Mass or not bool(model.body_simple[b]),
     )
-    name = param_name or f"{body_name}_{_SUFFIX[inertia_type]}"
-    param = Parameter(name, *box, frozen=frozen, meta=meta)
-    _bind(param)
-    if modifier is not None:
-        if not callable(modifier):
-            raise TypeError(must_be("modifier", "callable modifier(spec, param) or None", modifier))
-        param.modifier, param.model_modifier = modifier, None
-        # saved as a custom modifier (a loaded file must not bind the built-in one instead)
-        param.meta["inertia_kind"] = param.meta.pop("kind")
-        param.meta["modifier"] = "custom"
-    return param
+    return meta, box
+
+
+def _use_modifier(param: Parameter, modifier: Any) -> None:
+    """Replaces the built-in modifiers of ``param`` by a spec modifier of the user's own."""
+    if not callable(modifier):
+        raise TypeError(must_be("modifier", "callable modifier(spec, param) or None", modifier))
+    param.modifier, param.model_modifier = modifier, None
+    # saved as a custom modifier (a loaded file must not bind the built-in one instead)
+    param.meta["inertia_kind"] = param.meta.pop("kind")
+    param.meta["modifier"] = "custom"
