@@ -252,6 +252,8 @@ def run_fit(
     result = _result(staged, s, start.start_iter, t_start)
     opt_params = params.copy()
     opt_params.update_from_vector(result.x)
+    if options.verbose:  # the table mujoco.sysid's verbose logs
+        logger.info("%s", opt_params.compare_parameters(x0, result.x))
     return opt_params, result
 
 
@@ -287,7 +289,8 @@ def optimize(
         or ``mujoco.sysid``'s ``(residuals, predictions, records)`` (see
         :func:`~mjsysid.fit.jacobian.residual_array`).
       optimizer: ``"lm"``, ``"mujoco"``, ``"scipy"`` or ``"scipy_parallel_fd"`` (backends).
-      verbose: Print one line per iteration and a summary to ``output`` (default stdout).
+      verbose: Print one line per iteration and a summary to ``output`` (default stdout),
+        and log (INFO) the table of :meth:`ParameterDict.compare_parameters`.
       check_conditioning: Compute one extra finite-difference Jacobian at the start and log
         a warning when ``cond(JᵀJ)`` is large (:mod:`~mjsysid.fit.conditioning`).
       max_iters, xtol, gtol, ftol, eps, mu_factor, secant, trial_steps, x_scale,

@@ -365,7 +365,10 @@ def cholesky_decompose_upper(J: npt.ArrayLike) -> np.ndarray:
     return _upper_cholesky(0.5 * (arr + arr.T), "J")
 
 
-theta_from_pseudoinertia = theta_from_pseudo_inertia  # the name ``mujoco.sysid`` uses
+def theta_from_pseudoinertia(J: npt.ArrayLike) -> np.ndarray:
+    """:func:`theta_from_pseudo_inertia` under the name (and argument name) ``mujoco.sysid``
+    uses."""
+    return theta_from_pseudo_inertia(J)
 
 
 def pi_from_theta(theta: npt.ArrayLike) -> np.ndarray:
