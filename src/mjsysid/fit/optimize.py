@@ -72,6 +72,10 @@ logger = logging.getLogger(__name__)
 class OptimizeResult:
     """What :func:`optimize` found.
 
+    Read by attribute or, like a ``scipy.optimize.OptimizeResult`` (what ``mujoco.sysid``
+    returns), by key: ``result["x"] is result.x``, ``"jac" in result``, ``keys()``,
+    ``items()``, ``get()``.
+
     Attributes:
       x: ``(p,)`` solution vector (non-frozen parameters, vector order).
       cost: ``½‖r(x)‖²`` at the solution. initial_cost: the same at the start.
