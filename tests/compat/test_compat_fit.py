@@ -14,8 +14,6 @@ import pytest
 
 import mjsysid as sysid
 
-TODO = "#16: not implemented yet"
-
 
 def _params() -> sysid.ParameterDict:
     return sysid.ParameterDict(
@@ -32,7 +30,6 @@ def _ill(x: np.ndarray, params: sysid.ParameterDict) -> tuple:
     return [np.array([x[0] + x[1] - 1.0, 1e-7 * (x[0] - x[1])])], None, None
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 @pytest.mark.parametrize("backend", ["mujoco", "scipy", "scipy_parallel_fd"])
 def test_peer_style_residual_and_result(backend: str) -> None:
     params = _params()
@@ -45,13 +42,11 @@ def test_peer_style_residual_and_result(backend: str) -> None:
     np.testing.assert_allclose(res.x, [1.5, -0.5], atol=1e-6)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_verbose_is_the_fourth_positional() -> None:
     opt, _ = sysid.optimize(_params(), _peer_style, "scipy", False)
     np.testing.assert_allclose(opt.as_vector(), [1.5, -0.5], atol=1e-6)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_backend_options_pass_through() -> None:
     opt, _ = sysid.optimize(
         _params(), _peer_style, optimizer="scipy", verbose=False, loss="soft_l1"
@@ -75,7 +70,6 @@ def _conditioning_messages(fn, caplog: pytest.LogCaptureFixture) -> list[str]:
     return logged + [str(w.message) for w in caught]
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_check_conditioning_warns_on_an_ill_conditioned_start(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -85,7 +79,6 @@ def test_check_conditioning_warns_on_an_ill_conditioned_start(
     assert any("cond" in m and "x_scale" in m for m in messages), messages
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_check_conditioning_quiet_when_well_conditioned(caplog: pytest.LogCaptureFixture) -> None:
     assert not [m for m in _conditioning_messages(_peer_style, caplog) if "cond" in m]
 
@@ -98,7 +91,6 @@ def test_calculate_intervals_positional() -> None:
     np.testing.assert_allclose(cov[0], [0.01415094339622642, -0.0011792452830188683], rtol=1e-12)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_calculate_intervals_peer_keywords_and_residual_list() -> None:
     J = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0], [0.5, -1.0]])
     parts = [np.array([0.1, -0.2]), np.array([0.05, 0.1])]

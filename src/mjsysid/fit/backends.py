@@ -117,6 +117,7 @@ def run_mujoco(call: BackendCall) -> BackendResult:
         iter_callback=mj_callback,
         x_scale=s.x_scale,
         mu_factor=float(s.damping_growth),
+        **s.backend_options,
     )
     x = np.asarray(x_hat, dtype=np.float64).reshape(-1)
     return BackendResult(x, mujoco_status(capture.getvalue()), max(len(trace) - 1, 0))
@@ -156,13 +157,13 @@ def run_scipy(call: BackendCall) -> BackendResult:
         call.x0,
         jac="2-point" if iters.count_residuals else iters.jac,
         bounds=call.bounds,
-        method="trf",
         xtol=float(s.xtol),
         gtol=float(s.gtol),
         ftol=max(float(s.ftol), np.finfo(float).eps),
         x_scale=scale,
         max_nfev=max(call.max_iters, 1),
         verbose=0,
+        **{"method": "trf", **s.backend_options},
     )
     x = np.asarray(res.x, dtype=np.float64)
     if iters.count_residuals:

@@ -21,6 +21,8 @@ a known noise level is passed as ``noise_variance``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,9 +33,11 @@ from mjsysid.util.errors import first_bad_index, must_be
 
 
 def calculate_intervals(
-    residuals: npt.ArrayLike,
+    residuals_star: npt.ArrayLike | Sequence[npt.ArrayLike],
     J: npt.ArrayLike,
     alpha: float = 0.05,
+    lambda_zero_thresh: float | None = None,
+    v_zero_thresh: float | None = None,
     *,
     noise_variance: float | npt.ArrayLike | None = None,
     groups: npt.ArrayLike | None = None,
@@ -41,10 +45,20 @@ def calculate_intervals(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Covariance and ``(1 − alpha)`` confidence half-widths at a least-squares solution.
 
+    The arguments are ``mujoco.sysid``'s (the residual and the two thresholds); the keywords
+    after them are mjsysid's.
+
     Args:
-      residuals: ``(n,)`` residual at the solution.
+      residuals_star: ``(n,)`` residual at the solution, or a list of arrays (one per
+        sequence, as ``mujoco.sysid``'s residual functions return), concatenated.
       J: ``(n, p)`` Jacobian there, ``p >= 1`` and ``n > p``.
       alpha: Significance level in ``(0, 1)`` (0.05 gives 95 % intervals).
+      lambda_zero_thresh: Also count eigenvalues of the column-scaled ``J_sᵀJ_s`` (whose
+        trace is ``p``) below this absolute value as unidentifiable directions (``None``:
+        only ``rtol`` decides). ``mujoco.sysid``'s default 1e-15 changes nothing next to
+        ``rtol``.
+      v_zero_thresh: A parameter is unidentifiable when its components in the unidentifiable
+        directions have a norm above this (``None``: 1e-6).
       noise_variance: Known residual variance, ``> 0``: a scalar or ``(n,)`` per entry.
         Default: pooled estimate ``‖r‖²/(n − p)``, or per group with ``groups``.
       groups: ``(n,)`` labels (e.g. one per sensor): a separate variance is estimated for each
@@ -67,16 +81,14 @@ def calculate_intervals(
         ``rtol`` out of range, a ``noise_variance`` that is not finite and ``> 0``, or both
         ``noise_variance`` and ``groups``.
     """
-    r, Jm = _checked_problem(residuals, J)
+    r, Jm = _checked_problem(_stacked(residuals_star), J)
     n, p = Jm.shape
     a = _number("alpha", alpha, "a number in (0, 1)")
     if not 0 < a < 1:
         raise ValueError(must_be("alpha", "in (0, 1)", alpha))
-    tol = _number("rtol", rtol, "a number in [0, 1)")
-    if not 0 <= tol < 1:
-        raise ValueError(must_be("rtol", "in [0, 1)", rtol))
+    cutoffs = _cutoffs(rtol, lambda_zero_thresh, v_zero_thresh)
     var = _variance(r, p, noise_variance, groups)
-    cov = _covariance(Jm, var, tol)
+    cov = _covariance(Jm, var, cutoffs)
     tval = float(scipy.stats.t.ppf(1.0 - a / 2.0, n - p))
     half = tval * np.sqrt(np.diag(cov))
     return cov, half
@@ -130,7 +142,51 @@ def _variance(
     return np.full(n, float(r @ r) / (n - p))
 
 
-def _covariance(Jm: np.ndarray, var: np.ndarray, tol: float) -> np.ndarray:
+_V_ZERO = 1e-6  # a parameter with a null-space component above this is unidentifiable
+
+
+@dataclass(frozen=True)
+class _Cutoffs:
+    """When a direction or a parameter counts as unidentifiable: eigenvalues below
+    ``max(rtol·λ_max, lambda_zero)``; null-space components of norm above ``v_zero``."""
+
+    rtol: float
+    lambda_zero: float
+    v_zero: float
+
+
+def _stacked(residuals: Any) -> Any:
+    """A list or tuple of residual arrays (one per sequence) as one ``(n,)`` array."""
+    if isinstance(residuals, list | tuple) and any(np.ndim(part) >= 1 for part in residuals):
+        try:
+            return np.concatenate([np.asarray(part).reshape(-1) for part in residuals])
+        except (TypeError, ValueError):
+            return residuals  # reported by _checked_problem
+    return residuals
+
+
+def _cutoffs(rtol: Any, lambda_zero_thresh: Any, v_zero_thresh: Any) -> _Cutoffs:
+    """The checked thresholds of :func:`calculate_intervals`."""
+    tol = _number("rtol", rtol, "a number in [0, 1)")
+    if not 0 <= tol < 1:
+        raise ValueError(must_be("rtol", "in [0, 1)", rtol))
+    return _Cutoffs(
+        tol,
+        _threshold("lambda_zero_thresh", lambda_zero_thresh, 0.0),
+        _threshold("v_zero_thresh", v_zero_thresh, _V_ZERO),
+    )
+
+
+def _threshold(name: str, value: Any, default: float) -> float:
+    if value is None:
+        return default
+    t = _number(name, value, "a number >= 0 or None")
+    if not (np.isfinite(t) and t >= 0):
+        raise ValueError(must_be(name, "a finite number >= 0 or None", value))
+    return t
+
+
+def _covariance(Jm: np.ndarray, var: np.ndarray, cutoffs: _Cutoffs) -> np.ndarray:
     """``(p, p)`` sandwich covariance over the identifiable directions (see the module
     docstring); a parameter touching a null direction gets ``inf`` variance, NaN elsewhere."""
     p = Jm.shape[1]
@@ -139,7 +195,8 @@ def _covariance(Jm: np.ndarray, var: np.ndarray, tol: float) -> np.ndarray:
     Js = Jm * d
     lam, V = np.linalg.eigh(Js.T @ Js)
     lam_max = max(float(lam.max()), 0.0)
-    keep = lam > tol * lam_max if lam_max > 0 else np.zeros(p, dtype=bool)
+    cut = max(cutoffs.rtol * lam_max, cutoffs.lambda_zero)
+    keep = lam > cut if lam_max > 0 else np.zeros(p, dtype=bool)
     H_pinv = (V[:, keep] / lam[keep]) @ V[:, keep].T
     # Sandwich covariance of the least-squares estimate: H⁺ (Jᵀ diag(σ²) J) H⁺; equals σ² H⁺
     # for a constant variance, and stays right when the variance differs between signals.
@@ -150,7 +207,9 @@ def _covariance(Jm: np.ndarray, var: np.ndarray, tol: float) -> np.ndarray:
     diag = np.einsum("ij,ij->i", B, B)
     np.fill_diagonal(cov, diag)
     null = V[:, ~keep]
-    unident = np.linalg.norm(null, axis=1) > 1e-6 if null.size else np.zeros(p, dtype=bool)
+    unident = (
+        np.linalg.norm(null, axis=1) > cutoffs.v_zero if null.size else np.zeros(p, dtype=bool)
+    )
     cov[unident, :] = np.nan
     cov[:, unident] = np.nan
     cov[unident, unident] = np.inf

@@ -22,9 +22,44 @@ logger = logging.getLogger("mjsysid.fit.optimize")
 
 
 class ResidualFn(Protocol):
-    """``residual_fn(x, params)``: ``(p,) -> (n,)`` and ``(p, k) -> (n, k)``."""
+    """``residual_fn(x, params)``: ``(p,) -> (n,)`` and ``(p, k) -> (n, k)``.
 
-    def __call__(self, x: np.ndarray, params: ParameterDict, /) -> np.ndarray: ...
+    It may also return what ``mujoco.sysid``'s residual functions do, ``(residuals,
+    predictions, records)`` with ``residuals`` a list of arrays (one per sequence): the
+    arrays are stacked along their first axis (:func:`residual_array`).
+    """
+
+    def __call__(self, x: np.ndarray, params: ParameterDict, /) -> Any: ...
+
+
+def residual_array(out: Any) -> np.ndarray:
+    """What a residual function returned, as one float array.
+
+    An array stays as it is; a ``(residuals, predictions, records)`` triple (the
+    ``mujoco.sysid`` convention: a tuple of three whose first entry is a list, or whose entries
+    are not all arrays) is reduced to ``residuals``; a list or tuple of arrays (one per
+    sequence, each ``(n_i,)`` or ``(n_i, k)``) is concatenated along the first axis.
+    """
+    if (
+        isinstance(out, tuple)
+        and len(out) == 3
+        and (isinstance(out[0], list | tuple) or not all(isinstance(o, np.ndarray) for o in out))
+    ):
+        out = out[0]
+    if isinstance(out, list | tuple):
+        parts = [np.asarray(part, dtype=np.float64) for part in out]
+        if not parts:
+            raise ValueError(must_be("residual_fn output", "at least one residual array", out))
+        if len({part.ndim for part in parts}) != 1:
+            raise ValueError(
+                must_be(
+                    "residual_fn output",
+                    "residual arrays of one dimensionality ((n_i,) or (n_i, k) each)",
+                    [part.shape for part in parts],
+                )
+            )
+        return np.concatenate(parts, axis=0)
+    return np.asarray(out, dtype=np.float64)
 
 
 class CountedResidual:
@@ -50,7 +85,7 @@ class CountedResidual:
                 if len(hit):
                     r = Rk[:, hit[:1]].copy()
                     return r[:, 0] if flat else r
-        r = np.asarray(self.residual_fn(X2, self.params), dtype=np.float64)
+        r = residual_array(self.residual_fn(X2, self.params))
         if r.ndim == 1:
             r = r[:, None]
         self._check(r, X2.shape[1])
@@ -202,5 +237,5 @@ def sweep_parameter(
         raise ValueError(must_be("sweep_parameter: values", "a non-empty finite array", vals))
     X = np.repeat(params.as_vector()[:, None], vals.size, axis=1)
     X[labels.index(name)] = vals
-    R = np.asarray(residual_fn(X, params), dtype=np.float64)
+    R = residual_array(residual_fn(X, params))
     return 0.5 * np.sum(R**2, axis=0)

@@ -22,7 +22,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from mjsysid.fit.checkpoints import _checkpoint_horizon as _checkpoint_horizon
 from mjsysid.fit.checkpoints import checkpoint_horizon, load_checkpoint, write_checkpoint
+from mjsysid.fit.conditioning import start_condition
 from mjsysid.fit.horizons import AUTO_HORIZONS as AUTO_HORIZONS
 from mjsysid.fit.horizons import StagedFit, resolve_horizons, run_stages
 from mjsysid.fit.intervals import calculate_intervals as calculate_intervals  # re-export (spec)
@@ -38,6 +39,7 @@ from mjsysid.fit.jacobian import ResidualFn
 from mjsysid.fit.jacobian import fd_jacobian as fd_jacobian
 from mjsysid.fit.jacobian import sweep_parameter as sweep_parameter
 from mjsysid.fit.lm import LMOptions
+from mjsysid.fit.options import BACKEND_OPTIONS as BACKEND_OPTIONS
 from mjsysid.fit.options import OPTIMIZERS as OPTIMIZERS
 from mjsysid.fit.options import FitOptions, IterationCallback, check_x_scale
 from mjsysid.fit.stage import StageSettings
@@ -48,6 +50,7 @@ from mjsysid.util.errors import must_be
 
 __all__ = [
     "AUTO_HORIZONS",
+    "BACKEND_OPTIONS",
     "OPTIMIZERS",
     "FitOptions",
     "IterationCallback",
@@ -68,6 +71,10 @@ logger = logging.getLogger(__name__)
 @dataclass
 class OptimizeResult:
     """What :func:`optimize` found.
+
+    Read by attribute or, like a ``scipy.optimize.OptimizeResult`` (what ``mujoco.sysid``
+    returns), by key: ``result["x"] is result.x``, ``"jac" in result``, ``keys()``,
+    ``items()``, ``get()``.
 
     Attributes:
       x: ``(p,)`` solution vector (non-frozen parameters, vector order).
@@ -109,6 +116,25 @@ class OptimizeResult:
     parameter_names: list[str]
     optimizer: str
     extras: dict[str, Any] = field(default_factory=dict)
+
+    # -- read like a scipy.optimize.OptimizeResult (a dict with attribute access) ---------------
+    def keys(self) -> list[str]:
+        """The field names (``x``, ``cost``, ``fun``, ``jac``, ``grad``, ...)."""
+        return [f.name for f in fields(self)]
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(k, getattr(self, k)) for k in self.keys()]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(f"OptimizeResult has no field {key!r}; fields: {self.keys()}")
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self.keys() else default
 
 
 def _settings(
@@ -199,10 +225,16 @@ def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -
 
 
 def run_fit(
-    initial_params: ParameterDict, residual_fn: ResidualFn, options: FitOptions
+    initial_params: ParameterDict,
+    residual_fn: ResidualFn,
+    options: FitOptions,
+    *,
+    check_conditioning: bool = False,
 ) -> tuple[ParameterDict, OptimizeResult]:
     """:func:`optimize` with its options given as one :class:`FitOptions`."""
     t_start = time.perf_counter()
+    if not isinstance(check_conditioning, bool | np.bool_):
+        raise TypeError(must_be("check_conditioning", "True or False", check_conditioning))
     if not callable(residual_fn):
         raise TypeError(must_be("residual_fn", "callable residual_fn(x, params)", residual_fn))
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
@@ -212,6 +244,8 @@ def run_fit(
     check_params = getattr(residual_fn, "check_params", None)
     if callable(check_params):
         check_params(params)
+    if check_conditioning:
+        start_condition(residual_fn, params, x0, (lo, hi), float(options.eps))
     horizons = list(resolve_horizons(options.horizons, residual_fn, options.optimizer, params))
     start = _resume(_Start(x0, 0, horizons), s, params)
     if s.ckpt is not None:  # fail now, not after the first iteration, if it cannot be written
@@ -222,6 +256,8 @@ def run_fit(
     result = _result(staged, s, start.start_iter, t_start)
     opt_params = params.copy()
     opt_params.update_from_vector(result.x)
+    if options.verbose:  # the table mujoco.sysid's verbose logs
+        logger.info("%s", opt_params.compare_parameters(x0, result.x))
     return opt_params, result
 
 
@@ -229,9 +265,10 @@ def optimize(
     initial_params: ParameterDict,
     residual_fn: ResidualFn,
     optimizer: str = "lm",
-    max_iters: int = 200,
     verbose: bool = False,
+    check_conditioning: bool = False,
     *,
+    max_iters: int = 200,
     xtol: float = 1e-8,
     gtol: float = 1e-8,
     ftol: float = 1e-8,
@@ -246,42 +283,41 @@ def optimize(
     resume: bool = False,
     callback: IterationCallback | None = None,
     output: TextIO | None = None,
+    **optimizer_kwargs: Any,
 ) -> tuple[ParameterDict, OptimizeResult]:
-    """Fits the non-frozen parameters to the data.
+    """Fits the non-frozen parameters to the data (positional order: ``mujoco.sysid``'s).
 
     Args:
       initial_params: Start point and bounds; never modified.
-      residual_fn: From :func:`build_residual_fn` (or any ``(x, params)`` residual).
+      residual_fn: From :func:`build_residual_fn`, or any ``(x, params)`` residual: an array,
+        or ``mujoco.sysid``'s ``(residuals, predictions, records)`` (see
+        :func:`~mjsysid.fit.jacobian.residual_array`).
       optimizer: ``"lm"``, ``"mujoco"``, ``"scipy"`` or ``"scipy_parallel_fd"`` (backends).
-      max_iters, verbose, xtol, gtol, ftol, eps, mu_factor, secant, trial_steps, x_scale,
+      verbose: Print one line per iteration and a summary to ``output`` (default stdout),
+        and log (INFO) the table of :meth:`ParameterDict.compare_parameters`.
+      check_conditioning: Compute one extra finite-difference Jacobian at the start and log
+        a warning when ``cond(JᵀJ)`` is large (:mod:`~mjsysid.fit.conditioning`).
+      max_iters, xtol, gtol, ftol, eps, mu_factor, secant, trial_steps, x_scale,
         horizons, allow_no_effect, checkpoint, resume, callback, output: The options of the
         fit, each described at :class:`~mjsysid.fit.options.FitOptions`, which holds them
         (validated once; :func:`run_fit` takes one directly).
+      **optimizer_kwargs: Options of the backend itself, passed on by name (``loss="soft_l1"``
+        for ``"scipy"``; the names are :data:`~mjsysid.fit.options.BACKEND_OPTIONS`).
 
     Returns:
-      ``(opt_params, result)``: a copy of ``initial_params`` at the solution; the result.
+      ``(opt_params, result)``: a copy of ``initial_params`` at the solution; the result
+      (attributes, and keys like a ``scipy.optimize.OptimizeResult``: ``result["x"]``).
 
     Raises:
       ValueError: Bad options, a start outside the bounds, a non-finite residual at the start
         (naming the sequence and signal), or a parameter without effect.
+      TypeError: An option the chosen backend does not take (named in the message).
     """
     options = FitOptions(
-        optimizer=optimizer,
-        max_iters=max_iters,
-        verbose=verbose,
-        xtol=xtol,
-        gtol=gtol,
-        ftol=ftol,
-        eps=eps,
-        mu_factor=mu_factor,
-        secant=secant,
-        trial_steps=trial_steps,
-        x_scale=x_scale,
-        horizons=horizons,
-        allow_no_effect=allow_no_effect,
-        checkpoint=checkpoint,
-        resume=resume,
-        callback=callback,
-        output=output,
-    )
-    return run_fit(initial_params, residual_fn, options)
+        optimizer=optimizer, max_iters=max_iters, verbose=verbose, xtol=xtol, gtol=gtol,
+        ftol=ftol, eps=eps, mu_factor=mu_factor, secant=secant, trial_steps=trial_steps,
+        x_scale=x_scale, horizons=horizons, allow_no_effect=allow_no_effect,
+        checkpoint=checkpoint, resume=resume, callback=callback, output=output,
+        backend_options=optimizer_kwargs,
+    )  # fmt: skip
+    return run_fit(initial_params, residual_fn, options, check_conditioning=check_conditioning)

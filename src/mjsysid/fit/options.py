@@ -23,6 +23,50 @@ from mjsysid.util.errors import finite_real, must_be, short_repr
 
 OPTIMIZERS = ("lm", "mujoco", "scipy", "scipy_parallel_fd")
 
+_SCIPY_OPTIONS = (
+    "method",
+    "loss",
+    "f_scale",
+    "diff_step",
+    "tr_solver",
+    "tr_options",
+    "jac_sparsity",
+    "workers",
+)
+#: The backend's own options :func:`~mjsysid.fit.optimize.optimize` passes on (besides the
+#: ones mjsysid sets itself: bounds, tolerances, ``x_scale``, the iteration limit and the
+#: Jacobian): those of ``mujoco.minimize.least_squares`` and ``scipy.optimize.least_squares``.
+BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "lm": (),
+    "mujoco": ("norm", "mu_min", "mu_max", "check_derivatives"),
+    "scipy": _SCIPY_OPTIONS,
+    "scipy_parallel_fd": _SCIPY_OPTIONS,
+}
+
+
+def check_backend_options(optimizer: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` as a plain dict, every name one that ``optimizer`` takes.
+
+    Raises:
+      TypeError: An unknown name (the message names it and lists what the backend takes).
+    """
+    if not isinstance(options, Mapping):
+        raise TypeError(must_be("backend_options", "a mapping of option names", options))
+    allowed = BACKEND_OPTIONS.get(optimizer, ())
+    unknown = sorted(str(k) for k in options if k not in allowed)
+    if unknown:
+        raise TypeError(
+            must_be(
+                f"the options of optimizer {optimizer!r}",
+                f"among {list(allowed)}" if allowed else "none beyond mjsysid's own keywords",
+                unknown,
+                "Unknown option names are not ignored; check the spelling, or choose the "
+                "backend that takes them (e.g. loss= is an option of optimizer='scipy')",
+            )
+        )
+    return dict(options)
+
+
 Horizons = tuple[float, ...] | str | None
 
 
@@ -146,6 +190,9 @@ class FitOptions:
       callback: ``callback(iteration, x, cost)`` after each iteration (``cost`` on the
         current stage's horizon; iterations are counted across stages).
       output: Stream for ``verbose``.
+      backend_options: Options passed on to the backend itself, by name (``loss="soft_l1"``
+        for ``"scipy"``); the names each backend takes are :data:`BACKEND_OPTIONS` (an unknown
+        one is a ``TypeError``).
 
     Raises (on construction):
       ValueError, TypeError: An option out of range or of the wrong type; the message
@@ -169,10 +216,14 @@ class FitOptions:
     resume: bool = False
     callback: IterationCallback | None = None
     output: TextIO | None = None
+    backend_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(must_be("optimizer", f"one of {list(OPTIMIZERS)}", self.optimizer))
+        object.__setattr__(
+            self, "backend_options", check_backend_options(self.optimizer, self.backend_options)
+        )
         m = self.max_iters
         if not isinstance(m, int | np.integer) or isinstance(m, bool) or m < 0:
             raise ValueError(must_be("max_iters", "a non-negative integer", m))

@@ -13,9 +13,25 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
+# The body-inertia helpers are re-exported here, where ``mujoco.sysid``'s ``model_modifier``
+# has them (``mjsysid._src.model_modifier`` is this module).
+from mjsysid.params.inertia import InertiaType as InertiaType
+from mjsysid.params.inertia import apply_body_inertia as apply_body_inertia
+from mjsysid.params.inertia import body_inertia_param as body_inertia_param
+from mjsysid.params.inertia_math import cholesky_decompose_upper as cholesky_decompose_upper
+from mjsysid.params.inertia_math import inertia_to_fullinertia as inertia_to_fullinertia
+from mjsysid.params.inertia_math import pi_from_theta as pi_from_theta
+from mjsysid.params.inertia_math import pseudoinertia_from_pi as pseudoinertia_from_pi
+from mjsysid.params.inertia_math import skew as skew
+from mjsysid.params.inertia_math import theta_from_pseudoinertia as theta_from_pseudoinertia
+from mjsysid.params.inertia_spec import apply_body_mass_ipos as apply_body_mass_ipos
+from mjsysid.params.inertia_spec import apply_body_theta_inertia as apply_body_theta_inertia
+from mjsysid.params.inertia_spec import pi_from_body as pi_from_body
+from mjsysid.params.inertia_spec import scale_body_inertia as scale_body_inertia
+from mjsysid.params.inertia_spec import theta_inertia_from_body as theta_inertia_from_body
 from mjsysid.params.parameter import Parameter, ParameterDict, check_modifiers_present
-from mjsysid.params.targets import FieldWriter
-from mjsysid.util.errors import must_be, short_repr
+from mjsysid.params.targets import FieldWriter, element_id
+from mjsysid.util.errors import must_be, require_model, short_repr
 
 
 class ModifierError(ValueError):
@@ -260,43 +276,96 @@ def _scalar(value: object, what: str) -> float:
     return float(arr[0])
 
 
-def apply_pgain(spec: mujoco.MjSpec, name: str, value: float) -> None:
-    """Sets the proportional gain ``kp`` of position actuator ``name`` (N/m or N·m/rad).
+def apply_pgain(
+    spec: mujoco.MjSpec, actuator_name: str, value: float | np.ndarray
+) -> mujoco.MjSpec:
+    """Sets the proportional gain ``kp`` of position actuator ``actuator_name`` (N/m or
+    N·m/rad) and returns ``spec``.
 
     MuJoCo's position actuator computes ``force = kp·ctrl - kp·q - kv·qdot``, so ``kp`` lives
     in ``gainprm[0]`` and ``-kp`` in ``biasprm[1]``.
     """
-    act = _position_actuator(spec, name)
-    kp = _scalar(value, f"apply_pgain({name!r}): value")
+    act = _position_actuator(spec, actuator_name)
+    kp = _scalar(value, f"apply_pgain({actuator_name!r}): value")
     act.gainprm[0] = kp
     act.biasprm[1] = -kp
+    return spec
 
 
-def apply_dgain(spec: mujoco.MjSpec, name: str, value: float) -> None:
-    """Sets the derivative gain ``kv`` of position actuator ``name`` (``biasprm[2] = -kv``)."""
-    act = _position_actuator(spec, name)
-    act.biasprm[2] = -_scalar(value, f"apply_dgain({name!r}): value")
+def apply_dgain(
+    spec: mujoco.MjSpec, actuator_name: str, value: float | np.ndarray
+) -> mujoco.MjSpec:
+    """Sets the derivative gain ``kv`` of position actuator ``actuator_name``
+    (``biasprm[2] = -kv``) and returns ``spec``."""
+    act = _position_actuator(spec, actuator_name)
+    act.biasprm[2] = -_scalar(value, f"apply_dgain({actuator_name!r}): value")
+    return spec
 
 
-def apply_pdgain(spec: mujoco.MjSpec, name: str, value: object) -> None:
-    """Sets both gains of position actuator ``name`` from ``value = (kp, kv)``."""
+def apply_pdgain(spec: mujoco.MjSpec, actuator_name: str, value: object) -> mujoco.MjSpec:
+    """Sets both gains of position actuator ``actuator_name`` from ``value = (kp, kv)`` and
+    returns ``spec``."""
     arr = np.asarray(value, dtype=np.float64).reshape(-1)
     if arr.size != 2:
-        raise ValueError(must_be(f"apply_pdgain({name!r}): value", "two numbers (kp, kv)", value))
-    apply_pgain(spec, name, arr[0])
-    apply_dgain(spec, name, arr[1])
+        raise ValueError(
+            must_be(f"apply_pdgain({actuator_name!r}): value", "two numbers (kp, kv)", value)
+        )
+    apply_pgain(spec, actuator_name, arr[0])
+    apply_dgain(spec, actuator_name, arr[1])
+    return spec
+
+
+def is_position_actuator(actuator: object) -> bool:
+    """Whether ``actuator`` (``spec.actuator(name)`` or ``model.actuator(name)``) is a
+    position servo: fixed gain, affine bias with ``biasprm[1] == -gainprm[0]`` (what
+    ``<position>`` makes). Works on compiled models too (``mujoco.sysid``'s answers ``False``
+    for every model actuator)."""
+    try:
+        gaintype = int(np.asarray(actuator.gaintype).reshape(-1)[0])  # type: ignore[attr-defined]
+        biastype = int(np.asarray(actuator.biastype).reshape(-1)[0])  # type: ignore[attr-defined]
+        gain = np.asarray(actuator.gainprm, dtype=np.float64).reshape(-1)  # type: ignore[attr-defined]
+        bias = np.asarray(actuator.biasprm, dtype=np.float64).reshape(-1)  # type: ignore[attr-defined]
+    except AttributeError:
+        raise TypeError(
+            must_be("actuator", "a spec or model actuator (spec.actuator(name))", actuator)
+        ) from None
+    return (
+        gaintype == int(mujoco.mjtGain.mjGAIN_FIXED)
+        and biastype == int(mujoco.mjtBias.mjBIAS_AFFINE)
+        and bool(bias[1] == -gain[0])
+    )
+
+
+def get_actuator_pd_gains(model: mujoco.MjModel, actuator_name: str) -> tuple[float, float]:
+    """``(kp, kv)`` of position actuator ``actuator_name`` of a compiled model: ``gainprm[0]``
+    and ``-biasprm[2]``.
+
+    Raises:
+      KeyError: No such actuator (the message lists them).
+      ValueError: It is not a position actuator (:func:`is_position_actuator`).
+    """
+    require_model(model)
+    i = element_id(model, "actuator", actuator_name)
+    act = model.actuator(i)
+    if not is_position_actuator(act):
+        raise ValueError(
+            f"actuator {actuator_name!r} must be a position actuator (fixed gain, affine bias "
+            f"with biasprm[1] = -gainprm[0]) to have P/D gains, got gainprm[0]="
+            f"{float(act.gainprm[0])!r}, biasprm[:3]={act.biasprm[:3].tolist()}"
+        )
+    return float(act.gainprm[0]), float(-act.biasprm[2])
 
 
 # -- visuals ----------------------------------------------------------------------------------
-def remove_visuals(spec: mujoco.MjSpec) -> mujoco.MjSpec:
+def remove_visuals(in_spec: mujoco.MjSpec) -> mujoco.MjSpec:
     """Strips what only matters for rendering, in place: textures, materials, visual geoms.
 
     A geom is removed only when it cannot affect the physics: it collides with nothing
     (``contype == conaffinity == 0``, in no contact pair) and adds no mass (its body has an
     explicit inertial, or the geom has zero mass/density). Meshes left unused are removed too.
-    Returns ``spec`` for chaining.
+    Returns ``in_spec`` (the same object, modified) for chaining.
     """
-    _check_spec(spec, "spec")
+    spec = _check_spec(in_spec, "in_spec")
     paired = {p.geomname1 for p in spec.pairs} | {p.geomname2 for p in spec.pairs}
     from_geoms = spec.compiler.inertiafromgeom
     for geom in list(spec.geoms):

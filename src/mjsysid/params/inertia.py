@@ -65,6 +65,7 @@ import enum
 import math
 import operator
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
@@ -82,7 +83,7 @@ from mjsysid.params.inertia_math import (
     theta_from_inertial,
     theta_from_pseudo_inertia,
 )
-from mjsysid.params.parameter import KindBinding, Parameter, register_kind
+from mjsysid.params.parameter import KindBinding, ModifierFn, Parameter, register_kind
 from mjsysid.params.targets import FieldWrite, MappedModelWrite, element_id, spec_element
 from mjsysid.util.errors import model_key, must_be, require_model
 
@@ -566,18 +567,71 @@ def _pseudo_box(
     mass_factors: tuple[float, float],
     com_margin: np.ndarray,
     pseudo_bounds: float,
+    shear_margin: np.ndarray | None = None,
 ) -> Box:
-    """Nominal ``theta`` and its default bounds (see the module docstring)."""
+    """Nominal ``theta`` and its default bounds (see the module docstring); ``shear_margin``
+    ``(3,)`` replaces the default half-width ``(f − 1) r`` of ``s_ij``."""
     f = float(pseudo_bounds)
     if not (math.isfinite(f) and f > 1.0):
         raise ValueError(must_be("pseudo_bounds", "a finite factor > 1", pseudo_bounds))
     nominal = theta_from_inertial(m0, c0, i_c0)
     r = math.sqrt(np.trace(i_c0) / (2.0 * m0))
-    margin = np.concatenate([[0.0], np.full(3, math.log(f)), np.full(3, (f - 1.0) * r), com_margin])
+    shear = np.full(3, (f - 1.0) * r) if shear_margin is None else shear_margin
+    margin = np.concatenate([[0.0], np.full(3, math.log(f)), shear, com_margin])
     lo, hi = nominal - margin, nominal + margin
     lo_f, hi_f = mass_factors
     lo[0], hi[0] = nominal[0] + 0.5 * math.log(lo_f), nominal[0] + 0.5 * math.log(hi_f)
     return nominal, lo, hi
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """The bound options of :func:`body_inertia_param`, peer keywords resolved."""
+
+    mass: tuple[float, float]
+    com: np.ndarray
+    pseudo: float
+    shear: np.ndarray | None
+
+
+def _either(peer: str, peer_value: Any, own: str, own_value: Any, default: Any) -> Any:
+    """The value of a bound given by its ``mujoco.sysid`` or its mjsysid keyword (not both)."""
+    if peer_value is None:
+        return default if own_value is None else own_value
+    if own_value is not None:
+        raise TypeError(
+            f"body_inertia_param takes {peer} or {own} (the same bound, by its mujoco.sysid "
+            "and its mjsysid name), not both"
+        )
+    return peer_value
+
+
+def _resolve_bounds(peer: dict[str, Any], own: dict[str, Any]) -> _Bounds:
+    """``peer``: ``mass_bound_mult``, ``ipos_bound_off``, ``stretch_bound_mult``,
+    ``shear_bound_off``; ``own``: ``mass_bounds``, ``com_bounds``, ``pseudo_bounds``."""
+    mass = _either(
+        "mass_bound_mult", peer["mass_bound_mult"], "mass_bounds", own["mass_bounds"], (0.1, 10.0)
+    )
+    com = _either("ipos_bound_off", peer["ipos_bound_off"], "com_bounds", own["com_bounds"], 0.05)
+    stretch = _either(
+        "stretch_bound_mult",
+        peer["stretch_bound_mult"],
+        "pseudo_bounds",
+        own["pseudo_bounds"],
+        2.0,
+    )
+    if np.ndim(stretch) != 0:
+        raise ValueError(
+            must_be("stretch_bound_mult", "one factor f > 1 (d_i within ± ln f)", stretch)
+        )
+    shear = peer["shear_bound_off"]
+    if shear is not None:
+        shear = np.broadcast_to(np.asarray(shear, dtype=np.float64), (3,)).copy()
+        if not np.all(np.isfinite(shear) & (shear >= 0)):
+            raise ValueError(
+                must_be("shear_bound_off", "a half-width >= 0 [m] or 3 of them", shear)
+            )
+    return _Bounds(_bounds_pair(mass), _com_margin(com), float(stretch), shear)
 
 
 def _mass_box(
@@ -603,14 +657,27 @@ def body_inertia_param(
     body_name: str,
     inertia_type: InertiaType | str = InertiaType.Mass,
     scale_rot_inertia: bool = True,
-    *,
+    mass_bound_mult: npt.ArrayLike | None = None,
+    ipos_bound_off: float | npt.ArrayLike | None = None,
+    stretch_bound_mult: float | None = None,
+    shear_bound_off: float | npt.ArrayLike | None = None,
     param_name: str | None = None,
-    mass_bounds: tuple[float, float] = (0.1, 10.0),
-    com_bounds: float | npt.ArrayLike = 0.05,
-    pseudo_bounds: float = 2.0,
+    modifier: ModifierFn | None = None,
+    *,
+    mass_bounds: tuple[float, float] | None = None,
+    com_bounds: float | npt.ArrayLike | None = None,
+    pseudo_bounds: float | None = None,
     frozen: bool = False,
 ) -> Parameter:
     """A parameter for the inertia of one body (see the module docstring for the maths).
+
+    The arguments are in ``mujoco.sysid``'s order, with its keywords; its defaults differ
+    (``InertiaType.MassIpos``, ``scale_rot_inertia=False``): a call written for it without
+    ``inertia_type`` gets mjsysid's ``Mass`` parameter here, so pass both to be explicit.
+    Each ``mujoco.sysid`` bound keyword is another name of an mjsysid one (give one of the
+    two): ``mass_bound_mult`` = ``mass_bounds``, ``ipos_bound_off`` = ``com_bounds``,
+    ``stretch_bound_mult`` = ``pseudo_bounds``; ``shear_bound_off`` sets the half-width of
+    ``s_ij`` (default ``(f − 1) r``).
 
     Args:
       spec: The spec ``model`` was compiled from (its compiler settings are checked and
@@ -628,6 +695,8 @@ def body_inertia_param(
         ``(3,)``); for ``Pseudo`` it bounds ``t``.
       pseudo_bounds: ``Pseudo`` only, a factor ``f > 1``: ``d_i`` within ``± ln f`` and
         ``s_ij`` within ``± (f − 1) r`` of nominal, ``r = sqrt(tr(I_c) / (2 m))``.
+      modifier: A spec modifier of your own instead of the built-in one (the parameter then
+        has no compiled-model fast path).
       frozen: Create the parameter frozen.
 
     Returns:
@@ -646,29 +715,61 @@ def body_inertia_param(
     b = _moving_body_id(model, body_name)
     spec_element(spec, "body", body_name)
     _check_compiler(spec, model, b, body_name)
+    bounds = _resolve_bounds(
+        {
+            "mass_bound_mult": mass_bound_mult,
+            "ipos_bound_off": ipos_bound_off,
+            "stretch_bound_mult": stretch_bound_mult,
+            "shear_bound_off": shear_bound_off,
+        },
+        {"mass_bounds": mass_bounds, "com_bounds": com_bounds, "pseudo_bounds": pseudo_bounds},
+    )
+    meta, box = _meta_and_box(spec, model, b, inertia_type, scale_rot_inertia, bounds)
+    name = param_name or f"{body_name}_{_SUFFIX[inertia_type]}"
+    param = Parameter(name, *box, frozen=frozen, meta=meta)
+    _bind(param)
+    if modifier is not None:
+        _use_modifier(param, modifier)
+    return param
+
+
+def _meta_and_box(
+    spec: mujoco.MjSpec,
+    model: mujoco.MjModel,
+    b: int,
+    inertia_type: InertiaType,
+    scale_rot_inertia: bool,
+    bounds: _Bounds,
+) -> tuple[dict[str, Any], Box]:
+    """The ``meta`` and ``(nominal, lower, upper)`` of the parameter of body ``b``."""
+    name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
     m0, c0, i_c0 = full_inertia_from_model(model, b)
     if not m0 > 0:
-        raise ValueError(must_be(f"body {body_name!r}: mass", "> 0 to be identified", m0))
-    mass_factors = _bounds_pair(mass_bounds)
-    com_margin = _com_margin(com_bounds)
-
+        raise ValueError(must_be(f"body {name!r}: mass", "> 0 to be identified", m0))
     meta: dict[str, Any] = {
         "kind": inertia_type.value,
-        "target": body_name,
+        "target": name,
         "scale_rot_inertia": scale_rot_inertia,
     }
     if inertia_type is InertiaType.Pseudo:
-        box = _pseudo_box(m0, c0, i_c0, mass_factors, com_margin, pseudo_bounds)
+        box = _pseudo_box(m0, c0, i_c0, bounds.mass, bounds.com, bounds.pseudo, bounds.shear)
     else:
         meta.update(_nominal_meta(model, b, m0))
-        box = _mass_box(inertia_type, m0, c0, mass_factors, com_margin)
+        box = _mass_box(inertia_type, m0, c0, bounds.mass, bounds.com)
     meta.update(
         boundmass=float(spec.compiler.boundmass),
         boundinertia=float(spec.compiler.boundinertia),
         # a 'simple' body takes no offset centre of mass or rotated axes in a compiled copy
         fast_path=inertia_type is InertiaType.Mass or not bool(model.body_simple[b]),
     )
-    name = param_name or f"{body_name}_{_SUFFIX[inertia_type]}"
-    param = Parameter(name, *box, frozen=frozen, meta=meta)
-    _bind(param)
-    return param
+    return meta, box
+
+
+def _use_modifier(param: Parameter, modifier: Any) -> None:
+    """Replaces the built-in modifiers of ``param`` by a spec modifier of the user's own."""
+    if not callable(modifier):
+        raise TypeError(must_be("modifier", "callable modifier(spec, param) or None", modifier))
+    param.modifier, param.model_modifier = modifier, None
+    # saved as a custom modifier (a loaded file must not bind the built-in one instead)
+    param.meta["inertia_kind"] = param.meta.pop("kind")
+    param.meta["modifier"] = "custom"

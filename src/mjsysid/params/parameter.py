@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 import yaml
 
-from mjsysid.util.errors import must_be, short_repr
+from mjsysid.params.tables import comparison_table, text_table
+from mjsysid.util.errors import finite_real, must_be, short_repr
 from mjsysid.util.files import atomic_write_text, read_yaml
 
 PARAMS_SCHEMA = "mjsysid.parameters"
@@ -300,9 +301,46 @@ class Parameter:
         """A copy of the current value."""
         return self._value.copy()
 
-    def update_from_vector(self, x: npt.ArrayLike) -> None:
+    def as_nominal_vector(self) -> np.ndarray:
+        """A copy of the nominal value, shape ``(size,)``."""
+        return self.nominal.copy()
+
+    def update_from_vector(self, vector: npt.ArrayLike) -> None:
         """Sets the value from a vector of length :attr:`size`."""
-        self.value = x
+        self.value = vector
+
+    def apply_modifier(self, spec: mujoco.MjSpec) -> None:
+        """Runs ``modifier(spec, self)``; does nothing without a modifier (frozen or not:
+        skipping frozen parameters is :func:`mjsysid.apply_param_modifiers`' business)."""
+        if self.modifier is not None:
+            self.modifier(spec, self)
+
+    def move_off_bound(self, fraction: float = 0.05, at_bound_tol: float = 1e-3) -> None:
+        """Moves value entries that sit on a bound into the interior (the value, not the
+        nominal).
+
+        An entry within ``at_bound_tol·(hi − lo)`` of ``lo`` becomes ``lo + fraction·(hi − lo)``,
+        one that close to ``hi`` becomes ``hi − fraction·(hi − lo)``; the others keep their
+        value. A fit started on a bound can stall there (a projected step of zero length).
+        Entries with an infinite bound are left alone (there is no width to take a fraction of).
+
+        Raises:
+          ValueError: ``fraction`` not in ``[0, 0.5]`` or ``at_bound_tol`` negative.
+        """
+        if not (finite_real(fraction) and 0.0 <= fraction <= 0.5):
+            raise ValueError(must_be("move_off_bound: fraction", "a number in [0, 0.5]", fraction))
+        if not (finite_real(at_bound_tol) and at_bound_tol >= 0.0):
+            raise ValueError(must_be("move_off_bound: at_bound_tol", "a number >= 0", at_bound_tol))
+        lo, hi = self.min_value, self.max_value
+        with np.errstate(invalid="ignore"):
+            width = hi - lo
+            finite = np.isfinite(width)
+            near_lo = finite & (self._value - lo <= at_bound_tol * width)
+            near_hi = finite & (hi - self._value <= at_bound_tol * width) & ~near_lo
+        value = self._value.copy()
+        value[near_lo] = lo[near_lo] + fraction * width[near_lo]
+        value[near_hi] = hi[near_hi] - fraction * width[near_hi]
+        self._value = value
 
     def get_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(min_value, max_value)`` copies."""
@@ -313,7 +351,10 @@ class Parameter:
         self._value = self.nominal.copy()
 
     def sample(self, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Draws a value uniformly within the bounds, stores it and returns a copy.
+        """Draws a value uniformly within the bounds and returns it, shape ``(size,)``.
+
+        :attr:`value` is left as it is (as ``mujoco.sysid`` does); assign the draw to use it,
+        or call :meth:`ParameterDict.randomize`.
 
         Raises:
           ValueError: If a bound is infinite (a uniform draw is then undefined).
@@ -324,8 +365,7 @@ class Parameter:
                 f"{short_repr(self.min_value)}, max_value={short_repr(self.max_value)}"
             )
         rng = np.random.default_rng() if rng is None else rng
-        self._value = rng.uniform(self.min_value, self.max_value)
-        return self._value.copy()
+        return np.asarray(rng.uniform(self.min_value, self.max_value), dtype=np.float64)
 
     def copy(self) -> Parameter:
         """A deep copy of the arrays; callbacks are shared (they are stateless functions)."""
@@ -412,11 +452,36 @@ class ParameterDict:
 
     The vector ``x`` is the concatenation of the values of the non-frozen parameters, in the
     order they were added. Iterating yields parameter names, like a ``dict``.
+
+    Args:
+      parameters: The parameters, in vector order: an iterable of :class:`Parameter`, or a
+        mapping ``{name: Parameter}`` as ``mujoco.sysid`` takes it (each key must be its
+        parameter's name: two names for one parameter would break saving and loading).
+
+    Raises:
+      ValueError: A key differs from its parameter's name, or two parameters share a name.
+      TypeError: An entry is not a :class:`Parameter`.
     """
 
-    def __init__(self, parameters: Iterable[Parameter] = ()) -> None:
+    def __init__(
+        self, parameters: Iterable[Parameter] | Mapping[str, Parameter] | None = None
+    ) -> None:
         self._params: dict[str, Parameter] = {}
-        for p in parameters:
+        if isinstance(parameters, Mapping):
+            for key, p in parameters.items():
+                if isinstance(p, Parameter) and key != p.name:
+                    raise ValueError(
+                        must_be(
+                            f"ParameterDict: the key {key!r}",
+                            f"the name of its parameter ({p.name!r})",
+                            key,
+                            "one parameter must not have two names; rename the key or the "
+                            "parameter",
+                        )
+                    )
+                self.add(p)
+            return
+        for p in parameters or ():
             self.add(p)
 
     # -- container protocol -------------------------------------------------------------------
@@ -431,9 +496,9 @@ class ParameterDict:
         self._params[param.name] = param
         return param
 
-    def update(self, other: ParameterDict | Iterable[Parameter]) -> None:
-        """Adds every parameter of ``other`` (names must not clash)."""
-        items = other.values() if isinstance(other, ParameterDict) else other
+    def update(self, pdict: ParameterDict | Iterable[Parameter]) -> None:
+        """Adds every parameter of ``pdict`` (names must not clash)."""
+        items = pdict.values() if isinstance(pdict, ParameterDict) else pdict
         for p in items:
             self.add(p)
 
@@ -473,17 +538,33 @@ class ParameterDict:
         return sum(p.size for p in self.non_frozen())
 
     # -- vector view --------------------------------------------------------------------------
-    def as_vector(self) -> np.ndarray:
-        """Concatenated values of all non-frozen parameters, shape ``(size,)``."""
-        parts = [p.value for p in self.non_frozen()]
+    def _in_vector_order(self, include_frozen: bool) -> list[Parameter]:
+        """The non-frozen parameters, then (``include_frozen``) the frozen ones, each in the
+        order they were added."""
+        free = self.non_frozen()
+        if not include_frozen:
+            return free
+        return free + [p for p in self._params.values() if p.frozen]
+
+    def as_vector(self, include_frozen: bool = False) -> np.ndarray:
+        """Concatenated values of all non-frozen parameters, shape ``(size,)``; with
+        ``include_frozen`` the frozen ones follow (in the order they were added)."""
+        parts = [p.value for p in self._in_vector_order(include_frozen)]
         return np.concatenate(parts) if parts else np.zeros(0)
 
-    def update_from_vector(self, x: npt.ArrayLike) -> None:
-        """Writes ``x`` (shape ``(size,)``) back into the non-frozen parameters.
+    def as_nominal_vector(self, include_frozen: bool = False) -> np.ndarray:
+        """Like :meth:`as_vector`, with the nominal values."""
+        parts = [p.nominal for p in self._in_vector_order(include_frozen)]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def update_from_vector(self, vector: npt.ArrayLike) -> None:
+        """Writes ``vector`` (the optimizer's ``x``, shape ``(size,)``) back into the
+        non-frozen parameters.
 
         Like :attr:`Parameter.value`, the values are checked for shape and finiteness, not
         against the bounds (see there).
         """
+        x = vector
         try:
             arr = np.asarray(x)
         except (TypeError, ValueError):
@@ -535,10 +616,28 @@ class ParameterDict:
         )
 
     def randomize(self, rng: np.random.Generator | None = None) -> None:
-        """Samples every non-frozen parameter uniformly within its bounds."""
+        """Sets every non-frozen parameter to a uniform draw within its bounds."""
         rng = np.random.default_rng() if rng is None else rng
         for p in self.non_frozen():
-            p.sample(rng)
+            p._value = p.sample(rng)
+
+    def sample(self, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Uniform draws of the non-frozen parameters within their bounds, in vector order,
+        shape ``(size,)``; the values are left as they are (:meth:`randomize` sets them).
+
+        Raises:
+          ValueError: A non-frozen parameter has an infinite bound.
+        """
+        rng = np.random.default_rng() if rng is None else rng
+        parts = [p.sample(rng) for p in self.non_frozen()]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def move_off_bounds(self, fraction: float = 0.05, at_bound_tol: float = 1e-3) -> ParameterDict:
+        """:meth:`Parameter.move_off_bound` on every non-frozen parameter; returns ``self``
+        (``optimize(params.move_off_bounds(), ...)``)."""
+        for p in self.non_frozen():
+            p.move_off_bound(fraction, at_bound_tol)
+        return self
 
     def reset(self) -> None:
         """Restores every parameter (frozen ones too) to its nominal value."""
@@ -555,6 +654,50 @@ class ParameterDict:
         for p in self.non_frozen():
             out.extend([p.name] if p.size == 1 else [f"{p.name}[{i}]" for i in range(p.size)])
         return out
+
+    # -- text tables --------------------------------------------------------------------------
+    def get_parameter_info(self) -> str:
+        """A plain-text table of every parameter: ``Name Size Shape Frozen`` (Yes/No)."""
+        rows = [
+            [p.name, str(p.size), str(p.shape), "Yes" if p.frozen else "No"]
+            for p in self._params.values()
+        ]
+        return "Parameter Information:\n" + text_table(["Name", "Size", "Shape", "Frozen"], rows)
+
+    def compare_parameters(
+        self,
+        init_params: npt.ArrayLike,
+        predicted_params: npt.ArrayLike,
+        measured_params: npt.ArrayLike | None = None,
+        sig_digits: int = 4,
+    ) -> str:
+        """A plain-text table comparing start, fit and (when known) true values.
+
+        One row per entry of :meth:`as_vector` (``b[0]``, ``b[1]`` for an array parameter):
+        Parameter, Initial, Nominal, Identified, Lower, Upper, Abs Err, Abs Del, Rel Err,
+        Rel Del, then ``RMSE: <x>`` (root mean square of ``Identified − measured``; empty
+        without ``measured_params``) and ``RMS Delta: <x>`` (of ``Identified − Initial``).
+        Relative columns divide by ``|measured|`` / ``|Initial|`` ("-" where that is 0).
+        No colours, as plain text for a log or a file.
+
+        Args:
+          init_params, predicted_params, measured_params: ``(size,)`` vectors.
+          sig_digits: Significant digits of the numbers (``>= 1``).
+        """
+        labels = self.get_non_frozen_parameter_names()
+        lo, hi = self.get_bounds()
+        return comparison_table(
+            labels,
+            {
+                "init": init_params,
+                "nominal": self.as_nominal_vector(),
+                "predicted": predicted_params,
+                "lower": lo,
+                "upper": hi,
+                "measured": measured_params,
+            },
+            sig_digits,
+        )
 
     # -- files --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
