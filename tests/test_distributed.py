@@ -129,6 +129,9 @@ def test_fit_identical_in_iterates(client: Any, make_problem: Any) -> None:
     for a, b in zip(res_d.extras["candidate"], res_l.extras["candidate"], strict=True):
         assert np.array_equal(np.asarray(a), np.asarray(b))
     assert np.array_equal(fit_d.as_vector(), fit_l.as_vector())
+    # optimize(..., executor=client) distributes the caller's residual itself
+    _, res_e = ms.optimize(params, local, max_iters=8, horizons=[0.5, 1.0], executor=client)
+    assert np.array_equal(res_e.x, res_l.x) and res_e.nfev == res_l.nfev
 
 
 def test_head(client: Any, arm: Any) -> None:

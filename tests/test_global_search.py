@@ -355,3 +355,18 @@ def test_fit_global_interrupted_in_the_global_stage(tmp_path) -> None:
         rippled_params(), Rippled(), options, checkpoint=ckpt, resume=True, horizons=None
     )
     np.testing.assert_allclose(done.x, [3.0, -1.0], atol=1e-6)
+
+
+def test_optimize_takes_the_outer_stages_as_keywords() -> None:
+    """``optimize(..., global_search=...)`` and ``optimize(..., starts=...)`` are
+    :func:`fit_global` and :func:`multistart` (same numbers)."""
+    params = rippled_params()
+    options = GlobalSearchOptions(budget=200, seed=1)
+    via = ms.optimize(params, Rippled(), global_search=options, horizons=None, max_iters=30)[1]
+    direct = fit_global(params, Rippled(), options, horizons=None, max_iters=30)[1]
+    np.testing.assert_array_equal(via.x, direct.x)
+    assert via.extras["global"]["evaluations"] == direct.extras["global"]["evaluations"]
+    starts = ms.optimize(params, Rippled(), starts=3, horizons=None, max_iters=30)[1]
+    assert starts.extras["multistart"]["starts"] == 3
+    with pytest.raises(ValueError, match="global_search and starts must be one or the other"):
+        ms.optimize(params, Rippled(), global_search="cmaes", starts=3)

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import numpy as np
 
-from mjsysid.fit.optimize import OptimizeResult, ResidualFn, optimize
+from mjsysid.fit.jacobian import ResidualFn
+from mjsysid.fit.local import OptimizeResult, fit_local
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import finite_real, must_be
 from mjsysid.util.files import atomic_savez, load_npz
@@ -693,11 +694,11 @@ def _local_stage(
     start.update_from_vector(g.x)
     if g.stop_reason == "interrupted":
         kw = {**optimize_kwargs, "max_iters": 0, "horizons": None}
-        opt_params, local = optimize(start, residual_fn, verbose=False, **kw)
+        opt_params, local = fit_local(start, residual_fn, verbose=False, **kw)
         return opt_params, dataclasses.replace(
             local, status="interrupted", success=False, message=_LOCAL_SKIPPED
         )
-    return optimize(
+    return fit_local(
         start,
         residual_fn,
         checkpoint=checkpoint,

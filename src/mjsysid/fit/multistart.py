@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from mjsysid.fit.global_search import batch_costs, check_box_params
-from mjsysid.fit.optimize import OptimizeResult, ResidualFn, optimize
+from mjsysid.fit.jacobian import ResidualFn
+from mjsysid.fit.local import OptimizeResult, fit_local
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import finite_real, must_be
 
@@ -144,7 +145,7 @@ def _fit_one(
     start = params.copy()
     start.update_from_vector(x0)
     try:
-        fit = optimize(start, residual_fn, **optimize_kwargs)
+        fit = fit_local(start, residual_fn, **optimize_kwargs)
     except ValueError as e:  # e.g. a parameter without effect at this start
         logger.warning("multistart: the fit from start %s failed: %s", x0, e)
         return StartRecord(x0, c0, x0, np.inf, "failed", 0, nominal, str(e)), None

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from mjsysid.fit.global_search import as_global_options, fit_global
+from mjsysid.fit.jacobian import ResidualFn
+from mjsysid.fit.local import OptimizeResult, fit_local
 from mjsysid.fit.multistart import multistart
-from mjsysid.fit.optimize import OptimizeResult, ResidualFn, optimize
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -58,4 +59,4 @@ def fit_with_search(
         return multistart(
             initial_params, residual_fn, starts=starts, seed=starts_seed, **optimize_kwargs
         )
-    return optimize(initial_params, residual_fn, **optimize_kwargs)
+    return fit_local(initial_params, residual_fn, **optimize_kwargs)
