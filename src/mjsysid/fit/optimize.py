@@ -156,7 +156,8 @@ def optimize(
 def _keywords(options: FitOptions) -> dict[str, Any]:
     """``options`` as :func:`optimize`'s keywords (the backend's own options spread out)."""
     out = {f.name: getattr(options, f.name) for f in fields(FitOptions)}
-    return {**out, **out.pop("backend_options")}
+    backend = out.pop("backend_options")
+    return {**out, **backend}
 
 
 def _on_cluster(
