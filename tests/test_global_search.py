@@ -370,3 +370,54 @@ def test_optimize_takes_the_outer_stages_as_keywords() -> None:
     assert starts.extras["multistart"]["starts"] == 3
     with pytest.raises(ValueError, match="global_search and starts must be one or the other"):
         ms.optimize(params, Rippled(), global_search="cmaes", starts=3)
+
+
+def _example_copy(tmp_path: Path, optimizer: str) -> Path:
+    from mjsysid.app.experiment import resolve_experiment_path
+
+    src = resolve_experiment_path("example:arm")
+    for f in src.parent.iterdir():
+        if f.is_file():
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    text = src.read_text().split("\noptimizer:")[0]  # the optimizer section is the last
+    path = tmp_path / "exp.yaml"
+    path.write_text(text + f"\noptimizer: {optimizer}\n")
+    return path
+
+
+def test_experiment_optimizer_global_and_starts(tmp_path: Path) -> None:
+    from mjsysid.app.experiment import ExperimentError, load_experiment
+
+    exp = load_experiment(_example_copy(tmp_path, "{global: cmaes, budget: 50, seed: 2}"))
+    assert exp.search == {"global_search": {"global": "cmaes", "budget": 50, "seed": 2}}
+    assert load_experiment(_example_copy(tmp_path, "{starts: 3}")).search == {"starts": 3}
+    with pytest.raises(ExperimentError, match=r"optimizer\.starts must be a positive integer"):
+        load_experiment(_example_copy(tmp_path, "{starts: 0}"))
+    with pytest.raises(ExperimentError, match=r"optimizer\.starts must be given without global"):
+        load_experiment(_example_copy(tmp_path, "{starts: 2, global: cmaes}"))
+    with pytest.raises(ExperimentError, match=r"budget"):
+        load_experiment(_example_copy(tmp_path, "{global: cmaes, budget: -1}"))
+
+
+def test_cli_fit_with_a_global_stage_and_with_starts(tmp_path: Path) -> None:
+    import io
+
+    import yaml
+
+    from mjsysid.app.cli import main
+
+    exp = _example_copy(tmp_path, "{max_iters: 20}")
+    for flags, key in (
+        (["--global", "cmaes", "--budget", "40"], "global"),
+        (["--starts", "2"], "multistart"),
+    ):
+        out = tmp_path / key
+        err = io.StringIO()
+        code = main(["fit", str(exp), "--out", str(out), "--no-report", "-q", *flags],
+                    stdout=io.StringIO(), stderr=err)  # fmt: skip
+        assert code == 0, err.getvalue()
+        run = yaml.safe_load((out / "run.yaml").read_text())
+        assert "search" in run
+    err = io.StringIO()
+    assert main(["fit", str(exp), "--budget", "40"], stdout=io.StringIO(), stderr=err) == 1
+    assert "add --global cmaes" in err.getvalue()

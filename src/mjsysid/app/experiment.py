@@ -17,7 +17,9 @@ Example (paths are relative to the experiment file)::
       - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
       - {kind: sensor_delay, target: "*_pos", max: 0.05}
     optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol (>= 0; 0: off), eps, horizons
-    # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0])
+    # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0];
+    #  global: cmaes, with population, budget, sigma, seed, tol_spread: a CMA-ES stage first;
+    #  or starts: 8: local fits from the nominal and 7 points drawn in the bounds)
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
     shooting: {window: 1.0, overlap: 0.2}     # optional: multiple shooting, see below
     executor: 4                               # optional: a local Dask cluster of 4 workers,
@@ -81,6 +83,7 @@ from mjsysid.data.states import create_initial_state
 from mjsysid.data.timeseries import SignalType
 from mjsysid.data.timing import TimingWarning
 from mjsysid.fit.executors import executor_options
+from mjsysid.fit.global_search import GlobalSearchOptions
 from mjsysid.fit.options import FitOptions
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.initial_state import initial_state_params
@@ -247,6 +250,9 @@ class Experiment:
         columns), one line each, starting with the file and key path.
       files: The files read: the experiment, the model, the recordings (see
         :meth:`fingerprints`).
+      search: The optimizer section's outer stages as keywords of
+        :func:`~mjsysid.fit.optimize.optimize`: ``{"global_search": {...}}`` (``global:
+        cmaes`` and its options) or ``{"starts": N}`` (empty: the local fit alone).
       executor: The ``executor:`` key as keyword arguments of
         :func:`mjsysid.fit.distributed.make_executor` (``None``: evaluate on this process's
         threads).
@@ -268,6 +274,7 @@ class Experiment:
     files: list[Path] = field(default_factory=list)
     fit_options: FitOptions | None = None
     executor: dict[str, Any] | None = None
+    search: dict[str, Any] = field(default_factory=dict)
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -393,7 +400,7 @@ def load_experiment(path: str | Path) -> Experiment:
         except ValueError as e:
             raise ExperimentError(f"{ld.source}: shooting: {e}") from None
     residual_options = _residual_options(top, control)
-    fit, fit_given = _fit_options(top, ld.source)
+    fit, fit_given, search = _fit_options(top, ld.source)
     executor = _executor(top, ld.source)
     top.finish()
     return Experiment(
@@ -413,6 +420,7 @@ def load_experiment(path: str | Path) -> Experiment:
         ld.files,
         fit_options=fit,
         executor=executor,
+        search=search,
     )
 
 
@@ -744,18 +752,47 @@ def _residual_options(top: _Node, control: ControlTransform | None) -> dict[str,
 _MAX_ITERS = 100  # an experiment's default iteration limit
 
 
-def _fit_options(top: _Node, source: str) -> tuple[FitOptions, dict[str, Any]]:
-    """The ``optimizer:`` section as :class:`FitOptions`, and the options it gives besides
-    ``method`` and ``max_iters`` (:attr:`Experiment.optimizer_options`)."""
+_SEARCH_KEYS = ("global", "population", "budget", "sigma", "seed", "tol_spread", "starts")
+
+
+def _fit_options(top: _Node, source: str) -> tuple[FitOptions, dict[str, Any], dict[str, Any]]:
+    """The ``optimizer:`` section as :class:`FitOptions`, the options it gives besides
+    ``method`` and ``max_iters`` (:attr:`Experiment.optimizer_options`), and its outer
+    stages (:attr:`Experiment.search`)."""
     opt = top.child("optimizer")
     if opt is None:
-        return FitOptions(max_iters=_MAX_ITERS), {}
-    opt.finish(FitOptions.MAPPING_KEYS)
+        return FitOptions(max_iters=_MAX_ITERS), {}, {}
+    opt.finish(FitOptions.MAPPING_KEYS + _SEARCH_KEYS)
+    local = {k: v for k, v in opt.data.items() if k not in _SEARCH_KEYS}
+    where = f"{source}: {opt.path}"
     try:
-        fit = FitOptions.from_mapping(opt.data, where=f"{source}: {opt.path}", max_iters=_MAX_ITERS)
+        fit = FitOptions.from_mapping(local, where=where, max_iters=_MAX_ITERS)
     except ValueError as e:
         raise ExperimentError(str(e)) from None
-    return fit, fit.given(opt.data)
+    return fit, fit.given(local), _search_options(opt, where)
+
+
+def _search_options(opt: _Node, where: str) -> dict[str, Any]:
+    """``global: cmaes`` (with ``population``, ``budget``, ``sigma``, ``seed``,
+    ``tol_spread``) or ``starts: N``, as keywords of :func:`~mjsysid.fit.optimize.optimize`
+    (plain YAML values: ``run.yaml`` records them)."""
+    given = {k: opt.data[k] for k in _SEARCH_KEYS if k in opt.data}
+    starts = given.pop("starts", None)
+    if starts is not None:
+        if given:
+            raise opt.err("starts", "given without global: and its options", starts)
+        if isinstance(starts, bool) or not isinstance(starts, int) or starts < 1:
+            raise opt.err("starts", "a positive integer", starts)
+        return {"starts": starts}
+    if not given:
+        return {}
+    if "global" not in given:
+        raise opt.err("global", "cmaes, with population/budget/sigma/seed/tol_spread", None)
+    try:
+        GlobalSearchOptions.from_mapping(given)
+    except (TypeError, ValueError) as e:
+        raise ExperimentError(f"{where}: {e}") from None
+    return {"global_search": given}
 
 
 def _sha256(path: Path) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -149,15 +148,8 @@ def optimize(
 
     return fit_with_search(
         initial_params, residual_fn, global_search=global_search, starts=starts,
-        starts_seed=starts_seed, check_conditioning=check_conditioning, **_keywords(options),
+        starts_seed=starts_seed, check_conditioning=check_conditioning, **options.as_keywords(),
     )  # fmt: skip
-
-
-def _keywords(options: FitOptions) -> dict[str, Any]:
-    """``options`` as :func:`optimize`'s keywords (the backend's own options spread out)."""
-    out = {f.name: getattr(options, f.name) for f in fields(FitOptions)}
-    backend = out.pop("backend_options")
-    return {**out, **backend}
 
 
 def _on_cluster(
@@ -178,7 +170,7 @@ def _on_cluster(
         return optimize(
             initial_params, remote, check_conditioning=check_conditioning,
             global_search=global_search, starts=starts, starts_seed=starts_seed,
-            **_keywords(options),
+            **options.as_keywords(),
         )  # fmt: skip
     finally:
         remote.close()

@@ -311,6 +311,13 @@ class FitOptions:
         except (TypeError, ValueError) as e:  # the message starts with the option's name
             raise ValueError(f"{where}.{e}") from None
 
+    def as_keywords(self) -> dict[str, Any]:
+        """These options as :func:`~mjsysid.fit.optimize.optimize`'s keywords (the backend's
+        own options spread out among them)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        backend = out.pop("backend_options")
+        return {**out, **backend}
+
     def given(self, mapping: Mapping[str, Any]) -> dict[str, Any]:
         """The options of ``mapping`` other than ``method`` and ``max_iters``, as held here
         (``{"horizons": (0.3, 1.0)}``), to pass on as keywords."""

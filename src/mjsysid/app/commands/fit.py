@@ -54,6 +54,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue from <out>/checkpoint.npz after an interruption",
     )
+    search = parser.add_mutually_exclusive_group()
+    search.add_argument(
+        "--global",
+        dest="global_search",
+        choices=["cmaes"],
+        help="a global CMA-ES stage before the local fit (pip install 'mjsysid[global]'); "
+        "overrides the experiment's optimizer.global",
+    )
+    search.add_argument(
+        "--starts",
+        type=int,
+        metavar="N",
+        help="local fits from N starts (the nominal and points drawn in the bounds)",
+    )
+    parser.add_argument("--budget", type=int, help="the global stage's evaluation budget")
+    parser.add_argument("--population", type=int, help="the global stage's population")
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
@@ -82,6 +98,7 @@ class FitSettings:
         options: Further keyword arguments of ``optimize`` (``horizons`` among them), as
             ``run.yaml`` records them.
         fit: The same settings as the one validated options object the fit runs with.
+        search: The outer stages: ``{"global_search": {...}}``, ``{"starts": N}`` or ``{}``.
     """
 
     out: Path
@@ -89,6 +106,7 @@ class FitSettings:
     max_iters: int
     options: dict[str, Any]
     fit: FitOptions
+    search: dict[str, Any]
 
 
 def parse_horizons(items: Sequence[str]) -> str | tuple[float, ...] | None:
@@ -120,7 +138,26 @@ def settings(args: argparse.Namespace, exp: Experiment) -> FitSettings:
         max_iters=max_iters,
         options=options,
         fit=(exp.fit_options or FitOptions()).replace(**changes),
+        search=search_settings(args, exp),
     )
+
+
+def search_settings(args: argparse.Namespace, exp: Experiment) -> dict[str, Any]:
+    """The experiment's outer stages, overridden by ``--global`` / ``--starts`` and with
+    ``--budget`` / ``--population`` for the global stage."""
+    search = dict(exp.search)
+    if args.starts is not None:
+        if args.starts < 1:
+            raise ValueError(f"--starts must be a positive integer, got {args.starts}")
+        search = {"starts": args.starts}
+    elif args.global_search is not None:
+        search = {"global_search": {"global": args.global_search}}
+    tuning = {k: v for k, v in (("budget", args.budget), ("population", args.population)) if v}
+    if tuning:
+        if "global_search" not in search:
+            raise ValueError("--budget and --population tune the global stage: add --global cmaes")
+        search = {"global_search": {**search["global_search"], **tuning}}
+    return search
 
 
 def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
@@ -166,6 +203,8 @@ def _save_run(exp: Experiment, fs: FitSettings) -> None:
             k: list(v) if isinstance(v, tuple) else v for k, v in fs.options.items()
         },
     }
+    if fs.search:
+        run_info["search"] = fs.search
     atomic_write_text(fs.out / "run.yaml", yaml.safe_dump(run_info, sort_keys=False))
 
 
@@ -253,7 +292,7 @@ def _fit_and_save(
 ) -> int:
     """Fits with ``fit_rf``, then saves, summarises and reports with the local ``rf``."""
     from mjsysid.fit.confidence import compute_confidence
-    from mjsysid.fit.optimize import run_fit
+    from mjsysid.fit.optimize import optimize, run_fit
     from mjsysid.output.results import save_results
 
     checkpoint = fs.out / "checkpoint.npz"
@@ -261,7 +300,12 @@ def _fit_and_save(
         run_options = fs.fit.replace(
             checkpoint=checkpoint, resume=args.resume, verbose=not args.quiet, output=err
         )
-        opt_params, result = run_fit(exp.params, fit_rf, run_options)
+        if fs.search:
+            opt_params, result = optimize(
+                exp.params, fit_rf, **run_options.as_keywords(), **fs.search
+            )
+        else:
+            opt_params, result = run_fit(exp.params, fit_rf, run_options)
     except KeyboardInterrupt:
         print(
             f"interrupted before the first iteration finished; nothing to save "
