@@ -38,8 +38,6 @@ SRC_MISSING = {
     "cholesky_decompose_upper theta_from_pseudoinertia skew inertia_to_fullinertia pi_from_body "
     "theta_inertia_from_body apply_body_theta_inertia apply_body_inertia body_inertia_param",
     "parameter": "InertiaType",
-    "timeseries": "InterpolationMethod SignalMappingType encode_signal_mapping "
-    "decode_signal_mapping",
     "trajectory": "create_initial_state ModelSequences timeseries2array sequence2array arrays2traj",
     "residual": "SystemTrajectory sysid_rollout construct_ts_from_defaults model_residual residual",
     "signal_modifier": "apply_time_window prepare_sensor_weights",
