@@ -134,12 +134,8 @@ def _spline_values(times: np.ndarray, data: np.ndarray, t: np.ndarray, k: int) -
     if n <= k:
         name = {2: "quadratic", 3: "cubic", 5: "quintic"}[k]
         raise ValueError(
-            must_be(
-                f"the series for method {name!r}",
-                f"at least {k + 1} samples (a degree-{k} spline)",
-                f"{n} samples",
-                "use method='linear' or a lower degree",
-            )
+            f"the series must have at least {k + 1} samples for method {name!r} (a degree-{k} "
+            f"spline), got {n}; use method='linear' or a lower degree"
         )
     spline = make_interp_spline(times, data, k=k, axis=0, check_finite=False)
     return np.asarray(spline(t), dtype=np.float64)
