@@ -81,7 +81,8 @@ def test_one_dimensional_series_through_the_methods(tmp_path: Path) -> None:
         ts.remove_from_beginning(0.1, t=0.1)
     back = ms.TimeSeries.load_from_disk(ts.save_to_disk(tmp_path / "x.npz"))
     assert back.data.shape == (11,) and back.names == ["x"]
-    assert ts.as_2d().data.shape == (11, 1) and ts.as_2d().as_2d() is not ts
+    wide = ts.as_2d()
+    assert wide.data.shape == (11, 1) and wide.as_2d() is wide and wide.names == ["x"]
     two = ms.TimeSeries(T, np.c_[T, T])
     assert two.as_2d() is two
     times, value = ts.get(0.25)
