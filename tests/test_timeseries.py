@@ -119,9 +119,12 @@ def test_plain_construction_copies_and_freezes() -> None:
     assert ts.signal_mapping is None
 
 
-def test_one_dimensional_data_is_promoted() -> None:
+def test_one_dimensional_data_stays_one_dimensional() -> None:
+    # #16 (docs/compat-gaps.md D1.1): 1-D data keeps its shape, as in mujoco.sysid.
     ts = TimeSeries(_times(5), np.arange(5))
-    assert ts.data.shape == (5, 1)
+    assert ts.data.shape == (5,)
+    assert ts.data_2d.shape == (5, 1) and ts.dim == 1
+    assert not ts.data_2d.flags.writeable
 
 
 def test_integer_inputs_are_converted() -> None:
@@ -418,7 +421,7 @@ def test_from_names_explicit_pairs(arm: mujoco.MjModel) -> None:
         "ball_qpos",
         "float_qvel",
         "elbow_filtered_act",
-        "elbow_filtered",
+        "elbow_filtered_ctrl",  # #16 (D1.7): controls are keyed "<actuator>_ctrl"
     ]
     assert ts.signal_type("slide_qpos") is SignalType.MjSensor
     # The explicit type selects the joint state although a sensor has that name.
@@ -487,11 +490,13 @@ def test_from_names_unnamed_sensor(unnamed: mujoco.MjModel) -> None:
 def test_from_control_names(arm: mujoco.MjModel) -> None:
     u = _ramp(10, 2)
     ts = TimeSeries.from_control_names(_times(), u, arm)
-    assert ts.names == ["shoulder_servo", "elbow_filtered"]
+    # #16 (D1.7): keys "<actuator>_ctrl"; the actuator name still finds the signal.
+    assert ts.names == ["shoulder_servo_ctrl", "elbow_filtered_ctrl"]
     assert all(k is SignalType.MjCtrl for k, _ in ts.signal_mapping.values())
     np.testing.assert_array_equal(ts.signal("elbow_filtered"), u[:, [1]])
+    np.testing.assert_array_equal(ts.signal("elbow_filtered_ctrl"), u[:, [1]])
     ts = TimeSeries.from_control_names(_times(), u[:, :1], arm, ["elbow_filtered_ctrl"])
-    assert ts.names == ["elbow_filtered"]
+    assert ts.names == ["elbow_filtered_ctrl"]
     with pytest.raises(KeyError, match=r"unknown actuator 'elbow' for MjCtrl"):
         TimeSeries.from_control_names(_times(), u[:, :1], arm, ["elbow"])
     with pytest.raises(
@@ -567,7 +572,7 @@ def test_resample_target_dt() -> None:
     out = ts.resample(target_dt=0.03)
     np.testing.assert_allclose(out.times, np.arange(34) * 0.03)
     assert out.times[-1] <= ts.times[-1]
-    np.testing.assert_allclose(out.data[:, 0], out.times * 10, atol=1e-12)
+    np.testing.assert_allclose(out.data, out.times * 10, atol=1e-12)
     # A grid that ends on the last sample keeps it despite float noise in k * dt.
     out = ts.resample(target_dt=0.1)
     assert len(out) == 11 and out.times[-1] == ts.times[-1]
@@ -605,7 +610,7 @@ def test_resample_tolerates_float_noise_at_span_ends() -> None:
     end = 1.0 + 1e-14
     out = ts.resample([0.0 - 1e-14, 0.5, end])
     assert out.times[-1] == end  # times are kept as given
-    np.testing.assert_allclose(out.data[:, 0], [0.0, 5.0, 10.0])
+    np.testing.assert_allclose(out.data, [0.0, 5.0, 10.0])
 
 
 def test_resample_single_sample_series() -> None:
@@ -613,7 +618,7 @@ def test_resample_single_sample_series() -> None:
     out = ts.resample([2.0])
     np.testing.assert_array_equal(out.data, [[1.0, 2.0]])
     np.testing.assert_array_equal(ts.interpolate(2.0), [1.0, 2.0])
-    np.testing.assert_array_equal(ts.get(2.0), [1.0, 2.0])
+    np.testing.assert_array_equal(ts.get(2.0)[1], [1.0, 2.0])
     with pytest.raises(ValueError, match=r"span \[2\.0, 2\.0\]"):
         ts.interpolate(2.1)
 
@@ -637,7 +642,7 @@ def test_interpolate_outside_span() -> None:
         ts.interpolate(1.5)
     with pytest.raises(ValueError, match=r"got t\[1\]=-0\.5.*hold=True"):
         ts.interpolate([0.5, -0.5, 2.0])
-    np.testing.assert_array_equal(ts.interpolate([-0.5, 0.5, 2.0], hold=True)[:, 0], [0, 5, 10])
+    np.testing.assert_array_equal(ts.interpolate([-0.5, 0.5, 2.0], hold=True), [0, 5, 10])
     with pytest.raises(ValueError, match=r"t must be finite, got t=nan"):
         ts.interpolate(np.nan, hold=True)
     with pytest.raises(ValueError, match=r"t must be a scalar or a 1-D array, got shape"):
@@ -645,28 +650,36 @@ def test_interpolate_outside_span() -> None:
 
 
 def test_get_zero_order_hold() -> None:
+    # #16 (D1.4): get returns (times, values) and takes a method (linear by default).
     t = _times(11, 0.1)
     ts = TimeSeries(t, np.arange(11.0))
-    assert ts.get(0.25).shape == (1,)
-    assert ts.get(0.25)[0] == 2.0
-    assert ts.get(0.0)[0] == 0.0
-    assert ts.get(1.0)[0] == 10.0
+
+    def zoh(q: object, hold: bool = False) -> np.ndarray:
+        return ts.get(q, method="zoh", hold=hold)[1]
+
+    assert zoh(0.25).shape == ()
+    assert zoh(0.25) == 2.0
+    assert zoh(0.0) == 0.0
+    assert zoh(1.0) == 10.0
     # Exact sample times, with and without float noise, give exactly that sample.
-    np.testing.assert_array_equal(ts.get(t)[:, 0], np.arange(11.0))
-    np.testing.assert_array_equal(ts.get(t - 1e-13)[1:, 0], np.arange(1, 11.0))
-    np.testing.assert_array_equal(ts.get(t + 1e-13)[:, 0], np.arange(11.0))
-    assert ts.get(0.3)[0] == 3.0  # 0.3 != 3 * 0.1 in floating point
+    np.testing.assert_array_equal(zoh(t), np.arange(11.0))
+    np.testing.assert_array_equal(zoh(t - 1e-13)[1:], np.arange(1, 11.0))
+    np.testing.assert_array_equal(zoh(t + 1e-13), np.arange(11.0))
+    assert zoh(0.3) == 3.0  # 0.3 != 3 * 0.1 in floating point
     # Outside the span.
     with pytest.raises(ValueError, match=r"t must lie within the series span \[0\.0, 1\.0\]"):
-        ts.get(1.01)
+        zoh(1.01)
     with pytest.raises(ValueError, match=r"got t\[0\]=-1\.0"):
-        ts.get([-1.0, 0.5])
-    np.testing.assert_array_equal(ts.get([-1.0, 0.55, 3.0], hold=True)[:, 0], [0.0, 5.0, 10.0])
+        zoh([-1.0, 0.5])
+    np.testing.assert_array_equal(zoh([-1.0, 0.55, 3.0], hold=True), [0.0, 5.0, 10.0])
+    times, values = ts.get([0.25, 0.3])
+    np.testing.assert_array_equal(times, [0.25, 0.3])
+    np.testing.assert_allclose(values, [2.5, 3.0])
 
 
 def test_get_returns_copy() -> None:
     ts = TimeSeries(_times(3), np.zeros((3, 2)))
-    row = ts.get(0.1)
+    row = ts.get(0.1)[1]
     row[0] = 5.0
     assert ts.data[1, 0] == 0.0
 
@@ -694,7 +707,7 @@ def test_remove_from_beginning() -> None:
     ts = TimeSeries.from_custom_map(_times(11, 0.1) + 5.0, np.arange(11.0), ["x"])
     out = ts.remove_from_beginning(0.3)
     np.testing.assert_allclose(out.times, 5.0 + np.arange(3, 11) * 0.1)  # not shifted
-    np.testing.assert_array_equal(out.data[:, 0], np.arange(3, 11.0))
+    np.testing.assert_array_equal(out.data, np.arange(3, 11.0))
     assert out.names == ["x"]
     assert len(ts.remove_from_beginning(0)) == 11
     assert len(ts.remove_from_beginning(0.25)) == 8
@@ -856,7 +869,7 @@ def test_resample_at_own_times_is_identity(ts: TimeSeries) -> None:
     out = ts.resample(ts.times)
     np.testing.assert_array_equal(out.times, ts.times)
     np.testing.assert_array_equal(out.data, ts.data)
-    np.testing.assert_array_equal(ts.get(ts.times), ts.data)
+    np.testing.assert_array_equal(ts.get(ts.times, method="zoh")[1], ts.data)
 
 
 @settings(max_examples=60, deadline=None)
@@ -874,6 +887,6 @@ def test_interpolate_is_exact_for_linear_data(
     query = np.clip(t0 + fractions * (t1 - t0), t0, t1)
     expected = offset + slope * query
     scale = 1.0 + abs(offset) + abs(slope) * max(abs(t0), abs(t1))
-    np.testing.assert_allclose(linear.interpolate(query)[:, 0], expected, atol=1e-12 * scale)
+    np.testing.assert_allclose(linear.interpolate(query), expected, atol=1e-12 * scale)
     out = linear.resample(np.unique(query))
-    np.testing.assert_allclose(out.data[:, 0], offset + slope * out.times, atol=1e-12 * scale)
+    np.testing.assert_allclose(out.data, offset + slope * out.times, atol=1e-12 * scale)

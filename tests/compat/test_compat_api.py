@@ -34,8 +34,6 @@ TOP_MISSING = (
 #: ``_src`` module -> helpers of the peer's module of that name that mjsysid lacks there.
 SRC_MISSING = {
     "parameter": "InertiaType",
-    "timeseries": "InterpolationMethod SignalMappingType encode_signal_mapping "
-    "decode_signal_mapping",
     "trajectory": "create_initial_state ModelSequences timeseries2array sequence2array arrays2traj",
     "residual": "SystemTrajectory sysid_rollout construct_ts_from_defaults model_residual residual",
     "signal_modifier": "apply_time_window prepare_sensor_weights",

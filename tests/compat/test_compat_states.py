@@ -8,15 +8,12 @@ import pytest
 
 import mjsysid as sysid
 
-TODO = "#16: not implemented yet"
-
 
 def _plain(mapping: dict) -> dict[str, tuple[str, list[int]]]:
     """``{name: (SignalType name, indices)}`` for comparing with the peer's values."""
     return {k: (v[0].name, np.asarray(v[1]).tolist()) for k, v in mapping.items()}
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_state_mappings_for_free_ball_hinge_slide(joints_model: mujoco.MjModel) -> None:
     qpos, qvel, act, ctrl = sysid.TimeSeries.compute_all_state_mappings(joints_model)
     # Indices into [qpos | qvel | act] (no time entry), as the peer gives them; an unnamed
@@ -41,7 +38,6 @@ def test_state_mappings_for_free_ball_hinge_slide(joints_model: mujoco.MjModel) 
     }
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_sensor_and_control_mappings(joints_model: mujoco.MjModel) -> None:
     sensors = sysid.TimeSeries.compute_all_sensor_mapping(joints_model)
     assert _plain(sensors) == {
@@ -66,7 +62,6 @@ def test_from_names_state_signals(joints_model: mujoco.MjModel) -> None:
     assert list(ts.signal_mapping) == ["hpos", "svel", "fq"]
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_from_control_names_uses_the_peer_ctrl_names(joints_model: mujoco.MjModel) -> None:
     t = np.arange(3) * 0.01
     ts = sysid.TimeSeries.from_control_names(t, np.zeros((3, 3)), joints_model)
@@ -97,7 +92,6 @@ def test_create_initial_state_full_vectors(joints_model: mujoco.MjModel) -> None
     np.testing.assert_array_equal(state, [0.0, *range(13), *([0.0] * 12)])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_create_initial_state_by_names(joints_model: mujoco.MjModel) -> None:
     m = joints_model
     state = sysid.create_initial_state(
@@ -117,7 +111,6 @@ def test_create_initial_state_by_names(joints_model: mujoco.MjModel) -> None:
     np.testing.assert_array_equal(state, [*([0.0] * 24), 2.0, 0.4])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_create_initial_state_names_of_multi_entry_joints(joints_model: mujoco.MjModel) -> None:
     # The peer fails here ("Expected qpos to have shape 1, got 4"); a ball joint's name
     # takes its 4 entries.
@@ -126,7 +119,6 @@ def test_create_initial_state_names_of_multi_entry_joints(joints_model: mujoco.M
     np.testing.assert_array_equal(state[8:12], quat)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_create_initial_state_wrong_length_says_length(joints_model: mujoco.MjModel) -> None:
     with pytest.raises(ValueError, match=r"qpos must be .*13.*got"):
         sysid.create_initial_state(joints_model, np.zeros(3))

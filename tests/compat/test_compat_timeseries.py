@@ -9,7 +9,6 @@ import pytest
 
 import mjsysid as sysid
 
-TODO = "#16: not implemented yet"
 T = np.array([0.0, 0.1, 0.2, 0.3, 0.4])
 Q = np.array([0.05, 0.15, 0.25])
 
@@ -25,7 +24,6 @@ def _custom() -> sysid.TimeSeries:
     return sysid.TimeSeries(T, data, mapping)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_one_dimensional_data_stays_one_dimensional() -> None:
     ts = _cubic()
     assert ts.data.shape == (5,)
@@ -37,7 +35,6 @@ def test_linear_interpolation_by_default() -> None:
     np.testing.assert_allclose(np.ravel(_cubic().interpolate(Q)), [0.0005, 0.0045, 0.0175])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 @pytest.mark.parametrize(
     ("method", "expected"),
     [
@@ -52,7 +49,6 @@ def test_interpolate_methods(method: str, expected: list[float]) -> None:
     np.testing.assert_allclose(_cubic().interpolate(Q, method=method), expected, rtol=1e-9)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_quintic_reproduces_a_quintic() -> None:
     # The peer raises NotImplementedError here (scipy's interp1d has no quintic); mjsysid
     # gives the degree-5 spline, exact for a degree-5 polynomial.
@@ -61,13 +57,11 @@ def test_quintic_reproduces_a_quintic() -> None:
     np.testing.assert_allclose(ts.interpolate(Q, method="quintic"), Q**5, atol=1e-12)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_unknown_method_is_rejected_with_the_choices() -> None:
     with pytest.raises(ValueError, match=r"method must be .*zoh"):
         _cubic().interpolate(Q, method="nearest")
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_resample_with_method() -> None:
     r = _cubic().resample(new_times=np.array([0.0, 0.15, 0.4]), method="zoh")
     np.testing.assert_allclose(r.times, [0.0, 0.15, 0.4])
@@ -83,7 +77,6 @@ def test_resample_target_dt_linear() -> None:
     np.testing.assert_allclose(np.ravel(r.data), expected, atol=1e-12)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_resample_needs_new_times_or_target_dt() -> None:
     # The peer raises ValueError; mjsysid raises TypeError today (an error class deriving
     # from both keeps existing callers working).
@@ -91,7 +84,6 @@ def test_resample_needs_new_times_or_target_dt() -> None:
         _cubic().resample()
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_get_returns_times_and_values() -> None:
     times, values = sysid.TimeSeries(T, np.column_stack([T**3, 2 * T**3])).get(np.array([0.15]))
     np.testing.assert_allclose(times, [0.15])
@@ -100,7 +92,6 @@ def test_get_returns_times_and_values() -> None:
     np.testing.assert_allclose(values, 0.001)
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_from_custom_map_with_name_width_type() -> None:
     custom = sysid.SignalType.CustomObs
     data = np.column_stack([T, 2 * T, 3 * T])
@@ -111,14 +102,12 @@ def test_from_custom_map_with_name_width_type() -> None:
     np.testing.assert_array_equal(idx, [1, 2])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_from_custom_map_width_mismatch_names_both_widths() -> None:
     custom = sysid.SignalType.CustomObs
     with pytest.raises(ValueError, match=r"(?s)1.*3"):
         sysid.TimeSeries.from_custom_map(T, np.zeros((5, 3)), [("a", 1, custom)])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_get_indices() -> None:
     kind, idx = _custom().get_indices("b")
     assert kind is sysid.SignalType.CustomObs
@@ -133,7 +122,6 @@ def test_slice_by_name_called_on_the_class() -> None:
     np.testing.assert_array_equal(s.signal_mapping["b"][1], [0, 1])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_remove_from_beginning_keyword() -> None:
     r = _cubic().remove_from_beginning(time_to_remove_s=0.15)
     # The peer re-zeroes the kept times ([0, .1, .2]); mjsysid keeps them (aligned with the
@@ -142,7 +130,6 @@ def test_remove_from_beginning_keyword() -> None:
     np.testing.assert_allclose(np.ravel(r.data), [0.008, 0.027, 0.064])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_create_normalizes_indices() -> None:
     kind = sysid.SignalType.CustomObs
     ts = sysid.TimeSeries.create(T, np.column_stack([T, T]), {"q": (kind, [0, 1])})
@@ -152,7 +139,6 @@ def test_create_normalizes_indices() -> None:
     np.testing.assert_array_equal(ts.signal_mapping["q"][1], [0])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_save_to_csv_times_then_columns(tmp_path: Path) -> None:
     path = tmp_path / "x.csv"
     assert _custom().save_to_csv(path) is None
@@ -162,7 +148,6 @@ def test_save_to_csv_times_then_columns(tmp_path: Path) -> None:
     np.testing.assert_allclose(np.loadtxt(tmp_path / "y.csv", delimiter=","), np.c_[T, T**3])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_error_messages_carry_the_peer_key_words() -> None:
     with pytest.raises(ValueError, match=r"Empty.*must|must.*Empty"):
         sysid.TimeSeries(np.array([]), np.array([]))
@@ -179,7 +164,6 @@ def test_strictly_increasing_message() -> None:
         _cubic().resample(new_times=np.array([0.2, 0.1]))
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_signal_mapping_json_round_trip() -> None:
     from mjsysid._src import timeseries
 
@@ -192,7 +176,6 @@ def test_signal_mapping_json_round_trip() -> None:
     np.testing.assert_array_equal(back["b"][1], [1, 2])
 
 
-@pytest.mark.xfail(reason=TODO, strict=True)
 def test_interpolation_method_literal_is_exported() -> None:
     from mjsysid._src.timeseries import InterpolationMethod
 
@@ -204,3 +187,10 @@ def test_interpolation_method_literal_is_exported() -> None:
         "zero_order_hold",
         "zoh",
     }
+
+
+def test_signal_mapping_type_alias_is_exported() -> None:
+    from mjsysid._src.timeseries import SignalMappingType
+
+    mapping: SignalMappingType = {"a": (sysid.SignalType.CustomObs, np.array([0]))}
+    assert sysid.TimeSeries(T, T, mapping).get_indices("a")[0] is sysid.SignalType.CustomObs

@@ -2,7 +2,11 @@
 
 A measured signal is a named sensor, a joint's position or velocity (``<joint>_qpos``,
 ``<joint>_qvel``), an actuator's activation (``<actuator>_act``) or control, or a custom
-observation. :func:`resolve_signal_name` turns a plain name into its canonical name and
+observation. Canonical names: a sensor keeps its name, a joint state is ``"<joint>_qpos"`` /
+``"<joint>_qvel"``, an activation ``"<actuator>_act"`` and a control ``"<actuator>_ctrl"``
+(``mujoco.sysid``'s names; :func:`mapping_key` still finds a control keyed by the bare
+actuator name, as earlier mjsysid versions wrote it, and the other way round).
+:func:`resolve_signal_name` turns a plain name into its canonical name and
 :class:`SignalType`; :func:`signal_source_indices` gives the entries of the model's
 ``sensordata``, ``qpos``, ``qvel``, ``act`` or ``ctrl`` it reads.
 """
@@ -12,7 +16,7 @@ from __future__ import annotations
 import difflib
 import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mujoco
@@ -158,9 +162,8 @@ def _find(model: mujoco.MjModel, name: str, kind: SignalType) -> tuple[str, int]
                 f"for {kind.name} (model actuators: {_preview(actuators)})",
             )
         aname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, aid)
-        if kind is SignalType.MjCtrl:
-            return aname, aid
-        _check_has_act(model, aid)
+        if kind is SignalType.MjStateAct:
+            _check_has_act(model, aid)
         return aname + suffix, aid
     if kind is SignalType.CustomObs:
         raise ValueError(
@@ -188,17 +191,18 @@ def _resolve_plain(model: mujoco.MjModel, name: str) -> tuple[str, SignalType, i
         raise TypeError(must_be("signal name", "a string", name))
     sid = _id(model, mujoco.mjtObj.mjOBJ_SENSOR, name)
     if sid >= 0:
-        if name.endswith(("_qpos", "_qvel", "_act")):
+        if name.endswith(("_qpos", "_qvel", "_act", "_ctrl")):
             _log.debug("signal %r resolved to the sensor of that name, not a state", name)
         return name, SignalType.MjSensor, sid
-    for kind in (SignalType.MjStateQPos, SignalType.MjStateQVel, SignalType.MjStateAct):
+    for kind in _SUFFIX:
         suffix = _SUFFIX[kind]
         if name.endswith(suffix) and len(name) > len(suffix):
             base = name[: -len(suffix)]
-            if kind is SignalType.MjStateAct:
+            if kind in (SignalType.MjStateAct, SignalType.MjCtrl):
                 oid = _id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, base)
                 if oid >= 0:
-                    _check_has_act(model, oid)
+                    if kind is SignalType.MjStateAct:
+                        _check_has_act(model, oid)
                     return name, kind, oid
             else:
                 oid = _id(model, mujoco.mjtObj.mjOBJ_JOINT, base)
@@ -229,7 +233,8 @@ def resolve_signal_name(model: mujoco.MjModel, name: str) -> tuple[str, SignalTy
     Rules, in order: a sensor name is an ``MjSensor`` (a sensor wins over a joint state of the
     same spelling, e.g. a sensor named ``"hinge_qpos"``; pass ``("hinge_qpos",
     SignalType.MjStateQPos)`` for the state); ``"<joint>_qpos"`` / ``"<joint>_qvel"`` is that
-    joint's state; ``"<actuator>_act"`` is that actuator's activation.
+    joint's state; ``"<actuator>_act"`` is that actuator's activation; ``"<actuator>_ctrl"``
+    is that actuator's control (``MjCtrl``).
 
     Raises:
       KeyError: Unknown name; the message lists the sensors and joint states and suggests the
@@ -277,3 +282,46 @@ def signal_source_indices(model: mujoco.MjModel, name: str, signal_type: SignalT
     else:
         start = oid
     return np.arange(start, start + width, dtype=np.intp)
+
+
+# The integer values of mujoco.sysid's SignalType (its files store them), by member.
+_PEER_CODES = {kind: code for code, kind in enumerate(SignalType)}
+
+
+def signal_type_code(kind: SignalType) -> int:
+    """The integer ``mujoco.sysid`` stores for ``kind`` (MjSensor 0, CustomObs 1, ..., MjCtrl 5)."""
+    return _PEER_CODES[kind]
+
+
+def signal_type_from_json(value: Any) -> SignalType | None:
+    """The :class:`SignalType` of a stored type: the peer's integer code or a member name.
+
+    Returns ``None`` for anything else.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        members = list(SignalType)
+        return members[value] if 0 <= value < len(members) else None
+    if isinstance(value, str):
+        return SignalType.__members__.get(value)
+    return None
+
+
+def mapping_key(mapping: Mapping[str, tuple[SignalType, Any]], name: Any) -> str | None:
+    """The key under which signal ``name`` sits in ``mapping``, or ``None``.
+
+    The alias table: a control is keyed ``"<actuator>_ctrl"`` (as in ``mujoco.sysid``) and
+    was keyed by the actuator name in earlier mjsysid versions; either spelling finds an
+    ``MjCtrl`` entry under the other.
+    """
+    if not isinstance(name, str):
+        return None
+    if name in mapping:
+        return name
+    suffix = _SUFFIX[SignalType.MjCtrl]
+    alias = name[: -len(suffix)] if name.endswith(suffix) else name + suffix
+    entry = mapping.get(alias)
+    if entry is not None and entry[0] is SignalType.MjCtrl:
+        return alias
+    return None

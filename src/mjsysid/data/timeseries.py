@@ -1,7 +1,9 @@
 """Time series of recorded or predicted signals, labelled with what each column holds.
 
 A :class:`TimeSeries` is a frozen pair of arrays, ``times`` of shape ``(N,)`` in seconds and
-``data`` of shape ``(N, D)``, plus an optional ``signal_mapping``.
+``data`` of shape ``(N, D)`` (or ``(N,)`` for one signal: 1-D data stays 1-D, as in
+``mujoco.sysid``; :attr:`TimeSeries.data_2d` is always ``(N, D)``), plus an optional
+``signal_mapping``.
 
 Columns and the signal mapping
     ``signal_mapping`` maps a signal name to ``(SignalType, indices)``. ``indices`` are **column
@@ -15,20 +17,25 @@ Columns and the signal mapping
     Where a signal comes from in a simulation is given by :func:`signal_source_indices`:
     ``MjSensor`` -> ``sensordata``, ``MjStateQPos`` -> ``qpos``, ``MjStateQVel`` -> ``qvel``,
     ``MjStateAct`` -> ``act``, ``MjCtrl`` -> ``ctrl``; ``CustomObs`` has no model source.
+    The mappings of a whole model are :meth:`TimeSeries.compute_all_sensor_mapping`,
+    :meth:`~TimeSeries.compute_all_state_mappings` and
+    :meth:`~TimeSeries.compute_all_control_mapping`.
 
     Canonical names: a sensor keeps its name; a joint state is ``"<joint>_qpos"`` /
-    ``"<joint>_qvel"``; an actuator's activation is ``"<actuator>_act"``; a control is the
-    actuator's name.
+    ``"<joint>_qvel"``; an actuator's activation is ``"<actuator>_act"``; a control is
+    ``"<actuator>_ctrl"``. A control is also found by the bare actuator name (``signal``,
+    ``columns``, ``get_indices``, ``slice_by_name``), the key earlier mjsysid versions used.
 
 Times
     ``times`` are finite and strictly increasing (checked at construction). Nothing assumes a
     uniform step; :meth:`TimeSeries.dt_statistics` reports how uniform it is. A series is
     defined on its *span* ``[times[0], times[-1]]``: :meth:`~TimeSeries.resample`,
     :meth:`~TimeSeries.interpolate` and :meth:`~TimeSeries.get` refuse times outside the span
-    with a ``ValueError`` rather than clamping silently (``hold=True`` asks for the
-    end-value hold explicitly). Times within ``1e-12 * max(1, |times[0]|, |times[-1]|)`` of
-    the span or of a sample count as on it, so float noise in a time grid is harmless.
-    ``remove_from_beginning`` drops samples but never shifts the time axis.
+    with a ``ValueError`` rather than clamping silently as ``mujoco.sysid`` does (``hold=True``
+    asks for the end-value hold explicitly). Times within
+    ``1e-12 * max(1, |times[0]|, |times[-1]|)`` of the span or of a sample count as on it, so
+    float noise in a time grid is harmless. ``remove_from_beginning`` drops samples but never
+    shifts the time axis. Interpolation methods: see :mod:`mjsysid.data.interpolation`.
 
 Immutability
     The constructor stores read-only float64 copies of ``times`` and ``data``; every method
@@ -39,8 +46,7 @@ Immutability
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,39 +54,72 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from mjsysid.data import model_mappings
+from mjsysid.data.interpolation import (
+    Interpolation,
+    InterpolationMethod,
+    interpolate_rows,
+    method_degree,
+)
+from mjsysid.data.signal_layout import (
+    check_layout_width,
+    consecutive_mapping,
+    control_layout,
+    custom_layout,
+    model_layout,
+    sensor_layout,
+)
 from mjsysid.data.signals import (
     SignalType,
     _check_model,
-    _find,
-    _names,
     _preview,
-    _resolve_plain,
     _SignalKeyError,
     _unknown,
-    _width,
+    mapping_key,
     resolve_signal_name,
     signal_source_indices,
+)
+from mjsysid.data.timeseries_checks import (
+    as_2d,
+    check_duration,
+    in_span,
+    query_times,
+    resample_grid,
+    time_tol,
+    validated_arrays,
+    validated_mapping,
+    width,
 )
 from mjsysid.data.timeseries_files import (
     TIMESERIES_SCHEMA_VERSION as TIMESERIES_SCHEMA_VERSION,
 )
 from mjsysid.data.timeseries_files import (
     SignalMapping,
+    decode_signal_mapping,
+    encode_signal_mapping,
     load_series_npz,
+    save_series_csv,
     save_series_npz,
 )
-from mjsysid.util.errors import first_bad_index, must_be
 
 __all__ = [
     "DtStatistics",
+    "Interpolation",
+    "InterpolationMethod",
+    "SignalMapping",
+    "SignalMappingType",
     "SignalType",
     "TimeSeries",
+    "decode_signal_mapping",
+    "encode_signal_mapping",
     "resolve_signal_name",
     "signal_source_indices",
 ]
 
+SignalMappingType = SignalMapping
+"""``mujoco.sysid``'s name of :data:`SignalMapping`: ``dict[str, (SignalType, indices)]``."""
 
-_REL_TIME_TOL = 1e-12
+Method = InterpolationMethod | Interpolation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,292 +144,46 @@ class DtStatistics:
     n_irregular: int
 
 
-# --------------------------------------------------------------------------------------------
-# Array validation
-
-
-def _as_float_array(name: str, value: Any) -> np.ndarray:
-    """A float64 copy of ``value``; refuses bool, complex, strings and objects."""
-    try:
-        arr = np.asarray(value)
-    except ValueError:  # ragged nested lists
-        raise ValueError(must_be(name, "a rectangular array (rows of one length)", value)) from None
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(must_be(name, "a real numeric array", arr))
-    return np.array(arr, dtype=np.float64, copy=True)
-
-
-def _check_times(name: str, times: np.ndarray) -> None:
-    """Checks that ``times`` (1-D float64) is non-empty, finite and strictly increasing."""
-    if times.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array, got shape {times.shape}")
-    if times.shape[0] == 0:
-        raise ValueError(f"{name} must have at least one sample, got 0")
-    bad = ~np.isfinite(times)
-    if bad.any():
-        i = first_bad_index(bad)
-        raise ValueError(f"{name} must be finite, got {times[i]} at index {i}")
-    if times.shape[0] > 1:
-        step = np.diff(times)
-        bad = step <= 0.0
-        if bad.any():
-            i = first_bad_index(bad) + 1
-            raise ValueError(
-                f"{name} must be strictly increasing, got {name}[{i}]={float(times[i])!r} <= "
-                f"{name}[{i - 1}]={float(times[i - 1])!r}"
-            )
-
-
-def _validated_arrays(times: Any, data: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Read-only float64 copies of ``times`` (N,) and ``data`` (N, D), fully checked."""
-    t = _as_float_array("times", times)
-    _check_times("times", t)
-    d = _as_float_array("data", data)
-    if d.ndim == 1:
-        d = d.reshape(-1, 1)
-    if d.ndim != 2:
-        raise ValueError(f"data must be a 1-D (N,) or 2-D (N, D) array, got shape {d.shape}")
-    if d.shape[0] != t.shape[0]:
-        raise ValueError(
-            f"times and data must have the same length, got {t.shape[0]} and {d.shape[0]}"
-        )
-    bad = ~np.isfinite(d)
-    if bad.any():
-        row, col = divmod(first_bad_index(bad), d.shape[1])
-        raise ValueError(f"data must be finite, got {d[row, col]} at row {row}, column {col}")
-    t.flags.writeable = False
-    d.flags.writeable = False
-    return t, d
-
-
-def _validated_mapping(mapping: Any, dim: int) -> SignalMapping:
-    """A fresh mapping with read-only int index arrays; checks range and column ownership."""
-    if not isinstance(mapping, Mapping):
-        raise TypeError(must_be("signal_mapping", "a dict {name: (SignalType, indices)}", mapping))
-    out: SignalMapping = {}
-    owner: dict[int, str] = {}
-    for name, entry in mapping.items():
-        if not isinstance(name, str) or not name:
-            raise TypeError(must_be("signal_mapping keys", "non-empty strings", name))
-        what = f"signal_mapping[{name!r}]"
-        if not isinstance(entry, (tuple, list)) or len(entry) != 2:
-            raise TypeError(must_be(what, "a (SignalType, indices) pair", entry))
-        kind, idx = entry
-        if not isinstance(kind, SignalType):
-            raise TypeError(
-                must_be(
-                    f"{what} type",
-                    f"a SignalType ({', '.join(s.name for s in SignalType)})",
-                    kind,
-                )
-            )
-        arr = np.asarray(idx)
-        if arr.ndim == 0:
-            arr = arr.reshape(1)
-        if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(must_be(f"{what} indices", "a non-empty 1-D array", arr))
-        if arr.dtype.kind not in "iu":
-            raise TypeError(must_be(f"{what} indices", "integers", arr))
-        arr = np.array(arr, dtype=np.intp, copy=True)
-        bad = (arr < 0) | (arr >= dim)
-        if bad.any():
-            j = first_bad_index(bad)
-            raise ValueError(
-                f"{what} indices must be data columns in [0, {dim}), got {int(arr[j])} at "
-                f"position {j}"
-            )
-        for col in arr.tolist():
-            if col in owner:
-                other = owner[col]
-                who = f"twice by {name!r}" if other == name else f"by {other!r} and {name!r}"
-                raise ValueError(
-                    f"signal_mapping column {col} must belong to one signal only, got claimed {who}"
-                )
-            owner[col] = name
-        arr.flags.writeable = False
-        out[name] = (kind, arr)
-    return out
-
-
-def _consecutive_mapping(layout: Sequence[tuple[str, SignalType, int]]) -> SignalMapping:
-    """Mapping that lays ``(name, type, width)`` signals out side by side from column 0."""
-    out: SignalMapping = {}
-    start = 0
-    for name, kind, width in layout:
-        idx = np.arange(start, start + width, dtype=np.intp)
-        idx.flags.writeable = False
-        out[name] = (kind, idx)
-        start += width
-    return out
-
-
-def _check_layout_width(data: np.ndarray, layout: Sequence[tuple[str, SignalType, int]]) -> None:
-    total = sum(w for _, _, w in layout)
-    if data.shape[1] != total:
-        parts = [f"{n}:{w}" for n, _, w in layout[:12]]
-        if len(layout) > 12:
-            parts.append(f"... {len(layout) - 12} more")
-        raise ValueError(
-            f"data must have {total} columns ({', '.join(parts)}), got {data.shape[1]}"
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Interpolation kernels (shared with the residual code: precompute the map once, apply often)
-
-
-def _index_map(times: np.ndarray, new_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Linear-interpolation index map from ``times`` (N,) to ``new_times`` (M,).
-
-    ``new_times`` must already lie in ``[times[0], times[-1]]`` (no check here). Returns
-    ``(i0, w)``: rows ``i0`` (M,) and weights ``w`` (M,) in ``[0, 1]`` such that the value at
-    ``new_times[m]`` is ``(1 - w[m]) * data[i0[m]] + w[m] * data[i0[m] + 1]``. At a sample time
-    the weight is exactly 0 (or exactly 1 at the last sample), so sample values are reproduced
-    bit for bit. For a single-sample series ``i0 = 0`` and ``w = 0`` (``i0 + 1`` is then
-    clipped by :func:`_apply_index_map`).
-    """
-    n = times.shape[0]
-    if n == 1:
-        return np.zeros(new_times.shape[0], dtype=np.intp), np.zeros(new_times.shape[0])
-    i0 = np.searchsorted(times, new_times, side="right") - 1
-    np.clip(i0, 0, n - 2, out=i0)
-    t0 = times[i0]
-    w = (new_times - t0) / (times[i0 + 1] - t0)
-    return i0, w
-
-
-def _apply_index_map(data: np.ndarray, i0: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Applies an index map from :func:`_index_map` to ``data`` of shape ``(..., N, D)``.
-
-    Returns ``(..., M, D)``; leading batch axes (for example ``k`` candidates) are kept, so
-    one map serves a whole batch of predictions on the same grid.
-    """
-    n = data.shape[-2]
-    i1 = np.minimum(i0 + 1, n - 1)
-    wc = w[:, None]
-    out = data[..., i0, :]  # fancy indexing copies, so the in-place updates below are safe
-    out *= 1.0 - wc
-    upper = data[..., i1, :]
-    upper *= wc
-    out += upper
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Model name resolution
-
-
-def _unnamed_error(what: str, i: int, detail: str, arg: str) -> ValueError:
-    return ValueError(
-        f"{what} {i}{detail} must have a name to be mapped by default, got an unnamed one; "
-        f"name every {what} in the MJCF or pass {arg}=[...] explicitly"
+def _dt_statistics(times: np.ndarray) -> DtStatistics:
+    if times.shape[0] < 2:
+        raise ValueError(f"dt_statistics needs at least 2 samples, got {times.shape[0]}")
+    dt = np.diff(times)
+    median = float(np.median(dt))
+    return DtStatistics(
+        mean=float(dt.mean()),
+        std=float(dt.std()),
+        min=float(dt.min()),
+        max=float(dt.max()),
+        median=median,
+        n_irregular=int(np.count_nonzero(np.abs(dt - median) > 0.01 * median)),
     )
 
 
-def _model_layout(
-    model: mujoco.MjModel,
-    names: Iterable[str | tuple[str, SignalType]],
-    allowed: tuple[SignalType, ...],
-    plain_kind: SignalType | None,
-) -> list[tuple[str, SignalType, int]]:
-    """``(canonical name, type, width)`` of each requested signal, in order."""
-    if isinstance(names, str):
-        names = [names]
-    layout: list[tuple[str, SignalType, int]] = []
-    seen: dict[str, Any] = {}
-    for item in names:
-        if isinstance(item, str):
-            if plain_kind is None:
-                canonical, kind, oid = _resolve_plain(model, item)
-            else:
-                kind = plain_kind
-                canonical, oid = _find(model, item, kind)
-        elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
-            name, kind = item
-            if not isinstance(kind, SignalType):
-                raise TypeError(must_be(f"signal type of {name!r}", "a SignalType", kind))
-            if kind not in allowed:
-                raise ValueError(
-                    must_be(
-                        f"signal type of {name!r}",
-                        f"one of {[k.name for k in allowed]}",
-                        kind.name,
-                        "use TimeSeries.from_custom_map for CustomObs"
-                        if kind is SignalType.CustomObs
-                        else "",
-                    )
-                )
-            canonical, oid = _find(model, name, kind)
-        else:
-            raise TypeError(must_be("each name", "a string or a (name, SignalType) pair", item))
-        if canonical in seen:
-            first, first_kind = seen[canonical]
-            clash = (
-                f"; the {first_kind.name} and the {kind.name} signal share the mapping key "
-                f"{canonical!r}, so they cannot be in one series (put them in two series, or "
-                "rename the sensor)"
-                if first_kind is not kind
-                else ""
-            )
-            raise ValueError(
-                f"names must name each signal once, got {canonical!r} twice "
-                f"(from {first!r} and {item!r}){clash}"
-            )
-        seen[canonical] = (item, kind)
-        layout.append((canonical, kind, _width(model, kind, oid)))
-    return layout
+def _values_at(
+    times: np.ndarray, data: np.ndarray, t: Any, method: Any, hold: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(query times, values)`` of ``data`` at ``t`` by ``method``.
+
+    Values are ``(M, D)`` for 2-D data, ``(M,)`` for 1-D data; ``M = 1`` for a scalar ``t``.
+    """
+    degree = method_degree(method)
+    arr = query_times("t", t)
+    tc = in_span(times, "t", arr, hold).reshape(-1)
+    out = interpolate_rows(times, as_2d(data), tc, degree, time_tol(times))
+    return arr, out[:, 0] if data.ndim == 1 else out
 
 
-# --------------------------------------------------------------------------------------------
-# TimeSeries
-
-
-def _sensor_layout(model: mujoco.MjModel) -> list[tuple[str, SignalType, int]]:
-    """Every sensor of ``model`` in model order (each must have a name)."""
-    sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
-    for i, s in enumerate(sensors):
-        if not s:
-            kind = mujoco.mjtSensor(int(model.sensor_type[i])).name
-            raise _unnamed_error("sensor", i, f" (type {kind})", "names")
-    return [(s, SignalType.MjSensor, int(model.sensor_dim[i])) for i, s in enumerate(sensors)]
-
-
-def _custom_layout(signals: Iterable[str | tuple[str, int]]) -> list[tuple[str, SignalType, int]]:
-    """The layout of :meth:`TimeSeries.from_custom_map`: names or ``(name, width)`` pairs."""
-    if isinstance(signals, str):
-        signals = [signals]
-    layout: list[tuple[str, SignalType, int]] = []
-    seen: set[str] = set()
-    for item in signals:
-        if isinstance(item, str):
-            name, width = item, 1
-        elif isinstance(item, (tuple, list)) and len(item) == 2:
-            name, width = item
-        else:
-            raise TypeError(must_be("each signal", "a name or a (name, width) pair", item))
-        if not isinstance(name, str) or not name:
-            raise TypeError(must_be("signal name", "a non-empty string", name))
-        if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
-            raise ValueError(must_be(f"width of {name!r}", "a positive integer", width))
-        if name in seen:
-            raise ValueError(f"signals must name each signal once, got {name!r} twice")
-        seen.add(name)
-        layout.append((name, SignalType.CustomObs, int(width)))
-    return layout
-
-
-def _uniform_grid(t0: float, t1: float, target_dt: Any) -> np.ndarray:
-    """``t0 + k * target_dt`` up to at most ``t1`` [s] (the grid of ``resample(target_dt=)``)."""
-    dt = float(target_dt) if isinstance(target_dt, (int, float, np.number)) else math.nan
-    if isinstance(target_dt, bool) or not (math.isfinite(dt) and dt > 0):
-        raise ValueError(must_be("target_dt", "a finite positive number", target_dt))
-    steps = math.floor((t1 - t0) / dt + 1e-9)
-    grid = t0 + dt * np.arange(steps + 1, dtype=np.float64)
-    if grid[-1] > t1:  # float noise only: the 1e-9 slack above is far below dt
-        grid[-1] = t1
-    if grid.shape[0] > 1 and not np.all(np.diff(grid) > 0):
-        raise ValueError(must_be("target_dt", f"resolvable at times near {t1!r}", target_dt))
-    return grid
+def _cut_start(times: np.ndarray, seconds: Any) -> int:
+    """First row kept by ``remove_from_beginning(seconds)``."""
+    dur = check_duration("t", seconds)
+    start = int(np.searchsorted(times, float(times[0]) + dur - time_tol(times), side="left"))
+    if start >= times.shape[0]:
+        t0, t1 = float(times[0]), float(times[-1])
+        raise ValueError(
+            f"t must leave at least one sample, got {seconds!r} which drops all "
+            f"{times.shape[0]} samples of the span [{t0!r}, {t1!r}] (duration {t1 - t0!r} s)"
+        )
+    return start
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -399,9 +192,11 @@ class TimeSeries:
 
     Attributes:
       times: ``(N,)`` sample times in seconds, finite, strictly increasing, ``N >= 1``.
-      data: ``(N, D)`` samples, finite (1-D input of length N becomes ``(N, 1)``).
+      data: ``(N, D)`` samples, finite; 1-D input ``(N,)`` stays 1-D (one column, see
+        :attr:`data_2d`).
       signal_mapping: Optional ``{name: (SignalType, column indices)}`` labelling the columns
-        of ``data`` (see the module docstring). ``None`` for raw arrays.
+        of ``data`` (see the module docstring). ``None`` for raw arrays. Index entries may be
+        given as arrays, lists or single ints.
 
     All three are stored as read-only copies; the series never changes after construction.
     """
@@ -411,11 +206,11 @@ class TimeSeries:
     signal_mapping: SignalMapping | None = None
 
     def __post_init__(self) -> None:
-        times, data = _validated_arrays(self.times, self.data)
+        times, data = validated_arrays(self.times, self.data)
         object.__setattr__(self, "times", times)
         object.__setattr__(self, "data", data)
         if self.signal_mapping is not None:
-            mapping = _validated_mapping(self.signal_mapping, data.shape[1])
+            mapping = validated_mapping(self.signal_mapping, width(data))
             object.__setattr__(self, "signal_mapping", mapping)
 
     @classmethod
@@ -427,8 +222,8 @@ class TimeSeries:
     ) -> TimeSeries:
         """Internal fast constructor: no validation, no copies, arrays stored as given.
 
-        The caller guarantees ``times`` (N,) float64 strictly increasing, ``data`` (N, D)
-        float64 finite, and a mapping whose indices are valid int arrays for D columns.
+        The caller guarantees ``times`` (N,) float64 strictly increasing, ``data`` (N, D) or
+        (N,) float64 finite, and a mapping whose indices are valid int arrays for D columns.
         """
         obj = object.__new__(cls)
         object.__setattr__(obj, "times", times)
@@ -460,15 +255,15 @@ class TimeSeries:
 
         Mapping keys are canonical names (``"<joint>_qpos"``, ``"<actuator>_act"``, ...).
         """
-        t, d = _validated_arrays(times, data)
+        t, d = validated_arrays(times, data)
         _check_model(model)
         if names is None:
-            layout = _sensor_layout(model)
+            layout = sensor_layout(model)
         else:
             allowed = tuple(k for k in SignalType if k is not SignalType.CustomObs)
-            layout = _model_layout(model, names, allowed, None)
-        _check_layout_width(d, layout)
-        return cls._unchecked(t, d, _consecutive_mapping(layout))
+            layout = model_layout(model, names, allowed, None)
+        check_layout_width(width(d), layout)
+        return cls._unchecked(t, d, consecutive_mapping(layout))
 
     @classmethod
     def from_control_names(
@@ -476,7 +271,7 @@ class TimeSeries:
         times: npt.ArrayLike,
         data: npt.ArrayLike,
         model: mujoco.MjModel,
-        names: Iterable[str] | None = None,
+        names: Iterable[str | tuple[str, SignalType]] | None = None,
     ) -> TimeSeries:
         """Control signals (``MjCtrl``), one column per actuator.
 
@@ -484,40 +279,49 @@ class TimeSeries:
           times: ``(N,)`` seconds.
           data: ``(N, len(names))`` controls in the order of ``names``.
           model: Compiled model.
-          names: Actuator names (``"<actuator>_ctrl"`` is accepted too); ``None`` for every
-            actuator in model order. Mapping keys are the actuator names.
+          names: Actuator names or ``"<actuator>_ctrl"``; ``None`` for every actuator in
+            model order. Mapping keys are ``"<actuator>_ctrl"`` (``mujoco.sysid``'s names);
+            lookups by the bare actuator name keep working.
         """
-        t, d = _validated_arrays(times, data)
+        t, d = validated_arrays(times, data)
         _check_model(model)
         if names is None:
-            acts = _names(model, mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu)
-            for i, a in enumerate(acts):
-                if not a:
-                    raise _unnamed_error("actuator", i, "", "names")
-            layout = [(a, SignalType.MjCtrl, 1) for a in acts]
+            layout = control_layout(model)
         else:
-            layout = _model_layout(model, names, (SignalType.MjCtrl,), SignalType.MjCtrl)
-        _check_layout_width(d, layout)
-        return cls._unchecked(t, d, _consecutive_mapping(layout))
+            layout = model_layout(model, names, (SignalType.MjCtrl,), SignalType.MjCtrl)
+        check_layout_width(width(d), layout)
+        return cls._unchecked(t, d, consecutive_mapping(layout))
 
     @classmethod
     def from_custom_map(
         cls,
         times: npt.ArrayLike,
         data: npt.ArrayLike,
-        signals: Iterable[str | tuple[str, int]],
+        signals: Iterable[str | tuple[str, int] | tuple[str, int, SignalType]],
     ) -> TimeSeries:
-        """Custom observations (``CustomObs``) laid out side by side.
+        """Custom observations laid out side by side.
 
         Args:
           times: ``(N,)`` seconds.
           data: ``(N, D)`` with D the total width.
-          signals: Names (one column each) or ``(name, width)`` pairs, in column order.
+          signals: In column order: names (one ``CustomObs`` column each), ``(name, width)``
+            pairs (``CustomObs``) or ``(name, width, SignalType)`` triples (any type, as in
+            ``mujoco.sysid``).
         """
-        t, d = _validated_arrays(times, data)
-        layout = _custom_layout(signals)
-        _check_layout_width(d, layout)
-        return cls._unchecked(t, d, _consecutive_mapping(layout))
+        t, d = validated_arrays(times, data)
+        layout = custom_layout(signals)
+        check_layout_width(width(d), layout)
+        return cls._unchecked(t, d, consecutive_mapping(layout))
+
+    @staticmethod
+    def create(times: npt.ArrayLike, data: npt.ArrayLike, signal_mapping: Any = None) -> TimeSeries:
+        """``TimeSeries(times, data, signal_mapping)``; index entries (int, list, array) become
+        int arrays (``mujoco.sysid``'s factory of that name)."""
+        return TimeSeries(np.asarray(times), np.asarray(data), signal_mapping)
+
+    compute_all_state_mappings = staticmethod(model_mappings.compute_all_state_mappings)
+    compute_all_sensor_mapping = staticmethod(model_mappings.compute_all_sensor_mapping)
+    compute_all_control_mapping = staticmethod(model_mappings.compute_all_control_mapping)
 
     # ---------------------------------------------------------------- inspection
 
@@ -526,8 +330,19 @@ class TimeSeries:
 
     @property
     def dim(self) -> int:
-        """Number of data columns D."""
-        return int(self.data.shape[1])
+        """Number of data columns D (1 for 1-D data)."""
+        return width(self.data)
+
+    @property
+    def data_2d(self) -> np.ndarray:
+        """``data`` as ``(N, D)``: 1-D data as a one-column read-only view."""
+        return as_2d(self.data)
+
+    def as_2d(self) -> TimeSeries:
+        """This series with ``(N, D)`` data (``self`` when it already is; no copy)."""
+        if self.data.ndim == 2:
+            return self
+        return TimeSeries._unchecked(self.times, self.data_2d, self.signal_mapping)
 
     @property
     def n_signals(self) -> int:
@@ -544,18 +359,24 @@ class TimeSeries:
         """``(times[0], times[-1])`` in seconds."""
         return float(self.times[0]), float(self.times[-1])
 
-    def _entry(self, name: str) -> tuple[SignalType, np.ndarray]:
+    def _key(self, name: str) -> str:
+        """The mapping key of signal ``name`` (a control also by its actuator name)."""
         mapping = self.signal_mapping
         if mapping is None:
             raise _SignalKeyError(
                 f"signal {name!r} must be in signal_mapping, got a series without a mapping "
                 "(build it with from_names/from_control_names/from_custom_map)"
             )
-        entry = mapping.get(name) if isinstance(name, str) else None
-        if entry is None:
+        key = mapping_key(mapping, name)
+        if key is None:
             known = list(mapping)
             raise _unknown("signal", name, known, f"(known signals: {_preview(known)})")
-        return entry
+        return key
+
+    def _entry(self, name: str) -> tuple[SignalType, np.ndarray]:
+        key = self._key(name)
+        assert self.signal_mapping is not None  # _key raised otherwise
+        return self.signal_mapping[key]
 
     def columns(self, name: str) -> np.ndarray:
         """Read-only int array of the data columns of signal ``name``."""
@@ -565,9 +386,17 @@ class TimeSeries:
         """The :class:`SignalType` of signal ``name``."""
         return self._entry(name)[0]
 
+    def get_indices(self, obs_name: str) -> tuple[SignalType, np.ndarray]:
+        """``(SignalType, data columns)`` of signal ``obs_name``.
+
+        Raises:
+          KeyError: An unknown name (the message lists the known ones and the closest).
+        """
+        return self._entry(obs_name)
+
     def signal(self, name: str) -> np.ndarray:
         """``(N, width)`` samples of signal ``name`` (a copy)."""
-        return self.data[:, self._entry(name)[1]]
+        return self.data_2d[:, self._entry(name)[1]]
 
     def __repr__(self) -> str:
         t0, t1 = self.span
@@ -578,171 +407,113 @@ class TimeSeries:
 
     # ---------------------------------------------------------------- time queries
 
-    def _tol(self) -> float:
-        t = self.times
-        return _REL_TIME_TOL * max(1.0, abs(float(t[0])), abs(float(t[-1])))
-
-    def _in_span(self, name: str, t: np.ndarray, hold: bool) -> np.ndarray:
-        """``t`` checked finite and inside the span (or clipped to it when ``hold``)."""
-        bad = ~np.isfinite(t)
-        if bad.any():
-            i = first_bad_index(bad)
-            where = "" if t.ndim == 0 else f"[{i}]"
-            raise ValueError(f"{name} must be finite, got {name}{where}={float(t.ravel()[i])!r}")
-        t0, t1 = self.times[0], self.times[-1]
-        if not hold:
-            tol = self._tol()
-            bad = (t < t0 - tol) | (t > t1 + tol)
-            if bad.any():
-                i = first_bad_index(bad)
-                where = "" if t.ndim == 0 else f"[{i}]"
-                raise ValueError(
-                    f"{name} must lie within the series span [{float(t0)!r}, {float(t1)!r}], got "
-                    f"{name}{where}={float(t.ravel()[i])!r}; no extrapolation is done (trim the "
-                    "times, or pass hold=True to hold the end values)"
-                )
-        return np.clip(t, t0, t1)
-
-    @staticmethod
-    def _query(name: str, t: Any) -> np.ndarray:
-        arr = _as_float_array(name, t)
-        if arr.ndim > 1:
-            raise ValueError(f"{name} must be a scalar or a 1-D array, got shape {arr.shape}")
-        return arr
-
-    def interpolate(self, t: npt.ArrayLike, *, hold: bool = False) -> np.ndarray:
-        """Linear interpolation of all columns.
+    def interpolate(
+        self, t: npt.ArrayLike, method: Method = "linear", *, hold: bool = False
+    ) -> np.ndarray:
+        """Values of all columns at ``t``.
 
         Args:
           t: Scalar time, or ``(M,)`` times in any order, in seconds.
+          method: ``"linear"`` (default), ``"quadratic"``, ``"cubic"``, ``"quintic"`` (splines
+            through all samples) or ``"zero_order_hold"``/``"zoh"`` (the sample at or before
+            ``t``); see :mod:`mjsysid.data.interpolation`. An :class:`Interpolation` member
+            works too.
           hold: Times outside the span take the first/last sample instead of raising.
 
         Returns:
-          ``(D,)`` for a scalar ``t``, ``(M, D)`` for an array.
+          2-D data: ``(D,)`` for a scalar ``t``, ``(M, D)`` for an array. 1-D data: ``(1,)``
+          for a scalar, ``(M,)`` for an array.
 
         Raises:
-          ValueError: Non-finite ``t``, or ``t`` outside the span without ``hold``.
+          ValueError: Non-finite ``t``, ``t`` outside the span without ``hold``, an unknown
+            method, or too few samples for the spline's degree.
         """
-        arr = self._query("t", t)
-        tc = self._in_span("t", arr, hold)
-        flat = tc.reshape(-1)
-        i0, w = _index_map(self.times, flat)
-        out = _apply_index_map(self.data, i0, w)
-        return out[0] if arr.ndim == 0 else out
+        arr, out = _values_at(self.times, self.data, t, method, hold)
+        return out[0] if arr.ndim == 0 and self.data.ndim == 2 else out
 
-    def get(self, t: npt.ArrayLike, *, hold: bool = False) -> np.ndarray:
-        """Zero-order hold: the sample at or before ``t``.
+    def get(
+        self, t: npt.ArrayLike, method: Method = "linear", *, hold: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(times, values)`` at ``t`` (``mujoco.sysid``'s query without a new series).
 
-        A ``t`` within float noise (see the module docstring) of a sample time returns exactly
-        that sample.
-
-        Args:
-          t: Scalar time, or ``(M,)`` times, in seconds.
-          hold: Times outside the span take the first/last sample instead of raising.
+        Same methods and span rule as :meth:`interpolate`; ``method="zoh"`` returns exactly
+        the sample at or before ``t`` (a ``t`` within float noise of a sample time is that
+        sample).
 
         Returns:
-          ``(D,)`` for a scalar ``t``, ``(M, D)`` for an array (copies).
+          ``times`` as given (float, 0-D for a scalar) and ``values``: for a scalar ``t``
+          ``(D,)`` (2-D data) or ``()`` (1-D data); for ``(M,)`` times ``(M, D)`` or ``(M,)``.
         """
-        arr = self._query("t", t)
-        tc = self._in_span("t", arr, hold).reshape(-1)
-        idx = np.searchsorted(self.times, tc + self._tol(), side="right") - 1
-        np.clip(idx, 0, len(self) - 1, out=idx)
-        out = self.data[idx]
-        return out[0] if arr.ndim == 0 else out
+        arr, out = _values_at(self.times, self.data, t, method, hold)
+        return arr, out[0] if arr.ndim == 0 else out
 
     def resample(
-        self, new_times: npt.ArrayLike | None = None, *, target_dt: float | None = None
+        self,
+        new_times: npt.ArrayLike | None = None,
+        target_dt: float | None = None,
+        method: Method = "linear",
     ) -> TimeSeries:
-        """Linear interpolation onto new times (the mapping is kept).
+        """Interpolation onto new times (the mapping is kept).
 
         Args:
           new_times: ``(M,)`` finite, strictly increasing times inside the span.
           target_dt: Instead of ``new_times``: a uniform step in seconds; the grid is
-            ``times[0] + k * target_dt`` up to at most ``times[-1]``.
+            ``times[0] + k * target_dt`` up to at most ``times[-1]`` (``mujoco.sysid`` uses a
+            ``linspace`` that keeps the end but whose step is not ``target_dt``).
+          method: As in :meth:`interpolate`.
 
         Raises:
-          TypeError: Neither or both of ``new_times`` and ``target_dt``.
+          ResampleArgumentError: Neither or both of ``new_times`` and ``target_dt`` (a
+            ``TypeError`` and a ``ValueError``).
           ValueError: Bad times, or a time outside the span (named in the message).
         """
-        if (new_times is None) == (target_dt is None):
-            raise TypeError(
-                "resample needs exactly one of new_times or target_dt, got "
-                + ("neither" if new_times is None else "both")
-            )
-        if target_dt is not None:
-            grid = _uniform_grid(float(self.times[0]), float(self.times[-1]), target_dt)
-        else:
-            grid = _as_float_array("new_times", new_times)
-            _check_times("new_times", grid)
-        i0, w = _index_map(self.times, self._in_span("new_times", grid, hold=False))
-        data = _apply_index_map(self.data, i0, w)
+        degree = method_degree(method)
+        grid = resample_grid(self.times, new_times, target_dt)
+        tc = in_span(self.times, "new_times", grid, hold=False)
+        out = interpolate_rows(self.times, self.data_2d, tc, degree, time_tol(self.times))
+        data = out[:, 0] if self.data.ndim == 1 else out
         grid.flags.writeable = False
         data.flags.writeable = False
         return TimeSeries._unchecked(grid, data, self.signal_mapping)
 
     def dt_statistics(self) -> DtStatistics:
         """Statistics of the time steps (see :class:`DtStatistics`); needs two samples."""
-        if len(self) < 2:
-            raise ValueError(f"dt_statistics needs at least 2 samples, got {len(self)}")
-        dt = np.diff(self.times)
-        median = float(np.median(dt))
-        return DtStatistics(
-            mean=float(dt.mean()),
-            std=float(dt.std()),
-            min=float(dt.min()),
-            max=float(dt.max()),
-            median=median,
-            n_irregular=int(np.count_nonzero(np.abs(dt - median) > 0.01 * median)),
-        )
+        return _dt_statistics(self.times)
 
-    def remove_from_beginning(self, t: float) -> TimeSeries:
+    def remove_from_beginning(
+        self, time_to_remove_s: float | None = None, *, t: float | None = None
+    ) -> TimeSeries:
         """Drops the samples with ``times < times[0] + t``; times are not shifted.
 
+        ``mujoco.sysid`` also re-zeroes the kept times; mjsysid keeps them, so the series
+        stays aligned with its control and initial state.
+
         Args:
-          t: Duration to drop in seconds, finite and ``>= 0``.
+          time_to_remove_s: Duration ``t`` to drop in seconds, finite and ``>= 0``.
+          t: The same, by mjsysid's keyword (give one of the two).
 
         Raises:
           ValueError: Negative/non-finite ``t``, or nothing would remain.
         """
-        if (
-            isinstance(t, bool)
-            or not isinstance(t, (int, float, np.number))
-            or not (math.isfinite(float(t)) and float(t) >= 0)
-        ):
-            raise ValueError(must_be("t", "a finite number >= 0 (seconds)", t))
-        cut = float(self.times[0]) + float(t)
-        start = int(np.searchsorted(self.times, cut - self._tol(), side="left"))
-        if start >= len(self):
-            t0, t1 = self.span
-            raise ValueError(
-                f"t must leave at least one sample, got {t!r} which drops all {len(self)} "
-                f"samples of the span [{t0!r}, {t1!r}] (duration {t1 - t0!r} s)"
+        if (time_to_remove_s is None) == (t is None):
+            raise TypeError(
+                "remove_from_beginning needs exactly one of time_to_remove_s or t, got "
+                + ("neither" if t is None else "both")
             )
+        start = _cut_start(self.times, t if time_to_remove_s is None else time_to_remove_s)
         return TimeSeries._unchecked(self.times[start:], self.data[start:], self.signal_mapping)
 
     def slice_by_name(self, names: str | Iterable[str]) -> TimeSeries:
         """A series with only the named signals, columns re-indexed in the order given.
 
-        Works as ``ts.slice_by_name(names)`` and ``TimeSeries.slice_by_name(ts, names)``.
+        Works as ``ts.slice_by_name(names)`` and ``TimeSeries.slice_by_name(ts, names)``. A
+        control may be named by its actuator; the new mapping uses the series' own keys.
 
         Raises:
           KeyError: An unknown name (the message lists the known ones).
           ValueError: A name given twice.
         """
-        if isinstance(names, str):
-            names = [names]
-        names = list(names)
-        if len(set(names)) != len(names):
-            dup = next(n for i, n in enumerate(names) if n in names[:i])
-            raise ValueError(f"names must name each signal once, got {dup!r} twice")
-        entries = [self._entry(n) for n in names]
-        cols = np.concatenate([c for _, c in entries]) if entries else np.zeros(0, dtype=np.intp)
-        data = self.data[:, cols]
-        data.flags.writeable = False
-        mapping = _consecutive_mapping(
-            [(n, kind, c.shape[0]) for n, (kind, c) in zip(names, entries, strict=True)]
-        )
-        return TimeSeries._unchecked(self.times, data, mapping)
+        return _sliced(self, [names] if isinstance(names, str) else list(names))
 
     # ---------------------------------------------------------------- files
 
@@ -771,3 +542,31 @@ class TimeSeries:
             return cls(times, data, mapping)
         except (TypeError, ValueError) as e:
             raise ValueError(f"{str(path)!r}: {e}") from None
+
+    def save_to_csv(self, path: str | Path) -> None:
+        """Writes ``time, column 0, column 1, ...`` rows as CSV (``%.18e``, no header).
+
+        The layout of ``mujoco.sysid``'s ``save_to_csv`` (1-D data too, where the peer
+        fails); the mapping is not stored. Read back with ``np.loadtxt(path, delimiter=",")``.
+        Written atomically.
+        """
+        save_series_csv(path, self.times, self.data)
+
+
+def _sliced(ts: TimeSeries, names: Sequence[str]) -> TimeSeries:
+    """The series of :meth:`TimeSeries.slice_by_name`."""
+    keys = [ts._key(n) for n in names]
+    if len(set(keys)) != len(keys):
+        i = next(i for i, k in enumerate(keys) if k in keys[:i])
+        raise ValueError(f"names must name each signal once, got {names[i]!r} twice")
+    entries = [ts._entry(k) for k in keys]
+    cols = np.concatenate([c for _, c in entries]) if entries else np.zeros(0, dtype=np.intp)
+    if ts.data.ndim == 1 and cols.tolist() == [0]:
+        data = ts.data
+    else:
+        data = ts.data_2d[:, cols]
+        data.flags.writeable = False
+    mapping = consecutive_mapping(
+        [(k, kind, c.shape[0]) for k, (kind, c) in zip(keys, entries, strict=True)]
+    )
+    return TimeSeries._unchecked(ts.times, data, mapping)

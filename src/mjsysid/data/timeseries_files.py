@@ -1,24 +1,34 @@
-"""The ``.npz`` file format of a :class:`~mjsysid.data.timeseries.TimeSeries`.
+"""File formats of a :class:`~mjsysid.data.timeseries.TimeSeries`: npz, CSV, mapping JSON.
 
-Keys: ``times`` ``(N,)`` [s], ``data`` ``(N, D)``, ``signal_mapping_json`` (JSON: ``null`` or a
-list of ``{"name", "type", "indices"}`` in mapping order) and ``schema_version``. Written
-atomically, read without pickle; the arrays themselves are validated by the ``TimeSeries``
-constructor.
+``.npz`` keys: ``times`` ``(N,)`` [s], ``data`` ``(N,)`` or ``(N, D)``, ``signal_mapping_json``
+(JSON: ``null`` or a list of ``{"name", "type", "indices"}`` in mapping order) and
+``schema_version``. Written atomically, read without pickle; the arrays themselves are
+validated by the ``TimeSeries`` constructor.
+
+CSV (:func:`save_series_csv`): one row per sample, ``time, column 0, column 1, ...``, ``%.18e``,
+comma-separated, no header (the layout of ``mujoco.sysid``'s ``save_to_csv``; read it back with
+``np.loadtxt(path, delimiter=",")``).
+
+Mapping JSON (:func:`encode_signal_mapping`): ``{"name": [type, [indices]]}`` with the type as
+``mujoco.sysid``'s integer code (MjSensor 0, CustomObs 1, MjStateQPos 2, MjStateQVel 3,
+MjStateAct 4, MjCtrl 5), so either toolbox reads the other's files.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mjsysid.data.signals import SignalType
+from mjsysid.data.signals import SignalType, signal_type_code, signal_type_from_json
 from mjsysid.util.errors import must_be, short_repr
-from mjsysid.util.files import atomic_savez, load_npz
+from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz
 
 TIMESERIES_SCHEMA_VERSION = 1
 _NPZ_KEYS = ("times", "data", "signal_mapping_json", "schema_version")
@@ -131,3 +141,74 @@ def _mapping_from_json(where: str, decoded: Any) -> SignalMapping:
             raise ValueError(f"{what}: names must be unique, got {entry['name']!r} twice")
         out[entry["name"]] = (known[entry["type"]], np.array(entry["indices"], dtype=np.intp))
     return out
+
+
+def save_series_csv(path: str | Path, times: np.ndarray, data: np.ndarray) -> Path:
+    """Writes ``[times | data]`` as CSV (``%.18e``, no header), atomically.
+
+    Args:
+      path: Target file (no suffix is added).
+      times: ``(N,)`` [s].
+      data: ``(N,)`` or ``(N, D)``; 1-D data is one column.
+
+    Returns:
+      The path written.
+    """
+    table = np.column_stack([times, data.reshape(times.shape[0], -1)])
+    buf = io.StringIO()
+    np.savetxt(buf, table, delimiter=",", fmt="%.18e")
+    return atomic_write_text(path, buf.getvalue())
+
+
+def encode_signal_mapping(signal_mapping: SignalMapping) -> str:
+    """A signal mapping as JSON text ``{"name": [type code, [indices]]}`` (no pickle needed).
+
+    The type is ``mujoco.sysid``'s integer code (see the module docstring); mapping order is
+    kept. :func:`decode_signal_mapping` is the inverse.
+    """
+    if not isinstance(signal_mapping, Mapping):
+        raise TypeError(
+            must_be("signal_mapping", "a dict {name: (SignalType, indices)}", signal_mapping)
+        )
+    out: dict[str, list[Any]] = {}
+    for name, (kind, idx) in signal_mapping.items():
+        if not isinstance(kind, SignalType):
+            raise TypeError(must_be(f"signal_mapping[{name!r}] type", "a SignalType", kind))
+        out[str(name)] = [signal_type_code(kind), [int(i) for i in np.ravel(idx)]]
+    return json.dumps(out)
+
+
+def _decoded_entry(name: str, entry: Any) -> tuple[SignalType, np.ndarray]:
+    what = f"encoded signal mapping[{name!r}]"
+    if not isinstance(entry, list) or len(entry) != 2:
+        raise ValueError(must_be(what, "a [type, [indices]] pair", short_repr(entry)))
+    kind = signal_type_from_json(entry[0])
+    if kind is None:
+        codes = ", ".join(f"{k.name}/{signal_type_code(k)}" for k in SignalType)
+        raise ValueError(must_be(f"{what} type", f"a SignalType name or code ({codes})", entry[0]))
+    idx = entry[1] if isinstance(entry[1], list) else [entry[1]]
+    if not all(isinstance(j, int) and not isinstance(j, bool) for j in idx):
+        raise ValueError(must_be(f"{what} indices", "a list of integers", short_repr(entry[1])))
+    return kind, np.array(idx, dtype=np.intp)
+
+
+def decode_signal_mapping(encoded: str) -> SignalMapping:
+    """The signal mapping of JSON text from :func:`encode_signal_mapping`.
+
+    Accepts the type as ``mujoco.sysid``'s integer code or as a :class:`SignalType` name, so
+    files of either toolbox decode.
+
+    Raises:
+      ValueError: Not valid JSON, or not ``{"name": [type, [indices]]}``.
+    """
+    if not isinstance(encoded, str):
+        raise TypeError(must_be("encoded", "a JSON string", encoded))
+    try:
+        decoded = json.loads(encoded)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"encoded must be valid JSON, got an error: {e}") from None
+    if not isinstance(decoded, dict):
+        raise ValueError(
+            must_be("encoded", 'a JSON object {"name": [type, [indices]]}', short_repr(decoded))
+        )
+    return {str(name): _decoded_entry(str(name), entry) for name, entry in decoded.items()}
