@@ -251,5 +251,5 @@ def resample_recording(
     new_sens = sensors.resample(target_dt=float(dt))
     if control is None:
         return new_sens, None
-    held = control.get(new_sens.times, hold=True)
+    held = control.get(new_sens.times, method="zoh", hold=True)[1]
     return new_sens, TimeSeries(new_sens.times, held, control.signal_mapping)
