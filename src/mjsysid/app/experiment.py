@@ -795,7 +795,7 @@ def _check_window_count(sequences: ModelSequences, opts: dict[str, Any], source:
     for meas in sequences.sensordata:
         times = np.asarray(meas.times)
         span = float(times[-1] - times[0]) if times.size else 0.0
-        count += max(1.0, span / stride)
+        count += max(1.0, math.ceil(span / stride))
     _limited(
         "max_windows",
         count,

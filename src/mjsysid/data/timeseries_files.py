@@ -138,9 +138,7 @@ def _mapping_from_json(where: str, decoded: Any) -> SignalMapping:
     return out
 
 
-def _member_header(
-    z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str
-) -> tuple[Any, int | None]:
+def _member_header(z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> tuple[Any, int | None]:
     """``(shape, bytes)`` of one ``.npy`` member (header and data; ``None`` for pickled
     objects), read from its header only."""
     try:

@@ -128,7 +128,7 @@ def limits_set(**values: Any) -> Iterator[None]:
 def how_to_raise(name: str) -> str:
     """The ways to raise limit ``name``, for an error message."""
     return (
-        f"if this is intended, raise the limit: experiment key 'limits: {{{name}: N}}', "
+        f"If this is intended, raise the limit: experiment key 'limits: {{{name}: N}}', "
         f"environment {ENV_VAR}='{name}=N' or mjsysid.util.limits.set_limits({{'{name}': N}})"
     )
 
