@@ -88,8 +88,8 @@ from mjsysid.params.inertia import InertiaType, body_inertia_param
 from mjsysid.params.kinds import KINDS, make_parameter
 from mjsysid.params.parameter import Parameter, ParameterDict
 from mjsysid.util.errors import short_repr
-from mjsysid.util.limits import check_limit, set_limits
 from mjsysid.util.files import read_yaml
+from mjsysid.util.limits import check_limit, set_limits
 
 EXPERIMENT_SCHEMA_VERSION = 1
 INERTIA_KINDS = {
