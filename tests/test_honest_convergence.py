@@ -7,9 +7,9 @@ import logging
 
 import numpy as np
 import pytest
-from conftest import ARM2
 
 import mjsysid as ms
+from conftest import ARM2
 from mjsysid.fit.confidence import compute_confidence
 from mjsysid.fit.lm import predicted_decrease
 from mjsysid.fit.status import Status, honest_status, message
