@@ -271,7 +271,11 @@ def test_a_60_window_fit_report_is_bounded(make_problem, tmp_path: Path):
     opt, res = ms.optimize(params, rf, max_iters=1, horizons=None)
     out = ms.default_report(windows, params, opt, res, rf, tmp_path / "r", videos=False)
     html = out.read_text()
-    rf.close()
     assert len(html) < 2_000_000  # 3.3 MB with every window drawn
     assert "stitched into 1 whole-recording view" in html
     assert html.count('"s0c0"') >= 1 and '"s1c0"' not in html
+    with limits_set(max_heatmap_parameters=100):
+        html = ms.default_report(windows, params, opt, res, rf, tmp_path / "r2", videos=False)
+    text = html.read_text()
+    rf.close()
+    assert "No correlation map:" in text and "max_heatmap_parameters=100" in text

@@ -792,7 +792,7 @@ def _check_window_count(sequences: ModelSequences, opts: dict[str, Any], source:
     """Refuses more shooting windows than ``max_windows`` before any window is cut."""
     stride = opts["window"] - opts["overlap"]
     count = 0.0
-    for meas in sequences.sensordata:
+    for _, _, _, meas in sequences.sequences():
         times = np.asarray(meas.times)
         span = float(times[-1] - times[0]) if times.size else 0.0
         count += max(1.0, math.ceil(span / stride))

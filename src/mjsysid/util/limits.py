@@ -45,7 +45,7 @@ LIMITS: dict[str, Limit] = {
         Limit("max_parameters", 5_000, "fitted parameters (window initial states included)"),
         Limit("max_candidates", 100_000, "candidate parameter vectors of one call"),
         Limit("max_report_figures", 24, "per-window figures of a report"),
-        Limit("max_report_points", 4_000, "points of one trace in a report figure"),
+        Limit("max_heatmap_parameters", 300, "parameters drawn in the report's correlation map"),
     )
 }
 

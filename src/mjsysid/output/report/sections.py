@@ -332,6 +332,14 @@ def correlation_section(
         )
     corr = correlation_from_covariance(conf.covariance)
     pairs = strong_correlations(corr, conf.names, threshold)
+    cap = get_limit("max_heatmap_parameters")
+    if len(conf.names) > cap:  # p² cells: 3000 parameters would be 9 million
+        return CorrelationSection(
+            reason=f"No correlation map: {len(conf.names)} parameters exceed the limit "
+            f"max_heatmap_parameters={cap} (raise it to draw the map); the strong "
+            "correlations are listed in the warnings.",
+            pairs=pairs,
+        )
     figures["corr"] = correlation_figure(corr, conf.names)
     note = ""
     if len(conf.names) > 60:
