@@ -92,3 +92,27 @@ def test_a_genuine_xtol_stop_stays_converged(arm):
     _, res = ms.optimize(params, rf, horizons=None)
     assert res.status in ("xtol", "gtol") and res.success
     assert compute_confidence(res, rf).converged
+
+
+def test_cli_names_a_small_step_stop_and_flags_the_intervals(tmp_path):
+    """``mjsysid fit`` on the arm example with a loose xtol: the stop is named, not hidden."""
+    import io
+    import shutil
+
+    import yaml
+
+    from mjsysid.app.cli import main
+    from mjsysid.app.experiment import bundled_examples
+
+    folder = tmp_path / "arm"
+    shutil.copytree(bundled_examples()["arm"].parent, folder)
+    exp = folder / "experiment.yaml"
+    data = yaml.safe_load(exp.read_text())
+    data["optimizer"].update({"xtol": 0.5, "gtol": 0.0, "horizons": "none"})
+    exp.write_text(yaml.safe_dump(data))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["fit", str(exp), "--out", str(tmp_path / "res"), "--no-report", "-q"]
+    main(argv, stdout=out, stderr=err)
+    text = err.getvalue()
+    assert "Not converged: the fit stopped on a small step" in text
+    assert "warning: the fit did not converge" in text
