@@ -95,6 +95,7 @@ from mjsysid.params.kinds import KINDS, make_parameter
 from mjsysid.params.parameter import Parameter, ParameterDict
 from mjsysid.util.errors import short_repr
 from mjsysid.util.files import read_yaml
+from mjsysid.util.limits import check_limit, set_limits
 
 EXPERIMENT_SCHEMA_VERSION = 1
 INERTIA_KINDS = {
@@ -383,6 +384,7 @@ def load_experiment(path: str | Path) -> Experiment:
     """
     path = resolve_experiment_path(path)
     top, name = _read_top(path)
+    _limits(top, str(path))
     shooting = _shooting_options(top)
     ld = _load_model(top, path)
     # Parameters first: a frozen one with a nominal is that value in the model the data are
@@ -399,6 +401,9 @@ def load_experiment(path: str | Path) -> Experiment:
             params.update(state_params)
         except ValueError as e:
             raise ExperimentError(f"{ld.source}: shooting: {e}") from None
+    _limited(
+        "max_parameters", len(params), f"{ld.source}: parameters (window initial states included)"
+    )
     residual_options = _residual_options(top, control)
     fit, fit_given, search = _fit_options(top, ld.source)
     executor = _executor(top, ld.source)
@@ -422,6 +427,58 @@ def load_experiment(path: str | Path) -> Experiment:
         executor=executor,
         search=search,
     )
+
+
+def _limits(top: _Node, source: str) -> None:
+    """The ``limits:`` key: raises (or lowers) named limits of :mod:`mjsysid.util.limits`
+    for this process."""
+    value = top.get("limits", dict, None, expected="a mapping of limit names to numbers")
+    if value is not None:
+        try:
+            set_limits(value, f"{source}: limits")
+        except ValueError as e:
+            raise ExperimentError(str(e)) from None
+
+
+def _limited(name: str, value: float, what: str) -> None:
+    """:func:`check_limit` raising an :class:`ExperimentError`."""
+    try:
+        check_limit(name, value, what)
+    except ValueError as e:
+        raise ExperimentError(str(e)) from None
+
+
+def _check_time_gap(times: np.ndarray, what: str) -> None:
+    """Refuses a time stamp far beyond the others (a glitch): a step between samples
+    larger than 10 times the span of all other samples and 1000 typical steps."""
+    if times.size < 3:
+        return
+    step = np.diff(times)
+    i = int(np.argmax(step))
+    rest = float(times[-1] - times[0] - step[i])
+    if step[i] > 10 * rest and step[i] > 1000 * float(np.median(step)):
+        raise ExperimentError(
+            f"{what}: time stamps must not jump far beyond the others, got "
+            f"{float(times[i])!r} then {float(times[i + 1])!r} in data rows {i + 1} and "
+            f"{i + 2} (a gap of {float(step[i]):.4g} s; the other samples span {rest:.4g} s): "
+            "a glitched time stamp or a wrong time_scale; repair or drop the row (or leave it "
+            "out with time_range)"
+        )
+
+
+def _check_span(node: _Node, times: np.ndarray, rec_file: Path, ld: _Loading) -> float:
+    """The simulated steps of one recording, checked against ``max_steps``."""
+    what = f"{ld.source}: {node.path} ({str(rec_file)!r})"
+    _check_time_gap(times, what)
+    dt = float(ld.model.opt.timestep)
+    span = float(times[-1] - times[0]) if times.size else 0.0
+    steps = span / dt
+    _limited(
+        "max_steps",
+        steps,
+        f"{what}: simulated steps (time span {span:.6g} s after time_scale / timestep {dt:g} s)",
+    )
+    return steps
 
 
 def _executor(top: _Node, source: str) -> dict[str, Any] | None:
@@ -469,6 +526,7 @@ class _Loading:
     model: mujoco.MjModel
     files: list[Path]
     warnings: list[str] = field(default_factory=list)
+    steps: float = 0.0  # simulated steps of the sequences read so far
 
 
 def _load_model(top: _Node, path: Path) -> _Loading:
@@ -661,6 +719,8 @@ def _load_sequence(node: _Node, i: int, ld: _Loading) -> _Sequence:
         sorted(p for p in rec_file.rglob("*") if p.is_file()) if rec_file.is_dir() else [rec_file]
     )
     rec = _read_recording(node, rec_file, ld)
+    ld.steps += _check_span(node, np.asarray(rec.times), rec_file, ld)
+    _limited("max_total_steps", ld.steps, f"{ld.source}: sequences: simulated steps in total")
     _recording_warnings(node, rec, rec_file, ld)
     init = node.child("initial_state")
     from_sample = rec.initial_qpos is None and (init is None or "qpos" not in init.data)
@@ -808,6 +868,7 @@ def _apply_shooting(
 ) -> tuple[ModelSequences, ParameterDict]:
     """The windows (or the sequences themselves) and their initial-state parameters."""
     if opts["window"] is not None:
+        _check_window_count(sequences, opts, source)
         try:
             sequences = split_windows(sequences, opts["window"], overlap=opts["overlap"])
         except (KeyError, ValueError) as e:
@@ -828,6 +889,22 @@ def _apply_shooting(
             "joint whose initial state can be estimated, got none; set it to false"
         )
     return sequences, state
+
+
+def _check_window_count(sequences: ModelSequences, opts: dict[str, Any], source: str) -> None:
+    """Refuses more shooting windows than ``max_windows`` before any window is cut."""
+    stride = opts["window"] - opts["overlap"]
+    count = 0.0
+    for _, _, _, meas in sequences.sequences():
+        times = np.asarray(meas.times)
+        span = float(times[-1] - times[0]) if times.size else 0.0
+        count += max(1.0, math.ceil(span / stride))
+    _limited(
+        "max_windows",
+        count,
+        f"{source}: shooting.window: {opts['window']!r} s with overlap {opts['overlap']!r} s "
+        "gives windows",
+    )
 
 
 def _outside_ctrlrange(model: mujoco.MjModel, control: np.ndarray) -> list[str]:

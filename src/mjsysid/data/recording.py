@@ -54,6 +54,7 @@ from mjsysid.data.timeseries import (
     resolve_signal_name,
     signal_source_indices,
 )
+from mjsysid.data.timeseries_files import check_npz_headers
 from mjsysid.data.timing import (
     JITTER_TOLERANCE,
     CommandTiming,
@@ -67,6 +68,7 @@ from mjsysid.data.timing import (
 from mjsysid.data.timing import retime as retime_times
 from mjsysid.util.errors import finite_real, must_be
 from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz
+from mjsysid.util.limits import check_limit
 
 TIME_KEYS = ("time", "t", "times")
 
@@ -119,6 +121,8 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
     """The arrays of an ``.npz`` archive (numbers as float64); a repeated name is an error."""
     where = repr(str(path))
+    if path.is_file() and zipfile.is_zipfile(path):
+        check_npz_headers(path, where)
     loaded = load_npz(path)
     try:
         names = _npz_names(path)
@@ -139,6 +143,7 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
 
 def _read_csv_table(path: Path) -> tuple[list[str], np.ndarray]:
     """The unique header names and the ``(N, columns)`` numbers of a csv file."""
+    _check_csv_size(path)
     text = path.read_text(encoding="utf-8")
     rows = list(csv.reader(io.StringIO(text)))
     if len(rows) < 2:
@@ -175,6 +180,22 @@ def _read_csv_table(path: Path) -> tuple[list[str], np.ndarray]:
                 f"{str(path)!r} line {i}: values must be numbers, got {row!r}"
             ) from None
     return header, np.array(body)
+
+
+def _check_csv_size(path: Path, chunk: int = 1 << 22) -> None:
+    """Refuses a csv file over the byte or row limits, counting lines in bounded chunks
+    before anything is parsed."""
+    where = repr(str(path))
+    size = path.stat().st_size
+    check_limit("max_file_bytes", size, f"{where}: bytes")
+    lines = 0
+    last = b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    lines += last != b"\n"  # a last line without a newline
+    check_limit("max_rows", max(lines - 1, 0), f"{where}: data rows")
 
 
 def _group_columns(header: list[str], data: np.ndarray, where: str) -> dict[str, np.ndarray]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -25,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.lib.format as npy_format
 
 from mjsysid.data.signals import SignalType, signal_type_code, signal_type_from_json
 from mjsysid.util.errors import must_be, short_repr
 from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz
+from mjsysid.util.limits import check_limit
 
 TIMESERIES_SCHEMA_VERSION = 1
 _NPZ_KEYS = ("times", "data", "signal_mapping_json", "schema_version")
@@ -82,6 +85,8 @@ def load_series_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, SignalMap
             f"{where} is not a readable .npz file (not a zip archive: truncated or a "
             "foreign format)"
         )
+    if Path(path).is_file():
+        check_npz_headers(path, where)
     try:
         z = load_npz(path, required=_NPZ_KEYS)
     except (zipfile.BadZipFile, zlib.error) as e:
@@ -212,3 +217,60 @@ def decode_signal_mapping(encoded: str) -> SignalMapping:
             must_be("encoded", 'a JSON object {"name": [type, [indices]]}', short_repr(decoded))
         )
     return {str(name): _decoded_entry(str(name), entry) for name, entry in decoded.items()}
+
+
+def _member_header(z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> tuple[Any, int | None]:
+    """``(shape, bytes)`` of one ``.npy`` member (header and data; ``None`` for pickled
+    objects), read from its header only."""
+    try:
+        with z.open(info) as f:
+            version = npy_format.read_magic(f)
+            if version == (1, 0):
+                shape, _, dtype = npy_format.read_array_header_1_0(f)
+            elif version in ((2, 0), (3, 0)):
+                shape, _, dtype = npy_format.read_array_header_2_0(f)
+            else:  # pragma: no cover - numpy knows no other versions
+                raise ValueError(f"unknown .npy format version {version}")
+            offset = f.tell()
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        raise ValueError(
+            f"{where} is not a readable .npz file ({e}; in array {info.filename!r})"
+        ) from None
+    if dtype.hasobject:  # pickled: np.load refuses it without reading it (allow_pickle)
+        return shape, None
+    return shape, offset + math.prod(shape) * dtype.itemsize
+
+
+def check_npz_headers(path: str | Path, where: str) -> None:
+    """Checks each ``.npy`` header of an ``.npz`` archive before any data is read.
+
+    Refuses an array whose row count (first axis) or byte size exceeds the limits
+    ``max_rows`` / ``max_file_bytes`` of :mod:`mjsysid.util.limits`, and one whose stored
+    (uncompressed) size disagrees with what its header claims (a corrupt or forged file).
+
+    Raises:
+      ValueError: Unreadable archive, a size over a limit or a header that lies.
+    """
+    try:
+        with zipfile.ZipFile(path) as z:
+            total = 0
+            for info in z.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                shape, claimed = _member_header(z, info, where)
+                name = info.filename[:-4]
+                if shape:
+                    check_limit("max_rows", int(shape[0]), f"{where}: array {name!r}: rows")
+                if claimed is None:
+                    continue
+                check_limit("max_file_bytes", claimed, f"{where}: array {name!r}: bytes")
+                if claimed != info.file_size:
+                    raise ValueError(
+                        f"{where}: array {name!r} header claims shape {tuple(shape)} "
+                        f"({claimed:,} bytes) but {info.file_size:,} bytes are stored; the "
+                        "file is corrupt: write it again"
+                    )
+                total += claimed
+            check_limit("max_file_bytes", total, f"{where}: all arrays: bytes")
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{where} is not a readable .npz file ({e})") from None

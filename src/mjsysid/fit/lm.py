@@ -514,3 +514,40 @@ def levenberg_marquardt(
             st.status = status
             break
     return LMResult(st.x, st.r, st.cost, st.status, st.nit, st.njev, st.nsecant, st.mu)
+
+
+def predicted_decrease(
+    J: np.ndarray, r: np.ndarray, x: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
+) -> float:
+    """The cost decrease the Gauss-Newton model predicts from ``x`` within the bounds.
+
+    With ``g = Jᵀr`` and ``H = JᵀJ`` over the free entries (those not held by an active bound:
+    at the lower bound with ``g > 0`` or the upper with ``g < 0``), the Gauss-Newton step
+    ``d = −(H + λI)⁻¹ g`` (``λ = 1e-12·tr H / p`` keeps a rank-deficient ``H`` solvable) is
+    cut to the largest ``α ≤ 1`` that stays in the box; the model ``½‖r + αJd‖²`` decreases
+    monotonically in ``α`` up to 1, so the result, ``−α gᵀd − ½ α² dᵀHd ≥ 0``, is a decrease
+    the linearised problem certainly offers (Nocedal & Wright, *Numerical Optimization*,
+    2nd ed., §10.3). Scale-free in the parameters.
+
+    Args:
+      J: ``(m, p)`` Jacobian at ``x``. r: ``(m,)`` residual. x: ``(p,)`` point.
+      bounds: ``(lo, hi)``, each ``(p,)``.
+    """
+    lo, hi = bounds
+    g = J.T @ r
+    free = ~(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)))
+    if not free.any():
+        return 0.0
+    Jf, gf = J[:, free], g[free]
+    H = Jf.T @ Jf
+    lam = 1e-12 * max(float(np.trace(H)) / max(gf.size, 1), 1e-300)
+    try:
+        d = -np.linalg.solve(H + lam * np.eye(gf.size), gf)
+    except np.linalg.LinAlgError:
+        return float("nan")
+    xf, lof, hif = x[free], lo[free], hi[free]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(d > 0, (hif - xf) / d, np.where(d < 0, (lof - xf) / d, np.inf))
+    alpha = float(min(1.0, np.min(room))) if room.size else 1.0
+    alpha = max(alpha, 0.0)
+    return float(-alpha * (gf @ d) - 0.5 * alpha**2 * (d @ H @ d))

@@ -24,9 +24,9 @@ from mjsysid.fit.jacobian import (
     describe_nonfinite,
     fd_jacobian,
 )
-from mjsysid.fit.lm import LMOptions
+from mjsysid.fit.lm import LMOptions, predicted_decrease
 from mjsysid.fit.options import FitOptions
-from mjsysid.fit.status import Status
+from mjsysid.fit.status import Status, honest_status
 from mjsysid.params.parameter import ParameterDict
 
 logger = logging.getLogger("mjsysid.fit.optimize")
@@ -240,3 +240,25 @@ def _finish_last(
     stage.x, stage.r = x_hat, r_hat
     stage.cost = 0.5 * float(r_hat @ r_hat)
     stage.J = jacobian(x_hat, r_hat)
+    _judge_stop(stage, rec.s.bounds)
+
+
+def _judge_stop(stage: Stage, bounds: tuple[np.ndarray, np.ndarray]) -> None:
+    """Renames an xtol/ftol stop that is no minimum ``"small_step"`` (see
+    :func:`~mjsysid.fit.status.honest_status`) and logs the predicted decrease."""
+    if stage.status not in (Status.XTOL, Status.FTOL):
+        return
+    assert stage.J is not None and stage.r is not None
+    predicted = predicted_decrease(stage.J, stage.r, stage.x, bounds)
+    judged = honest_status(stage.status, stage.cost, predicted, stage.cost0)
+    if judged is not stage.status:
+        logger.warning(
+            "the fit stopped on %s at cost %.6g, but the linearised model still predicts a "
+            "decrease of %.3g (%.1f %% of the cost): not converged (status small_step); "
+            "try multiple shooting (shooting: {window: ...}), horizon stages or a global stage",
+            stage.status.value,
+            stage.cost,
+            predicted,
+            100.0 * predicted / stage.cost if stage.cost > 0 else float("inf"),
+        )
+        stage.status = judged

@@ -25,6 +25,8 @@ class Status(str, Enum):
     NO_IMPROVEMENT = "no_improvement"
     FACTORIZATION_FAILED = "factorization_failed"
     INTERRUPTED = "interrupted"
+    # an xtol/ftol stop that failed the honesty check (see honest_status)
+    SMALL_STEP = "small_step"
     # early horizon stages only (see mjsysid.fit.horizons)
     SLOWED = "slowed"
     SKIPPED = "skipped"
@@ -64,7 +66,35 @@ MESSAGES: dict[Status, str] = {
         "intervals) or badly scaled."
     ),
     Status.INTERRUPTED: "Interrupted by the user; the best parameters found so far are returned.",
+    Status.SMALL_STEP: (
+        "Not converged: the fit stopped on a small step (or a small cost reduction) while "
+        "the linearised model still predicts a clear decrease of the cost, so this is not a "
+        "minimum (a long simulation that drifts from the data, a non-smooth cost or a poor "
+        "start); its confidence intervals are not meaningful. Remedies: multiple shooting "
+        "(experiment file: shooting: {{window: 1.0, estimate_initial_state: true}}), horizon "
+        "stages (horizons: auto, or --horizons 0.25,1), or a global stage before the local "
+        "fit."
+    ),
 }
+
+# honest_status: an xtol/ftol stop is convergence only when the Gauss-Newton model predicts a
+# decrease below this fraction of the cost
+SMALL_STEP_PREDICTED = 1e-2
+# ... and over this fraction of the start cost (round-off at an exact fit is no decrease)
+SMALL_STEP_FLOOR = 1e-10
+
+
+def honest_status(status: Status, cost: float, predicted: float, cost0: float) -> Status:
+    """``status``, or :attr:`Status.SMALL_STEP` for an ``xtol``/``ftol`` stop at which the
+    linearised model still predicts a decrease ``predicted`` over ``SMALL_STEP_PREDICTED``
+    of ``cost`` and over ``SMALL_STEP_FLOOR`` of the start cost ``cost0`` (a small step is
+    not a minimum when the gradient is not small)."""
+    if status not in (Status.XTOL, Status.FTOL):
+        return status
+    floor = max(SMALL_STEP_PREDICTED * max(cost, 0.0), SMALL_STEP_FLOOR * max(cost0, 0.0))
+    if not predicted > floor:  # nan: not judged
+        return status
+    return Status.SMALL_STEP
 
 
 def message(status: Status | str, max_iters: int) -> str:

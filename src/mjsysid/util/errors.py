@@ -13,13 +13,66 @@ import numpy as np
 
 
 def short_repr(value: Any, limit: int = 80) -> str:
-    """A bounded ``repr`` of ``value`` (arrays show shape and a few entries)."""
-    if isinstance(value, np.ndarray):
-        body = np.array2string(value, threshold=6, edgeitems=2, precision=6)
-        text = f"array(shape={value.shape}, {body})"
-    else:
-        text = repr(value)
+    """A bounded ``repr`` of ``value`` (arrays show shape and a few entries).
+
+    The work is bounded too, not only the output: lists, tuples, sets and dicts are walked
+    with a budget of characters, so a value built from nested YAML aliases (which ``repr``
+    would expand to gigabytes) costs at most about ``limit`` steps.
+    """
+    parts: list[str] = []
+    _bounded_repr(value, parts, _Budget(limit + 1))
+    text = "".join(parts)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Budget:
+    """Characters still to be produced by :func:`_bounded_repr`."""
+
+    def __init__(self, chars: int) -> None:
+        self.chars = chars
+
+    def take(self, parts: list[str], text: str) -> bool:
+        """Appends ``text`` (cut to the budget); ``False`` once the budget is spent."""
+        if self.chars <= 0:
+            return False
+        parts.append(text[: self.chars])
+        self.chars -= len(text)
+        return self.chars > 0
+
+
+_BRACKETS: dict[type, tuple[str, str]] = {list: ("[", "]"), tuple: ("(", ")"), set: ("{", "}")}
+
+
+def _bounded_repr(value: Any, parts: list[str], budget: _Budget) -> bool:
+    """Appends a ``repr`` of ``value`` to ``parts`` within ``budget``; ``False`` when spent."""
+    if isinstance(value, np.ndarray):
+        if value.size > 1000:  # array2string summarises, but not an object array's items
+            return budget.take(parts, f"array(shape={value.shape}, dtype={value.dtype})")
+        body = np.array2string(value, threshold=6, edgeitems=2, precision=6)
+        return budget.take(parts, f"array(shape={value.shape}, {body})")
+    if isinstance(value, dict):
+        items: Any = value.items()
+        opening, closing = "{", "}"
+    elif type(value) in _BRACKETS and (value or not isinstance(value, set)):
+        items = value
+        opening, closing = _BRACKETS[type(value)]
+    else:
+        text = repr(value) if not isinstance(value, str) else repr(value[: budget.chars + 2])
+        return budget.take(parts, text)
+    if not budget.take(parts, opening):
+        return False
+    for k, item in enumerate(items):
+        if k and not budget.take(parts, ", "):
+            return False
+        if isinstance(value, dict):
+            if not (_bounded_repr(item[0], parts, budget) and budget.take(parts, ": ")):
+                return False
+            item = item[1]
+        if not _bounded_repr(item, parts, budget):
+            return False
+    if isinstance(value, tuple) and len(value) == 1 and not budget.take(parts, ","):
+        return False
+    return budget.take(parts, closing)
 
 
 def must_be(what: str, expected: str, received: Any, hint: str = "") -> str:

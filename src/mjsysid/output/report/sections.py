@@ -23,6 +23,7 @@ from mjsysid.output.report._data import (
     unidentifiable_directions,
 )
 from mjsysid.output.report.format import fmt
+from mjsysid.util.limits import get_limit
 
 
 # -- summary --------------------------------------------------------------------------------------
@@ -172,15 +173,22 @@ def signal_sections(
     max_points: int,
     figures: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """One section per predicted sequence: controls and measured vs predicted signals."""
+    """One section per predicted sequence: controls and measured vs predicted signals.
+
+    Over ``max_report_figures`` (:mod:`mjsysid.util.limits`) sequences, the shooting windows
+    ``"<name>#k"`` of each recording are stitched into one whole-recording view, and
+    sections still over the limit are left out (a note says so): the report's size and the
+    time to draw it stay bounded however many windows the fit has.
+    """
     by_name = {ms.name: ms for ms in ms_list}
+    preds0, preds1, cap_note = _capped(preds0, preds1, get_limit("max_report_figures"))
     out = []
     for i, p1 in enumerate(preds1):
         p0 = preds0[i] if preds0 is not None else None
         meas = p1.measured_used
         pred = p1.predicted_at_measured
         controls_fig = _controls_figure(i, p1, by_name.get(p1.model_name), max_points, figures)
-        note = ""
+        note = getattr(p1, "note", "")
         groups: dict[str, list[dict[str, str]]] = {}
         if pred.data.shape == meas.data.shape:
             groups = _signal_groups(i, p0, p1, max_points, figures)
@@ -197,11 +205,103 @@ def signal_sections(
                 "label": f"{p1.model_name}/{p1.sequence_name}",
                 "detail": f"{meas.times.size} samples over {t1 - t0:.4g} s, {len(groups)} signals",
                 "controls_fig": controls_fig,
-                "note": note,
+                "note": " ".join(x for x in (cap_note if i == 0 else "", note) if x),
                 "groups": [{"name": k, "figs": v} for k, v in groups.items()],
             }
         )
     return out
+
+
+# -- many windows: a stitched view -----------------------------------------------------------------
+@dataclass(frozen=True)
+class _Series:
+    """Samples for the figures: ``times (N,)`` [s], ``data (N, D)``, the signal mapping."""
+
+    times: np.ndarray
+    data: np.ndarray
+    signal_mapping: Any = None
+
+
+@dataclass(frozen=True)
+class _Stitched:
+    """The windows of one recording joined in time order (overlaps kept once), shaped like
+    a prediction for :func:`signal_sections`."""
+
+    model_name: str
+    sequence_name: str
+    measured_used: _Series
+    predicted_at_measured: _Series
+    predicted: _Series
+    control: np.ndarray
+    note: str
+
+
+def _joined(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, data)`` of time-ordered ``parts``, each sample past the previous part's end."""
+    times: list[np.ndarray] = []
+    data: list[np.ndarray] = []
+    last = -np.inf
+    for t, d in parts:
+        keep = t > last
+        times.append(t[keep])
+        data.append(d[keep])
+        last = max(last, float(t[-1])) if t.size else last
+    return np.concatenate(times), np.concatenate(data, axis=0)
+
+
+def _stitch(windows: list[Any], label: str) -> _Stitched:
+    """The windows of one recording as one :class:`_Stitched` view."""
+    order = sorted(windows, key=lambda p: float(p.measured_used.times[0]))
+    meas = [(p.measured_used.times, p.measured_used.data) for p in order]
+    t, md = _joined(meas)
+    same = all(p.predicted_at_measured.data.shape == p.measured_used.data.shape for p in order)
+    pd = (
+        _joined([(p.measured_used.times, p.predicted_at_measured.data) for p in order])[1]
+        if same
+        else np.zeros((t.size, 0))
+    )
+    fits = all(p.control.shape[0] == p.predicted.times.size for p in order)
+    ct, cd = (
+        _joined([(p.predicted.times, p.control) for p in order])
+        if fits
+        else (t, np.zeros((t.size, 0)))
+    )
+    mapping = order[0].measured_used.signal_mapping
+    return _Stitched(
+        order[0].model_name,
+        label,
+        _Series(t, md, mapping),
+        _Series(t, pd, mapping),
+        _Series(ct, cd),
+        cd,
+        f"{len(order)} shooting windows stitched into one view (each window's prediction "
+        "starts from its own initial state, so the prediction may jump at window starts).",
+    )
+
+
+def _capped(
+    preds0: Sequence[Any] | None, preds1: Sequence[Any], cap: int
+) -> tuple[Sequence[Any] | None, Sequence[Any], str]:
+    """At most ``cap`` predictions to draw: windows stitched per recording when there are
+    more, then the first ``cap``; a note on what was done (empty when nothing was)."""
+    if len(preds1) <= cap:
+        return preds0, preds1, ""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(preds1):
+        groups.setdefault((p.model_name, str(p.sequence_name).split("#", 1)[0]), []).append(i)
+    p1 = [_stitch([preds1[i] for i in idx], name) for (_, name), idx in groups.items()]
+    p0 = None
+    if preds0 is not None and len(preds0) == len(preds1):
+        p0 = [_stitch([preds0[i] for i in idx], name) for (_, name), idx in groups.items()]
+    note = (
+        f"{len(preds1)} sequences exceed the limit max_report_figures={cap} of per-sequence "
+        f"figures: the shooting windows of each recording are stitched into "
+        f"{len(p1)} whole-recording view(s)"
+    )
+    if len(p1) > cap:
+        note += f"; only the first {cap} are drawn"
+        p1, p0 = p1[:cap], None if p0 is None else p0[:cap]
+    return p0, p1, note + " (raise the limit to draw every window)."
 
 
 # -- correlation and identifiability --------------------------------------------------------------
@@ -232,6 +332,14 @@ def correlation_section(
         )
     corr = correlation_from_covariance(conf.covariance)
     pairs = strong_correlations(corr, conf.names, threshold)
+    cap = get_limit("max_heatmap_parameters")
+    if len(conf.names) > cap:  # p² cells: 3000 parameters would be 9 million
+        return CorrelationSection(
+            reason=f"No correlation map: {len(conf.names)} parameters exceed the limit "
+            f"max_heatmap_parameters={cap} (raise it to draw the map); the strong "
+            "correlations are listed in the warnings.",
+            pairs=pairs,
+        )
     figures["corr"] = correlation_figure(corr, conf.names)
     note = ""
     if len(conf.names) > 60:
