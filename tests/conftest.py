@@ -218,3 +218,30 @@ def make_problem() -> Callable[..., Problem]:
         )
 
     return make
+
+
+def fit_arm_masses(make_problem, noise=0.0):
+    """Fit the two link masses of ARM2 to data from masses (1.3, 0.5) (intervals, results)."""
+
+    def masses(spec, model):
+        return ms.ParameterDict(
+            [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
+        )
+
+    def truth(spec, model):
+        d = masses(spec, model)
+        d.update_from_vector([1.3, 0.5])
+        return d
+
+    p = make_problem(
+        ARM2,
+        truth,
+        n=300,
+        qpos=[0.3, -0.2],
+        noise=noise,
+        names=["j1_pos", "j2_pos", "j1_vel", "j2_vel"],
+    )
+    params = masses(p.spec, p.model)
+    rf = ms.build_residual_fn([p.sequences])
+    opt, res = ms.optimize(params, rf)
+    return p, params, rf, opt, res
