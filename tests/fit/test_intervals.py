@@ -7,10 +7,7 @@ import pytest
 import scipy.stats
 
 import mjsysid as ms
-import mjsysid.data.recording
 import mjsysid.fit.confidence
-import mjsysid.objective.signal_transform
-import mjsysid.output.results
 from conftest import fit_arm_masses
 
 

@@ -6,10 +6,6 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-import mjsysid.data.recording
-import mjsysid.fit.confidence
-import mjsysid.objective.signal_transform
-import mjsysid.output.results
 from conftest import ARM2, fit_arm_masses
 
 
