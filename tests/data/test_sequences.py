@@ -10,6 +10,7 @@ import mjsysid as ms
 from conftest import SERVO
 
 
+@pytest.fixture
 def parts(arm_spec):
     model = arm_spec.compile()
     t = np.arange(100) * 0.002

@@ -10,7 +10,6 @@ import mjsysid as ms
 from conftest import ARM2
 
 
-# -- initial states and rollouts -------------------------------------------------------------
 def test_create_initial_state_full_and_named():
     model = mujoco.MjModel.from_xml_string(ARM2)
     x = ms.create_initial_state(model, qpos=[0.1, 0.2], qvel=[0.3, 0.4], time=1.5)

@@ -80,9 +80,6 @@ def test_sysid_rollout_shape_errors():
         ms.sysid_rollout(model, None, np.full((10, 2), np.nan), x0)
 
 
-# -- ModelSequences validation ---------------------------------------------------------------
-
-
 def test_clock_ok_flags_resets_and_non_finite_rollouts():
     from mjsysid.sim.rollout import clock_ok
 
