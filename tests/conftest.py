@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -218,3 +219,122 @@ def make_problem() -> Callable[..., Problem]:
         )
 
     return make
+
+
+def fit_arm_masses(make_problem, noise=0.0):
+    """Fit the two link masses of ARM2 to data from masses (1.3, 0.5) (intervals, results)."""
+
+    def masses(spec, model):
+        return ms.ParameterDict(
+            [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
+        )
+
+    def truth(spec, model):
+        d = masses(spec, model)
+        d.update_from_vector([1.3, 0.5])
+        return d
+
+    p = make_problem(
+        ARM2,
+        truth,
+        n=300,
+        qpos=[0.3, -0.2],
+        noise=noise,
+        names=["j1_pos", "j2_pos", "j1_vel", "j2_vel"],
+    )
+    params = masses(p.spec, p.model)
+    rf = ms.build_residual_fn([p.sequences])
+    opt, res = ms.optimize(params, rf)
+    return p, params, rf, opt, res
+
+
+ARM_SAMPLES = 100  # samples per sequence: small problems, every case runs in milliseconds
+
+
+# --------------------------------------------------------------------------------------------
+# The shared problems of the bad-input tables (tests/*/test_*_bad_inputs.py, helpers in
+# bad_inputs_support.py): built once per module; no case mutates them
+
+
+@dataclass
+class Arm:
+    """A 2-link arm with data from known masses, and a servo whose kp can make it diverge."""
+
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    x0: np.ndarray
+    ctrl: np.ndarray
+    times: np.ndarray
+    sens: ms.TimeSeries
+    control: ms.TimeSeries
+    seqs: ms.ModelSequences
+    rf: ms.ResidualFunction
+    servo_spec: mujoco.MjSpec
+    servo_model: mujoco.MjModel
+    servo_rf: ms.ResidualFunction
+    box_model: mujoco.MjModel
+    results: Path
+
+    def masses(self) -> ms.ParameterDict:
+        return ms.ParameterDict(
+            [ms.body_inertia_param(self.spec, self.model, b) for b in ("link1", "link2")]
+        )
+
+    def seq(self, **kw: Any) -> ms.ModelSequences:
+        args = {
+            "name": "arm2",
+            "spec": self.spec,
+            "sequence_name": "s",
+            "initial_state": self.x0,
+            "control": self.control,
+            "sensordata": self.sens,
+        }
+        args.update(kw)
+        return ms.ModelSequences(**args)
+
+    def sensors(self, data: np.ndarray) -> ms.TimeSeries:
+        return ms.TimeSeries.from_names(self.times, data, self.model)
+
+
+@pytest.fixture(scope="module")
+def arm(tmp_path_factory: pytest.TempPathFactory):
+    spec = mujoco.MjSpec.from_string(ARM2)
+    model = spec.compile()
+    truth = ms.ParameterDict([ms.body_inertia_param(spec, model, b) for b in ("link1", "link2")])
+    truth.update_from_vector([1.3, 0.5])
+    x0 = ms.create_initial_state(model, qpos=[0.3, -0.2])
+    ctrl = excitation(ARM_SAMPLES, model.nu)
+    sens, control = simulate(spec, truth, ctrl, x0)
+    seqs = ms.ModelSequences("arm2", spec, "s", x0, control, sens)
+    rf = ms.build_residual_fn(seqs, nthread=1)
+
+    servo_spec = mujoco.MjSpec.from_string(SERVO)
+    servo_model = servo_spec.compile()
+    sx0 = ms.create_initial_state(servo_model)
+    s_sens, s_ctrl = simulate(servo_spec, None, excitation(ARM_SAMPLES, 1), sx0)
+    servo_rf = ms.build_residual_fn(
+        ms.ModelSequences("servo", servo_spec, "s", sx0, s_ctrl, s_sens), nthread=1
+    )
+
+    a = Arm(
+        spec,
+        model,
+        x0,
+        ctrl,
+        sens.times,
+        sens,
+        control,
+        seqs,
+        rf,
+        servo_spec,
+        servo_model,
+        servo_rf,
+        mujoco.MjSpec.from_string(BOX).compile(),
+        tmp_path_factory.mktemp("results") / "fit",
+    )
+    p0 = a.masses()
+    opt, res = ms.optimize(p0, rf, max_iters=5)
+    ms.save_results(a.results, seqs, p0, opt, res, rf)
+    yield a
+    rf.close()
+    servo_rf.close()

@@ -553,7 +553,7 @@ def test_keyboard_interrupt_returns_best_so_far(arm_problem, tmp_path):
             raise KeyboardInterrupt
 
     ckpt = tmp_path / "c.npz"
-    # one stage (an interrupt in an early horizon stage: tests/test_horizons.py)
+    # one stage (an interrupt in an early horizon stage: tests/fit/test_horizons.py)
     _opt, res = ms.optimize(params, rf, callback=stop_at_two, checkpoint=ckpt, horizons=None)
     assert res.status == "interrupted" and not res.success and "best parameters" in res.message
     assert res.nit == 2

@@ -36,7 +36,7 @@ from conftest import ARM2, excitation, simulate
 from mjsysid.app import cli
 from mjsysid.app.experiment import bundled_examples, load_experiment
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # tests/, where conftest.py lives
 _optimize_module = importlib.import_module("mjsysid.fit.optimize")
 load_checkpoint = _optimize_module.load_checkpoint
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import mjsysid as ms
 from mjsysid.params.kinds import KINDS
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "fixtures"
 
 
 def test_scalar_becomes_length_one_vector():
