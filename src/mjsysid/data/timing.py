@@ -162,11 +162,13 @@ def jitter_stats(times: np.ndarray, tolerance: float = JITTER_TOLERANCE) -> Jitt
         raise ValueError(must_be("times", "at least 2 samples", len(times)))
     median = float(np.median(dt))
     dev = np.abs(dt - median)
+    with np.errstate(over="ignore", invalid="ignore"):  # a glitched stamp (1e300) is named later
+        spread, std = float(dt[dt < _GAP * median].std()), float(dt.std())
     return JitterStats(
         n_steps=int(dt.size),
         median=median,
-        spread=float(dt[dt < _GAP * median].std()),
-        std=float(dt.std()),
+        spread=spread,
+        std=std,
         max_deviation=float(dev.max()),
         n_irregular=int(np.count_nonzero(dev > tolerance * median)),
         tolerance=float(tolerance),
