@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
+
+from mjsysid.util.files import remove_write_leftovers
+from mjsysid.util.lock import folder_lock
 
 if TYPE_CHECKING:
     from mjsysid.params.parameter import ParameterDict
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+
+
+@contextlib.contextmanager
+def results_folder(out: Path, err: TextIO) -> Iterator[Path]:
+    """Holds the lock of results folder ``out`` and clears what killed runs left in it.
+
+    Raises:
+      FolderLockedError: Another live run writes ``out`` (an ``OSError``: the CLI says so).
+    """
+    with folder_lock(out, note=lambda text: print(f"note: {text}", file=err)):
+        removed = remove_write_leftovers(out)
+        if removed:
+            print(
+                f"note: removed the leftovers of an interrupted save in {out}: {removed}", file=err
+            )
+        yield out
 
 
 def report_available() -> bool:

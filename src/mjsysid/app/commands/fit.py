@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 import yaml
 
-from mjsysid.app.commands.common import EXIT_INTERRUPTED, EXIT_OK, write_report
+from mjsysid.app.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    results_folder,
+    write_report,
+)
 from mjsysid.fit.optimize import OPTIMIZERS
 from mjsysid.fit.options import FitOptions
 from mjsysid.util.files import atomic_write_text
@@ -206,10 +211,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for warning in exp.warnings:
         print(f"warning: {warning}", file=err)
     fs = settings(args, exp)
-    rf = exp.build_residual_fn()
-    _announce(exp, rf, fs, err)
-    with _evaluator(args, exp, rf, err) as fit_rf:
-        return _fit_and_save(args, exp, fs, rf, fit_rf, out, err)
+    with results_folder(fs.out, err):
+        rf = exp.build_residual_fn()
+        _announce(exp, rf, fs, err)
+        with _evaluator(args, exp, rf, err) as fit_rf:
+            return _fit_and_save(args, exp, fs, rf, fit_rf, out, err)
 
 
 @contextlib.contextmanager

@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mjsysid.app.commands.common import EXIT_ERROR, EXIT_OK, report_available, write_report
+from mjsysid.app.commands.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    report_available,
+    results_folder,
+    write_report,
+)
 from mjsysid.util.files import read_yaml
 
 if TYPE_CHECKING:
@@ -66,5 +72,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not report_available():
         print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
         return EXIT_ERROR
-    write_report(exp.sequences, params, opt_params, results.result, rf, folder, err)
+    with results_folder(folder, err):
+        write_report(exp.sequences, params, opt_params, results.result, rf, folder, err)
     return EXIT_OK
