@@ -92,7 +92,7 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over_and_said_so(tmp_path: Path
 def test_a_lock_of_another_host_is_respected(tmp_path: Path):
     other = LockHolder(_dead_pid(), "not-" + socket.gethostname(), "2026-01-01T00:00:00+00:00")
     (tmp_path / LOCK_FILE).write_text(other.text())
-    with pytest.raises(FolderLockedError, match="remove .* if that process is gone"):
+    with pytest.raises(FolderLockedError, match=r"remove .* if that process is gone"):
         acquire(tmp_path)
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from mjsysid.util.files import remove_write_leftovers
 from mjsysid.util.lock import folder_lock
+from mjsysid.util.mujoco_log import mujoco_log_in
 
 if TYPE_CHECKING:
     from mjsysid.params.parameter import ParameterDict
@@ -18,12 +19,17 @@ EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
 @contextlib.contextmanager
 def results_folder(out: Path, err: TextIO) -> Iterator[Path]:
-    """Holds the lock of results folder ``out`` and clears what killed runs left in it.
+    """Holds the lock of results folder ``out`` and clears what killed runs left in it;
+    MuJoCo logs its warnings to ``out/mujoco_log.txt`` meanwhile (not the working directory).
 
     Raises:
       FolderLockedError: Another live run writes ``out`` (an ``OSError``: the CLI says so).
     """
-    with folder_lock(out, note=lambda text: print(f"note: {text}", file=err)):
+
+    def note(text: str) -> None:
+        print(f"note: {text}", file=err)
+
+    with folder_lock(out, note=note), mujoco_log_in(out):
         removed = remove_write_leftovers(out)
         if removed:
             print(
