@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,13 @@ from mjsysid.app.commands.common import (
     EXIT_OK,
     results_folder,
     write_report,
+)
+from mjsysid.fit.checkpoints import (
+    FitOrigin,
+    checkpoint_iteration,
+    origin_path,
+    read_origin,
+    write_origin,
 )
 from mjsysid.fit.optimize import OPTIMIZERS
 from mjsysid.fit.options import FitOptions
@@ -248,6 +256,51 @@ def _evaluator(args: argparse.Namespace, exp: Experiment, rf: Any, err: TextIO) 
         client.close()
 
 
+@dataclass(frozen=True)
+class _Earlier:
+    """The runs before a ``--resume``: the iterations in the checkpoint and their totals
+    (``None`` when the last of them was killed before it could write them)."""
+
+    iterations: int
+    origin: FitOrigin | None
+
+
+def _earlier_runs(args: argparse.Namespace, checkpoint: Path, err: TextIO) -> _Earlier | None:
+    """What a ``--resume`` continues (says so on ``err``); ``None`` for a fresh fit."""
+    if args.resume and not checkpoint.is_file():
+        print(
+            f"note: --resume: there is no checkpoint {str(checkpoint)!r}; starting afresh", file=err
+        )
+    if not args.resume or not checkpoint.is_file():
+        origin_path(checkpoint).unlink(missing_ok=True)  # (a fresh fit's totals start at 0)
+        return None
+    done, origin = checkpoint_iteration(checkpoint), read_origin(checkpoint)
+    print(f"  resuming from {checkpoint} after {done} iterations", file=err)
+    if origin is None:
+        print(
+            "note: the run before was stopped before it could record its totals: the initial "
+            "cost, evaluations and time count from the checkpoint",
+            file=err,
+        )
+    return _Earlier(done, origin)
+
+
+def _totals(result: Any, earlier: _Earlier | None) -> Any:
+    """The result of the whole fit: a resumed part counted on from the runs before it."""
+    if earlier is None:
+        return result
+    changes: dict[str, Any] = {"nit": earlier.iterations + result.nit}
+    o = earlier.origin
+    if o is not None:
+        changes.update(
+            initial_cost=o.initial_cost,
+            nfev=o.nfev + result.nfev,
+            njev=o.njev + result.njev,
+            wall_time=o.wall_time + result.wall_time,
+        )
+    return dataclasses.replace(result, **changes)
+
+
 def _fit_and_save(
     args: argparse.Namespace,
     exp: Experiment,
@@ -263,6 +316,7 @@ def _fit_and_save(
     from mjsysid.output.results import save_results
 
     checkpoint = fs.out / "checkpoint.npz"
+    earlier = _earlier_runs(args, checkpoint, err)
     try:
         run_options = fs.fit.replace(
             checkpoint=checkpoint, resume=args.resume, verbose=not args.quiet, output=err
@@ -275,6 +329,11 @@ def _fit_and_save(
             file=err,
         )
         return EXIT_INTERRUPTED
+    result = _totals(result, earlier)
+    if checkpoint.is_file():  # the totals a later --resume counts on from
+        write_origin(
+            checkpoint, FitOrigin(result.initial_cost, result.nfev, result.njev, result.wall_time)
+        )
     save_results(fs.out, [exp.sequences], exp.params, opt_params, result, rf)
     _save_run(exp, fs)
     conf = compute_confidence(result, rf, params=opt_params)
