@@ -1,0 +1,68 @@
+"""A newcomer's first runs: the time by phase, intervals computed once, plain counts."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mjsysid.fit.confidence as confidence_module
+import mjsysid.output.results as results_module
+from mjsysid.app.cli import main
+from mjsysid.app.commands.common import Phases
+
+
+def _fit(*argv: str) -> tuple[int, str]:
+    err = io.StringIO()
+    code = main(["fit", "example:box", *argv], stdout=io.StringIO(), stderr=err)
+    return code, err.getvalue()
+
+
+def test_the_whole_time_is_reported_by_phase(tmp_path: Path):
+    code, err = _fit("--out", str(tmp_path / "o"), "-q")
+    assert code == 0
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("time ")
+    for phase in ("loading", "fitting", "intervals", "saving", "report"):
+        assert f"{phase} " in last
+    assert "[fitting] ..." not in err  # -q: no progress
+
+
+def test_slow_phases_announce_themselves_unless_quiet():
+    err = io.StringIO()
+    ph = Phases(err, announce_after=0.0)
+    with ph("loading"):
+        time.sleep(0.05)
+    assert err.getvalue() == "[loading] ...\n"
+    assert ph.seconds["loading"] >= 0.05
+    assert (
+        ph.summary() == f"time {ph.seconds['loading']:.1f} s: loading {ph.seconds['loading']:.1f} s"
+    )
+    quiet = io.StringIO()
+    with Phases(quiet, quiet=True, announce_after=0.0)("fitting"):
+        time.sleep(0.05)
+    assert quiet.getvalue() == ""
+
+
+def test_intervals_are_computed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    calls: list[int] = []
+    real = confidence_module.compute_confidence
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(confidence_module, "compute_confidence", counted)
+    monkeypatch.setattr(results_module, "compute_confidence", counted)
+    code, _ = _fit("--out", str(tmp_path / "o"), "-q")
+    assert code == 0
+    assert len(calls) == 1
+
+
+def test_counts_are_in_good_english(tmp_path: Path):
+    code, err = _fit("--out", str(tmp_path / "o"), "--no-report")
+    assert code == 0
+    assert "1 sequence of 'box'" in err and "1 sequences" not in err
