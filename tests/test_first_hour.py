@@ -66,3 +66,13 @@ def test_counts_are_in_good_english(tmp_path: Path):
     code, err = _fit("--out", str(tmp_path / "o"), "--no-report")
     assert code == 0
     assert "1 sequence of 'box'" in err and "1 sequences" not in err
+
+
+def test_report_rebuilds_a_demo_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from mjsysid.app.demo import identify
+
+    lines: list[str] = []
+    found = identify(tmp_path / "demo", quick=True, report=False, say=lines.append)
+    assert (found.folder / "run.yaml").is_file()
+    assert main(["report", str(found.folder)]) == 0, capsys.readouterr().err
+    assert (found.folder / "report.html").is_file()
