@@ -76,3 +76,16 @@ def test_report_rebuilds_a_demo_folder(tmp_path: Path, capsys: pytest.CaptureFix
     assert (found.folder / "run.yaml").is_file()
     assert main(["report", str(found.folder)]) == 0, capsys.readouterr().err
     assert (found.folder / "report.html").is_file()
+
+
+def test_the_nav_counts_the_rows_of_the_parameter_table(tmp_path: Path):
+    import re
+
+    # the arm example has a frozen parameter: a row of the table, not a fitted value
+    err = io.StringIO()
+    code = main(["fit", "example:arm", "--out", str(tmp_path / "o"), "-q"], stderr=err)
+    assert code == 0, err.getvalue()
+    html = (tmp_path / "o" / "report.html").read_text()
+    table = html[html.index('<section id="parameters"') : html.index('<section id="fit"')]
+    rows = len(re.findall(r'<tr data-order="', table))
+    assert f'<a href="#parameters">Parameters ({rows})</a>' in html
