@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import mjsysid.fit.confidence as confidence_module
@@ -89,3 +90,20 @@ def test_the_nav_counts_the_rows_of_the_parameter_table(tmp_path: Path):
     table = html[html.index('<section id="parameters"') : html.index('<section id="fit"')]
     rows = len(re.findall(r'<tr data-order="', table))
     assert f'<a href="#parameters">Parameters ({rows})</a>' in html
+
+
+def test_the_report_and_confidence_yaml_agree_on_bounds():
+    from mjsysid.fit.confidence import Confidence
+    from mjsysid.output.report._data import parameter_rows
+    from mjsysid.params.parameter import Parameter, ParameterDict
+
+    init = ParameterDict([Parameter("a", 1.0, 0.0, 2.0)])
+    final = init.copy()
+    final.update_from_vector(np.array([2.0 - 1e-7]))  # within the report's own tolerance
+    names, x = ["a"], np.array([2.0 - 1e-7])
+    inside = Confidence(names, x, np.array([0.1]), np.eye(1), 0.05, at_bound=np.array([0]))
+    (row,) = parameter_rows(init, final, inside)
+    assert not row.at_upper and "at upper bound" not in row.flags
+    at = Confidence(names, x, np.array([0.1]), np.eye(1), 0.05, at_bound=np.array([1]))
+    (row,) = parameter_rows(init, final, at)
+    assert row.at_upper

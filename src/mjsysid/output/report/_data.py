@@ -156,10 +156,15 @@ def parameter_rows(
       bound_rtol: Relative tolerance of :func:`at_bound_flags`.
     """
     hw_by_name: dict[str, float] = {}
+    side_by_name: dict[str, int] = {}  # the intervals' own at-bound sides, when they have them
     if confidence is not None:
         hw_by_name = {
             n: float(h) for n, h in zip(confidence.names, confidence.half_widths, strict=True)
         }
+        if getattr(confidence, "at_bound", None) is not None:
+            side_by_name = {
+                n: int(b) for n, b in zip(confidence.names, confidence.at_bound, strict=True)
+            }
     rows: list[ParameterRow] = []
     for name, p in opt_params.items():
         init = initial_params[name].value if name in initial_params else p.nominal
@@ -189,8 +194,9 @@ def parameter_rows(
                     upper=float(p.max_value[i]),
                     half_width=hw,
                     rel_change=float(change[i]),
-                    at_lower=bool(at_lo[i]) and not p.frozen,
-                    at_upper=bool(at_hi[i]) and not p.frozen,
+                    # (as confidence.yaml says, when the intervals carry the sides)
+                    at_lower=side_by_name.get(label, -1 if at_lo[i] else 0) == -1 and not p.frozen,
+                    at_upper=side_by_name.get(label, 1 if at_hi[i] else 0) == 1 and not p.frozen,
                     frozen=bool(p.frozen),
                     identifiable=ident or p.frozen,
                     large_interval=large,
