@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -107,3 +108,32 @@ def test_the_report_and_confidence_yaml_agree_on_bounds():
     at = Confidence(names, x, np.array([0.1]), np.eye(1), 0.05, at_bound=np.array([1]))
     (row,) = parameter_rows(init, final, at)
     assert row.at_upper
+
+
+def test_the_box_example_opens_clean(tmp_path: Path):
+    from mjsysid.util.files import read_yaml
+
+    err = io.StringIO()
+    assert main(["fit", "example:box", "--out", str(tmp_path / "o"), "-q"], stderr=err) == 0
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert "No warnings:" in html
+    assert "cannot reproduce" not in html
+    assert "large interval" not in html.split('<section id="parameters"')[1].split("<section")[0]
+    assert read_yaml(tmp_path / "o" / "result.yaml")["success"]
+
+
+def test_noise_only_columns_are_not_called_unreproducible():
+    from mjsysid.output.report._data import SignalError, _white_columns
+    from mjsysid.output.report.warnings import _large_errors
+
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 500)
+    data = np.stack([np.sin(2 * np.pi * t), rng.normal(size=t.size)], axis=1)
+    assert _white_columns(data).tolist() == [False, True]
+
+    errors = [
+        SignalError("m/s", "pos", "pos[0]", 1.0, 0.9, noise_only=False),
+        SignalError("m/s", "pos", "pos[1]", 1.0, 1.0, noise_only=True),
+    ]
+    (warning,) = _large_errors(SimpleNamespace(errors=errors, large_error=0.2))  # type: ignore[arg-type]
+    assert "1 signal column(s)" in warning.message and "pos[1]" not in " ".join(warning.details)
