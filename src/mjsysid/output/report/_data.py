@@ -151,6 +151,17 @@ class ParameterRow:
         return out
 
 
+def _by_name(confidence: Any) -> tuple[dict[str, float], dict[str, int]]:
+    """``{name: half-width}`` and ``{name: at-bound side}`` of the intervals (the sides only
+    when they carry them, so that the report says what ``confidence.yaml`` says)."""
+    if confidence is None:
+        return {}, {}
+    hw = {n: float(h) for n, h in zip(confidence.names, confidence.half_widths, strict=True)}
+    at = getattr(confidence, "at_bound", None)
+    sides = {} if at is None else {n: int(b) for n, b in zip(confidence.names, at, strict=True)}
+    return hw, sides
+
+
 def parameter_rows(
     initial_params: Any,
     opt_params: Any,
@@ -170,16 +181,7 @@ def parameter_rows(
         range, see :func:`_large_interval`).
       bound_rtol: Relative tolerance of :func:`at_bound_flags`.
     """
-    hw_by_name: dict[str, float] = {}
-    side_by_name: dict[str, int] = {}  # the intervals' own at-bound sides, when they have them
-    if confidence is not None:
-        hw_by_name = {
-            n: float(h) for n, h in zip(confidence.names, confidence.half_widths, strict=True)
-        }
-        if getattr(confidence, "at_bound", None) is not None:
-            side_by_name = {
-                n: int(b) for n, b in zip(confidence.names, confidence.at_bound, strict=True)
-            }
+    hw_by_name, side_by_name = _by_name(confidence)
     rows: list[ParameterRow] = []
     for name, p in opt_params.items():
         init = initial_params[name].value if name in initial_params else p.nominal
