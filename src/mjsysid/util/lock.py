@@ -53,6 +53,8 @@ def _pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists on this host (``kill(pid, 0)`` probes, sends nothing)."""
     if pid <= 0:
         return False
+    if os.name == "nt":  # (kill(pid, 0) would send CTRL_C_EVENT there): assume it lives
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
