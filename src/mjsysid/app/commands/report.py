@@ -98,5 +98,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
         return EXIT_ERROR
     with results_folder(folder, err):
-        write_report(exp.sequences, params, opt_params, results.result, rf, folder, err)
+        write_report(
+            exp.sequences,
+            params,
+            opt_params,
+            results.result,
+            rf,
+            folder,
+            err,
+            confidence=results.confidence,  # the saved intervals: as confidence.yaml says
+        )
     return EXIT_OK
