@@ -17,10 +17,11 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import mujoco
 import numpy as np
+import yaml
 
 from mjsysid.app.planning import cartpole_model, cartpole_starts, evaluate_planner
 from mjsysid.data.excitation import multisine
@@ -36,6 +37,7 @@ from mjsysid.params.inertia import InertiaType, body_inertia_param
 from mjsysid.params.kinds import make_parameter
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.rollout import sysid_rollout
+from mjsysid.util.files import atomic_write_text
 
 TRUE_POLE_MASS = 0.8
 #: Encoder-like noise: 1 mrad / 1 mm on positions, 0.02 rad/s (m/s) on velocities.
@@ -125,33 +127,51 @@ class Identification:
     model: mujoco.MjModel
 
 
-def identify(out: Path, *, quick: bool, report: bool, say: _Say) -> Identification:
-    """Records an excitation run on the real cart-pole and identifies its pole mass.
+@dataclass
+class DemoFit:
+    """The demo's identification problem: the excitation run, the parameters, the residual."""
 
-    Args:
-      out: Results folder.
-      quick: A 4 s excitation run instead of 6 s.
-      report: Write the HTML report when the report extra is installed.
-      say: Where the progress lines go.
-    """
+    seq: ModelSequences
+    params: ParameterDict
+    rf: Any
+
+
+def demo_problem(quick: bool) -> DemoFit:
+    """Records the excitation run on the real cart-pole (deterministic) and sets up the fit;
+    ``mjsysid report`` rebuilds a demo folder's report from it."""
     spec = _spec()
     model = spec.compile()
     measured, control, x0 = record_excitation(duration=4.0 if quick else 6.0)
     seq = ModelSequences("cartpole", spec, "excitation", x0, control, measured)
     params = _parameters(spec, model)
     params.update(initial_state_params(seq))  # the encoders' start reading is noisy too
-    rf = build_residual_fn([seq])
+    return DemoFit(seq, params, build_residual_fn([seq]))
+
+
+def identify(out: Path, *, quick: bool, report: bool, say: _Say) -> Identification:
+    """Records an excitation run on the real cart-pole and identifies its pole mass.
+
+    Args:
+      out: Results folder (with a ``run.yaml`` for ``mjsysid report``).
+      quick: A 4 s excitation run instead of 6 s.
+      report: Write the HTML report when the report extra is installed.
+      say: Where the progress lines go.
+    """
+    problem = demo_problem(quick)
+    seq, params, rf = problem.seq, problem.params, problem.rf
     opt_params, result = optimize(params, rf, max_iters=50)
-    conf = compute_confidence(result, rf)
-    folder = save_results(out, [seq], params, opt_params, result, rf)
+    conf = compute_confidence(result, rf, params=opt_params)
+    folder = save_results(out, [seq], params, opt_params, result, rf, confidence=conf)
+    atomic_write_text(folder / "run.yaml", yaml.safe_dump({"demo": {"quick": quick}}))
     mass = float(opt_params["pole_mass"].value[0])
     hw = float(conf.half_widths[conf.names.index("pole_mass")])
     say(f"    identified pole mass {mass:.4f} kg ± {hw:.4f} (95 %), {result.message}")
     if report:
+        say("    writing the report ...")
         try:
             from mjsysid.output.report import default_report
 
-            path = default_report([seq], params, opt_params, result, rf, folder)
+            path = default_report([seq], params, opt_params, result, rf, folder, confidence=conf)
             say(f"    report: {path}")
         except ImportError as e:
             say(f"    (no report: {e})")

@@ -96,6 +96,7 @@ from mjsysid.params.parameter import Parameter, ParameterDict
 from mjsysid.util.errors import short_repr
 from mjsysid.util.files import read_yaml
 from mjsysid.util.limits import check_limit, set_limits
+from mjsysid.util.model_files import model_files
 
 EXPERIMENT_SCHEMA_VERSION = 1
 INERTIA_KINDS = {
@@ -249,8 +250,8 @@ class Experiment:
       shooting: The validated ``shooting:`` options (``None`` without that key).
       warnings: Things worth telling the user that are not errors (unused recording
         columns), one line each, starting with the file and key path.
-      files: The files read: the experiment, the model, the recordings (see
-        :meth:`fingerprints`).
+      files: The files read: the experiment, the model with every file it includes or
+        names (meshes, height fields, textures), the recordings (see :meth:`fingerprints`).
       search: The optimizer section's outer stages as keywords of
         :func:`~mjsysid.fit.optimize.optimize`: ``{"global_search": {...}}`` (``global:
         cmaes`` and its options) or ``{"starts": N}`` (empty: the local fit alone).
@@ -541,7 +542,8 @@ def _load_model(top: _Node, path: Path) -> _Loading:
         model = spec.compile()
     except ValueError as e:
         raise ExperimentError(f"{source}: model: {str(model_file)!r} does not load: {e}") from e
-    return _Loading(source, base, spec, model, [path, model_file])
+    # Every file the model reads (includes, meshes, height fields, textures) is an input.
+    return _Loading(source, base, spec, model, [path, *model_files(model_file)])
 
 
 def _apply_fixed(ld: _Loading, fixed: list[Parameter]) -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
-from mjsysid.util.files import atomic_savez, load_npz
+from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz, read_yaml
 
 
 def write_checkpoint(
@@ -63,3 +65,51 @@ def checkpoint_horizon(path: Path) -> float:
 
 
 _checkpoint_horizon = checkpoint_horizon  # (tests import this name)
+
+
+def origin_path(checkpoint: Path) -> Path:
+    """The file next to ``checkpoint`` that keeps the totals of the runs before it."""
+    return checkpoint.with_name(checkpoint.stem + "_origin.yaml")
+
+
+@dataclass(frozen=True)
+class FitOrigin:
+    """What the runs that led to a checkpoint did in total: the cost at the very first start,
+    the evaluations and the wall time (s). The iterations are the checkpoint's own count."""
+
+    initial_cost: float
+    nfev: int
+    njev: int
+    wall_time: float
+
+
+def write_origin(checkpoint: Path, origin: FitOrigin) -> None:
+    """Writes ``origin`` next to ``checkpoint`` (atomically), for a later ``--resume``."""
+    atomic_write_text(origin_path(checkpoint), yaml.safe_dump(asdict(origin), sort_keys=False))
+
+
+def read_origin(checkpoint: Path) -> FitOrigin | None:
+    """The totals written by :func:`write_origin`; ``None`` when absent or unreadable (a run
+    killed before it ended writes none)."""
+    path = origin_path(checkpoint)
+    if not path.is_file():
+        return None
+    try:
+        data = read_yaml(path)
+        return FitOrigin(
+            float(data["initial_cost"]),
+            int(data["nfev"]),
+            int(data["njev"]),
+            float(data["wall_time"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def checkpoint_iteration(path: Path) -> int:
+    """The iterations done when checkpoint ``path`` was written (0 for an unreadable one)."""
+    try:
+        it = np.asarray(load_npz(path, required=("iteration",))["iteration"])
+    except (OSError, ValueError):
+        return 0
+    return int(it) if it.shape == () and it.dtype.kind in "iu" else 0

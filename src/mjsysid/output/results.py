@@ -238,6 +238,7 @@ def save_results(
     residual_fn: Any = None,
     *,
     alpha: float = 0.05,
+    confidence: Confidence | None = None,
 ) -> Path:
     """Writes parameters, result, confidence intervals and identified models to a folder.
 
@@ -248,6 +249,8 @@ def save_results(
       opt_result: From :func:`optimize`.
       residual_fn: Used for per-signal noise estimates in the intervals (optional).
       alpha: Significance level of the intervals.
+      confidence: The intervals, when already computed (at level ``1 - alpha``, with
+        ``params=opt_params``); default: computed here.
 
     Returns:
       The folder path.
@@ -262,7 +265,9 @@ def save_results(
         "params_x_hat.yaml": _dump(opt_params.to_dict()),
         "result.npz": _result_npz(opt_result),
     }
-    conf = compute_confidence(opt_result, residual_fn, alpha, opt_params)
+    conf = confidence
+    if conf is None or conf.at_bound is None:
+        conf = compute_confidence(opt_result, residual_fn, alpha, opt_params)
     files.update(_confidence_files(conf, alpha))
     models: dict[str, str] = {}
     for ms in ms_list:

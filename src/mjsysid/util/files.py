@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import tempfile
 import zipfile
 import zlib
@@ -163,3 +164,25 @@ def read_yaml(path: str | Path) -> Any:
         ) from None
     except yaml.YAMLError as e:
         raise ValueError(f"{str(path)!r} is not valid YAML: {e}") from None
+
+
+def remove_write_leftovers(folder: str | Path) -> list[str]:
+    """Removes what interrupted writes left in ``folder``; returns the names removed.
+
+    Those are the temporary files of :func:`atomic_write_bytes` / :func:`atomic_write_files`
+    (``.<name>.<random>.tmp``) and the private folders of the HTML report (``.report-*``). Only
+    call it while no other writer uses the folder (hold :func:`mjsysid.util.lock.folder_lock`).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    removed = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith(".") and entry.name.endswith(".tmp") and entry.is_file():
+            entry.unlink(missing_ok=True)
+        elif entry.name.startswith(".report-") and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            continue
+        removed.append(entry.name)
+    return removed

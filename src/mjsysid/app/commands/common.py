@@ -2,13 +2,79 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
+
+from mjsysid.util.files import remove_write_leftovers
+from mjsysid.util.lock import folder_lock
+from mjsysid.util.mujoco_log import mujoco_log_in
 
 if TYPE_CHECKING:
     from mjsysid.params.parameter import ParameterDict
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+
+
+@dataclass
+class Phases:
+    """The time of a command by phase, said on ``err`` as it goes (unless ``quiet``).
+
+    ``with phases("fitting"):`` adds the phase's wall time (s) to ``seconds["fitting"]`` and,
+    once it has lasted ``announce_after`` s, says ``[fitting] ...`` (quick phases stay silent);
+    :meth:`summary` is the whole time, phase by phase.
+    """
+
+    err: TextIO
+    quiet: bool = False
+    announce_after: float = 0.5
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def _say(self, name: str) -> None:
+        print(f"[{name}] ...", file=self.err, flush=True)
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        timer = threading.Timer(self.announce_after, self._say, (name,))
+        timer.daemon = True
+        if not self.quiet:
+            timer.start()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            timer.cancel()
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+
+    def summary(self) -> str:
+        """E.g. ``time 8.0 s: loading 0.4 s, fitting 6.1 s, intervals 0.2 s, ...``."""
+        parts = ", ".join(f"{name} {t:.1f} s" for name, t in self.seconds.items())
+        return f"time {sum(self.seconds.values()):.1f} s: {parts}"
+
+
+@contextlib.contextmanager
+def results_folder(out: Path, err: TextIO) -> Iterator[Path]:
+    """Holds the lock of results folder ``out`` and clears what killed runs left in it;
+    MuJoCo logs its warnings to ``out/mujoco_log.txt`` meanwhile (not the working directory).
+
+    Raises:
+      FolderLockedError: Another live run writes ``out`` (an ``OSError``: the CLI says so).
+    """
+
+    def note(text: str) -> None:
+        print(f"note: {text}", file=err)
+
+    with folder_lock(out, note=note), mujoco_log_in(out):
+        removed = remove_write_leftovers(out)
+        if removed:
+            print(
+                f"note: removed the leftovers of an interrupted save in {out}: {removed}", file=err
+            )
+        yield out
 
 
 def report_available() -> bool:
@@ -26,15 +92,20 @@ def write_report(
     rf: Any,
     out: Path,
     err: TextIO,
+    confidence: Any = None,
 ) -> None:
-    """Writes the default HTML report into ``out``, or says on ``err`` why it is skipped."""
+    """Writes the default HTML report into ``out``, or says on ``err`` why it is skipped.
+
+    ``confidence``: the intervals already computed (default: the report computes them)."""
     if not report_available():
         print("report skipped: install the report extra (pip install 'mjsysid[report]')", file=err)
         return
     from mjsysid.output.report import default_report
 
     try:
-        path = default_report([exp_or_seqs], params, opt_params, result, rf, out)
+        path = default_report(
+            [exp_or_seqs], params, opt_params, result, rf, out, confidence=confidence
+        )
     except ImportError as e:
         print(f"report skipped: {e}", file=err)
         return

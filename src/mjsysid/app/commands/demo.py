@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from mjsysid.app.commands.common import EXIT_OK
+from mjsysid.app.commands.common import EXIT_OK, results_folder
 
 NAME = "demo"
 HELP = "cart-pole: identification makes a planner succeed"
@@ -28,5 +28,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Runs :func:`mjsysid.app.demo.run_demo`, printing its table on ``out``."""
     from mjsysid.app.demo import run_demo
 
-    run_demo(quick=args.quick, out=Path(args.out), stream=out, report=not args.no_report)
+    with results_folder(Path(args.out), err):
+        run_demo(quick=args.quick, out=Path(args.out), stream=out, report=not args.no_report)
     return EXIT_OK

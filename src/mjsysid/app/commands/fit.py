@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,20 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 import yaml
 
-from mjsysid.app.commands.common import EXIT_INTERRUPTED, EXIT_OK, write_report
+from mjsysid.app.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Phases,
+    results_folder,
+    write_report,
+)
+from mjsysid.fit.checkpoints import (
+    FitOrigin,
+    checkpoint_iteration,
+    origin_path,
+    read_origin,
+    write_origin,
+)
 from mjsysid.fit.optimize import OPTIMIZERS
 from mjsysid.fit.options import FitOptions
 from mjsysid.util.files import atomic_write_text
@@ -160,13 +174,18 @@ def search_settings(args: argparse.Namespace, exp: Experiment) -> dict[str, Any]
     return search
 
 
+def _count(n: int, noun: str) -> str:
+    """``"1 sequence"``, ``"3 sequences"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
     """Says what is fitted on what, how the data are cut and in which stages."""
     from mjsysid.fit.optimize import resolve_horizons
 
     print(
         f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
-        f"{len(exp.sequences)} sequences of {exp.name!r} with {fs.optimizer} ...",
+        f"{_count(len(exp.sequences), 'sequence')} of {exp.name!r} with {fs.optimizer} ...",
         file=err,
     )
     if exp.shooting is not None:
@@ -229,7 +248,11 @@ def _summarise(
     if args.quiet:  # (otherwise optimize said it)
         print(result.message, file=err)
         print(f"cost {result.initial_cost:.6e} -> {result.cost:.6e}", file=err)
-    print(f"{result.nit} iterations, {result.nfev} evaluations, {result.wall_time:.2f} s", file=err)
+    print(
+        f"{_count(result.nit, 'iteration')}, {_count(result.nfev, 'evaluation')}, "
+        f"optimizer {result.wall_time:.2f} s",
+        file=err,
+    )
     print(table(result, conf, exp.params), file=out)
     if not conf.converged:
         print(f"warning: {conf.caveats()[0]}", file=err)
@@ -241,14 +264,23 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Loads the experiment, fits, saves the results folder, prints the table and reports."""
     from mjsysid.app.experiment import load_experiment
 
-    exp = load_experiment(args.experiment)
+    ph = Phases(err, quiet=args.quiet)
+    with ph("loading"):
+        exp = load_experiment(args.experiment)
     for warning in exp.warnings:
         print(f"warning: {warning}", file=err)
     fs = settings(args, exp)
-    rf = exp.build_residual_fn()
-    _announce(exp, rf, fs, err)
-    with _evaluator(args, exp, rf, err) as fit_rf:
-        return _fit_and_save(args, exp, fs, rf, fit_rf, out, err)
+    with results_folder(fs.out, err):
+        with ph("loading"):
+            rf = exp.build_residual_fn()
+        _announce(exp, rf, fs, err)
+        with _evaluator(args, exp, rf, err) as fit_rf:
+            fitted = _fit(args, exp, fs, fit_rf, ph, err)
+        if fitted is None:
+            return EXIT_INTERRUPTED
+        code = _save_and_report(args, exp, fs, rf, fitted, ph, out, err)
+    print(ph.summary(), file=err)
+    return code
 
 
 @contextlib.contextmanager
@@ -281,44 +313,116 @@ def _evaluator(args: argparse.Namespace, exp: Experiment, rf: Any, err: TextIO) 
         client.close()
 
 
-def _fit_and_save(
+@dataclass(frozen=True)
+class _Earlier:
+    """The runs before a ``--resume``: the iterations in the checkpoint and their totals
+    (``None`` when the last of them was killed before it could write them)."""
+
+    iterations: int
+    origin: FitOrigin | None
+
+
+def _earlier_runs(args: argparse.Namespace, checkpoint: Path, err: TextIO) -> _Earlier | None:
+    """What a ``--resume`` continues (says so on ``err``); ``None`` for a fresh fit."""
+    if args.resume and not checkpoint.is_file():
+        print(
+            f"note: --resume: there is no checkpoint {str(checkpoint)!r}; starting afresh", file=err
+        )
+    if not args.resume or not checkpoint.is_file():
+        origin_path(checkpoint).unlink(missing_ok=True)  # (a fresh fit's totals start at 0)
+        return None
+    done, origin = checkpoint_iteration(checkpoint), read_origin(checkpoint)
+    print(f"  resuming from {checkpoint} after {done} iterations", file=err)
+    if origin is None:
+        print(
+            "note: the run before was stopped before it could record its totals: the initial "
+            "cost, evaluations and time count from the checkpoint",
+            file=err,
+        )
+    return _Earlier(done, origin)
+
+
+def _totals(result: Any, earlier: _Earlier | None) -> Any:
+    """The result of the whole fit: a resumed part counted on from the runs before it."""
+    if earlier is None:
+        return result
+    changes: dict[str, Any] = {"nit": earlier.iterations + result.nit}
+    o = earlier.origin
+    if o is not None:
+        changes.update(
+            initial_cost=o.initial_cost,
+            nfev=o.nfev + result.nfev,
+            njev=o.njev + result.njev,
+            wall_time=o.wall_time + result.wall_time,
+        )
+    return dataclasses.replace(result, **changes)
+
+
+def _fit(
     args: argparse.Namespace,
     exp: Experiment,
     fs: FitSettings,
-    rf: Any,
     fit_rf: Any,
-    out: TextIO,
+    ph: Phases,
     err: TextIO,
-) -> int:
-    """Fits with ``fit_rf``, then saves, summarises and reports with the local ``rf``."""
-    from mjsysid.fit.confidence import compute_confidence
+) -> tuple[ParameterDict, Any] | None:
+    """Fits with ``fit_rf``: ``(opt_params, result)`` with the totals of the runs a
+    ``--resume`` continues; ``None`` when interrupted before the first iteration ended."""
     from mjsysid.fit.optimize import optimize, run_fit
-    from mjsysid.output.results import save_results
 
     checkpoint = fs.out / "checkpoint.npz"
+    earlier = _earlier_runs(args, checkpoint, err)
     try:
         run_options = fs.fit.replace(
             checkpoint=checkpoint, resume=args.resume, verbose=not args.quiet, output=err
         )
-        if fs.search:
-            opt_params, result = optimize(
-                exp.params, fit_rf, **run_options.as_keywords(), **fs.search
-            )
-        else:
-            opt_params, result = run_fit(exp.params, fit_rf, run_options)
+        with ph("fitting"):
+            if fs.search:
+                keywords = {**run_options.as_keywords(), **fs.search}
+                opt_params, result = optimize(exp.params, fit_rf, **keywords)
+            else:
+                opt_params, result = run_fit(exp.params, fit_rf, run_options)
     except KeyboardInterrupt:
         print(
             f"interrupted before the first iteration finished; nothing to save "
             f"(checkpoint: {checkpoint})",
             file=err,
         )
-        return EXIT_INTERRUPTED
-    save_results(fs.out, [exp.sequences], exp.params, opt_params, result, rf)
-    _save_run(exp, fs)
-    conf = compute_confidence(result, rf, params=opt_params)
+        return None
+    result = _totals(result, earlier)
+    if checkpoint.is_file():  # the totals a later --resume counts on from
+        write_origin(
+            checkpoint, FitOrigin(result.initial_cost, result.nfev, result.njev, result.wall_time)
+        )
+    return opt_params, result
+
+
+def _save_and_report(
+    args: argparse.Namespace,
+    exp: Experiment,
+    fs: FitSettings,
+    rf: Any,
+    fitted: tuple[ParameterDict, Any],
+    ph: Phases,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Computes the intervals once, saves, summarises and reports with the local ``rf``."""
+    from mjsysid.fit.confidence import compute_confidence
+    from mjsysid.output.results import save_results
+
+    opt_params, result = fitted
+    with ph("intervals"):
+        conf = compute_confidence(result, rf, params=opt_params)
+    with ph("saving"):
+        save_results(fs.out, [exp.sequences], exp.params, opt_params, result, rf, confidence=conf)
+        _save_run(exp, fs)
     _summarise(args, result, conf, exp, out, err)
     print(f"results: {fs.out}", file=err)
     if not args.no_report:
-        write_report(exp.sequences, exp.params, opt_params, result, rf, fs.out, err)
+        with ph("report"):
+            write_report(
+                exp.sequences, exp.params, opt_params, result, rf, fs.out, err, confidence=conf
+            )
     rf.close()
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

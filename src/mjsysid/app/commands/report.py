@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mjsysid.app.commands.common import EXIT_ERROR, EXIT_OK, report_available, write_report
+from mjsysid.app.commands.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    report_available,
+    results_folder,
+    write_report,
+)
 from mjsysid.util.files import read_yaml
 
 if TYPE_CHECKING:
@@ -32,6 +38,29 @@ def changed_inputs(run_info: dict[str, Any], exp: Experiment) -> list[str]:
     return sorted(f for f in set(then) | set(now) if then.get(f) != now.get(f))
 
 
+def _demo_report(folder: Path, results: Any, quick: bool, err: TextIO) -> int:
+    """The report of a folder written by ``mjsysid demo`` (its data are recorded again: the
+    demo's excitation run is deterministic)."""
+    from mjsysid.app.demo import demo_problem
+
+    if not report_available():
+        print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
+        return EXIT_ERROR
+    problem = demo_problem(quick)
+    with results_folder(folder, err):
+        write_report(
+            problem.seq,
+            results.initial_params,
+            results.opt_params,
+            results.result,
+            problem.rf,
+            folder,
+            err,
+            confidence=results.confidence,
+        )
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Rebuilds the fit's experiment and writes the report into the results folder."""
     from mjsysid.app.experiment import load_experiment
@@ -48,6 +77,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         return EXIT_ERROR
     run_info = read_yaml(run_file)
+    if isinstance(run_info, dict) and isinstance(run_info.get("demo"), dict):
+        return _demo_report(folder, results, bool(run_info["demo"].get("quick")), err)
     exp = load_experiment(run_info["experiment"])
     changed = changed_inputs(run_info, exp)
     if changed:
@@ -66,5 +97,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not report_available():
         print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
         return EXIT_ERROR
-    write_report(exp.sequences, params, opt_params, results.result, rf, folder, err)
+    with results_folder(folder, err):
+        write_report(
+            exp.sequences,
+            params,
+            opt_params,
+            results.result,
+            rf,
+            folder,
+            err,
+            confidence=results.confidence,  # the saved intervals: as confidence.yaml says
+        )
     return EXIT_OK

@@ -70,6 +70,20 @@ def at_bound_flags(
     return at_lo, at_hi
 
 
+def _large_interval(
+    hw: float, value: float, kind: str, bounds: tuple[float, float], large: float
+) -> bool:
+    """Whether half-width ``hw`` is large: above ``large·|value|`` (any non-zero one around
+    0), or for an estimated initial state (kinds ``initial_*``, naturally near 0, where a
+    relative width means nothing) above ``large`` times half its bound range."""
+    if not (math.isfinite(hw) and hw > 0):
+        return False
+    lo, hi = bounds
+    if kind.startswith("initial_") and math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+        return hw > large * 0.5 * (hi - lo)
+    return value == 0 or hw > large * abs(value)
+
+
 def relative_change(initial: npt.ArrayLike, final: npt.ArrayLike) -> np.ndarray:
     """``(final − initial) / |initial|``; NaN where ``initial`` is 0 (undefined)."""
     a = np.asarray(initial, dtype=np.float64)
@@ -137,6 +151,17 @@ class ParameterRow:
         return out
 
 
+def _by_name(confidence: Any) -> tuple[dict[str, float], dict[str, int]]:
+    """``{name: half-width}`` and ``{name: at-bound side}`` of the intervals (the sides only
+    when they carry them, so that the report says what ``confidence.yaml`` says)."""
+    if confidence is None:
+        return {}, {}
+    hw = {n: float(h) for n, h in zip(confidence.names, confidence.half_widths, strict=True)}
+    at = getattr(confidence, "at_bound", None)
+    sides = {} if at is None else {n: int(b) for n, b in zip(confidence.names, at, strict=True)}
+    return hw, sides
+
+
 def parameter_rows(
     initial_params: Any,
     opt_params: Any,
@@ -152,14 +177,11 @@ def parameter_rows(
       confidence: A :class:`~mjsysid.output.results.Confidence` (``names``, ``half_widths``), or
         ``None`` when intervals are not available (half-widths NaN, nothing flagged).
       large_interval: Flag intervals with ``half_width > large_interval·|identified|`` (and
-        any finite non-zero half-width around 0).
+        any finite non-zero half-width around 0; an initial state's against half its bound
+        range, see :func:`_large_interval`).
       bound_rtol: Relative tolerance of :func:`at_bound_flags`.
     """
-    hw_by_name: dict[str, float] = {}
-    if confidence is not None:
-        hw_by_name = {
-            n: float(h) for n, h in zip(confidence.names, confidence.half_widths, strict=True)
-        }
+    hw_by_name, side_by_name = _by_name(confidence)
     rows: list[ParameterRow] = []
     for name, p in opt_params.items():
         init = initial_params[name].value if name in initial_params else p.nominal
@@ -174,9 +196,8 @@ def parameter_rows(
                 or (confidence is not None and math.isnan(hw) and label in hw_by_name)
             )
             val = float(p.value[i])
-            large = bool(
-                math.isfinite(hw) and hw > 0 and (val == 0 or hw > large_interval * abs(val))
-            )
+            span = (float(p.min_value[i]), float(p.max_value[i]))
+            large = _large_interval(hw, val, kind, span, large_interval)
             rows.append(
                 ParameterRow(
                     group=name,
@@ -189,8 +210,9 @@ def parameter_rows(
                     upper=float(p.max_value[i]),
                     half_width=hw,
                     rel_change=float(change[i]),
-                    at_lower=bool(at_lo[i]) and not p.frozen,
-                    at_upper=bool(at_hi[i]) and not p.frozen,
+                    # (as confidence.yaml says, when the intervals carry the sides)
+                    at_lower=side_by_name.get(label, -1 if at_lo[i] else 0) == -1 and not p.frozen,
+                    at_upper=side_by_name.get(label, 1 if at_hi[i] else 0) == 1 and not p.frozen,
                     frozen=bool(p.frozen),
                     identifiable=ident or p.frozen,
                     large_interval=large,
@@ -370,6 +392,9 @@ class SignalError:
     Attributes:
       sequence: ``"model/sequence"``. signal: signal name. column: column label.
       initial, identified: NRMSE before and after the fit (NaN when unknown).
+      noise_only: The measured column is white noise (lag-1 autocorrelation below
+        :data:`WHITE_RHO`): nothing moved there, no model can reproduce it, and a large NRMSE
+        says nothing about the fit.
     """
 
     sequence: str
@@ -377,10 +402,31 @@ class SignalError:
     column: str
     initial: float
     identified: float
+    noise_only: bool = False
 
     @property
     def fit_percent(self) -> float:
         return 100.0 * (1.0 - self.identified)
+
+
+#: A measured column whose lag-1 autocorrelation is below this is taken for pure sensor noise
+#: (a sampled physical signal is smooth: its autocorrelation at one sample is close to 1).
+WHITE_RHO = 0.5
+
+
+def _white_columns(data: np.ndarray) -> np.ndarray:
+    """``(m,)`` whether each column of ``data`` ``(N, m)`` is white: ``ρ₁ = Σ e_k e_{k+1} /
+    Σ e_k² < WHITE_RHO`` with ``e`` the column less its mean (NaN rows left out)."""
+    x = np.asarray(data, dtype=np.float64)
+    x = x[np.all(np.isfinite(x), axis=1)]
+    if x.shape[0] < 3:
+        return np.zeros(x.shape[1], bool)
+    e = x - x.mean(axis=0)
+    den = np.einsum("ij,ij->j", e, e)
+    num = np.einsum("ij,ij->j", e[1:], e[:-1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
+    return rho < WHITE_RHO
 
 
 def signal_errors(
@@ -411,8 +457,11 @@ def signal_errors(
         if e0.shape != e1.shape:
             e0 = np.full(e1.shape, np.nan)
         sigs, labs = column_signals(meas), column_labels(meas)
+        white = _white_columns(meas.data)
         for j in range(e1.size):
-            out.append(SignalError(label, sigs[j], labs[j], float(e0[j]), float(e1[j])))
+            out.append(
+                SignalError(label, sigs[j], labs[j], float(e0[j]), float(e1[j]), bool(white[j]))
+            )
     return out
 
 

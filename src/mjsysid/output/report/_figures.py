@@ -8,6 +8,7 @@ instead of WebGL so the report draws on machines without a GPU. Every series is 
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -59,6 +60,14 @@ def numbers(values: Any) -> list[float | None]:
     return [float(f"{v:.7g}") if math.isfinite(v) else None for v in arr.tolist()]
 
 
+def plot_text(text: str) -> str:
+    """``text`` as plotly.js shows it literally: plotly reads labels as a subset of HTML
+    (``<a href>``, ``<b>``, ``<br>``), so ``&``, ``<`` and ``>`` become entities. Every name
+    from a model or a data file goes through here (a sensor named ``<a href=...>`` must not
+    become a live link in the report)."""
+    return html.escape(text, quote=False)
+
+
 def _axis(title: str, **extra: Any) -> dict[str, Any]:
     return {
         "title": {"text": title},
@@ -86,10 +95,10 @@ def _line(
         "mode": "lines",
         "x": numbers(x),
         "y": numbers(y),
-        "name": name,
+        "name": plot_text(name),
         "line": {"color": color, "dash": dash, "width": width},
         "yaxis": yaxis,
-        "legendgroup": group or name,
+        "legendgroup": plot_text(group or name),
         "showlegend": show,
         "hovertemplate": "%{y:.6g}",
     }
@@ -193,7 +202,7 @@ def correlation_figure(corr: np.ndarray, names: Sequence[str]) -> dict[str, Any]
     p = len(names)
     undefined = ~np.isfinite(corr)
     labels = [
-        n + (" (unidentifiable)" if undefined[i].all() and p > 0 else "")
+        plot_text(n) + (" (unidentifiable)" if undefined[i].all() and p > 0 else "")
         for i, n in enumerate(names)
     ]
     z = [numbers(row) for row in corr]
@@ -293,10 +302,11 @@ def _paths_figure(
             "mode": "lines",
             "x": numbers(trace.iterations[0] + np.arange(cand.shape[0])),
             "y": numbers(norm[:, i]),
-            "name": names[i],
+            "name": plot_text(names[i]),
             "line": {"color": PALETTE[k % len(PALETTE)], "width": 1.3},
             "customdata": numbers(cand[:, i]),
-            "hovertemplate": f"{names[i]}<br>iteration %{{x}}<br>value %{{customdata:.6g}}"
+            # (the name by reference: a '%{' in it is not a template)
+            "hovertemplate": "%{fullData.name}<br>iteration %{x}<br>value %{customdata:.6g}"
             "<extra></extra>",
         }
         for k, i in enumerate(order)

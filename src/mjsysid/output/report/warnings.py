@@ -169,7 +169,11 @@ def _correlation(w: WarningInputs) -> list[ReportWarning]:
 
 
 def _large_errors(w: WarningInputs) -> list[ReportWarning]:
-    big = [e for e in w.errors if np.isfinite(e.identified) and e.identified > w.large_error]
+    big = [
+        e
+        for e in w.errors
+        if np.isfinite(e.identified) and e.identified > w.large_error and not e.noise_only
+    ]
     if not big:
         return []
     big = sorted(big, key=lambda e: -e.identified)

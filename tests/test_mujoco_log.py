@@ -1,0 +1,58 @@
+"""MuJoCo's log goes to the results folder, never to the user's working directory."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from mjsysid.app.cli import main
+from mjsysid.app.commands.common import results_folder
+from mjsysid.util.mujoco_log import MUJOCO_LOG
+
+UNSTABLE = "<mujoco><worldbody><body><joint/><geom size='1'/></body></worldbody></mujoco>"
+
+
+def _warn() -> None:
+    """Makes MuJoCo log a warning (a NaN velocity: the simulation is unstable)."""
+    model = mujoco.MjModel.from_xml_string(UNSTABLE)
+    data = mujoco.MjData(model)
+    data.qvel[0] = np.nan
+    mujoco.mj_step(model, data)
+
+
+def test_mujoco_warnings_go_to_the_results_folder(tmp_path: Path, monkeypatch):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    before = mujoco.MjLogConfig.get().logfile
+    with results_folder(tmp_path / "res", io.StringIO()):
+        _warn()
+    assert mujoco.MjLogConfig.get().logfile == before  # restored
+    assert list(cwd.iterdir()) == []
+    assert "unstable" in (tmp_path / "res" / MUJOCO_LOG).read_text()
+
+
+def test_a_model_that_fails_to_compile_leaves_the_working_directory_clean(
+    tmp_path: Path, monkeypatch, capsys
+):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (tmp_path / "bad.xml").write_text(
+        "<mujoco><worldbody><geom type='mesh' mesh='nope'/></worldbody></mujoco>"
+    )
+    (tmp_path / "exp.yaml").write_text("model: bad.xml\nsequences: []\nparameters: []\n")
+    monkeypatch.chdir(cwd)
+    assert main(["fit", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "res")]) == 1
+    assert "does not load" in capsys.readouterr().err
+    assert list(cwd.iterdir()) == []
+
+
+def test_a_fit_leaves_the_working_directory_clean(tmp_path: Path, monkeypatch):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert main(["fit", "example:box", "--out", str(tmp_path / "res"), "-q", "--no-report"]) == 0
+    assert list(cwd.iterdir()) == []
