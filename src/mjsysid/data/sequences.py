@@ -86,14 +86,15 @@ class ModelSequences:
         without actuators), or a list.
       sensordata: Measured :class:`TimeSeries` (sensors and/or joint states), or a list. A
         series without a signal mapping must hold all model sensors in model order.
-      allow_missing_sensors: Accepted for ``mujoco.sysid`` code. mjsysid always lets
-        ``sensordata`` hold a subset of the model's sensors, named by its signal mapping, so
-        this changes nothing.
-      rms_reference: Keyword-only. Optional, one per sequence: the measured series whose RMS normalises the
-        sequence's residual instead of its own data (``None`` entries: its own).
+      rms_reference: Optional, one per sequence: the measured series whose RMS
+        normalises the sequence's residual instead of its own data (``None`` entries: its
+        own).
         :func:`mjsysid.split_windows` gives every window its whole recording, so the windows
         of a recording weigh each sample alike (a window near zero would otherwise be scaled
         up, its noise with it). Each must hold the same signals as that sequence.
+      allow_missing_sensors: Keyword (or, as in ``mujoco.sysid``, a ``bool`` 7th positional
+        argument). Accepted for peer code: mjsysid always lets ``sensordata`` hold a subset
+        of the model's sensors, named by its signal mapping, so it changes nothing.
 
     Measured data stamped one timestep late, as ``mujoco.sysid``'s rollout stamps it, gets a
     :class:`~mjsysid.data.peer_stamps.PeerTimestampWarning` with the fix.
@@ -108,17 +109,16 @@ class ModelSequences:
     initial_state: list[np.ndarray] | np.ndarray
     control: list[TimeSeries | None] | TimeSeries | None
     sensordata: list[TimeSeries] | TimeSeries
-    allow_missing_sensors: bool = False
-    rms_reference: list[TimeSeries | None] | None = field(default=None, kw_only=True)
+    rms_reference: list[TimeSeries | None] | None = None
+    allow_missing_sensors: bool = field(default=False, kw_only=True)
     model: mujoco.MjModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         _check_name("ModelSequences name", self.name)
-        if not isinstance(self.allow_missing_sensors, bool | np.bool_):
-            # rms_reference was the 7th positional field before allow_missing_sensors
-            if self.allow_missing_sensors is not None and self.rms_reference is None:
-                self.rms_reference = self.allow_missing_sensors  # type: ignore[unreachable]
-            self.allow_missing_sensors = False
+        if isinstance(self.rms_reference, bool | np.bool_):
+            # mujoco.sysid's 7th positional argument is allow_missing_sensors
+            self.allow_missing_sensors = bool(self.rms_reference)
+            self.rms_reference = None
         where = f"ModelSequences {self.name!r}"
         self.model = _compile(self.spec, where)
         self.sequence_name = _as_list(self.sequence_name, str)

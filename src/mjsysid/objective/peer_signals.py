@@ -22,9 +22,7 @@ from mjsysid.objective.signal_ops import _interp_columns, _value_of
 from mjsysid.params.parameter import Parameter
 
 
-def apply_delay(
-    ts: TimeSeries, sensor_name: str, delay: Parameter | npt.ArrayLike
-) -> TimeSeries:
+def apply_delay(ts: TimeSeries, sensor_name: str, delay: Parameter | npt.ArrayLike) -> TimeSeries:
     """Signal ``sensor_name`` becomes ``x(t − d)`` on the same times, ``d = delay.value[0]``
     (s); before the first sample it holds the first value, after the last the last one.
     Other signals are unchanged; ``ts`` is untouched."""

@@ -28,7 +28,6 @@ from mjsysid.data.timeseries import TimeSeries
 from mjsysid.params.parameter import Parameter
 from mjsysid.util.errors import must_be
 
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -103,9 +102,7 @@ def _scaled(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike, op: str
 
 
 @keyword_aliases(name="sensor_name", param="gain")
-def apply_gain(
-    ts: TimeSeries, sensor_name: str, gain: Parameter | npt.ArrayLike
-) -> TimeSeries:
+def apply_gain(ts: TimeSeries, sensor_name: str, gain: Parameter | npt.ArrayLike) -> TimeSeries:
     """Multiplies the columns of signal ``sensor_name`` by ``gain.value`` (scalar or per
     column); a new series, ``ts`` is untouched. (Formerly ``name=``/``param=``, still
     accepted.)"""
@@ -113,9 +110,7 @@ def apply_gain(
 
 
 @keyword_aliases(name="sensor_name", param="bias")
-def apply_bias(
-    ts: TimeSeries, sensor_name: str, bias: Parameter | npt.ArrayLike
-) -> TimeSeries:
+def apply_bias(ts: TimeSeries, sensor_name: str, bias: Parameter | npt.ArrayLike) -> TimeSeries:
     """Adds ``bias.value`` (scalar or per column) to the columns of signal ``sensor_name``;
     a new series. (Formerly ``name=``/``param=``, still accepted.)"""
     return _scaled(ts, sensor_name, bias, "bias")
@@ -267,6 +262,7 @@ def _column_weights(
 ) -> np.ndarray:
     w = np.ones(ncol)
     for name, value in (weights or {}).items():
+        cols: np.ndarray | list[int]
         if isinstance(meas, TimeSeries) and meas.signal_mapping is not None:
             cols = meas.columns(name)
         elif model is not None and ncol == model.nsensordata:
@@ -386,7 +382,9 @@ def normalize_residual(
         else np.asarray(measured_data, dtype=np.float64)
     )
     if m.shape[0] < 2:
-        raise ValueError(must_be("normalize_residual: measured_data", "at least 2 rows", m.shape[0]))
+        raise ValueError(
+            must_be("normalize_residual: measured_data", "at least 2 rows", m.shape[0])
+        )
     rms = np.sqrt(np.sum(np.square(m), axis=0) / (m.shape[0] - 1))
     zero = np.flatnonzero(rms == 0)
     if zero.size:

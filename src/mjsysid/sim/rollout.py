@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid.data.states import state_size
+from mjsysid.data.states import state_slices as state_slices  # re-export (tests use it)
 from mjsysid.data.timeseries import SignalMapping, TimeSeries
 from mjsysid.sim.trajectory import SystemTrajectory, TrajectorySeries, state_signal_mapping
 from mjsysid.util.errors import must_be, short_repr
@@ -353,7 +354,9 @@ class _Mappings:
                 if model.nu
                 else {}
             )
-        return cls(sensor or {}, state_signal_mapping(model) if state is None else state, ctrl or {})
+        return cls(
+            sensor or {}, state_signal_mapping(model) if state is None else state, ctrl or {}
+        )
 
     def trajectory(
         self,

@@ -110,8 +110,9 @@ def state_signal_mapping(model: mujoco.MjModel) -> dict[str, tuple[SignalType, n
         if not name:
             continue
         nq, nv = width[int(model.jnt_type[j])]
-        a, d = sl["qpos"].start + int(model.jnt_qposadr[j]), sl["qvel"].start + int(
-            model.jnt_dofadr[j]
+        a, d = (
+            sl["qpos"].start + int(model.jnt_qposadr[j]),
+            sl["qvel"].start + int(model.jnt_dofadr[j]),
         )
         qpos[f"{name}_qpos"] = (SignalType.MjStateQPos, _ro(range(a, a + nq)))
         qvel[f"{name}_qvel"] = (SignalType.MjStateQVel, _ro(range(d, d + nv)))
@@ -153,10 +154,10 @@ class SystemTrajectory:
     """
 
     model: mujoco.MjModel
-    control: TimeSeries
-    sensordata: TimeSeries
+    control: TrajectorySeries
+    sensordata: TrajectorySeries
     initial_state: np.ndarray
-    state: TimeSeries | None
+    state: TrajectorySeries | None
 
     def __init__(
         self,
@@ -176,14 +177,12 @@ class SystemTrajectory:
         if state is not None and not isinstance(state, TimeSeries):
             raise TypeError(must_be("state", "a TimeSeries or None", type(state).__name__))
         x0 = np.asarray(initial_state, dtype=np.float64).reshape(-1)
-        self._set(model, control, sensordata, x0, state)
+        self._set(model, _series(control), _series(sensordata), x0, _series(state))
         warn_if_peer_stamped(
             sensordata, control, float(x0[0]) if x0.size else None, float(model.opt.timestep)
         )
 
-    def _init_legacy(
-        self, model: Any, a: Any, b: Any, c: Any, d: Any, times: Any
-    ) -> None:
+    def _init_legacy(self, model: Any, a: Any, b: Any, c: Any, d: Any, times: Any) -> None:
         """``(model, times, control, sensordata, state)`` with arrays (mjsysid's former form)."""
         if times is None:
             times, control, sensordata, state = a, b, c, d
@@ -226,13 +225,18 @@ class SystemTrajectory:
 
     def qpos(self) -> np.ndarray:
         """``(nstep, nq)`` joint positions (needs ``state``)."""
-        return self._state_data()[:, state_slices(self.model)["qpos"]]
+        return self.state_array("read qpos of")[:, state_slices(self.model)["qpos"]]
 
     def qvel(self) -> np.ndarray:
         """``(nstep, nv)`` joint velocities (needs ``state``)."""
-        return self._state_data()[:, state_slices(self.model)["qvel"]]
+        return self.state_array("read qvel of")[:, state_slices(self.model)["qvel"]]
 
-    def _state_data(self, what: str = "this") -> np.ndarray:
+    def state_array(self, what: str = "read the states of") -> np.ndarray:
+        """``(nstep, nstate)`` full-physics states (``state.data``).
+
+        Raises:
+          ValueError: ``state`` is ``None`` (a measured trajectory).
+        """
         if self.state is None:
             raise ValueError(f"Cannot {what} a trajectory with missing state field (state=None)")
         return self.state.data
@@ -284,7 +288,7 @@ class SystemTrajectory:
         self, height: int = 240, width: int = 320, camera: int | str = -1, fps: float = 30
     ) -> list[np.ndarray]:
         """``(height, width, 3)`` uint8 frames of ``state`` (needs an OpenGL context)."""
-        return render_states(self.model, self._state_data("render"), fps, width, height, camera)
+        return render_states(self.model, self.state_array("render"), fps, width, height, camera)
 
     def save_to_disk(self, path: str | Path) -> None:
         """Writes an ``.npz`` (no pickle) with the series and their signal mappings."""
@@ -296,14 +300,16 @@ class SystemTrajectory:
     ) -> SystemTrajectory:
         """Reads :meth:`save_to_disk`'s file and checks it against ``model``."""
         z = files.load_arrays(path)
-        series = {}
+        series: dict[str, TrajectorySeries | None] = {}
         for f in files.FIELDS:
             if f == "state" and z["state_times"].size == 0:
                 series[f] = None
                 continue
             series[f] = TrajectorySeries(z[f"{f}_times"], z[f"{f}_data"], z[f"{f}_mapping"])
+        control, sensordata = series["control"], series["sensordata"]
+        assert control is not None and sensordata is not None
         traj = SystemTrajectory.from_series(
-            model, series["control"], series["sensordata"], z["initial_state"], series["state"]
+            model, control, sensordata, z["initial_state"], series["state"]
         )
         traj.check_compatible(allow_missing_sensors)
         return traj
@@ -315,8 +321,11 @@ def _width(ts: TimeSeries) -> int:
 
 def _missing_sensors(model: mujoco.MjModel, sens: TimeSeries) -> list[str]:
     have = set(sens.signal_mapping or {})
-    return [model.sensor(k).name or f"sensor {k}" for k in range(model.nsensor)
-            if model.sensor(k).name not in have]
+    return [
+        model.sensor(k).name or f"sensor {k}"
+        for k in range(model.nsensor)
+        if model.sensor(k).name not in have
+    ]
 
 
 def check_compatible(traj: SystemTrajectory, allow_missing_sensors: bool = False) -> None:
@@ -355,7 +364,11 @@ def split_trajectory(traj: SystemTrajectory, chunk_size: int) -> list[SystemTraj
     """:meth:`SystemTrajectory.split`."""
     if traj.state is None:
         raise ValueError("Cannot split rollout with missing state field (state=None)")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
+    if (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, int | np.integer)
+        or chunk_size < 1
+    ):
         raise ValueError(must_be("chunk_size", "a positive integer number of steps", chunk_size))
     ct = traj.control.times
     dt = float(traj.model.opt.timestep)
@@ -388,8 +401,10 @@ def sensordata_slice(traj: SystemTrajectory, sensor: str) -> np.ndarray:
             adr, dim = int(m.sensor_adr[k]), int(m.sensor_dim[k])
             cols.extend(range(adr, adr + dim))
     if not cols:
-        have = [f"{m.sensor(k).name} ({mujoco.mjtSensor(int(m.sensor_type[k])).name})"
-                for k in range(m.nsensor)]
+        have = [
+            f"{m.sensor(k).name} ({mujoco.mjtSensor(int(m.sensor_type[k])).name})"
+            for k in range(m.nsensor)
+        ]
         raise ValueError(
             must_be(
                 "get_sensordata_slice: sensor",
