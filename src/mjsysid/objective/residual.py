@@ -663,6 +663,9 @@ def build_residual_fn(
     nthread: int | None = None,
     fast_model_edits: bool = True,
     control_transform: ControlTransform | None = None,
+    n_threads: int | None = None,
+    return_pred_all: bool = False,
+    resample_true: bool = True,
 ) -> ResidualFunction:
     """Builds the batched residual function ``residual_fn(x, params)``.
 
@@ -689,11 +692,20 @@ def build_residual_fn(
       control_transform: Deadbands, direction-dependent gains and offsets applied to every
         candidate's recorded controls before its rollout (a :class:`mjsysid.ControlTransform`;
         its patterns must match actuators of every model).
+      n_threads, return_pred_all, resample_true: ``mujoco.sysid``'s keywords: ``n_threads``
+        is ``nthread``; the other two are accepted and change nothing (the function returns
+        the stacked residual; :meth:`ResidualFunction.predict` gives the predictions, and
+        the prediction is always interpolated at the measured times).
 
     Returns:
       A :class:`ResidualFunction`; unknown ``sensor_weights`` or ``enabled_observations``
       names fail here, not at the first evaluation.
     """
+    if n_threads is not None:
+        if nthread is not None and nthread != n_threads:
+            raise TypeError("build_residual_fn() got both nthread and n_threads")
+        nthread = n_threads
+    del return_pred_all, resample_true  # accepted for mujoco.sysid code
     ms_list = _checked_models_sequences(models_sequences)
     _check_options(normalize, modify_residual, control_interpolation, control_transform)
     _check_callables(modify_residual, custom_rollout, build_model)
