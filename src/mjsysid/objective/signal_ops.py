@@ -194,22 +194,28 @@ def delay_window(ref_times: np.ndarray, min_delay: float, max_delay: float) -> t
     return float(ref_times[0] + max(max_delay, 0.0)), float(ref_times[-1] + min(min_delay, 0.0))
 
 
-@keyword_aliases(ts_delayed="ts_ref")
+@keyword_aliases(ts_ref="ts_delayed")
 def apply_delayed_ts_window(
-    ts: TimeSeries, ts_ref: TimeSeries, min_delay: float, max_delay: float
+    ts: TimeSeries, ts_delayed: TimeSeries, min_delay: float, max_delay: float
 ) -> TimeSeries:
-    """Keeps the samples of ``ts`` at which ``ts_ref`` can be read with any delay in range.
+    """Keeps the samples of ``ts`` at which ``ts_delayed`` can be read with any delay in range.
+
+    The window is ``[p₀ + max(d_max, 0), p₁ + min(d_min, 0)]`` (module docstring), at least 2
+    samples. ``mujoco.sysid``'s function of this name keeps ``t + d_min >= p₀`` and
+    ``t + d_max <= p₁`` instead; ``mjsysid.apply_delayed_ts_window`` at top level is that one
+    (:mod:`mjsysid.objective.peer_signals`).
 
     Args:
       ts: Usually the measured series.
-      ts_ref: Usually the prediction (its span bounds what can be read).
+      ts_delayed: Usually the prediction (its span bounds what can be read; formerly
+        ``ts_ref``, still accepted).
       min_delay, max_delay: Delay bounds (s); 0 is always included.
 
     Raises:
       ValueError: No sample remains (the delays are too large for the recording).
     """
-    lo, hi = delay_window(ts_ref.times, min_delay, max_delay)
-    tol = 1e-9 * max(float(ts_ref.times[-1] - ts_ref.times[0]), 1.0)
+    lo, hi = delay_window(ts_delayed.times, min_delay, max_delay)
+    tol = 1e-9 * max(float(ts_delayed.times[-1] - ts_delayed.times[0]), 1.0)
     keep = (ts.times >= lo - tol) & (ts.times <= hi + tol)
     if keep.sum() < 2:
         raise ValueError(
