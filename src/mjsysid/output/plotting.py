@@ -402,17 +402,7 @@ def render_rollout(
       ValueError: Shapes that do not match the models, or bad options.
     """
     models, datas, states = _rollout_inputs(model, data, state)
-    if not (np.isfinite(framerate) and framerate > 0):
-        raise ValueError(must_be("framerate", "a positive number of frames per second", framerate))
-    for what, v in (("width", width), ("height", height)):
-        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
-            raise ValueError(must_be(what, "a positive integer number of pixels", v))
-    colors = [tuple(float(c) for c in rgba) for rgba in (ghost_colors or GHOST_COLORS)]
-    light = None if light_pos is None else np.asarray(light_pos, dtype=np.float64).reshape(-1)
-    if light is not None and (light.size != 3 or not np.all(np.isfinite(light))):
-        raise ValueError(must_be("light_pos", "None or 3 finite coordinates (m)", light_pos))
-    if any(len(c) != 4 for c in colors):
-        raise ValueError(must_be("ghost_colors", "RGBA 4-tuples", ghost_colors))
+    colors, light = _render_options(framerate, width, height, ghost_colors, light_pos)
     frames = _FrameSchedule.of(models, states, framerate, max_frames)
     buffer_model = _buffer_model(models[0], width, height, fast)
     cam = _camera(models[0], camera)
@@ -438,6 +428,28 @@ def render_rollout(
         if mjr is not None:
             mjr.free()
         ctx.free()
+
+
+def _render_options(
+    framerate: float,
+    width: int,
+    height: int,
+    ghost_colors: Sequence[Sequence[float]] | None,
+    light_pos: Sequence[float] | None,
+) -> tuple[list[tuple[float, ...]], np.ndarray | None]:
+    """The checked options of :func:`render_rollout`: ``(ghost colours, light position)``."""
+    if not (np.isfinite(framerate) and framerate > 0):
+        raise ValueError(must_be("framerate", "a positive number of frames per second", framerate))
+    for what, v in (("width", width), ("height", height)):
+        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
+            raise ValueError(must_be(what, "a positive integer number of pixels", v))
+    colors = [tuple(float(c) for c in rgba) for rgba in (ghost_colors or GHOST_COLORS)]
+    if any(len(c) != 4 for c in colors):
+        raise ValueError(must_be("ghost_colors", "RGBA 4-tuples", ghost_colors))
+    light = None if light_pos is None else np.asarray(light_pos, dtype=np.float64).reshape(-1)
+    if light is not None and (light.size != 3 or not np.all(np.isfinite(light))):
+        raise ValueError(must_be("light_pos", "None or 3 finite coordinates (m)", light_pos))
+    return colors, light
 
 
 def _rollout_inputs(

@@ -283,11 +283,9 @@ def sysid_rollout(
         rollout, sampled every model timestep. Every row is used: ``nstep`` rows give
         ``nstep`` sensor rows (``mujoco.sysid`` drops the last). ``control=`` also works.
       initial_states: ``(nbatch, nstate)`` or ``(nstate,)`` (broadcast) full-physics states.
-      rollout_signal_mapping: Mapping of the returned ``sensordata`` (default: the model's
-        sensors by name).
-      rollout_state_mapping: Mapping of the returned ``state`` (default:
-        :func:`~mjsysid.sim.trajectory.state_signal_mapping`).
-      ctrl_mapping: Mapping of the returned ``control`` (default: one signal per actuator).
+      rollout_signal_mapping, rollout_state_mapping, ctrl_mapping: Mappings of the returned
+        series (default: the model's sensors, :func:`~.trajectory.state_signal_mapping`,
+        one signal per actuator).
       nthread: Thread count when ``datas`` is ``None``.
 
     Returns:
@@ -299,13 +297,9 @@ def sysid_rollout(
       ValueError: Shapes that do not match the models.
       RolloutDivergedError: A simulation became unstable.
     """
-    if control is not None:
-        if control_signal is not None:
-            raise TypeError("sysid_rollout() got both 'control_signal' and 'control'")
-        control_signal = control
-    if control_signal is None or initial_states is None:
-        raise TypeError("sysid_rollout() needs control_signal and initial_states")
-    model_list, ctrl, x0 = _batch_inputs(models, control_signal, initial_states)
+    model_list, ctrl, x0 = _batch_inputs(
+        models, *_control_argument(control_signal, control, initial_states)
+    )
     m0 = model_list[0]
     if datas is not None:
         data_list = [datas] if isinstance(datas, mujoco.MjData) else list(datas)
@@ -377,6 +371,20 @@ class _Mappings:
             x0,
             series(state, self.state),
         )
+
+
+def _control_argument(
+    control_signal: Any, control: Any, initial_states: npt.ArrayLike | None
+) -> tuple[Any, npt.ArrayLike]:
+    """``(control, initial_states)`` of :func:`sysid_rollout`; the control given as
+    ``control_signal`` (the peer's name, positional) or ``control=`` (mjsysid's former)."""
+    if control is not None:
+        if control_signal is not None:
+            raise TypeError("sysid_rollout() got both 'control_signal' and 'control'")
+        control_signal = control
+    if control_signal is None or initial_states is None:
+        raise TypeError("sysid_rollout() needs control_signal and initial_states")
+    return control_signal, initial_states
 
 
 def _batch_inputs(
