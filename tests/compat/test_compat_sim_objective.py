@@ -6,7 +6,9 @@ rollout, former keyword names); the peer's functional residual API runs end to e
 
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -180,7 +182,9 @@ def test_normalize_residual_needs_two_rows() -> None:
 # ------------------------------------------------------------------ residual API
 
 
-def _problem(spec: mujoco.MjSpec, model: mujoco.MjModel):  # type: ignore[no-untyped-def]
+def _problem(
+    spec: mujoco.MjSpec, model: mujoco.MjModel
+) -> tuple[sysid.SystemTrajectory, sysid.ModelSequences, sysid.ParameterDict]:
     tr = _rollout(model, 30)
     seq = sysid.ModelSequences("p", spec, "s", tr.initial_state, tr.control, tr.sensordata)
 
@@ -262,3 +266,16 @@ def test_render_rollout_light_pos_is_checked_before_rendering(pendulum: mujoco.M
 def test_default_report_needs_a_folder() -> None:
     with pytest.raises(TypeError, match="save_path"):
         sysid.default_report([], None, None, print, None)
+
+
+def test_saved_mappings_use_the_peers_type_codes(pendulum: mujoco.MjModel, tmp_path: Path) -> None:
+    tr = _rollout(pendulum)
+    tr.save_to_disk(tmp_path / "t.npz")
+    with np.load(tmp_path / "t.npz", allow_pickle=False) as z:
+        assert json.loads(str(z["sensordata_mapping"]))["hpos"] == [0, [0]]  # MjSensor = 0
+        assert json.loads(str(z["state_mapping"]))["hinge_qpos"] == [2, [1]]  # MjStateQPos
+    back = sysid.SystemTrajectory.load_from_disk(tmp_path / "t.npz", pendulum)
+    assert back.state is not None and list(back.state.signal_mapping) == [
+        "hinge_qpos",
+        "hinge_qvel",
+    ]

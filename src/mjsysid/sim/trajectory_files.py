@@ -4,8 +4,9 @@ Keys, as ``mujoco.sysid`` writes them: ``control_times``, ``control_data``,
 ``sensordata_times``, ``sensordata_data``, ``initial_state``, ``state_times``, ``state_data``
 (both ``(0,)`` without a state), and ``control_mapping``, ``sensordata_mapping``,
 ``state_mapping``: each signal mapping as a JSON string ``{"name": [type, [columns]]}``
-(``null`` for none). ``type`` is the :class:`~mjsysid.SignalType` member name; reading also
-accepts the peer's integers (members in declaration order, ``MjSensor`` = 0).
+(``null`` for none). ``type`` is ``mujoco.sysid``'s integer code (the
+:class:`~mjsysid.SignalType` members in declaration order, ``MjSensor`` = 0), so either
+toolbox reads the other's files; reading also accepts member names.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ KEYS = (
 
 
 def mapping_to_json(mapping: dict[str, tuple[SignalType, np.ndarray]] | None) -> str:
-    """``{"name": ["MjSensor", [0, 1]], ...}`` in mapping order, or ``"null"``."""
+    """``{"name": [0, [0, 1]], ...}`` (type codes) in mapping order, or ``"null"``."""
     if mapping is None:
         return "null"
-    return json.dumps({n: [k.name, [int(i) for i in idx]] for n, (k, idx) in mapping.items()})
+    codes = {k: i for i, k in enumerate(SignalType)}
+    return json.dumps({n: [codes[k], [int(i) for i in idx]] for n, (k, idx) in mapping.items()})
 
 
 def _signal_type(value: Any, where: str) -> SignalType:
