@@ -24,8 +24,32 @@ import sys
 from dataclasses import dataclass
 from types import ModuleType
 
-#: ``module:name`` of the peer -> why mjsysid does not have it.
-LEFT_OUT: dict[str, str] = {}
+_KWARGS = (
+    "mjsysid names every keyword of build_residual_fn (the peer's residual keywords "
+    "n_threads, return_pred_all, resample_true included); a **kwargs catch-all would turn "
+    "a misspelt option into a silent no-op"
+)
+_SLICE = (
+    "TimeSeries.slice_by_name is a method (self, names); TimeSeries.slice_by_name(ts, [...]) "
+    "works positionally, only the keywords ts=/enabled_sensors= differ (a descriptor for "
+    "them is not worth the confusion)"
+)
+
+#: ``module:name`` (or ``module:Class.member``) of the peer -> why mjsysid does not have it
+#: as the checker wants (the same reasons as docs/coming-from-mujoco-sysid.md).
+LEFT_OUT: dict[str, str] = {
+    "mujoco.sysid:tests": "the peer's own test package",
+    "mujoco.sysid:build_residual_fn": _KWARGS,
+    "mujoco.sysid._src.residual:build_residual_fn": _KWARGS,
+    "mujoco.sysid:default_report": (
+        "accepts both argument orders (the peer's residual_fn, opt_result and mjsysid's "
+        "opt_result, residual_fn, told apart by which one is callable), so the signature "
+        "cannot name the 4th parameter the peer's way; it returns the report's path, not a "
+        "ReportBuilder"
+    ),
+    "mujoco.sysid:TimeSeries.slice_by_name": _SLICE,
+    "mujoco.sysid._src.timeseries:TimeSeries.slice_by_name": _SLICE,
+}
 
 
 @dataclass(frozen=True)
@@ -160,7 +184,7 @@ def check() -> list[Finding]:
             if ours_mod is None and mine is None:
                 findings.append(Finding(where, f"module {mod.__name__} has no mjsysid counterpart"))
                 continue
-            findings += _compare(where, obj, mine)
+            findings += [f for f in _compare(where, obj, mine) if f.where not in LEFT_OUT]
     return findings
 
 

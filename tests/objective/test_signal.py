@@ -139,7 +139,9 @@ def test_weighted_diff_and_normalize():
     np.testing.assert_allclose(diff[:, 0], -2.0)
     np.testing.assert_allclose(diff[:, 1], 0.0)
     norm = sm.normalize_residual(diff, ts)
-    np.testing.assert_allclose(norm[:, 0], -2.0 / np.sqrt(np.mean(ts.data[:, 0] ** 2)))
+    # mujoco.sysid's scale: sqrt(sum(x**2) / (N - 1)) (docs/compat-gaps.md, decisions)
+    scale = np.sqrt(np.sum(ts.data[:, 0] ** 2) / (ts.data.shape[0] - 1))
+    np.testing.assert_allclose(norm[:, 0], -2.0 / scale)
     with pytest.raises(ValueError, match="measured column 1 must not be all zeros"):
         sm.normalize_residual(diff, np.stack([np.ones(101), np.zeros(101)], axis=1))
 

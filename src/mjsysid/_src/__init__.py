@@ -5,7 +5,10 @@ Code written against the specification imports low-level modules from ``_src``
 ``from mjsysid._src import signal_modifier``. Each name below is the module of mjsysid that
 holds what the module of that name holds there, imported on first use: an attribute
 (``mjsysid._src.optimize``) and an import path (``from mjsysid._src.optimize import ...``)
-give the module itself, not a copy.
+give the module itself, not a copy. Where the peer's module of a name gathers names from
+several of mjsysid's (``trajectory``, ``residual``, ``model_modifier``, ``parameter``, ``io``),
+the entry is a facade module here (``_trajectory.py``, ...; see ``_facade.py``) that looks
+names up in those modules; ``_src.<mjsysid module name>`` (``rollout`` ...) stays available.
 """
 
 from __future__ import annotations
@@ -25,26 +28,27 @@ MODULES = {
     "experiment": "mjsysid.app.experiment",
     "inertia": "mjsysid.params.inertia",
     "intervals": "mjsysid.fit.intervals",
-    "io": "mjsysid.output.results",
+    "io": "mjsysid._src._io",
     "lm": "mjsysid.fit.lm",
-    "model_modifier": "mjsysid.params.apply",
+    "model_modifier": "mjsysid._src._model_modifier",
     "model_sequences": "mjsysid.data.sequences",
     "optimize": "mjsysid.fit.optimize",
     "param_kinds": "mjsysid.params.kinds",
-    "parameter": "mjsysid.params.parameter",
+    "parameter": "mjsysid._src._parameter",
     "planning": "mjsysid.app.planning",
     "plotting": "mjsysid.output.plotting",
     "protocols": "mjsysid.objective.protocols",
     "recording": "mjsysid.data.recording",
     "report": "mjsysid.output.report",
-    "residual": "mjsysid.objective.residual",
+    "residual": "mjsysid._src._residual",
     "results": "mjsysid.output.results",
+    "rollout": "mjsysid.sim.rollout",
     "shooting": "mjsysid.objective.windows",
     "signal_modifier": "mjsysid.signal_modifier",
     "signal_names": "mjsysid.data.signals",
     "signal_transform": "mjsysid.objective.signal_transform",
     "timeseries": "mjsysid.data.timeseries",
-    "trajectory": "mjsysid.sim.rollout",
+    "trajectory": "mjsysid._src._trajectory",
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from mjsysid.data.peer_stamps import warn_if_peer_stamped
 from mjsysid.data.states import state_size
 from mjsysid.data.timeseries import SignalType, TimeSeries, signal_source_indices
 from mjsysid.util.errors import must_be, short_repr
@@ -85,11 +86,18 @@ class ModelSequences:
         without actuators), or a list.
       sensordata: Measured :class:`TimeSeries` (sensors and/or joint states), or a list. A
         series without a signal mapping must hold all model sensors in model order.
-      rms_reference: Optional, one per sequence: the measured series whose RMS normalises the
-        sequence's residual instead of its own data (``None`` entries: its own).
+      rms_reference: Optional, one per sequence: the measured series whose RMS
+        normalises the sequence's residual instead of its own data (``None`` entries: its
+        own).
         :func:`mjsysid.split_windows` gives every window its whole recording, so the windows
         of a recording weigh each sample alike (a window near zero would otherwise be scaled
         up, its noise with it). Each must hold the same signals as that sequence.
+      allow_missing_sensors: Keyword (or, as in ``mujoco.sysid``, a ``bool`` 7th positional
+        argument). Accepted for peer code: mjsysid always lets ``sensordata`` hold a subset
+        of the model's sensors, named by its signal mapping, so it changes nothing.
+
+    Measured data stamped one timestep late, as ``mujoco.sysid``'s rollout stamps it, gets a
+    :class:`~mjsysid.data.peer_stamps.PeerTimestampWarning` with the fix.
 
     Attributes:
       model: The spec compiled once at construction (nominal values).
@@ -102,10 +110,15 @@ class ModelSequences:
     control: list[TimeSeries | None] | TimeSeries | None
     sensordata: list[TimeSeries] | TimeSeries
     rms_reference: list[TimeSeries | None] | None = None
+    allow_missing_sensors: bool = field(default=False, kw_only=True)
     model: mujoco.MjModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         _check_name("ModelSequences name", self.name)
+        if isinstance(self.rms_reference, bool | np.bool_):
+            # mujoco.sysid's 7th positional argument is allow_missing_sensors
+            self.allow_missing_sensors = bool(self.rms_reference)
+            self.rms_reference = None
         where = f"ModelSequences {self.name!r}"
         self.model = _compile(self.spec, where)
         self.sequence_name = _as_list(self.sequence_name, str)
@@ -162,6 +175,13 @@ class ModelSequences:
         meas = self.sensordata[i]
         _check_sensordata(model, meas, where)
         ctrl = self.control[i]
+        warn_if_peer_stamped(
+            meas,
+            ctrl if isinstance(ctrl, TimeSeries) else None,
+            float(self.initial_state[i][0]),
+            float(model.opt.timestep),
+            f"{where}: sensordata",
+        )
         if ctrl is None:
             if model.nu:
                 raise ValueError(

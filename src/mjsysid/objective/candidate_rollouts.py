@@ -182,8 +182,8 @@ class CandidateRollouts:
             x0,
             [p for ps in cand_params for p in ps],
         )
-        state = np.stack([t.state for t in trajs])
-        sensordata = np.stack([t.sensordata for t in trajs])
+        state = np.stack([t.state_array() for t in trajs])
+        sensordata = np.stack([np.asarray(t.sensordata.data) for t in trajs])
         # custom rollouts return aligned states; store them shifted like MuJoCo's
         state = np.concatenate([state[:, 1:], state[:, -1:]], axis=1)
         ok = np.all(np.isfinite(state), axis=(1, 2)) & np.all(np.isfinite(sensordata), axis=(1, 2))

@@ -650,6 +650,13 @@ def _check_callables(modify_residual: object, custom_rollout: object, build_mode
             raise TypeError(must_be(what, "callable or None", fn))
 
 
+def _thread_count(nthread: int | None, n_threads: int | None) -> int | None:
+    """``nthread``, or the peer's spelling ``n_threads``."""
+    if n_threads is not None and nthread is not None and nthread != n_threads:
+        raise TypeError("build_residual_fn() got both nthread and n_threads")
+    return nthread if n_threads is None else n_threads
+
+
 def build_residual_fn(
     models_sequences: Sequence[ModelSequences] | ModelSequences,
     modify_residual: ModifyResidualFn | None = None,
@@ -663,6 +670,9 @@ def build_residual_fn(
     nthread: int | None = None,
     fast_model_edits: bool = True,
     control_transform: ControlTransform | None = None,
+    n_threads: int | None = None,
+    return_pred_all: bool = False,
+    resample_true: bool = True,
 ) -> ResidualFunction:
     """Builds the batched residual function ``residual_fn(x, params)``.
 
@@ -673,26 +683,23 @@ def build_residual_fn(
       custom_rollout: Replaces the built-in batched rollout (a :class:`mjsysid.CustomRolloutFn`;
         must return time-aligned trajectories).
       build_model: ``build_model(params, spec) -> MjModel``, run on a private working copy of
-        each spec (no copy per call). The default, :func:`apply_param_modifiers`, uses the
-        compiled-model fast path where every active parameter has one.
+        each spec. The default, :func:`apply_param_modifiers`, uses the compiled-model fast
+        path where every active parameter has one.
       sensor_weights: ``{signal name or fnmatch pattern: weight}`` (scalar, or one per column
         of the signal); a signal matched by several keys gets the product.
       enabled_observations: Signal names to use; the others are ignored.
-      normalize: ``True`` or ``"signal"`` (default): divide each measured signal by its RMS
-        over all its columns (:func:`~mjsysid.signal_modifier.signal_rms`; an all-zero signal
-        is then an error); ``"column"``: by each column's RMS
-        (:func:`~mjsysid.signal_modifier.column_rms`; can converge faster on orientation
-        sensors, but amplifies near-constant noisy columns); ``False``: no normalisation.
-      control_interpolation: ``"zoh"`` (zero-order hold, default: what hardware does between
-        commands) or ``"linear"``.
-      nthread: Rollout threads (default: all CPUs). fast_model_edits: The compiled-model fast path.
+      normalize: ``True``/``"signal"`` (default): divide each measured signal by its RMS over
+        its columns (:func:`~mjsysid.signal_modifier.signal_rms`); ``"column"``: by each
+        column's RMS (:func:`~mjsysid.signal_modifier.column_rms`); ``False``: none.
+      control_interpolation: ``"zoh"`` (zero-order hold, default) or ``"linear"``.
+      nthread: Rollout threads (default: all CPUs); ``n_threads`` is the peer's spelling.
+      fast_model_edits: The compiled-model fast path.
       control_transform: Deadbands, direction-dependent gains and offsets applied to every
-        candidate's recorded controls before its rollout (a :class:`mjsysid.ControlTransform`;
-        its patterns must match actuators of every model).
+        candidate's recorded controls (a :class:`mjsysid.ControlTransform`).
+      return_pred_all, resample_true: ``mujoco.sysid``'s keywords; they change nothing.
 
     Returns:
-      A :class:`ResidualFunction`; unknown ``sensor_weights`` or ``enabled_observations``
-      names fail here, not at the first evaluation.
+      A :class:`ResidualFunction` (unknown weight or observation names fail here).
     """
     ms_list = _checked_models_sequences(models_sequences)
     _check_options(normalize, modify_residual, control_interpolation, control_transform)
@@ -706,7 +713,7 @@ def build_residual_fn(
         enabled_observations=enabled_observations,
         normalize=normalize,
         control_interpolation=control_interpolation,
-        nthread=nthread,
+        nthread=_thread_count(nthread, n_threads),
         fast_model_edits=fast_model_edits,
         control_transform=control_transform,
     )

@@ -16,8 +16,9 @@ length then does not depend on the delay values, and no sample ever reads an ext
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import mujoco
 import numpy as np
@@ -27,15 +28,56 @@ from mjsysid.data.timeseries import TimeSeries
 from mjsysid.params.parameter import Parameter
 from mjsysid.util.errors import must_be
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
-def get_sensor_indices(model: mujoco.MjModel, name: str) -> np.ndarray:
-    """Indices into ``sensordata`` of the sensor called ``name``, shape ``(sensor_dim,)``."""
-    i = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, name)
-    if i < 0:
-        known = [model.sensor(k).name for k in range(model.nsensor)]
-        raise KeyError(f"the model has no sensor named {name!r}; known sensors: {known}")
-    adr, dim = int(model.sensor_adr[i]), int(model.sensor_dim[i])
-    return np.arange(adr, adr + dim)
+
+def keyword_aliases(**old_to_new: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Lets a function keep accepting its former keyword names (``old=`` means ``new=``).
+
+    The signal functions take ``mujoco.sysid``'s keyword names (``sensor_name``, ``gain``,
+    ...); mjsysid's earlier ones (``name``, ``param``, ...) keep working through this.
+    """
+
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {old!r} and {new!r}")
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return inner
+
+    return wrap
+
+
+def get_sensor_indices(
+    model: mujoco.MjModel, sensor_name: str | Sequence[str], sort: bool = False
+) -> list[int]:
+    """Indices into ``sensordata`` of the named sensor(s), as a list.
+
+    Args:
+      model: The compiled model.
+      sensor_name: One sensor name or several; indices follow the order given
+        (``["af", "hpos"]`` -> ``[2, 0]`` when ``hpos`` is column 0 and ``af`` column 2).
+      sort: Sort the indices ascending.
+
+    Raises:
+      KeyError: A name that is not a sensor of the model (the known ones are listed).
+    """
+    names = [sensor_name] if isinstance(sensor_name, str) else list(sensor_name)
+    out: list[int] = []
+    for name in names:
+        i = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, name)
+        if i < 0:
+            known = [model.sensor(k).name for k in range(model.nsensor)]
+            raise KeyError(f"the model has no sensor named {name!r}; known sensors: {known}")
+        adr, dim = int(model.sensor_adr[i]), int(model.sensor_dim[i])
+        out.extend(range(adr, adr + dim))
+    return sorted(out) if sort else out
 
 
 def _value_of(param: Parameter | npt.ArrayLike) -> np.ndarray:
@@ -59,14 +101,19 @@ def _scaled(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike, op: str
     return TimeSeries._unchecked(ts.times, data, ts.signal_mapping)
 
 
-def apply_gain(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike) -> TimeSeries:
-    """Multiplies the columns of signal ``name`` by ``param.value`` (scalar or per column)."""
-    return _scaled(ts, name, param, "gain")
+@keyword_aliases(name="sensor_name", param="gain")
+def apply_gain(ts: TimeSeries, sensor_name: str, gain: Parameter | npt.ArrayLike) -> TimeSeries:
+    """Multiplies the columns of signal ``sensor_name`` by ``gain.value`` (scalar or per
+    column); a new series, ``ts`` is untouched. (Formerly ``name=``/``param=``, still
+    accepted.)"""
+    return _scaled(ts, sensor_name, gain, "gain")
 
 
-def apply_bias(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike) -> TimeSeries:
-    """Adds ``param.value`` (scalar or per column) to the columns of signal ``name``."""
-    return _scaled(ts, name, param, "bias")
+@keyword_aliases(name="sensor_name", param="bias")
+def apply_bias(ts: TimeSeries, sensor_name: str, bias: Parameter | npt.ArrayLike) -> TimeSeries:
+    """Adds ``bias.value`` (scalar or per column) to the columns of signal ``sensor_name``;
+    a new series. (Formerly ``name=``/``param=``, still accepted.)"""
+    return _scaled(ts, sensor_name, bias, "bias")
 
 
 def _interp_columns(times: np.ndarray, data: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -102,21 +149,25 @@ def _query_times(times: npt.ArrayLike, what: str) -> np.ndarray:
     return query
 
 
+@keyword_aliases(name="sensor_name", param="delay")
 def apply_delay(
     ts: TimeSeries,
-    name: str,
-    param: Parameter | npt.ArrayLike,
+    sensor_name: str,
+    delay: Parameter | npt.ArrayLike,
     times: npt.ArrayLike | None = None,
 ) -> TimeSeries:
-    """Delays signal ``name`` by ``d = param.value[0]`` s.
+    """Delays signal ``sensor_name`` by ``d = delay.value[0]`` s.
 
     Returns the series at ``times`` (default: its own times): signal ``name`` at ``t`` holds
     its value at ``t − d``, every other signal its value at ``t`` (linear interpolation).
     Every ``t − d`` must lie inside the series: on its own times a delay ``d > 0`` has no value
     for the first ``d`` seconds (``d < 0``: the last), so pass the times to compare at, e.g.
     the measured times cropped by :func:`apply_delayed_ts_window` for the delay bounds.
+    (``mjsysid.apply_delay`` at top level is :func:`mjsysid.objective.peer_signals.apply_delay`,
+    which holds the end values as ``mujoco.sysid`` does.)
     """
-    d = float(_value_of(param)[0])
+    name = sensor_name
+    d = float(_value_of(delay)[0])
     cols = ts.columns(name)
     query = ts.times if times is None else _query_times(times, "apply_delay: times")
     if times is not None:
@@ -143,21 +194,28 @@ def delay_window(ref_times: np.ndarray, min_delay: float, max_delay: float) -> t
     return float(ref_times[0] + max(max_delay, 0.0)), float(ref_times[-1] + min(min_delay, 0.0))
 
 
+@keyword_aliases(ts_ref="ts_delayed")
 def apply_delayed_ts_window(
-    ts: TimeSeries, ts_ref: TimeSeries, min_delay: float, max_delay: float
+    ts: TimeSeries, ts_delayed: TimeSeries, min_delay: float, max_delay: float
 ) -> TimeSeries:
-    """Keeps the samples of ``ts`` at which ``ts_ref`` can be read with any delay in range.
+    """Keeps the samples of ``ts`` at which ``ts_delayed`` can be read with any delay in range.
+
+    The window is ``[p₀ + max(d_max, 0), p₁ + min(d_min, 0)]`` (module docstring), at least 2
+    samples. ``mujoco.sysid``'s function of this name keeps ``t + d_min >= p₀`` and
+    ``t + d_max <= p₁`` instead; ``mjsysid.apply_delayed_ts_window`` at top level is that one
+    (:mod:`mjsysid.objective.peer_signals`).
 
     Args:
       ts: Usually the measured series.
-      ts_ref: Usually the prediction (its span bounds what can be read).
+      ts_delayed: Usually the prediction (its span bounds what can be read; formerly
+        ``ts_ref``, still accepted).
       min_delay, max_delay: Delay bounds (s); 0 is always included.
 
     Raises:
       ValueError: No sample remains (the delays are too large for the recording).
     """
-    lo, hi = delay_window(ts_ref.times, min_delay, max_delay)
-    tol = 1e-9 * max(float(ts_ref.times[-1] - ts_ref.times[0]), 1.0)
+    lo, hi = delay_window(ts_delayed.times, min_delay, max_delay)
+    tol = 1e-9 * max(float(ts_delayed.times[-1] - ts_delayed.times[0]), 1.0)
     keep = (ts.times >= lo - tol) & (ts.times <= hi + tol)
     if keep.sum() < 2:
         raise ValueError(
@@ -174,12 +232,16 @@ def apply_resample_and_delay(
     times: npt.ArrayLike,
     default_delay: float = 0.0,
     sensor_delays: Mapping[str, float] | None = None,
+    predicted_data: bool = True,
 ) -> TimeSeries:
     """Resamples ``ts`` at ``times`` with a delay per signal.
 
     Signal ``s`` at time ``t`` gets ``ts_s(t − d_s)`` with ``d_s = sensor_delays.get(s,
-    default_delay)``. Every ``t − d_s`` must fall inside ``ts``'s span.
+    default_delay)``; with ``predicted_data=False`` (``ts`` is the measured series, shifted
+    back onto the prediction's clock) it gets ``ts_s(t + d_s)``. Every sampled time must fall
+    inside ``ts``'s span.
     """
+    sign = 1.0 if predicted_data else -1.0
     query = _query_times(times, "apply_resample_and_delay: times")
     delays = dict(sensor_delays or {})
     unknown = sorted(set(delays) - set(ts.names))
@@ -195,7 +257,7 @@ def apply_resample_and_delay(
     if rest:
         groups.setdefault(float(default_delay), []).extend(rest)
     for d, cols in groups.items():
-        q = query - d
+        q = query - sign * d
         check_inside(ts.times, q, f"apply_resample_and_delay (delay {d!r} s)")
         out[:, cols] = _interp_columns(ts.times, ts.data[:, cols], q)
     return TimeSeries._unchecked(query, out, ts.signal_mapping)
@@ -206,6 +268,7 @@ def _column_weights(
 ) -> np.ndarray:
     w = np.ones(ncol)
     for name, value in (weights or {}).items():
+        cols: np.ndarray | list[int]
         if isinstance(meas, TimeSeries) and meas.signal_mapping is not None:
             cols = meas.columns(name)
         elif model is not None and ncol == model.nsensordata:
@@ -220,19 +283,31 @@ def _column_weights(
     return w
 
 
+def prepare_sensor_weights(
+    sensor_weights: Mapping[str, Any] | None, n_sensors: int, model: mujoco.MjModel
+) -> np.ndarray:
+    """``(n_sensors,)`` per-column weights of ``sensordata`` laid out as the model's sensors:
+    1 everywhere, the columns of each named sensor times its weight (``{"hvel": 2}`` ->
+    ``[1, 2, 1]`` for sensors hpos, hvel, af)."""
+    return _column_weights(None, model, sensor_weights, int(n_sensors))
+
+
+@keyword_aliases(predicted="predicted_data", measured="measured_data", weights="sensor_weights")
 def weighted_diff(
-    predicted: TimeSeries | npt.ArrayLike,
-    measured: TimeSeries | npt.ArrayLike,
+    predicted_data: TimeSeries | npt.ArrayLike,
+    measured_data: TimeSeries | npt.ArrayLike,
     model: mujoco.MjModel | None = None,
-    weights: Mapping[str, Any] | None = None,
+    sensor_weights: Mapping[str, Any] | None = None,
 ) -> np.ndarray:
     """``(measured − predicted) · w`` column-wise, shape ``(N, D)``.
 
     Args:
-      predicted, measured: Series (or ``(N, D)`` arrays) on the same times.
+      predicted_data, measured_data: Series (or ``(N, D)`` arrays) on the same times
+        (formerly ``predicted``/``measured``, still accepted).
       model: Needed to name columns of plain arrays (all sensors, model order).
-      weights: ``{signal_name: weight}`` (scalar or per column).
+      sensor_weights: ``{signal_name: weight}`` (scalar or per column; formerly ``weights``).
     """
+    predicted, measured, weights = predicted_data, measured_data, sensor_weights
     p = (
         predicted.data
         if isinstance(predicted, TimeSeries)
@@ -289,19 +364,34 @@ def column_rms(measured: TimeSeries, label: str = "sensordata") -> np.ndarray:
     return np.where(column >= 1e-3 * signal, column, signal)
 
 
-def normalize_residual(residual: npt.ArrayLike, measured: TimeSeries | npt.ArrayLike) -> np.ndarray:
-    """Divides each residual column by the RMS of that measured column.
+@keyword_aliases(measured="measured_data")
+def normalize_residual(
+    residual: npt.ArrayLike, measured_data: TimeSeries | npt.ArrayLike
+) -> np.ndarray:
+    """Divides each residual column by ``sqrt(Σ_k m_k² / (N − 1))`` of that measured column.
+
+    That is ``mujoco.sysid``'s scale (its docstring calls it the standard deviation; it is the
+    root of the sum of squares over ``N − 1``, the mean not subtracted), kept so residuals
+    match. The fit's own normalisation is :func:`signal_rms`/:func:`column_rms`.
+
+    Args:
+      residual: ``(N, D)`` residual.
+      measured_data: ``(N, D)`` measured series or array, ``N >= 2`` (formerly ``measured``).
 
     Raises:
-      ValueError: A measured column is all zeros (its RMS is 0); drop or re-weight it instead.
+      ValueError: Fewer than 2 rows, or a measured column of zeros (its scale is 0).
     """
     r = np.asarray(residual, dtype=np.float64)
     m = (
-        measured.data
-        if isinstance(measured, TimeSeries)
-        else np.asarray(measured, dtype=np.float64)
+        measured_data.data
+        if isinstance(measured_data, TimeSeries)
+        else np.asarray(measured_data, dtype=np.float64)
     )
-    rms = np.sqrt(np.mean(np.square(m), axis=0))
+    if m.shape[0] < 2:
+        raise ValueError(
+            must_be("normalize_residual: measured_data", "at least 2 rows", m.shape[0])
+        )
+    rms = np.sqrt(np.sum(np.square(m), axis=0) / (m.shape[0] - 1))
     zero = np.flatnonzero(rms == 0)
     if zero.size:
         raise ValueError(
@@ -309,3 +399,21 @@ def normalize_residual(residual: npt.ArrayLike, measured: TimeSeries | npt.Array
             "would divide by zero); drop it or use an explicit weight instead"
         )
     return r / rms
+
+
+def apply_time_window(ts: TimeSeries, min_t: float, max_t: float) -> TimeSeries:
+    """The samples of ``ts`` with ``min_t <= t <= max_t``, a new series.
+
+    Raises:
+      ValueError: No sample lies in the interval.
+    """
+    keep = (ts.times >= min_t) & (ts.times <= max_t)
+    if not keep.any():
+        raise ValueError(
+            must_be(
+                "apply_time_window: [min_t, max_t]",
+                f"an interval holding samples of the series span {ts.span}",
+                (min_t, max_t),
+            )
+        )
+    return TimeSeries._unchecked(ts.times[keep], ts.data[keep], ts.signal_mapping)

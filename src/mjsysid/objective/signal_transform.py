@@ -151,8 +151,18 @@ class SignalTransform:
         )
         return self._changed()
 
-    def enable_sensors(self, names: Iterable[str]) -> SignalTransform:
-        """Uses only these signals (names or patterns) in the residual."""
+    def enable_sensors(
+        self, sensor_names: Iterable[str] | None = None, *, names: Iterable[str] | None = None
+    ) -> SignalTransform:
+        """Uses only these signals (names or patterns) in the residual.
+
+        ``sensor_names`` is ``mujoco.sysid``'s keyword; ``names=`` (mjsysid's former keyword)
+        still works. Returns the transform (the peer returns ``None``).
+        """
+        if (sensor_names is None) == (names is None):
+            raise TypeError("enable_sensors() takes sensor_names (or names=), exactly one")
+        names = sensor_names if names is None else names
+        assert names is not None
         if isinstance(names, str):
             raise TypeError(
                 must_be(

@@ -226,7 +226,7 @@ def _nominal_activation(ms: ModelSequences, si: int) -> Callable[[float], np.nda
     assert ctrl is not None  # an activation needs an actuator
     control = ctrl.data[zoh_indices(ctrl.times, grid)][:, ms.control_columns(si)]
     (traj,) = sysid_rollout(model, None, control, x0)
-    acts = traj.state[:, state_slices(model)["act"]]
+    acts = traj.state_array()[:, state_slices(model)["act"]]
 
     def activation(t: float) -> np.ndarray:
         k = int(np.clip(np.searchsorted(grid, t + 1e-9 * dt) - 1, 0, len(grid) - 1))

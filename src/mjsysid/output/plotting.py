@@ -356,10 +356,11 @@ def render_rollout(
     data: mujoco.MjData | Sequence[mujoco.MjData] | None,
     state: npt.ArrayLike | Sequence[npt.ArrayLike],
     framerate: float = 30.0,
-    *,
+    camera: int | str | mujoco.MjvCamera | None = None,
     width: int = 320,
     height: int = 240,
-    camera: int | str | mujoco.MjvCamera | None = None,
+    light_pos: Sequence[float] | None = None,
+    *,
     ghost_colors: Sequence[Sequence[float]] | None = None,
     max_frames: int | None = None,
     fast: bool = True,
@@ -381,9 +382,12 @@ def render_rollout(
         may have different lengths and sampling: each frame shows every trajectory at the
         same time (the last sample at or before it).
       framerate: Frames per second of simulated time.
+      camera: ``None`` or ``-1`` (free camera framing the whole model), a camera name or id,
+        or an ``MjvCamera``.
       width, height: Image size in pixels (the offscreen buffer is enlarged as needed).
-      camera: ``None`` (free camera framing the whole model), a camera name or id, or an
-        ``MjvCamera``.
+        ``camera``, ``width``, ``height`` and ``light_pos`` come in ``mujoco.sysid``'s
+        positional order (its defaults are ``-1``, 640 and 480).
+      light_pos: ``(3,)`` position (m) of an extra spotlight pointing down, or ``None``.
       ghost_colors: RGBA of the 2nd, 3rd, ... trajectories (default :data:`GHOST_COLORS`).
       max_frames: Stop after this many frames.
       fast: Turn off shadows, reflections and multisampling: much faster with software
@@ -398,14 +402,7 @@ def render_rollout(
       ValueError: Shapes that do not match the models, or bad options.
     """
     models, datas, states = _rollout_inputs(model, data, state)
-    if not (np.isfinite(framerate) and framerate > 0):
-        raise ValueError(must_be("framerate", "a positive number of frames per second", framerate))
-    for what, v in (("width", width), ("height", height)):
-        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
-            raise ValueError(must_be(what, "a positive integer number of pixels", v))
-    colors = [tuple(float(c) for c in rgba) for rgba in (ghost_colors or GHOST_COLORS)]
-    if any(len(c) != 4 for c in colors):
-        raise ValueError(must_be("ghost_colors", "RGBA 4-tuples", ghost_colors))
+    colors, light = _render_options(framerate, width, height, ghost_colors, light_pos)
     frames = _FrameSchedule.of(models, states, framerate, max_frames)
     buffer_model = _buffer_model(models[0], width, height, fast)
     cam = _camera(models[0], camera)
@@ -421,6 +418,7 @@ def render_rollout(
             colors,
             mujoco.MjrRect(0, 0, width, height),
             np.empty((height, width, 3), dtype=np.uint8),
+            light,
         )
         return [
             renderer.frame(models, datas, states, [int(idx[f]) for idx in frames.picks])
@@ -430,6 +428,28 @@ def render_rollout(
         if mjr is not None:
             mjr.free()
         ctx.free()
+
+
+def _render_options(
+    framerate: float,
+    width: int,
+    height: int,
+    ghost_colors: Sequence[Sequence[float]] | None,
+    light_pos: Sequence[float] | None,
+) -> tuple[list[tuple[float, ...]], np.ndarray | None]:
+    """The checked options of :func:`render_rollout`: ``(ghost colours, light position)``."""
+    if not (np.isfinite(framerate) and framerate > 0):
+        raise ValueError(must_be("framerate", "a positive number of frames per second", framerate))
+    for what, v in (("width", width), ("height", height)):
+        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 1:
+            raise ValueError(must_be(what, "a positive integer number of pixels", v))
+    colors = [tuple(float(c) for c in rgba) for rgba in (ghost_colors or GHOST_COLORS)]
+    if any(len(c) != 4 for c in colors):
+        raise ValueError(must_be("ghost_colors", "RGBA 4-tuples", ghost_colors))
+    light = None if light_pos is None else np.asarray(light_pos, dtype=np.float64).reshape(-1)
+    if light is not None and (light.size != 3 or not np.all(np.isfinite(light))):
+        raise ValueError(must_be("light_pos", "None or 3 finite coordinates (m)", light_pos))
+    return colors, light
 
 
 def _rollout_inputs(
@@ -535,6 +555,7 @@ class _Renderer:
     colors: Sequence[tuple[float, ...]]
     rect: mujoco.MjrRect
     rgb: np.ndarray
+    light_pos: np.ndarray | None = None
     opt: mujoco.MjvOption = field(default_factory=mujoco.MjvOption)
     pert: mujoco.MjvPerturb = field(default_factory=mujoco.MjvPerturb)
 
@@ -562,9 +583,27 @@ class _Renderer:
             for g in range(start, scene.ngeom):
                 scene.geoms[g].rgba[:] = rgba
                 scene.geoms[g].matid = -1
+        if self.light_pos is not None:
+            self._add_light(scene, self.light_pos)
         mujoco.mjr_render(self.rect, scene, self.mjr)
         mujoco.mjr_readPixels(self.rgb, None, self.rect, self.mjr)
         return np.flipud(self.rgb).copy()
+
+    @staticmethod
+    def _add_light(scene: mujoco.MjvScene, pos: np.ndarray) -> None:
+        """A spotlight at ``pos`` pointing down (``mujoco.sysid``'s ``light_pos``)."""
+        if scene.nlight >= len(scene.lights):
+            return
+        light = scene.lights[scene.nlight]
+        scene.nlight += 1
+        light.pos[:] = pos
+        light.dir[:] = (0.0, 0.0, -1.0)
+        light.type = mujoco.mjtLightType.mjLIGHT_SPOT
+        light.diffuse[:] = (0.7, 0.7, 0.7)
+        light.specular[:] = (0.3, 0.3, 0.3)
+        light.ambient[:] = (0.0, 0.0, 0.0)
+        light.attenuation[:] = (1.0, 0.0, 0.0)
+        light.cutoff, light.exponent, light.castshadow = 45.0, 10.0, False
 
 
 __all__ = ["OffscreenRenderingError", "plot_sensor_comparison", "render_rollout"]

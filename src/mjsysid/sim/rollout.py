@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import mujoco
@@ -24,36 +23,11 @@ import mujoco.rollout
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.data.states import state_size, state_slices
-from mjsysid.data.timeseries import TimeSeries
+from mjsysid.data.states import state_size
+from mjsysid.data.states import state_slices as state_slices  # re-export (tests use it)
+from mjsysid.data.timeseries import SignalMapping, TimeSeries
+from mjsysid.sim.trajectory import SystemTrajectory, TrajectorySeries, state_signal_mapping
 from mjsysid.util.errors import must_be, short_repr
-
-
-@dataclass(frozen=True, eq=False)
-class SystemTrajectory:
-    """One simulated trajectory; row ``k`` of every array is the instant ``times[k]``.
-
-    Attributes:
-      model: The model that produced it.
-      times: ``(nstep,)`` simulation times (s).
-      control: ``(nstep, nu)`` controls applied from ``times[k]`` to ``times[k+1]``.
-      sensordata: ``(nstep, nsensordata)`` sensor readings.
-      state: ``(nstep, nstate)`` full-physics states.
-    """
-
-    model: mujoco.MjModel
-    times: np.ndarray
-    control: np.ndarray
-    sensordata: np.ndarray
-    state: np.ndarray
-
-    def qpos(self) -> np.ndarray:
-        """``(nstep, nq)`` joint positions."""
-        return self.state[:, state_slices(self.model)["qpos"]]
-
-    def qvel(self) -> np.ndarray:
-        """``(nstep, nv)`` joint velocities."""
-        return self.state[:, state_slices(self.model)["qvel"]]
 
 
 class RolloutDivergedError(RuntimeError):
@@ -289,9 +263,13 @@ def _control_rows(control: Any, timestep: float) -> npt.ArrayLike:
 def sysid_rollout(
     models: Sequence[mujoco.MjModel] | mujoco.MjModel,
     datas: Sequence[mujoco.MjData] | mujoco.MjData | None,
-    control: npt.ArrayLike | Any,
-    initial_states: npt.ArrayLike,
+    control_signal: npt.ArrayLike | Any = None,
+    initial_states: npt.ArrayLike | None = None,
+    rollout_signal_mapping: SignalMapping | None = None,
+    rollout_state_mapping: SignalMapping | None = None,
+    ctrl_mapping: SignalMapping | None = None,
     *,
+    control: npt.ArrayLike | Any = None,
     nthread: int | None = None,
 ) -> list[SystemTrajectory]:
     """Rolls out many models in one batched, multithreaded ``mujoco.rollout`` call.
@@ -300,20 +278,28 @@ def sysid_rollout(
       models: ``nbatch`` compiled models of the same sizes (or one model, broadcast).
       datas: One ``MjData`` per thread (or ``None`` to create them); the thread count is
         ``len(datas)`` when given.
-      control: ``(nbatch, nstep, nu)`` or ``(nstep, nu)`` (broadcast) controls, one row per
-        step; or a control ``TimeSeries`` (broadcast) or a list of them, one per rollout,
-        sampled every model timestep.
+      control_signal: ``(nbatch, nstep, nu)`` or ``(nstep, nu)`` (broadcast) controls, one
+        row per step; or a control ``TimeSeries`` (broadcast) or a list of them, one per
+        rollout, sampled every model timestep. Every row is used: ``nstep`` rows give
+        ``nstep`` sensor rows (``mujoco.sysid`` drops the last). ``control=`` also works.
       initial_states: ``(nbatch, nstate)`` or ``(nstate,)`` (broadcast) full-physics states.
+      rollout_signal_mapping, rollout_state_mapping, ctrl_mapping: Mappings of the returned
+        series (default: the model's sensors, :func:`~.trajectory.state_signal_mapping`,
+        one signal per actuator).
       nthread: Thread count when ``datas`` is ``None``.
 
     Returns:
-      One :class:`SystemTrajectory` per rollout, rows aligned in time.
+      One :class:`SystemTrajectory` per rollout, its series' rows at ``t_k = t_0 + k·dt``:
+      sensor row ``k`` is read at ``t_k``, before step ``k`` (``mujoco.sysid`` stamps it
+      ``t_k + dt``).
 
     Raises:
       ValueError: Shapes that do not match the models.
       RolloutDivergedError: A simulation became unstable.
     """
-    model_list, ctrl, x0 = _batch_inputs(models, control, initial_states)
+    model_list, ctrl, x0 = _batch_inputs(
+        models, *_control_argument(control_signal, control, initial_states)
+    )
     m0 = model_list[0]
     if datas is not None:
         data_list = [datas] if isinstance(datas, mujoco.MjData) else list(datas)
@@ -327,11 +313,78 @@ def sysid_rollout(
         i = int(np.flatnonzero(~ok)[0])
         raise divergence_error(raw_state, i, float(x0[i, 0]), float(model_list[i].opt.timestep))
     state = align_states(raw_state, x0)
+    maps = _Mappings.of(m0, rollout_signal_mapping, rollout_state_mapping, ctrl_mapping)
     out = []
     for i, m in enumerate(model_list):
         times = x0[i, 0] + m.opt.timestep * np.arange(ctrl.shape[1])
-        out.append(SystemTrajectory(m, times, ctrl[i], sensordata[i], state[i]))
+        out.append(maps.trajectory(m, times, ctrl[i], sensordata[i], x0[i], state[i]))
     return out
+
+
+class _Mappings:
+    """The signal mappings of :func:`sysid_rollout`'s series, built once per call."""
+
+    def __init__(self, sensor: SignalMapping, state: SignalMapping, ctrl: SignalMapping) -> None:
+        self.sensor, self.state, self.ctrl = sensor, state, ctrl
+
+    @classmethod
+    def of(
+        cls,
+        model: mujoco.MjModel,
+        sensor: SignalMapping | None,
+        state: SignalMapping | None,
+        ctrl: SignalMapping | None,
+    ) -> _Mappings:
+        t = np.zeros(1)
+        if sensor is None:
+            sensor = (
+                TimeSeries.from_names(t, np.zeros((1, model.nsensordata)), model).signal_mapping
+                if model.nsensordata
+                else {}
+            )
+        if ctrl is None:
+            ctrl = (
+                TimeSeries.from_control_names(t, np.zeros((1, model.nu)), model).signal_mapping
+                if model.nu
+                else {}
+            )
+        return cls(
+            sensor or {}, state_signal_mapping(model) if state is None else state, ctrl or {}
+        )
+
+    def trajectory(
+        self,
+        model: mujoco.MjModel,
+        times: np.ndarray,
+        ctrl: np.ndarray,
+        sens: np.ndarray,
+        x0: np.ndarray,
+        state: np.ndarray,
+    ) -> SystemTrajectory:
+        def series(data: np.ndarray, mapping: SignalMapping) -> TimeSeries:
+            return TrajectorySeries._unchecked(times, data, mapping)
+
+        return SystemTrajectory.from_series(
+            model,
+            series(ctrl, self.ctrl),
+            series(sens, self.sensor),
+            x0,
+            series(state, self.state),
+        )
+
+
+def _control_argument(
+    control_signal: Any, control: Any, initial_states: npt.ArrayLike | None
+) -> tuple[Any, npt.ArrayLike]:
+    """``(control, initial_states)`` of :func:`sysid_rollout`; the control given as
+    ``control_signal`` (the peer's name, positional) or ``control=`` (mjsysid's former)."""
+    if control is not None:
+        if control_signal is not None:
+            raise TypeError("sysid_rollout() got both 'control_signal' and 'control'")
+        control_signal = control
+    if control_signal is None or initial_states is None:
+        raise TypeError("sysid_rollout() needs control_signal and initial_states")
+    return control_signal, initial_states
 
 
 def _batch_inputs(

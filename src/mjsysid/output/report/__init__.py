@@ -12,6 +12,9 @@ and :mod:`~mjsysid.output.report.warnings` (re-exported here) and unit-tested se
 :mod:`~mjsysid.output.report.build` assembles them (with :mod:`~.sections`, :mod:`~.videos`,
 :mod:`~.format`) and :mod:`~mjsysid.output.report.html` renders and writes the files.
 
+:func:`default_report` also takes ``mujoco.sysid``'s argument order and keywords
+(:mod:`~mjsysid.output.report.compat`).
+
 jinja2 and plotly are imported when a report is made (``pip install 'mjsysid[report]'``).
 """
 
@@ -39,7 +42,7 @@ from mjsysid.output.report._data import (
     strong_correlations,
     unidentifiable_directions,
 )
-from mjsysid.output.report.build import default_report
+from mjsysid.output.report.compat import default_report
 from mjsysid.output.report.deps import INSTALL_HINT, missing_dependencies
 from mjsysid.output.report.html import ASSETS_DIR, REPORT_FILE
 from mjsysid.output.report.sections import points_per_trace
