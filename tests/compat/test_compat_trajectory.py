@@ -12,7 +12,6 @@ import mjsysid as sysid
 
 #: Passes once WP2's TimeSeries lands (``get_indices``, ``"<actuator>_ctrl"`` names); then
 #: remove the marks.
-NEEDS_WP2 = pytest.mark.xfail(reason="#16: needs TimeSeries.get_indices / '<act>_ctrl'")
 DT = 0.01
 #: jointpos "hpos" of the pendulum from qpos 0.1 under ctrl 0.5, one row per step, the first
 #: row at the initial state (the peer gives these values, stamped one step late).
@@ -36,7 +35,6 @@ def _measured(model: mujoco.MjModel, times: np.ndarray) -> sysid.TimeSeries:
     return sysid.TimeSeries.from_names(times, np.zeros((times.size, 3)), model)
 
 
-@NEEDS_WP2
 def test_rollout_keyword_and_timeseries_fields(pendulum: mujoco.MjModel) -> None:
     tr = _rollout(pendulum)
     assert isinstance(tr.control, sysid.TimeSeries)
@@ -48,7 +46,6 @@ def test_rollout_keyword_and_timeseries_fields(pendulum: mujoco.MjModel) -> None
     assert tr.sensordim == 3
 
 
-@NEEDS_WP2
 def test_rollout_sensor_rows_are_stamped_at_their_own_instant(pendulum: mujoco.MjModel) -> None:
     # The peer stamps row k with times[k] + dt (the state after the step); mjsysid keeps the
     # instant the sensors were read: row 0 is the initial state at t=0.
@@ -60,7 +57,6 @@ def test_rollout_sensor_rows_are_stamped_at_their_own_instant(pendulum: mujoco.M
     np.testing.assert_allclose(hpos[:5], HPOS, rtol=1e-12)
 
 
-@NEEDS_WP2
 def test_state_mapping_picks_the_right_columns(pendulum: mujoco.MjModel) -> None:
     # The peer's state mapping points one column early (its state rows start with time).
     tr = _rollout(pendulum)
@@ -119,7 +115,6 @@ def test_replace_returns_a_copy(pendulum: mujoco.MjModel) -> None:
     assert other.sensordata is tr.sensordata
 
 
-@NEEDS_WP2
 def test_save_and_load_keep_the_signal_mapping(pendulum: mujoco.MjModel, tmp_path: Path) -> None:
     tr = _rollout(pendulum)
     path = tmp_path / "traj.npz"
