@@ -28,6 +28,7 @@ __all__ = [
     "ValidationTable",
     "compare_models",
     "fit_percent",
+    "format_comparison",
     "information_criteria",
     "rms_error",
     "signal_scores",
@@ -361,9 +362,8 @@ def verdict(scores: Sequence[ModelScore]) -> str:
     best, second = ranked[0], ranked[1]
     gap = second.bic - best.bic
     by_aic = min(scores, key=lambda s: s.aic)
-    text = (
-        f"The data support {best.label!r}: the lowest BIC, {gap:.1f} below {second.label!r}"
-        + (" (a small difference: the data hardly tell them apart)." if gap < 2 else ".")
+    text = f"The data support {best.label!r}: the lowest BIC, {gap:.1f} below {second.label!r}" + (
+        " (a small difference: the data hardly tell them apart)." if gap < 2 else "."
     )
     if by_aic.label != best.label:
         text += f" AIC prefers {by_aic.label!r} (it penalises parameters less)."
@@ -374,11 +374,12 @@ def format_comparison(scores: Sequence[ModelScore]) -> str:
     """A text table: one model a line (n, k, SSR, AIC, BIC, mean fit), then per signal."""
     lines = [f"{'model':<28} {'n':>7} {'k':>4} {'SSR':>12} {'AIC':>12} {'BIC':>12}"]
     lines += [
-        f"{s.label:<28} {s.n:7d} {s.k:4d} {s.ssr:12.5g} {s.aic:12.2f} {s.bic:12.2f}"
-        for s in scores
+        f"{s.label:<28} {s.n:7d} {s.k:4d} {s.ssr:12.5g} {s.aic:12.2f} {s.bic:12.2f}" for s in scores
     ]
     lines.append("")
-    lines.append(f"{'sequence':<24} {'signal':<18}" + "".join(f" {s.label[:20]:>21}" for s in scores))
+    lines.append(
+        f"{'sequence':<24} {'signal':<18}" + "".join(f" {s.label[:20]:>21}" for s in scores)
+    )
     for j, (seq, sig, _, _) in enumerate(scores[0].signals):
         cells = "".join(
             f" {s.signals[j][2]:8.1f}% {s.signals[j][3]:11.4g}" if j < len(s.signals) else ""

@@ -457,4 +457,3 @@ def _validate(
     )
     print(validation.format(), file=out)
     return validation
-

@@ -335,9 +335,7 @@ def _context(
         "correlation_fig": a.correlation.fig,
         "correlation_reason": a.correlation.reason,
         "correlation_note": a.correlation.note,
-        "validation": validation_section(
-            fit.validation, opts.max_points_per_trace, figures
-        ),
+        "validation": validation_section(fit.validation, opts.max_points_per_trace, figures),
         "figures_json": json_for_script(figures),
     }
 
