@@ -142,7 +142,7 @@ def signal_scores(preds: Sequence[SequencePrediction]) -> list[tuple[str, str, s
         meas, pred = p.measured_used, p.predicted_at_measured
         if pred.data.shape != meas.data.shape:
             continue  # a custom residual: no column-by-column prediction
-        mapping = meas.signal_mapping or {
+        mapping: dict[str, Any] = dict(meas.signal_mapping or {}) or {
             f"column {j}": (None, [j]) for j in range(meas.data.shape[1])
         }
         for name, (_, cols) in mapping.items():
@@ -183,7 +183,7 @@ class ValidationTable:
         rows = []
         for key in ("fitted", "held_out"):
             for r in data.get(key) or []:
-                values = {k: (math.nan if v is None else v) for k, v in r.items()}
+                values: dict[str, Any] = {k: (math.nan if v is None else v) for k, v in r.items()}
                 rows.append(SignalScore(**values))
         return cls(tuple(rows))
 

@@ -52,6 +52,7 @@ def _rebuild(folder: Path, label: str, err: TextIO) -> _Fitted:
     """The experiment of a results folder and the parameters it identified."""
     from mjsysid.app.commands.report import changed_inputs
     from mjsysid.app.experiment import load_experiment
+    from mjsysid.output.results import load_results
 
     run_file = folder / "run.yaml"
     if not run_file.is_file():
@@ -66,8 +67,14 @@ def _rebuild(folder: Path, label: str, err: TextIO) -> _Fitted:
     changed = changed_inputs(run_info, exp)
     if changed:
         print(f"warning: {label}: the inputs changed since the fit ran: {changed}", file=err)
+    results = load_results(folder)  # a complete save (raises otherwise)
     params = exp.params.copy()
     params.load_values(folder / "params_x_hat.yaml", strict=False)
+    if params.size != results.result.x.size:
+        raise ValueError(
+            f"{str(folder)!r}: its experiment now has {params.size} free values, the fit "
+            f"had {results.result.x.size}; fit it again"
+        )
     return _Fitted(label, exp, params)
 
 
