@@ -8,9 +8,9 @@ import math
 import mujoco
 import numpy as np
 import pytest
-from conftest import ARM2, excitation, simulate
 
 import mjsysid as ms
+from conftest import ARM2, excitation, simulate
 from mjsysid.output.validation import (
     ModelScore,
     ValidationTable,
@@ -97,7 +97,7 @@ def problem():
 
 
 def test_validate_scores_fitted_and_held_out_against_a_hand_computation(problem):
-    p, train, test, start, fitted = problem
+    _, train, test, start, fitted = problem
     table = validate(start, fitted, [train], holdout=[test])
     assert [(r.sequence, r.signal, r.held_out) for r in table.rows] == [
         ("seq0", "j1_pos", False),
@@ -122,7 +122,7 @@ def test_validate_scores_fitted_and_held_out_against_a_hand_computation(problem)
 
 
 def test_the_table_round_trips_through_its_yaml_form(problem):
-    _, train, test, start, fitted = problem
+    _, _, test, start, fitted = problem
     table = validate(start, fitted, None, holdout=test)
     data = table.as_dict()
     assert [len(data["fitted"]), len(data["held_out"])] == [0, 2]
