@@ -118,3 +118,18 @@ def test_compare_on_other_data_and_its_errors(fits, tmp_path):
     assert code == 1 and "--out must be a .json or .yaml file" in err
     code, _, err = run("compare", true, str(tmp_path))
     assert code == 1 and "run.yaml" in err
+
+
+def test_held_out_sequences_are_simulated_whole_beside_shooting_windows(tmp_path):
+    def windows(exp):
+        exp["shooting"] = {"window": 1.0}
+        exp["optimizer"]["max_iters"] = 5
+
+    path = _arm(tmp_path / "e", windows)
+    exp = load_experiment(path)
+    assert exp.holdout is not None and exp.holdout.sequence_name == ["multisine"]
+    code, _, err = run("fit", str(path), "--out", str(tmp_path / "r"), "-q", "--no-report")
+    assert code == 0, err
+    data = yaml.safe_load((tmp_path / "r" / "validation.yaml").read_text())
+    assert {r["sequence"] for r in data["fitted"]} == {"prbs#0", "prbs#1"}
+    assert [r["sequence"] for r in data["held_out"]] == ["multisine"] * 6

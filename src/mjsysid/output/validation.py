@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.objective.initial_state import INITIAL_KINDS
 from mjsysid.objective.predictions import SequencePrediction
 from mjsysid.objective.residual import ResidualFunction, build_residual_fn
 from mjsysid.params.parameter import ParameterDict
@@ -30,6 +31,7 @@ __all__ = [
     "fit_percent",
     "format_comparison",
     "information_criteria",
+    "model_parameters",
     "rms_error",
     "signal_scores",
     "validate",
@@ -207,9 +209,20 @@ class ValidationTable:
         return "\n".join(lines)
 
 
+def model_parameters(params: ParameterDict) -> ParameterDict:
+    """``params`` without the initial states of the fitted sequences or shooting windows
+    (kinds ``initial_qpos``, ``initial_qvel``, ``initial_act``): what other data are
+    simulated with, each sequence from its own measured start."""
+    return ParameterDict(
+        p.copy() for p in params.values() if p.meta.get("kind") not in INITIAL_KINDS
+    )
+
+
 def _scored(
     rf: ResidualFunction, start: ParameterDict, fitted: ParameterDict, held_out: bool
 ) -> tuple[list[SignalScore], list[SequencePrediction], list[SequencePrediction]]:
+    if held_out:
+        start, fitted = model_parameters(start), model_parameters(fitted)
     p0, p1 = rf.predict(None, start), rf.predict(None, fitted)
     rows = [
         SignalScore(m, s, sig, held_out, f0, f1, r0, r1)
@@ -232,7 +245,8 @@ def validation_table(
     Args:
       params_start, params_fit: The parameters before and after the fit.
       fitted: The residual function of the fit (``None``: no rows of fitted sequences).
-      held_out: A residual function of the held-out sequences, built like the fit's.
+      held_out: A residual function of the held-out sequences, built like the fit's
+        (simulated with :func:`model_parameters`: from their own measured starts).
     """
     for what, p in (("params_start", params_start), ("params_fit", params_fit)):
         if not isinstance(p, ParameterDict):
@@ -338,12 +352,14 @@ def compare_models(
 
     Args:
       candidates: ``(label, identified params, residual function on the comparison data)``
-        per model; the parameter count ``k`` is the number of free values of the params.
+        per model; the parameter count ``k`` is the number of free values of the params
+        (without the fitted sequences' initial states: :func:`model_parameters`).
     """
     if len(candidates) < 2:
         raise ValueError(must_be("candidates", "two or more models", len(candidates)))
     out = []
-    for label, params, rf in candidates:
+    for label, fitted, rf in candidates:
+        params = model_parameters(fitted)
         preds = rf.predict(None, params)
         r = np.concatenate([np.ravel(p.residual) for p in preds])
         r = r[np.isfinite(r)]

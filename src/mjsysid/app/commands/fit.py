@@ -419,7 +419,7 @@ def _save_and_report(
         _save_run(exp, fs)
     _summarise(args, result, conf, exp, out, err)
     with ph("validation"):
-        validation = _validate(exp, rf, opt_params, fs.out, out)
+        validation = _validate(exp, rf, opt_params, fs.out, out, err)
     print(f"results: {fs.out}", file=err)
     if not args.no_report:
         with ph("report"):
@@ -439,15 +439,21 @@ def _save_and_report(
 
 
 def _validate(
-    exp: Experiment, rf: Any, opt_params: ParameterDict, folder: Path, out: TextIO
+    exp: Experiment, rf: Any, opt_params: ParameterDict, folder: Path, out: TextIO, err: TextIO
 ) -> Any:
     """Simulates the fitted and the held-out sequences with the start and the identified
-    model, prints the table (held-out sequences only, if any) and writes ``validation.yaml``."""
+    model, prints the table and writes ``validation.yaml`` (a simulation that fails is a
+    warning: the results are saved already); the table, or ``None``."""
     from mjsysid.output.validation import validation_table
+    from mjsysid.sim.rollout import RolloutDivergedError
 
     hold_rf = exp.build_holdout_residual_fn()
     try:
         validation = validation_table(exp.params, opt_params, rf, hold_rf)
+    except (RolloutDivergedError, ValueError, KeyError) as e:
+        print(f"warning: validation skipped: {e}", file=err)
+        (folder / "validation.yaml").unlink(missing_ok=True)  # (not an older run's)
+        return None
     finally:
         if hold_rf is not None:
             hold_rf.close()
