@@ -133,3 +133,11 @@ def test_held_out_sequences_are_simulated_whole_beside_shooting_windows(tmp_path
     data = yaml.safe_load((tmp_path / "r" / "validation.yaml").read_text())
     assert {r["sequence"] for r in data["fitted"]} == {"prbs#0", "prbs#1"}
     assert [r["sequence"] for r in data["held_out"]] == ["multisine"] * 6
+
+
+def test_compare_has_help(capsys):
+    for argv in (["--help"], ["compare", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 0
+    assert "--data EXPERIMENT" in capsys.readouterr().out

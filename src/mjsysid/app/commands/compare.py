@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from mjsysid.params.parameter import ParameterDict
 
 NAME = "compare"
-HELP = "compare identified models on the same held-out data (fit %, RMS, AIC/BIC)"
+HELP = "compare identified models on the same held-out data (fit, RMS, AIC, BIC)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
