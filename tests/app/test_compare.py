@@ -141,3 +141,14 @@ def test_compare_has_help(capsys):
             main(argv)
         assert e.value.code == 0
     assert "--data EXPERIMENT" in capsys.readouterr().out
+
+
+def test_the_report_has_the_validation_section(fits):
+    pytest.importorskip("jinja2", reason="the report needs the report extra (jinja2)")
+    pytest.importorskip("plotly", reason="the report needs the report extra (plotly)")
+    folder = fits["true"][0]
+    code, _, err = run("report", str(folder))
+    assert code == 0, err
+    html = (folder / "report.html").read_text()
+    assert 'id="validation"' in html and "held out: arm/multisine" in html
+    assert '"v0c0"' in html  # the overlay of the held-out sequence's first column
