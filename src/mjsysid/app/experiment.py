@@ -12,6 +12,9 @@ Example (paths are relative to the experiment file)::
         #           sensors: {signal: column(s)},
         #           initial_state: {qpos: [...] or {joint: value}, qvel: ...},
         #           ignore_columns: [column, ...]  (read, deliberately not used)
+      - name: check
+        file: run3.npz
+        holdout: true               # not fitted: simulated to validate the fit
     parameters:
       - {kind: body_mass, target: link1}                  # bounds from the kind's defaults
       - {kind: joint_damping, target: j1, min: 0.0, max: 1.0}
@@ -194,6 +197,7 @@ class _Node:
 
 _SEQUENCE_KEYS = (
     "name",
+    "holdout",
     "file",
     "control",
     "sensors",
@@ -277,6 +281,7 @@ class Experiment:
     fit_options: FitOptions | None = None
     executor: dict[str, Any] | None = None
     search: dict[str, Any] = field(default_factory=dict)
+    holdout: ModelSequences | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -286,11 +291,22 @@ class Experiment:
     def build_residual_fn(self) -> ResidualFunction:
         """The residual function this experiment describes (``residual.normalize`` goes to
         the signal transform when there is one: it scales its own residual)."""
+        return self._residual_on(self.sequences)
+
+    def build_holdout_residual_fn(
+        self, sequences: ModelSequences | None = None
+    ) -> ResidualFunction | None:
+        """A residual function built like :meth:`build_residual_fn`, on the held-out
+        sequences (or on ``sequences``); ``None`` without any."""
+        data = self.holdout if sequences is None else sequences
+        return None if data is None else self._residual_on(data)
+
+    def _residual_on(self, data: ModelSequences) -> ResidualFunction:
         options = dict(self.residual_options)
         if self.transform is None:
-            return build_residual_fn([self.sequences], **options)
+            return build_residual_fn([data], **options)
         self.transform.normalize = options.pop("normalize", True)
-        return build_residual_fn([self.sequences], modify_residual=self.transform.apply, **options)
+        return build_residual_fn([data], modify_residual=self.transform.apply, **options)
 
 
 _FILE_NAME = "a plain file name (non-empty, without '/', '\\', '..' or NUL)"
@@ -393,7 +409,7 @@ def load_experiment(path: str | Path) -> Experiment:
     params, transform, control, fixed = _parameters(top, ld.spec, ld.model, ld.source)
     if fixed:
         _apply_fixed(ld, fixed)
-    sequences = _sequences(top, ld, name, shooting)
+    sequences, holdout = _sequences(top, ld, name, shooting)
     if shooting is not None and shooting.get("window") is not None and transform is not None:
         _warn_uncorrected_starts(ld, sequences, transform)
     if shooting is not None:
@@ -427,6 +443,7 @@ def load_experiment(path: str | Path) -> Experiment:
         fit_options=fit,
         executor=executor,
         search=search,
+        holdout=holdout,
     )
 
 
@@ -570,11 +587,13 @@ class _Sequence:
     control: Any
     sensors: Any
     from_sample: bool  # its initial state is one measured sample
+    holdout: bool = False  # not fitted: simulated for validation only
 
 
 def _sequences(
     top: _Node, ld: _Loading, name: str, shooting: dict[str, Any] | None
-) -> ModelSequences:
+) -> tuple[ModelSequences, ModelSequences | None]:
+    """The fitted sequences and the held-out ones (``holdout: true``; ``None`` without)."""
     raw_seqs = top.get("sequences", list, required=True, expected="a list of recordings")
     if not raw_seqs:
         raise ExperimentError(f"{ld.source}: sequences must be a non-empty list, got an empty list")
@@ -588,6 +607,17 @@ def _sequences(
             "shooting: {estimate_initial_state: true} to fit it as well (or give "
             "initial_qpos / initial_qvel columns or initial_state: qpos)"
         )
+    fitted = [sq for sq in seqs if not sq.holdout]
+    if not fitted:
+        raise ExperimentError(
+            f"{ld.source}: sequences must have at least one sequence to fit, got every one "
+            "marked holdout: true (remove holdout: from one of them)"
+        )
+    held = [sq for sq in seqs if sq.holdout]
+    return _model_sequences(name, ld, fitted), (_model_sequences(name, ld, held) if held else None)
+
+
+def _model_sequences(name: str, ld: _Loading, seqs: list[_Sequence]) -> ModelSequences:
     try:
         return ModelSequences(
             name,
@@ -715,6 +745,7 @@ def _load_sequence(node: _Node, i: int, ld: _Loading) -> _Sequence:
     node.finish(_SEQUENCE_KEYS)  # before reading the recording with a misspelt option
     seq_name = node.get("name", str, f"seq{i}")
     _check_file_name(ld.source, f"{node.path}.name", seq_name)
+    holdout = node.get("holdout", bool, False, expected="true or false")
     rec_file = _recording_file(node, ld)
     # a bag folder is fingerprinted file by file
     ld.files += (
@@ -737,7 +768,7 @@ def _load_sequence(node: _Node, i: int, ld: _Loading) -> _Sequence:
             f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
             f"{msg}"
         ) from None
-    return _Sequence(seq_name, x0, rec.control, rec.sensordata, from_sample)
+    return _Sequence(seq_name, x0, rec.control, rec.sensordata, from_sample, holdout)
 
 
 def _initial_state(rec: Any, init: _Node | None, ld: _Loading) -> tuple[Any, Any]:

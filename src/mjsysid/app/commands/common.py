@@ -93,10 +93,12 @@ def write_report(
     out: Path,
     err: TextIO,
     confidence: Any = None,
+    validation: Any = None,
 ) -> None:
     """Writes the default HTML report into ``out``, or says on ``err`` why it is skipped.
 
-    ``confidence``: the intervals already computed (default: the report computes them)."""
+    ``confidence``: the intervals already computed (default: the report computes them);
+    ``validation``: a :class:`~mjsysid.output.validation.ValidationTable` (its section)."""
     if not report_available():
         print("report skipped: install the report extra (pip install 'mjsysid[report]')", file=err)
         return
@@ -104,7 +106,14 @@ def write_report(
 
     try:
         path = default_report(
-            [exp_or_seqs], params, opt_params, result, rf, out, confidence=confidence
+            [exp_or_seqs],
+            params,
+            opt_params,
+            result,
+            rf,
+            out,
+            confidence=confidence,
+            validation=validation,
         )
     except ImportError as e:
         print(f"report skipped: {e}", file=err)

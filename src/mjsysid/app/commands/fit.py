@@ -418,11 +418,48 @@ def _save_and_report(
         save_results(fs.out, [exp.sequences], exp.params, opt_params, result, rf, confidence=conf)
         _save_run(exp, fs)
     _summarise(args, result, conf, exp, out, err)
+    with ph("validation"):
+        validation = _validate(exp, rf, opt_params, fs.out, out, err)
     print(f"results: {fs.out}", file=err)
     if not args.no_report:
         with ph("report"):
             write_report(
-                exp.sequences, exp.params, opt_params, result, rf, fs.out, err, confidence=conf
+                exp.sequences,
+                exp.params,
+                opt_params,
+                result,
+                rf,
+                fs.out,
+                err,
+                confidence=conf,
+                validation=validation,
             )
     rf.close()
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK
+
+
+def _validate(
+    exp: Experiment, rf: Any, opt_params: ParameterDict, folder: Path, out: TextIO, err: TextIO
+) -> Any:
+    """Simulates the fitted and the held-out sequences with the start and the identified
+    model, prints the table and writes ``validation.yaml`` (a simulation that fails is a
+    warning: the results are saved already); the table, or ``None``."""
+    from mjsysid.output.validation import validation_table
+    from mjsysid.sim.rollout import RolloutDivergedError
+
+    hold_rf = exp.build_holdout_residual_fn()
+    try:
+        validation = validation_table(exp.params, opt_params, rf, hold_rf)
+    except (RolloutDivergedError, ValueError, KeyError) as e:
+        print(f"warning: validation skipped: {e}", file=err)
+        (folder / "validation.yaml").unlink(missing_ok=True)  # (not an older run's)
+        return None
+    finally:
+        if hold_rf is not None:
+            hold_rf.close()
+    atomic_write_text(
+        folder / "validation.yaml",
+        yaml.safe_dump(validation.as_dict(), sort_keys=False, allow_unicode=True),
+    )
+    print(validation.format(), file=out)
+    return validation

@@ -107,5 +107,18 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             folder,
             err,
             confidence=results.confidence,  # the saved intervals: as confidence.yaml says
+            validation=_validation(exp, rf, params, opt_params),
         )
     return EXIT_OK
+
+
+def _validation(exp: Experiment, rf: Any, params: Any, opt_params: Any) -> Any:
+    """The validation table of the fit (fitted and held-out sequences), computed again."""
+    from mjsysid.output.validation import validation_table
+
+    hold_rf = exp.build_holdout_residual_fn()
+    try:
+        return validation_table(params, opt_params, rf, hold_rf)
+    finally:
+        if hold_rf is not None:
+            hold_rf.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -33,6 +34,7 @@ from mjsysid.output.report.sections import (
     summary,
     trace_section,
 )
+from mjsysid.output.report.validation_section import validation_section
 from mjsysid.output.report.videos import video_clips, video_items
 from mjsysid.output.report.warnings import ReportWarning, collect_warnings
 from mjsysid.util.errors import must_be
@@ -69,6 +71,7 @@ class FitInputs:
     opt_result: Any
     residual_fn: Any
     names: list[str]
+    validation: Any = None
 
 
 # -- argument checks ------------------------------------------------------------------------------
@@ -332,6 +335,7 @@ def _context(
         "correlation_fig": a.correlation.fig,
         "correlation_reason": a.correlation.reason,
         "correlation_note": a.correlation.note,
+        "validation": validation_section(fit.validation, opts.max_points_per_trace, figures),
         "figures_json": json_for_script(figures),
     }
 
@@ -372,6 +376,7 @@ def default_report(
     video_fps: float = 30.0,
     video_size: tuple[int, int] = (320, 240),
     max_video_seconds: float = 10.0,
+    validation: Any = None,
 ) -> Path:
     """Writes ``save_dir/report.html`` (and ``save_dir/report_assets/``) for a fit.
 
@@ -401,6 +406,9 @@ def default_report(
         instead of ``report_assets/``.
       video_fps, video_size, max_video_seconds: Frames per second, ``(width, height)`` in
         pixels, and the length of simulated time shown per sequence.
+      validation: A :class:`~mjsysid.output.validation.ValidationTable` (from
+        :func:`~mjsysid.output.validation.validate`): a section with its fit percentages and
+        overlays of the held-out sequences (``None``: no such section).
 
     Returns:
       Path of ``report.html``.
@@ -431,4 +439,6 @@ def default_report(
     fit = check_fit(
         models_sequences, initial_params, opt_params, opt_result, residual_fn, save_dir, opts
     )
+    if validation is not None:
+        fit = dataclasses.replace(fit, validation=validation)
     return write_report(jinja2, plotly_offline, fit, confidence, opts, save_dir)

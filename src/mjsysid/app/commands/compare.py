@@ -1,0 +1,160 @@
+"""``mjsysid compare``: two or more identified models side by side on the same held-out data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import yaml
+
+from mjsysid.app.commands.common import EXIT_OK
+from mjsysid.util.files import atomic_write_text, read_yaml
+
+if TYPE_CHECKING:
+    from mjsysid.app.experiment import Experiment
+    from mjsysid.data.sequences import ModelSequences
+    from mjsysid.params.parameter import ParameterDict
+
+NAME = "compare"
+HELP = "compare identified models on the same held-out data (fit, RMS, AIC, BIC)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The results folders, the data and the output file."""
+    parser.description = (
+        "Simulate the models identified in two or more results folders on the same held-out "
+        "data (the first folder's holdout: true sequences, or --data) and compare their fit "
+        "percentages, RMS errors and information criteria (AIC, BIC)."
+    )
+    parser.add_argument("results", nargs="+", help="folders written by 'mjsysid fit'")
+    parser.add_argument(
+        "--data",
+        metavar="EXPERIMENT",
+        help="experiment file whose holdout: true sequences (all its sequences, if none is "
+        "marked) are the comparison data (default: the first folder's held-out sequences)",
+    )
+    parser.add_argument("--out", help="write the comparison to this .json or .yaml file")
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """One results folder, rebuilt: its experiment and identified parameters."""
+
+    label: str
+    exp: Experiment
+    params: ParameterDict
+
+
+def _rebuild(folder: Path, label: str, err: TextIO) -> _Fitted:
+    """The experiment of a results folder and the parameters it identified."""
+    from mjsysid.app.commands.report import changed_inputs
+    from mjsysid.app.experiment import load_experiment
+    from mjsysid.output.results import load_results
+
+    run_file = folder / "run.yaml"
+    if not run_file.is_file():
+        raise FileNotFoundError(
+            f"{str(run_file)!r} is missing; 'mjsysid compare' needs folders written by "
+            "'mjsysid fit'"
+        )
+    run_info = read_yaml(run_file)
+    if not isinstance(run_info, dict) or "experiment" not in run_info:
+        raise ValueError(f"{str(run_file)!r} names no experiment (a demo folder?)")
+    exp = load_experiment(run_info["experiment"])
+    changed = changed_inputs(run_info, exp)
+    if changed:
+        print(f"warning: {label}: the inputs changed since the fit ran: {changed}", file=err)
+    results = load_results(folder)  # a complete save (raises otherwise)
+    params = exp.params.copy()
+    params.load_values(folder / "params_x_hat.yaml", strict=False)
+    if params.size != results.result.x.size:
+        raise ValueError(
+            f"{str(folder)!r}: its experiment now has {params.size} free values, the fit "
+            f"had {results.result.x.size}; fit it again"
+        )
+    return _Fitted(label, exp, params)
+
+
+def _comparison_data(args: argparse.Namespace, first: Experiment) -> ModelSequences:
+    """The sequences every model is simulated on."""
+    from mjsysid.app.experiment import load_experiment
+
+    if args.data is None:
+        if first.holdout is None:
+            raise ValueError(
+                f"the experiment of {args.results[0]!r} has no holdout: true sequence to "
+                "compare on; mark one in its experiment file (and fit again) or give --data "
+                "EXPERIMENT"
+            )
+        return first.holdout
+    data = load_experiment(args.data)
+    return data.holdout if data.holdout is not None else data.sequences
+
+
+def _on_model(data: ModelSequences, exp: Experiment) -> ModelSequences:
+    """The comparison data as sequences of ``exp``'s model (its name and spec)."""
+    from mjsysid.data.sequences import ModelSequences
+
+    rows = data.sequences()
+    return ModelSequences(
+        exp.sequences.name,
+        exp.spec,
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [r[2] for r in rows],
+        [r[3] for r in rows],
+    )
+
+
+def _labels(folders: list[str]) -> list[str]:
+    """The folders' names, or their paths where two names are alike."""
+    names = [Path(f).name or f for f in folders]
+    return names if len(set(names)) == len(names) else list(folders)
+
+
+def _write(path: Path, payload: dict[str, Any]) -> None:
+    if path.suffix.lower() in (".yaml", ".yml"):
+        atomic_write_text(path, yaml.safe_dump(payload, sort_keys=False, allow_unicode=True))
+    else:
+        atomic_write_text(path, json.dumps(payload, indent=2) + "\n")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Rebuilds every folder's model, simulates it on the data and prints the comparison."""
+    from mjsysid.output.validation import compare_models, format_comparison, verdict
+
+    if len(args.results) < 2:
+        raise ValueError(f"compare needs two or more results folders, got {len(args.results)}")
+    if args.out and Path(args.out).suffix.lower() not in (".json", ".yaml", ".yml"):
+        raise ValueError(f"--out must be a .json or .yaml file, got {args.out!r}")
+    fitted = [
+        _rebuild(Path(f), label, err)
+        for f, label in zip(args.results, _labels(args.results), strict=True)
+    ]
+    data = _comparison_data(args, fitted[0].exp)
+    rfs = [f.exp.build_holdout_residual_fn(_on_model(data, f.exp)) for f in fitted]
+    try:
+        scores = compare_models(
+            [(f.label, f.params, rf) for f, rf in zip(fitted, rfs, strict=True) if rf]
+        )
+    finally:
+        for rf in rfs:
+            if rf is not None:
+                rf.close()
+    sentence = verdict(scores)
+    names = ", ".join(data.sequence_name)
+    print(f"on {len(data.sequence_name)} held-out sequence(s): {names}", file=out)
+    print(format_comparison(scores), file=out)
+    print(sentence, file=out)
+    if args.out:
+        payload = {
+            "data": list(data.sequence_name),
+            "models": [s.as_dict() for s in scores],
+            "verdict": sentence,
+        }
+        _write(Path(args.out), payload)
+        print(f"comparison: {args.out}", file=err)
+    return EXIT_OK

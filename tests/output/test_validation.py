@@ -1,0 +1,150 @@
+"""Validation metrics (fit %, RMS, AIC/BIC) against hand-computed references, and the
+validation table of a synthetic fit with a held-out sequence."""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+
+import mjsysid as ms
+from conftest import ARM2, excitation, simulate
+from mjsysid.output.validation import (
+    ModelScore,
+    ValidationTable,
+    compare_models,
+    fit_percent,
+    information_criteria,
+    rms_error,
+    validate,
+    verdict,
+)
+
+
+def test_fit_percent_against_a_hand_computed_reference():
+    y, yh = [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 5.0]
+    # ‖y − ŷ‖ = 1, ȳ = 2.5, ‖y − ȳ‖ = sqrt(2.25 + 0.25 + 0.25 + 2.25) = sqrt(5)
+    assert fit_percent(y, yh) == pytest.approx(100.0 * (1.0 - 1.0 / math.sqrt(5.0)))
+    assert fit_percent(y, yh) == pytest.approx(55.27864045)
+    assert rms_error(y, yh) == pytest.approx(0.5)  # sqrt(1 / 4)
+    assert fit_percent(y, y) == 100.0
+    assert fit_percent(y, [2.5] * 4) == pytest.approx(0.0)  # the mean: 0 %
+    assert fit_percent(y, [2.5, 2.5, 2.5, 10.0]) < 0  # worse than the mean
+
+
+def test_fit_percent_of_two_columns_and_non_finite_rows():
+    y = np.array([[0.0, 1.0], [2.0, 1.0], [np.nan, 5.0], [4.0, 3.0]])
+    yh = np.array([[0.0, 1.0], [2.0, 2.0], [1.0, 1.0], [4.0, 3.0]])
+    # rows 0, 1, 3: column means (2, 5/3); ‖y − ȳ‖² = 8 + (4/9 + 4/9 + 16/9) = 8 + 24/9
+    ref = 100.0 * (1.0 - 1.0 / math.sqrt(8.0 + 24.0 / 9.0))
+    assert fit_percent(y, yh) == pytest.approx(ref)
+    assert rms_error(y, yh) == pytest.approx(math.sqrt(1.0 / 6.0))
+
+
+def test_fit_percent_of_a_constant_signal_and_a_wrong_shape():
+    assert fit_percent([1.0, 1.0], [1.0, 1.0]) == 100.0
+    assert math.isnan(fit_percent([1.0, 1.0], [1.0, 2.0]))
+    assert math.isnan(fit_percent([np.nan], [1.0]))
+    with pytest.raises(ValueError, match=r"predicted must be an array of shape \(3, 1\)"):
+        fit_percent([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+def test_information_criteria_by_hand():
+    aic, bic = information_criteria(2.0, 10, 3)
+    assert aic == pytest.approx(10 * math.log(0.2) + 6)
+    assert bic == pytest.approx(10 * math.log(0.2) + 3 * math.log(10))
+    with pytest.raises(ValueError, match="ssr > 0, n > 0 and k >= 0"):
+        information_criteria(0.0, 10, 3)
+
+
+def test_verdict_names_the_lowest_bic_and_a_disagreeing_aic():
+    a = ModelScore("friction", 100, 4, 1.0, -10.0, -5.0, ())
+    b = ModelScore("plain", 100, 3, 2.0, -12.0, -1.0, ())
+    text = verdict([b, a])
+    assert text.startswith("The data support 'friction': the lowest BIC, 4.0 below 'plain'.")
+    assert "AIC prefers 'plain'" in text
+    close = ModelScore("plain", 100, 3, 2.0, -11.0, -4.0, ())
+    assert "hardly tell them apart" in verdict([a, close])
+
+
+def _masses(spec, model):
+    return ms.ParameterDict(
+        [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
+    )
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """ARM2 with data from masses (1.3, 0.5): seq0 to fit, seq1 held out; the identified
+    parameters are the truth itself (no fit needed to test the table)."""
+    spec = mujoco.MjSpec.from_string(ARM2)
+    model = spec.compile()
+    true = _masses(spec, model)
+    true.update_from_vector([1.3, 0.5])
+    x0 = ms.create_initial_state(model, qpos=[0.3, -0.2])
+
+    def part(k):
+        ctrl = excitation(200, model.nu, seed=k)
+        sens, control = simulate(spec, true, ctrl, x0, ["j1_pos", "j2_pos"])
+        return ms.ModelSequences("arm2", spec, [f"seq{k}"], [x0], [control], [sens])
+
+    start = _masses(spec, model)
+    fitted = start.copy()
+    fitted.update_from_vector([1.3, 0.5])
+    return model, part(0), part(1), start, fitted
+
+
+def test_validate_scores_fitted_and_held_out_against_a_hand_computation(problem):
+    _, train, test, start, fitted = problem
+    table = validate(start, fitted, [train], holdout=[test])
+    assert [(r.sequence, r.signal, r.held_out) for r in table.rows] == [
+        ("seq0", "j1_pos", False),
+        ("seq0", "j2_pos", False),
+        ("seq1", "j1_pos", True),
+        ("seq1", "j2_pos", True),
+    ]
+    for r in table.rows:  # the truth predicts its own noise-free data
+        assert r.fit_identified == pytest.approx(100.0, abs=1e-6)
+        assert r.rms_identified == pytest.approx(0.0, abs=1e-8)
+    # the start by hand: simulate the held-out sequence with the nominal masses
+    rf = ms.build_residual_fn([test])
+    pred = rf.predict(None, start)[0]
+    y, yh = pred.measured_used.data[:, 1], pred.predicted_at_measured.data[:, 1]
+    ref = 100.0 * (1.0 - np.sqrt(np.sum((y - yh) ** 2)) / np.sqrt(np.sum((y - y.mean()) ** 2)))
+    row = table.rows[3]
+    assert row.fit_start == pytest.approx(ref)
+    assert row.fit_start < 99.0
+    assert row.rms_start == pytest.approx(np.sqrt(np.mean((y - yh) ** 2)))
+    rf.close()
+    assert len(table.held_out_identified) == 1
+
+
+def test_the_table_round_trips_through_its_yaml_form(problem):
+    _, _, test, start, fitted = problem
+    table = validate(start, fitted, None, holdout=test)
+    data = table.as_dict()
+    assert [len(data["fitted"]), len(data["held_out"])] == [0, 2]
+    again = ValidationTable.from_dict(data)
+    assert again.rows == table.rows
+    text = table.format()
+    assert "held-out sequences:" in text and "fitted sequences:" not in text
+    with pytest.raises(TypeError, match="holdout must be a ModelSequences or a list of them"):
+        validate(start, fitted, None, holdout=[1])
+
+
+def test_compare_models_prefers_the_true_masses(problem):
+    _, _, test, start, fitted = problem
+    wrong = start.copy()
+    wrong.update_from_vector([1.3, 0.7])
+    rf = ms.build_residual_fn([test])
+    try:
+        scores = compare_models([("true", fitted, rf), ("wrong", wrong, rf)])
+    finally:
+        rf.close()
+    assert scores[0].bic < scores[1].bic
+    assert scores[0].k == 2 and scores[0].n == 400
+    assert verdict(scores).startswith("The data support 'true'")
+    with pytest.raises(ValueError, match="candidates must be two or more models"):
+        compare_models(scores[:1])  # type: ignore[arg-type]
