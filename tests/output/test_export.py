@@ -184,3 +184,19 @@ def test_identified_urdf_refuses_other_text():
         identified_urdf(MOTOR, model)
     with pytest.raises(ValueError, match="urdf must be URDF text"):
         identified_urdf("<robot", model)
+
+
+def test_a_link_with_a_fused_massive_child_keeps_its_inertial(caplog):
+    urdf = URDF.replace(
+        '<link name="tool"/>',
+        '<link name="tool"><!-- a gripper -->'
+        '<inertial><mass value="0.2"/><inertia ixx="1e-4" ixy="0" ixz="0" '
+        'iyy="1e-4" iyz="0" izz="1e-4"/></inertial></link>',
+    )
+    model = mujoco.MjSpec.from_string(urdf).compile()
+    with caplog.at_level("WARNING", logger="mjsysid.output.export"):
+        out = ET.fromstring(identified_urdf(urdf, model))
+    assert "'link2' keeps its inertial: a fixed child was fused into it" in caplog.text
+    mass = out.find("link[@name='link2']/inertial/mass")
+    assert mass is not None and mass.get("value") == "0.5"  # not the fused sum 0.7
+    assert "a gripper" in identified_urdf(urdf, model)  # comments survive

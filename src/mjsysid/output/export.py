@@ -270,7 +270,8 @@ def identified_urdf(urdf: str, model: mujoco.MjModel) -> str:
       ValueError: ``urdf`` is not a URDF (no ``<robot>`` root) or not XML.
     """
     try:
-        robot = ET.fromstring(urdf)
+        parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))  # keep comments
+        robot = ET.fromstring(urdf, parser=parser)
     except ET.ParseError as e:
         raise ValueError(f"urdf must be URDF text (XML), got a parse error: {e}") from None
     if robot.tag != "robot":
