@@ -119,6 +119,7 @@ def test_robot_yaml_holds_the_identified_values(urdf_fit):
     assert config["control"] == {"a1": {"deadband": 0.01}}
     assert config["identified"]["link2_mass"]["value"] == pytest.approx(0.8, rel=1e-4)
     assert config["identified"]["j1_damping"]["unit"] == "N·m·s/rad"
+    assert config["identified"]["link2_mass"]["unit"] == "kg"
     assert config["units"]["damping"] == "N·m·s/rad"
 
 

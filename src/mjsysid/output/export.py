@@ -58,6 +58,11 @@ UNITS = {
     "bias": "sensor unit",
     "sensor_delay": "s",
 }
+_BODY_UNITS = {
+    "body_mass": "kg",
+    "body_mass_ipos": "[kg, m, m, m]",
+    "body_inertia": "pseudo-inertia (kg, kg·m, kg·m²)",
+}
 _SLIDE_UNITS = "joint quantities of a slide joint are per metre (N, N·s/m, kg, m)"
 
 
@@ -168,7 +173,7 @@ def robot_config(params: ParameterDict, model: mujoco.MjModel | None = None) -> 
             "kind": kind,
             "target": p.meta.get("target"),
             "value": value[0] if len(value) == 1 else value,
-            "unit": kind_def.unit if kind_def is not None else "",
+            "unit": kind_def.unit if kind_def is not None else _BODY_UNITS.get(str(kind), ""),
         }
     out: dict[str, Any] = {"identified": identified}
     if model is not None:
