@@ -24,7 +24,7 @@ CASES = [
         "kind-unknown",
         lambda c: ms.make_parameter("joint_dampin", c.model, "j1"),
         ValueError,
-        r"kind must be one of \['actuator_filter_tau', .*\], got 'joint_dampin'",
+        r"kind must be one of \['actuator_armature', .*\], got 'joint_dampin'",
     ),
     _case(
         "kind-unknown-joint",

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mjsysid as ms
+from mjsysid.params.actuator_kinds import ACTUATOR_KINDS
 from mjsysid.params.kinds import KINDS
 
 DATA = Path(__file__).parent.parent / "fixtures"
@@ -399,7 +400,7 @@ def test_kind_errors():
         ms.make_parameter("joint_damping", mujoco.MjSpec.from_string(KIND_XML), "j")
     signal = {"sensor_delay", "sensor_gain", "sensor_bias"}
     control = {"control_deadband", "control_gain", "control_offset"}
-    assert set(KIND_TARGETS) | signal | control == set(KINDS)
+    assert set(KIND_TARGETS) | signal | control | set(ACTUATOR_KINDS) == set(KINDS)
 
 
 @pytest.mark.parametrize(
@@ -453,7 +454,7 @@ def test_kind_errors():
             "j",
             {},
             TypeError,
-            r"kind must be a string, one of \['actuator_filter_tau', .*\], got 3",
+            r"kind must be a string, one of \['actuator_armature', .*\], got 3",
         ),
         (
             ["joint_damping"],
@@ -486,7 +487,8 @@ LIMITED = {
 
 
 def test_physical_lower_limits_are_the_documented_ones():
-    assert {k for k, v in KINDS.items() if v.lower is not None} == set(LIMITED)
+    limited = {k for k, v in KINDS.items() if v.lower is not None and k not in ACTUATOR_KINDS}
+    assert limited == set(LIMITED)  # the native actuator kinds: tests/params/test_actuator_kinds.py
     assert all(KINDS[k].lower == 0.0 for k in LIMITED)
     model = mujoco.MjSpec.from_string(KIND_XML).compile()
     for kind, (target, _) in LIMITED.items():  # the default bounds respect the limit

@@ -17,7 +17,7 @@ Every file is written atomically and ``result.yaml`` is written last, so a folde
 from __future__ import annotations
 
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ import yaml
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.confidence import Confidence, compute_confidence
 from mjsysid.fit.optimize import OptimizeResult
+from mjsysid.output.export import export_files
 from mjsysid.params.apply import apply_param_modifiers_spec
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
@@ -239,6 +240,7 @@ def save_results(
     *,
     alpha: float = 0.05,
     confidence: Confidence | None = None,
+    model_files: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Writes parameters, result, confidence intervals and identified models to a folder.
 
@@ -251,6 +253,9 @@ def save_results(
       alpha: Significance level of the intervals.
       confidence: The intervals, when already computed (at level ``1 - alpha``, with
         ``params=opt_params``); default: computed here.
+      model_files: The source file of each model by name (optional): a URDF one also gets an
+        identified ``<name>.urdf``. ``robot.yaml`` (joint and actuator values) is always
+        written; see :mod:`mjsysid.output.export`.
 
     Returns:
       The folder path.
@@ -275,6 +280,7 @@ def save_results(
         spec.compile()
         files[f"{ms.name}.xml"] = spec.to_xml().encode("utf-8")
         models[ms.name] = f"{ms.name}.xml"
+    files.update(export_files(opt_params, ms_list, model_files))
     files["result.yaml"] = _dump(_summary(opt_result, ms_list, models))
     # Nothing in the folder changes until every file is on disk; result.yaml goes in last.
     return atomic_write_files(folder, files, commit="result.yaml")

@@ -55,14 +55,19 @@ are bounded by :func:`mjsysid.body_inertia_param`.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from mjsysid.params.actuator_kinds import ACTUATOR_KINDS
+from mjsysid.params.kind_type import Kind
+from mjsysid.params.kind_type import flat_index as _at
+from mjsysid.params.kind_type import nonneg_bounds as _nonneg
+from mjsysid.params.kind_type import positive_bounds as _positive
+from mjsysid.params.kind_type import same_sign_bounds as _same_sign
+from mjsysid.params.kind_type import set_first as _set0
 from mjsysid.params.parameter import (
     KindBinding,
     Parameter,
@@ -101,70 +106,6 @@ def _require_filter_actuator(model: mujoco.MjModel, i: int, name: str) -> None:
             f'"filterexact", dynprm="tau") to have a filter time constant, got dyntype '
             f"{mujoco.mjtDyn(int(model.actuator_dyntype[i])).name}"
         )
-
-
-@dataclass(frozen=True)
-class Kind:
-    """How one kind of quantity is read, written and bounded.
-
-    Attributes:
-      element: Element type the target names (``"joint"``, ``"actuator"``, ...) or ``None``.
-      read: ``read(model, id) -> nominal`` (1-D array).
-      set_spec: ``set_spec(spec_element, value)``.
-      set_model: ``set_model(model, id, value)``; exact equivalent of set_spec + compile.
-      bounds: ``bounds(nominal) -> (lo, hi)`` defaults.
-      unit: SI unit, for reports.
-      fields: ``fields(model, id) -> [(field, flat indices, factor)]``: what ``set_model``
-        writes, ``model.<field>.flat[index] = factor · value[0]`` (for batched writes, see
-        :class:`mjsysid.params.apply.WritePlan`).
-      lower: Physical lower limit of the quantity (``None``: a negative value has a meaning);
-        see "Physical limits" in the module docstring.
-      lower_reason: Why, for error messages.
-    """
-
-    element: str | None
-    read: Callable[[mujoco.MjModel, int], np.ndarray] | None
-    set_spec: Callable[[Any, np.ndarray], None] | None
-    set_model: Callable[[mujoco.MjModel, int, np.ndarray], None] | None
-    bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
-    unit: str
-    fields: Callable[[mujoco.MjModel, int], list[tuple[str, list[int], float]]] | None = None
-    lower: float | None = None
-    lower_reason: str = ""
-
-
-def _at(model: mujoco.MjModel, field: str, row: int, col: int = 0) -> int:
-    """Flat index of ``model.<field>[row, col]`` (``row`` for a 1-D field)."""
-    shape = getattr(model, field).shape
-    return row if len(shape) == 1 else row * shape[1] + col
-
-
-def _nonneg(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    hi = np.maximum(10.0 * np.abs(nominal), 1.0)
-    return np.zeros_like(nominal), hi
-
-
-def _positive(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mag = np.maximum(np.abs(nominal), 1e-6)
-    return 0.1 * mag, 10.0 * mag
-
-
-def _same_sign(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """0.1x to 10x the nominal, on the nominal's side of 0 (a gear of -2 gets [-20, -0.2])."""
-    lo, hi = _positive(nominal)
-    neg = nominal < 0
-    return np.where(neg, -hi, lo), np.where(neg, -lo, hi)
-
-
-def _set0(attr: str) -> Callable[[Any, np.ndarray], None]:
-    def setter(obj: Any, value: np.ndarray) -> None:
-        field = getattr(obj, attr)
-        if isinstance(field, np.ndarray):
-            field[0] = value[0]
-        else:
-            setattr(obj, attr, float(value[0]))
-
-    return setter
 
 
 def _set_kp_spec(act: Any, v: np.ndarray) -> None:
@@ -329,6 +270,7 @@ KINDS: dict[str, Kind] = {
     "control_offset": Kind(
         None, None, None, None, lambda n: (np.full_like(n, -0.5), np.full_like(n, 0.5)), "ctrl"
     ),
+    **ACTUATOR_KINDS,
 }
 _SIGNAL_NOMINAL = {
     "sensor_delay": 0.0,
@@ -490,6 +432,8 @@ def _read_nominal(
         )
     if kind == "actuator_filter_tau":
         _require_filter_actuator(model, i, target)
+    if spec_kind.require is not None:
+        spec_kind.require(model, i, target)
     assert spec_kind.read is not None
     read = spec_kind.read(model, i)
     if kind == "actuator_filter_tau" and read[0] <= 0 and nominal is None:
