@@ -415,7 +415,16 @@ def _save_and_report(
     with ph("intervals"):
         conf = compute_confidence(result, rf, params=opt_params)
     with ph("saving"):
-        save_results(fs.out, [exp.sequences], exp.params, opt_params, result, rf, confidence=conf)
+        save_results(
+            fs.out,
+            [exp.sequences],
+            exp.params,
+            opt_params,
+            result,
+            rf,
+            confidence=conf,
+            model_files={exp.sequences.name: exp.files[1]},
+        )
         _save_run(exp, fs)
     _summarise(args, result, conf, exp, out, err)
     with ph("validation"):
