@@ -356,6 +356,59 @@ def _check_times(times: np.ndarray, what: str, plausible: bool = True) -> None:
         )
 
 
+def check_time_gap(times: np.ndarray, what: str) -> None:
+    """Refuses a time stamp far beyond the others (a glitch).
+
+    A step between two samples is a glitch when it is larger than 10 times the span of all
+    the other samples and than 1000 median steps (a stamp such as ``1e5`` at the end of a
+    2 s recording would otherwise ask for ~10^8 simulated steps).
+
+    Args:
+      times: ``(N,)`` strictly increasing sample times (s).
+      what: The recording, for the message.
+
+    Raises:
+      ValueError: Names the two rows, the gap and the fixes.
+    """
+    if times.size < 3:
+        return
+    step = np.diff(times)
+    i = int(np.argmax(step))
+    rest = float(times[-1] - times[0] - step[i])
+    if step[i] > 10 * rest and step[i] > 1000 * float(np.median(step)):
+        raise ValueError(
+            f"{what}: time stamps must not jump far beyond the others, got "
+            f"{float(times[i])!r} then {float(times[i + 1])!r} in data rows {i + 1} and "
+            f"{i + 2} (a gap of {float(step[i]):.4g} s; the other samples span {rest:.4g} s): "
+            "a glitched time stamp or a wrong time_scale; repair or drop the row (or leave it "
+            "out with time_range)"
+        )
+
+
+def check_time_span(times: np.ndarray, timestep: float, what: str) -> float:
+    """The simulated steps of a recording, refused over ``max_steps`` and with a glitched
+    stamp (:func:`check_time_gap`), before anything is resampled or simulated.
+
+    Args:
+      times: ``(N,)`` sample times (s), after ``time_scale``.
+      timestep: The model's physics step (s).
+      what: The recording, for the message.
+
+    Returns:
+      The span over the timestep: the physics steps one rollout of it takes.
+    """
+    check_time_gap(times, what)
+    span = float(times[-1] - times[0]) if times.size else 0.0
+    steps = span / float(timestep)
+    check_limit(
+        "max_steps",
+        steps,
+        f"{what}: simulated steps (time span {span:.6g} s after time_scale / timestep "
+        f"{float(timestep):g} s)",
+    )
+    return steps
+
+
 def _time_rows(times: np.ndarray, time_range: Any, where: str) -> slice:
     """The rows of ``times (N,)`` (s) within ``time_range = (start, end)`` (s; ``None``: that
     end of the recording), ends included."""
@@ -454,7 +507,9 @@ def load_recording(
     Raises:
       KeyError: A named column or signal does not exist (lists what does).
       ValueError: Lengths or widths do not match, no sensor column was found, a column looks
-        like a misspelt model sensor, or ``ignore_columns`` names a used column.
+        like a misspelt model sensor, ``ignore_columns`` names a used column, a time stamp
+        jumps far beyond the others or the span needs more than ``max_steps`` physics steps
+        (:func:`check_time_span`).
 
     Warns:
       TimingWarning: The time stamps jitter beyond ``jitter_tolerance``.
@@ -462,6 +517,7 @@ def load_recording(
     where = f"recording {str(path)!r}"
     cols = _read_all(path, model, control, source, ignore_columns)
     src = _time_axis(cols, time, time_scale, time_range, where)
+    check_time_span(src.times, model.opt.timestep, where)
     if retime is not None and retime is not False:
         src.times = retime_times(src.times, None if retime is True else float(retime))
     ctrl_ts = _load_controls(model, src, control) if model.nu else None
