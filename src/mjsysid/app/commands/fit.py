@@ -448,7 +448,15 @@ def _save_and_report(
     if not args.no_report:
         with ph("report"):
             write_report(
-                exp.sequences, exp.params, opt_params, result, rf, fs.out, err, confidence=conf
+                exp.sequences,
+                exp.params,
+                opt_params,
+                result,
+                rf,
+                fs.out,
+                err,
+                confidence=conf,
+                quiet=args.quiet,
             )
     rf.close()
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK
