@@ -68,6 +68,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue from <out>/checkpoint.npz after an interruption",
     )
+    _add_search_arguments(parser)
+    parser.add_argument("--no-report", action="store_true", help="do not write report.html")
+    parser.add_argument(
+        "--no-timing-check",
+        action="store_true",
+        help="skip the quick check, before the fit, that the commands are not one sample out "
+        "of step (mjsysid check runs a longer one)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+
+
+def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """The outer stages (``--global`` / ``--starts``) and where candidates are evaluated."""
     search = parser.add_mutually_exclusive_group()
     search.add_argument(
         "--global",
@@ -97,14 +110,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="evaluate candidates on the Dask cluster at ADDRESS (e.g. tcp://host:8786)",
     )
-    parser.add_argument("--no-report", action="store_true", help="do not write report.html")
-    parser.add_argument(
-        "--no-timing-check",
-        action="store_true",
-        help="skip the quick check, before the fit, that the commands are not one sample out "
-        "of step (mjsysid check runs a longer one)",
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
 
 
 @dataclass(frozen=True)
