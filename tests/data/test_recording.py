@@ -17,6 +17,7 @@ import mjsysid as ms
 from conftest import ARM2, excitation
 from mjsysid.data.recording import load_recording, read_columns
 from mjsysid.sim.sensor_effects import apply_sensor_effects
+from mjsysid.util.limits import limits_set
 
 N = 50
 
@@ -419,3 +420,33 @@ def test_readme_recording_recipe(tmp_path):
     params = ms.ParameterDict([ms.make_parameter("joint_damping", model, "j1")])
     r = ms.build_residual_fn([seq], normalize=False)(params.as_vector(), params)
     assert np.max(np.abs(r)) < 1e-9
+
+
+# -- time-stamp glitch and step count (also without load_experiment) ------------------------
+
+
+def test_load_recording_refuses_a_glitched_time_stamp(tmp_path, model):
+    cols = _columns(model)
+    cols["time"] = cols["time"].copy()
+    cols["time"][-1] = 1e5
+    path = _write_csv(tmp_path / "glitch.csv", *_flat(cols))
+    with pytest.raises(
+        ValueError,
+        match=r"glitch\.csv': time stamps must not jump far beyond the others, got 0\.48 then "
+        r"100000\.0 in data rows 49 and 50 .*repair or drop the row",
+    ):
+        load_recording(path, model)
+
+
+def test_load_recording_refuses_a_span_over_max_steps_before_resampling(tmp_path, model):
+    header, columns = _flat(_columns(model))
+    path = _write_csv(tmp_path / "slow.csv", header, columns)
+    with pytest.raises(
+        ValueError,
+        match=r"slow\.csv': simulated steps \(time span 4\.9e\+07 s after time_scale / "
+        r"timestep .* exceeds the limit max_steps",
+    ):
+        load_recording(path, model, time_scale=1e8, resample=0.01)
+    with limits_set(max_steps=10), pytest.raises(ValueError, match=r"max_steps=10 "):
+        load_recording(path, model)
+    assert len(load_recording(path, model).times) == N

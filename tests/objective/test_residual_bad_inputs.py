@@ -19,6 +19,7 @@ from bad_inputs_support import (
     check_case,
 )
 from conftest import Arm
+from mjsysid.util.limits import limits_set
 
 CASES = [
     # ---- build_residual_fn -------------------------------------------------------------------
@@ -128,3 +129,15 @@ CASES = [
 @pytest.mark.parametrize(("make", "exc", "match"), CASES)
 def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
     check_case(arm, tmp_path, make, exc, match)
+
+
+def test_too_many_candidates_in_one_call_are_refused_before_simulating(arm: Arm):
+    """A batched call's candidate count (the columns of X) is checked against max_candidates."""
+    params = arm.masses()
+    X = np.tile(params.as_vector()[:, None], (1, 3))
+    with limits_set(max_candidates=2):
+        calls = arm.rf.stats.calls
+        with pytest.raises(ValueError, match=r"candidates \(columns k\): 3 exceeds the limit "):
+            arm.rf(X, params)
+        assert arm.rf.stats.calls == calls  # nothing was simulated
+    assert arm.rf(X, params).shape[1] == 3

@@ -938,3 +938,23 @@ def test_report_with_200_parameters_in_headless_chromium(
     _screenshot(browser, s, tmp_path / "report-200-parameters.png")
     errors, remote, _ = _problems(browser, s)
     assert errors == [] and remote == []
+
+
+def test_report_counts_its_videos_to_progress(fit: Fit, tmp_path: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    default_report(
+        fit.seq,
+        fit.params,
+        fit.opt_params,
+        fit.result,
+        fit.rf,
+        tmp_path,
+        videos="auto",
+        progress=lambda done, total: calls.append((done, total)),
+    )
+    assert calls and calls[0] == (0, calls[0][1]) and calls[0][1] >= 1
+    # all of them, or (without OpenGL here) up to the first, where rendering stops
+    assert calls[-1] in ((calls[0][1], calls[0][1]), (0, calls[0][1]))
+    calls.clear()
+    default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path, videos=False)
+    assert calls == []

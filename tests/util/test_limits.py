@@ -152,7 +152,7 @@ def test_csv_rows_are_counted_before_parsing(tmp_path: Path):
 
 def test_glitched_last_time_stamp_is_named(box: Path):
     _set_last_time(box, "1e5")
-    with pytest.raises(ExperimentError, match=r"sequences\[0\] .*push\.csv.*: time stamps must "
+    with pytest.raises(ExperimentError, match=r"sequences\[0\][ :].*push\.csv.*: time stamps must "
                        r"not jump far beyond the others, got .* then 100000\.0 in data rows "
                        r"999 and 1000"):  # fmt: skip
         load_experiment(box / "experiment.yaml")
@@ -167,7 +167,7 @@ def test_last_time_stamp_1e300_is_named_not_a_numpy_size_error(box: Path):
 @pytest.mark.parametrize("scale", [100000, 1e300])
 def test_time_scale_typo_is_refused_by_step_count(box: Path, scale: float):
     exp = _edit_sequence(box, time_scale=scale)
-    with pytest.raises(ExperimentError, match=r"sequences\[0\] .*push\.csv.*: simulated steps "
+    with pytest.raises(ExperimentError, match=r"sequences\[0\][ :].*push\.csv.*: simulated steps "
                        r"\(time span .* s after time_scale / timestep 0\.002 s\): .* exceeds "
                        r"the limit max_steps"):  # fmt: skip
         load_experiment(exp)

@@ -69,6 +69,7 @@ from mjsysid.data.timing import retime as retime_times
 from mjsysid.util.errors import finite_real, must_be
 from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz
 from mjsysid.util.limits import check_limit
+from mjsysid.util.progress import Progress
 
 TIME_KEYS = ("time", "t", "times")
 
@@ -90,10 +91,13 @@ def _npz_names(path: Path) -> list[str]:
         return [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
 
 
-def read_columns(path: str | Path) -> dict[str, np.ndarray]:
+def read_columns(path: str | Path, progress: Progress | None = None) -> dict[str, np.ndarray]:
     """All named columns of an ``.npz`` or ``.csv`` file (csv: header row, numbers below).
 
-    ``name[i]`` csv columns are gathered into one ``(N, d)`` array called ``name``.
+    ``name[i]`` csv columns are gathered into one ``(N, d)`` array called ``name``. A csv
+    file's data rows parsed are counted to ``progress(done, total)`` (every
+    :data:`PROGRESS_ROWS` rows and at the end), e.g. a
+    :class:`~mjsysid.util.progress.ProgressBar`.
 
     Every column name must occur once: a repeated name (two csv header fields, two arrays of
     one name in an npz archive, ``name[i]`` twice, or a plain ``name`` next to ``name[i]``
@@ -114,7 +118,7 @@ def read_columns(path: str | Path) -> dict[str, np.ndarray]:
         )
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
-    header, data = _read_csv_table(path)
+    header, data = _read_csv_table(path, progress)
     return _group_columns(header, data, repr(str(path)))
 
 
@@ -141,8 +145,13 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
     }
 
 
-def _read_csv_table(path: Path) -> tuple[list[str], np.ndarray]:
-    """The unique header names and the ``(N, columns)`` numbers of a csv file."""
+PROGRESS_ROWS = 4096
+"""Rows parsed between two calls of a ``progress`` callback."""
+
+
+def _read_csv_table(path: Path, progress: Progress | None = None) -> tuple[list[str], np.ndarray]:
+    """The unique header names and the ``(N, columns)`` numbers of a csv file (the rows
+    parsed counted to ``progress``)."""
     _check_csv_size(path)
     text = path.read_text(encoding="utf-8")
     rows = list(csv.reader(io.StringIO(text)))
@@ -159,7 +168,10 @@ def _read_csv_table(path: Path) -> tuple[list[str], np.ndarray]:
             "the others)"
         )
     body = []
+    total = len(rows) - 1
     for i, row in enumerate(rows[1:], start=2):
+        if progress is not None and (i - 1) % PROGRESS_ROWS == 0:
+            progress(i - 1, total)
         if not row:
             continue
         if len(row) != len(header):
@@ -179,6 +191,8 @@ def _read_csv_table(path: Path) -> tuple[list[str], np.ndarray]:
             raise ValueError(
                 f"{str(path)!r} line {i}: values must be numbers, got {row!r}"
             ) from None
+    if progress is not None:
+        progress(total, total)
     return header, np.array(body)
 
 
@@ -356,6 +370,59 @@ def _check_times(times: np.ndarray, what: str, plausible: bool = True) -> None:
         )
 
 
+def check_time_gap(times: np.ndarray, what: str) -> None:
+    """Refuses a time stamp far beyond the others (a glitch).
+
+    A step between two samples is a glitch when it is larger than 10 times the span of all
+    the other samples and than 1000 median steps (a stamp such as ``1e5`` at the end of a
+    2 s recording would otherwise ask for ~10^8 simulated steps).
+
+    Args:
+      times: ``(N,)`` strictly increasing sample times (s).
+      what: The recording, for the message.
+
+    Raises:
+      ValueError: Names the two rows, the gap and the fixes.
+    """
+    if times.size < 3:
+        return
+    step = np.diff(times)
+    i = int(np.argmax(step))
+    rest = float(times[-1] - times[0] - step[i])
+    if step[i] > 10 * rest and step[i] > 1000 * float(np.median(step)):
+        raise ValueError(
+            f"{what}: time stamps must not jump far beyond the others, got "
+            f"{float(times[i])!r} then {float(times[i + 1])!r} in data rows {i + 1} and "
+            f"{i + 2} (a gap of {float(step[i]):.4g} s; the other samples span {rest:.4g} s): "
+            "a glitched time stamp or a wrong time_scale; repair or drop the row (or leave it "
+            "out with time_range)"
+        )
+
+
+def check_time_span(times: np.ndarray, timestep: float, what: str) -> float:
+    """The simulated steps of a recording, refused over ``max_steps`` and with a glitched
+    stamp (:func:`check_time_gap`), before anything is resampled or simulated.
+
+    Args:
+      times: ``(N,)`` sample times (s), after ``time_scale``.
+      timestep: The model's physics step (s).
+      what: The recording, for the message.
+
+    Returns:
+      The span over the timestep: the physics steps one rollout of it takes.
+    """
+    check_time_gap(times, what)
+    span = float(times[-1] - times[0]) if times.size else 0.0
+    steps = span / float(timestep)
+    check_limit(
+        "max_steps",
+        steps,
+        f"{what}: simulated steps (time span {span:.6g} s after time_scale / timestep "
+        f"{float(timestep):g} s)",
+    )
+    return steps
+
+
 def _time_rows(times: np.ndarray, time_range: Any, where: str) -> slice:
     """The rows of ``times (N,)`` (s) within ``time_range = (start, end)`` (s; ``None``: that
     end of the recording), ends included."""
@@ -414,6 +481,7 @@ def load_recording(
     resample: float | None = None,
     jitter_tolerance: float = JITTER_TOLERANCE,
     source: LogSource | None = None,
+    progress: Progress | None = None,
 ) -> Recording:
     """Reads a recording and maps its columns onto the model's actuators and sensors.
 
@@ -450,18 +518,23 @@ def load_recording(
         which a :class:`~mjsysid.data.timing.TimingWarning` is issued.
       source: Read ``path`` as a robot log (MCAP file or ROS 2 bag) through this mapping
         (:mod:`mjsysid.data.robot_logs`).
+      progress: Called as ``progress(rows parsed, rows)`` while a csv file is read (see
+        :func:`read_columns`); e.g. a :class:`~mjsysid.util.progress.ProgressBar`.
 
     Raises:
       KeyError: A named column or signal does not exist (lists what does).
       ValueError: Lengths or widths do not match, no sensor column was found, a column looks
-        like a misspelt model sensor, or ``ignore_columns`` names a used column.
+        like a misspelt model sensor, ``ignore_columns`` names a used column, a time stamp
+        jumps far beyond the others or the span needs more than ``max_steps`` physics steps
+        (:func:`check_time_span`).
 
     Warns:
       TimingWarning: The time stamps jitter beyond ``jitter_tolerance``.
     """
     where = f"recording {str(path)!r}"
-    cols = _read_all(path, model, control, source, ignore_columns)
+    cols = _read_all(path, model, control, source, ignore_columns, progress)
     src = _time_axis(cols, time, time_scale, time_range, where)
+    check_time_span(src.times, model.opt.timestep, where)
     if retime is not None and retime is not False:
         src.times = retime_times(src.times, None if retime is True else float(retime))
     ctrl_ts = _load_controls(model, src, control) if model.nu else None
@@ -495,13 +568,14 @@ def _read_all(
     control: Mapping[str, str] | None,
     source: LogSource | None,
     ignore_columns: Sequence[str],
+    progress: Progress | None = None,
 ) -> dict[str, np.ndarray]:
     """The file's columns (a robot log's through ``source``); ``ignore_columns`` checked."""
     where = f"recording {str(path)!r}"
     if isinstance(ignore_columns, str):
         raise TypeError(must_be("ignore_columns", "a list of column names", ignore_columns))
     cols = (
-        read_columns(path)
+        read_columns(path, progress)
         if source is None
         else read_log_columns(path, source, hold=_control_candidates(model, control))
     )

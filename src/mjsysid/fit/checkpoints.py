@@ -13,21 +13,59 @@ from mjsysid.util.errors import must_be
 from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz, read_yaml
 
 
+@dataclass(frozen=True)
+class History:
+    """The iterations of one horizon stage so far, kept in its checkpoint so that a resumed
+    fit's ``result.extras["objective"]`` / ``["candidate"]`` cover the whole fit.
+
+    Attributes:
+      objective: ``(k,)`` cost ``½‖r‖²`` at the start and after every iteration.
+      candidates: ``k`` points ``(p,)``, one per entry of ``objective``.
+    """
+
+    objective: list[float]
+    candidates: list[np.ndarray]
+
+
 def write_checkpoint(
-    path: Path, x: np.ndarray, cost: float, it: int, names: list[str], horizon: float = 1.0
+    path: Path,
+    x: np.ndarray,
+    cost: float,
+    it: int,
+    names: list[str],
+    horizon: float = 1.0,
+    history: History | None = None,
 ) -> None:
-    """Writes ``x`` (``(p,)``), its cost, the iteration and the horizon stage to ``path``."""
-    atomic_savez(
-        path,
-        {
-            "x": x,
-            "cost": np.array(cost),
-            "iteration": np.array(it),
-            "horizon": np.array(horizon),
-            "parameter_names": np.array(names),
-            "schema_version": np.array(1),
-        },
-    )
+    """Writes ``x`` (``(p,)``), its cost, the iteration, the horizon stage and the stage's
+    ``history`` (scalars and ``(p,)`` vectors per iteration) to ``path``."""
+    arrays = {
+        "x": x,
+        "cost": np.array(cost),
+        "iteration": np.array(it),
+        "horizon": np.array(horizon),
+        "parameter_names": np.array(names),
+        "schema_version": np.array(1),
+    }
+    if history is not None and history.objective:
+        arrays["objective"] = np.asarray(history.objective, dtype=np.float64)
+        arrays["candidate"] = np.stack(
+            [np.asarray(c, dtype=np.float64).reshape(-1) for c in history.candidates]
+        )
+    atomic_savez(path, arrays)
+
+
+def checkpoint_history(path: Path, size: int) -> History | None:
+    """The stage history a checkpoint holds; ``None`` for one without (older files) or
+    with one that does not fit ``size`` free values (it is then only not prepended)."""
+    z = load_npz(path)
+    if "objective" not in z or "candidate" not in z:
+        return None
+    obj = np.asarray(z["objective"])
+    cand = np.asarray(z["candidate"])
+    ok = obj.ndim == 1 and obj.dtype.kind == "f" and obj.size > 0
+    if not ok or cand.shape != (obj.size, size) or cand.dtype.kind != "f":
+        return None
+    return History([float(c) for c in obj], [row.copy() for row in cand])
 
 
 def load_checkpoint(path: str | Path, params: ParameterDict) -> tuple[np.ndarray, int]:

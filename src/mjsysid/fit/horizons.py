@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mjsysid.fit.checkpoints import History
 from mjsysid.fit.jacobian import CountedResidual, ResidualFn
 from mjsysid.fit.options import check_horizons
 from mjsysid.fit.stage import Stage, StagePlan, StageSettings, fit_stage
@@ -106,8 +107,10 @@ def run_stages(
     s: StageSettings,
     horizons: Sequence[float],
     start_iter: int,
+    earlier: History | None = None,
 ) -> StagedFit:
-    """Fits stage after stage, each from where the previous one ended.
+    """Fits stage after stage, each from where the previous one ended (the first after
+    the ``earlier`` iterations of a checkpoint written in it).
 
     An early stage is skipped when its data hold less than :data:`UNINFORMATIVE` of the
     whole data's cost at its start; an interrupted early stage is followed by the residual
@@ -130,11 +133,15 @@ def run_stages(
         last = k == len(horizons) - 1
         # parameters without effect are looked for on the whole data: on a head a
         # parameter may have none yet (the part of the data that excites it comes later)
-        plan = StagePlan(h, last, it0, ("warn" if allow else "error") if last else None)
+        seed = earlier if k == 0 else None
+        plan = StagePlan(
+            h, last, it0, ("warn" if allow else "error") if last else None, earlier=seed
+        )
         if not last:
             assert fit.full is not None
             r_here = fit.full(x)  # (remembered by CountedResidual when a stage ends where it began)
-            plan = StagePlan(h, last, it0, None, UNINFORMATIVE * 0.5 * float(r_here @ r_here))
+            skip = UNINFORMATIVE * 0.5 * float(r_here @ r_here)
+            plan = StagePlan(h, last, it0, None, skip, earlier=seed)
         stage = fit_stage(fns[k], params, x, s, plan)
         fit.stages.append(stage)
         x, it0 = stage.x, 0 if last else it0 + stage.nit

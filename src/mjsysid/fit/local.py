@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from mjsysid.fit.checkpoints import checkpoint_horizon, load_checkpoint, write_checkpoint
+from mjsysid.fit.checkpoints import (
+    History,
+    checkpoint_history,
+    checkpoint_horizon,
+    load_checkpoint,
+    write_checkpoint,
+)
 from mjsysid.fit.conditioning import start_condition
 from mjsysid.fit.horizons import StagedFit, resolve_horizons, run_stages
 from mjsysid.fit.jacobian import ResidualFn
@@ -62,7 +68,8 @@ class OptimizeResult:
       parameter_names: Label of every entry of ``x``.
       optimizer: Backend name.
       extras: ``{"objective": [...], "candidate": [...]}`` per iteration (scalars and
-        ``(p,)`` vectors only; memory does not grow with the residual size). With horizon
+        ``(p,)`` vectors only; memory does not grow with the residual size; after a resume
+        they include the iterations before it, kept in the checkpoint). With horizon
         stages these are the last (whole-data) stage's, like ``cost``; ``extras["stages"]``
         holds every stage's summary, its costs per iteration (on its part of the data) in
         ``"objective"``.
@@ -125,11 +132,13 @@ def _settings(
 
 @dataclass
 class _Start:
-    """Where the fit starts: ``x0``, the iterations already done, the horizon stages left."""
+    """Where the fit starts: ``x0``, the iterations already done, the horizon stages left
+    and, when resuming, the checkpoint's history of the first of them."""
 
     x0: np.ndarray
     start_iter: int
     horizons: list[float]
+    earlier: History | None = None
 
 
 def _resume(start: _Start, s: StageSettings, params: ParameterDict) -> _Start:
@@ -150,7 +159,8 @@ def _resume(start: _Start, s: StageSettings, params: ParameterDict) -> _Start:
     written_in = checkpoint_horizon(ckpt)
     horizons = [h for h in start.horizons if h >= written_in] or [1.0]
     logger.info("resuming from %s at iteration %d", ckpt, start_iter)
-    return _Start(x0, start_iter, horizons)
+    earlier = checkpoint_history(ckpt, x0.size) if horizons[0] == written_in else None
+    return _Start(x0, start_iter, horizons, earlier)
 
 
 def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -> OptimizeResult:
@@ -160,7 +170,11 @@ def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -
     assert stage.r is not None and stage.J is not None
     nit = sum(st.nit for st in done)
     if s.ckpt is not None:
-        write_checkpoint(s.ckpt, stage.x, stage.cost, start_iter + nit, s.names, fit.stopped_in)
+        ended = next((st for st in reversed(done) if st.horizon == fit.stopped_in), stage)
+        write_checkpoint(
+            s.ckpt, stage.x, stage.cost, start_iter + nit, s.names, fit.stopped_in,
+            History(ended.history_obj, ended.history_x),
+        )  # fmt: skip
     text = message(stage.status, opts.max_iters)
     cost0 = stage.cost0 if fit.full is None else fit.initial_cost
     if opts.verbose:
@@ -218,9 +232,17 @@ def run_fit(
     start = _resume(_Start(x0, 0, horizons), s, params)
     if s.ckpt is not None:  # fail now, not after the first iteration, if it cannot be written
         write_checkpoint(
-            s.ckpt, start.x0, float("nan"), start.start_iter, s.names, start.horizons[0]
+            s.ckpt,
+            start.x0,
+            float("nan"),
+            start.start_iter,
+            s.names,
+            start.horizons[0],
+            start.earlier,  # (a fit killed again before its first iteration keeps it)
         )
-    staged = run_stages(residual_fn, params, start.x0, s, start.horizons, start.start_iter)
+    staged = run_stages(
+        residual_fn, params, start.x0, s, start.horizons, start.start_iter, start.earlier
+    )
     result = _result(staged, s, start.start_iter, t_start)
     opt_params = params.copy()
     opt_params.update_from_vector(result.x)

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from mjsysid.fit.backends import BACKENDS, BackendCall, BackendResult
-from mjsysid.fit.checkpoints import write_checkpoint
+from mjsysid.fit.checkpoints import History, write_checkpoint
 from mjsysid.fit.jacobian import (
     CountedResidual,
     JacobianCache,
@@ -88,13 +88,16 @@ class Stage:
 class StagePlan:
     """Where a stage sits in the fit: its ``horizon``, whether it is the ``last``, the
     iterations before it (``start_iter``), the parameter-effect check (``"error"``, ``"warn"``
-    or ``None``) and the cost below which it is skipped (``skip_below``)."""
+    or ``None``), the cost below which it is skipped (``skip_below``) and, for a stage
+    resumed from a checkpoint written in it, its iterations before the interruption
+    (``earlier``, prepended to its history)."""
 
     horizon: float
     last: bool
     start_iter: int
     check_effect: str | None
     skip_below: float | None = None
+    earlier: History | None = None
 
 
 class _Converged(Exception):
@@ -147,7 +150,8 @@ class _Recorder:
         s, plan = self.s, self.plan
         n = plan.start_iter + it
         if s.ckpt is not None:
-            write_checkpoint(s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon)
+            history = History(self.history_obj, self.history_x)
+            write_checkpoint(s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon, history)
         if s.options.verbose:
             label = "" if plan.horizon == 1.0 else f"first {100.0 * plan.horizon:g} %  "
             print(f"{label}iter {n:4d}  cost {cost:.6e}", file=s.out)
@@ -213,7 +217,8 @@ def fit_stage(
         )
     J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
     _check_effect(J0, s.names, plan.check_effect)
-    rec = _Recorder(s, plan, x0.copy(), cost0, [cost0], [x0.copy()])
+    seed = _seeded(plan.earlier, x0, cost0)
+    rec = _Recorder(s, plan, x0.copy(), cost0, seed.objective, seed.candidates)
     jacobian = JacobianCache(fn, s.bounds, eps)
     jacobian.seed(x0, J0)
     remaining = max(s.options.max_iters - plan.start_iter, 0)
@@ -227,6 +232,19 @@ def fit_stage(
         _finish_last(stage, fn, jacobian, rec)
     stage.nfev, stage.njev = fn.nfev, 1 + jacobian.njev + res.njev
     return stage
+
+
+def _seeded(earlier: History | None, x0: np.ndarray, cost0: float) -> History:
+    """A stage's history at its start: ``[cost0]``, after the checkpoint's history of the
+    same stage when it resumes one (its last entry is the start itself when it is
+    ``cost0``, as for the ``"lm"`` backend, whose accepted costs only fall)."""
+    if earlier is None:
+        return History([cost0], [x0.copy()])
+    obj, cand = list(earlier.objective), [c.copy() for c in earlier.candidates]
+    if not np.isclose(obj[-1], cost0, rtol=1e-9, atol=0.0):
+        obj.append(cost0)
+        cand.append(x0.copy())
+    return History(obj, cand)
 
 
 def _finish_last(

@@ -76,6 +76,7 @@ from mjsysid.params.apply import apply_param_modifiers
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.rollout import BatchRollout
 from mjsysid.util.errors import must_be
+from mjsysid.util.limits import check_limit
 
 
 @dataclass
@@ -548,6 +549,7 @@ def _checked_x(x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
                 hint=f"got shape {np.shape(x)}",
             )
         )
+    check_limit("max_candidates", arr.shape[1], "residual_fn: x: candidates (columns k)")
     if not np.all(np.isfinite(arr)):
         raise ValueError("residual_fn: x must be finite, got non-finite entries")
     return arr

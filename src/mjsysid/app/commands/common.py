@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mjsysid.util.files import remove_write_leftovers
 from mjsysid.util.lock import folder_lock
 from mjsysid.util.mujoco_log import mujoco_log_in
+from mjsysid.util.progress import progress_bar
 
 if TYPE_CHECKING:
     from mjsysid.params.parameter import ParameterDict
@@ -94,16 +95,20 @@ def write_report(
     err: TextIO,
     confidence: Any = None,
     validation: Any = None,
+    quiet: bool = False,
 ) -> None:
     """Writes the default HTML report into ``out``, or says on ``err`` why it is skipped.
 
     ``confidence``: the intervals already computed (default: the report computes them);
-    ``validation``: a :class:`~mjsysid.output.validation.ValidationTable` (its section)."""
+    ``validation``: a :class:`~mjsysid.output.validation.ValidationTable` (its section).
+    The videos rendered are counted on a bar on ``err`` when it is a terminal (not with
+    ``quiet``)."""
     if not report_available():
         print("report skipped: install the report extra (pip install 'mjsysid[report]')", file=err)
         return
     from mjsysid.output.report import default_report
 
+    bar = progress_bar(err, "  rendering videos", quiet=quiet)
     try:
         path = default_report(
             [exp_or_seqs],
@@ -114,8 +119,12 @@ def write_report(
             out,
             confidence=confidence,
             validation=validation,
+            progress=bar,
         )
     except ImportError as e:
         print(f"report skipped: {e}", file=err)
         return
+    finally:
+        if bar is not None:
+            bar.close()
     print(f"report: {path}", file=err)

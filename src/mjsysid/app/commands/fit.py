@@ -68,6 +68,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue from <out>/checkpoint.npz after an interruption",
     )
+    _add_search_arguments(parser)
+    parser.add_argument("--no-report", action="store_true", help="do not write report.html")
+    parser.add_argument(
+        "--no-timing-check",
+        action="store_true",
+        help="skip the quick check, before the fit, that the commands are not one sample out "
+        "of step (mjsysid check runs a longer one)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+
+
+def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """The outer stages (``--global`` / ``--starts``) and where candidates are evaluated."""
     search = parser.add_mutually_exclusive_group()
     search.add_argument(
         "--global",
@@ -97,8 +110,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="evaluate candidates on the Dask cluster at ADDRESS (e.g. tcp://host:8786)",
     )
-    parser.add_argument("--no-report", action="store_true", help="do not write report.html")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
 
 
 @dataclass(frozen=True)
@@ -274,6 +285,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         with ph("loading"):
             rf = exp.build_residual_fn()
         _announce(exp, rf, fs, err)
+        _timing_check(args, exp, ph, err)
         with _evaluator(args, exp, rf, err) as fit_rf:
             fitted = _fit(args, exp, fs, fit_rf, ph, err)
         if fitted is None:
@@ -281,6 +293,25 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         code = _save_and_report(args, exp, fs, rf, fitted, ph, out, err)
     print(ph.summary(), file=err)
     return code
+
+
+def _timing_check(args: argparse.Namespace, exp: Experiment, ph: Phases, err: TextIO) -> None:
+    """The quick command-shift check of ``mjsysid check``, before the fit: a warning with the
+    costs and the fix when the commands one row earlier or later fit markedly better.
+    Skipped with ``--no-timing-check``, on ``--resume`` (the first run checked) and for a
+    model without actuators."""
+    from mjsysid.app.commands.check import quick_shift_check
+
+    if args.no_timing_check or args.resume or not exp.model.nu:
+        return
+    try:
+        with ph("timing check"):
+            message = quick_shift_check(exp).message()
+    except (ValueError, FloatingPointError) as e:  # the fit itself reports a real problem
+        print(f"note: the command timing check was skipped: {e}", file=err)
+        return
+    if message:
+        print(f"warning: {message} (skip this check with --no-timing-check)", file=err)
 
 
 @contextlib.contextmanager
@@ -442,6 +473,7 @@ def _save_and_report(
                 err,
                 confidence=conf,
                 validation=validation,
+                quiet=args.quiet,
             )
     rf.close()
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

@@ -38,6 +38,7 @@ from mjsysid.output.report.validation_section import validation_section
 from mjsysid.output.report.videos import video_clips, video_items
 from mjsysid.output.report.warnings import ReportWarning, collect_warnings
 from mjsysid.util.errors import must_be
+from mjsysid.util.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class ReportOptions:
     video_fps: float
     video_size: tuple[int, int]
     max_video_seconds: float
+    progress: Progress | None = None
 
 
 @dataclass(frozen=True)
@@ -292,6 +294,7 @@ def page(
         opts.video_fps,
         (int(opts.video_size[0]), int(opts.video_size[1])),
         opts.max_video_seconds,
+        progress=opts.progress,
     )
     videos, assets = video_items(clips, opts.video_size, ASSETS_DIR)
     plotly_js = plotly_offline.get_plotlyjs()
@@ -377,6 +380,7 @@ def default_report(
     video_size: tuple[int, int] = (320, 240),
     max_video_seconds: float = 10.0,
     validation: Any = None,
+    progress: Progress | None = None,
 ) -> Path:
     """Writes ``save_dir/report.html`` (and ``save_dir/report_assets/``) for a fit.
 
@@ -409,6 +413,9 @@ def default_report(
       validation: A :class:`~mjsysid.output.validation.ValidationTable` (from
         :func:`~mjsysid.output.validation.validate`): a section with its fit percentages and
         overlays of the held-out sequences (``None``: no such section).
+      progress: Called as ``progress(videos done, videos)`` as the sequences' videos are
+        rendered (the slow part of a report); e.g. a
+        :class:`~mjsysid.util.progress.ProgressBar`. The report itself never prints.
 
     Returns:
       Path of ``report.html``.
@@ -434,6 +441,7 @@ def default_report(
         video_fps=video_fps,
         video_size=video_size,
         max_video_seconds=max_video_seconds,
+        progress=progress,
     )
     check_options(opts)
     fit = check_fit(

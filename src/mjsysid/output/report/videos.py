@@ -10,6 +10,7 @@ from typing import Any
 import mujoco
 
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.util.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +92,10 @@ def video_clips(
     fps: float,
     size: tuple[int, int],
     max_seconds: float,
+    progress: Progress | None = None,
 ) -> tuple[list[Any], str]:
-    """Encoded clips and the reason text when some or all are missing."""
+    """Encoded clips and the reason text when some or all are missing; the sequences done
+    are counted to ``progress(done, total)``."""
     from mjsysid.output.plotting import OffscreenRenderingError
 
     if videos is False:
@@ -104,6 +107,8 @@ def video_clips(
     clips: list[Any] = []
     problems: list[str] = []
     for i, p1 in enumerate(preds1):
+        if progress is not None:
+            progress(i, len(preds1))
         label = f"{p1.model_name}/{p1.sequence_name}"
         ms = by_name.get(p1.model_name)
         if ms is None:
@@ -120,6 +125,8 @@ def video_clips(
             continue
         if frames:
             clips.append(_clip(job, label, p1, frames, st1, caption))
+    if progress is not None:
+        progress(len(preds1), len(preds1))
     reason = ""
     if problems:
         reason = "Some videos could not be rendered: " + "; ".join(problems)

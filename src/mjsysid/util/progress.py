@@ -1,0 +1,96 @@
+"""Progress of counted work: the callback library functions take, and a text bar for it.
+
+Library code never prints: a function whose work can be counted (rows of a file parsed,
+videos of a report rendered) takes an optional ``progress`` callback, a :data:`Progress`,
+and calls it as ``progress(done, total)``. The command line passes a :class:`ProgressBar`
+that draws on stderr::
+
+    reading 'run.csv' [############------------------]  40 %  400000/1000000
+
+The bar redraws at most every ``interval`` seconds (and at the end), only when its stream is
+a terminal or it is asked to (``enabled=True``), and never with ``quiet`` (``-q``). No
+dependency.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: ``done`` of ``total`` units of work finished (``0 <= done <=
+total``); called from the thread doing the work, cheap enough for every few thousand units."""
+
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is an interactive terminal (``False`` when it cannot tell)."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
+
+
+@dataclass
+class ProgressBar:
+    """A :data:`Progress` drawing a one-line text bar on ``stream``.
+
+    Attributes:
+      stream: Where to draw (stderr on the command line).
+      label: What is counted, e.g. ``"reading 'run.csv'"``.
+      enabled: Draw at all; default: only when ``stream`` is a terminal.
+      interval: Least time between redraws (s); the first and the last call always draw.
+      width: Characters of the bar itself.
+    """
+
+    stream: TextIO
+    label: str
+    enabled: bool | None = None
+    interval: float = 0.2
+    width: int = 30
+    _last: float = field(default=-1.0, repr=False)
+    _drawn: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.enabled is None:
+            self.enabled = is_terminal(self.stream)
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        final = done >= total
+        if self._drawn and not final and now - self._last < self.interval:
+            return
+        self._last, self._drawn = now, True
+        self.stream.write("\r" + self.line(done, total) + ("\n" if final else ""))
+        self.stream.flush()
+        if final:
+            self.enabled = False  # (one finished line; later calls are ignored)
+
+    def line(self, done: int, total: int) -> str:
+        """The bar for ``done`` of ``total``, e.g. ``label [####------]  40 %  4/10``."""
+        share = min(max(done / total, 0.0), 1.0) if total > 0 else 1.0
+        filled = round(share * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        return f"{self.label} [{bar}] {100 * share:3.0f} %  {done}/{total}"
+
+    def close(self) -> None:
+        """Ends an unfinished bar's line (after an error or an early stop)."""
+        if self.enabled and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+        self.enabled = False
+
+
+def progress_bar(
+    stream: TextIO, label: str, *, quiet: bool = False, enabled: bool | None = None
+) -> ProgressBar | None:
+    """A :class:`ProgressBar` on ``stream``, or ``None`` with ``quiet`` or where it would not
+    draw (not a terminal and not ``enabled``), so that the work skips the calls."""
+    if quiet:
+        return None
+    bar = ProgressBar(stream, label, enabled=enabled)
+    return bar if bar.enabled else None
