@@ -74,6 +74,9 @@ from mjsysid.objective.sim_cache import (
 )
 from mjsysid.params.apply import apply_param_modifiers
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.force_laws import ForceLaw
+from mjsysid.sim.law_params import parameter_name
+from mjsysid.sim.lockstep import LockstepRollout, bind_laws
 from mjsysid.sim.rollout import BatchRollout
 from mjsysid.util.errors import must_be
 
@@ -123,8 +126,10 @@ class ResidualFunction:
         nthread: int | None,
         fast_model_edits: bool,
         control_transform: ControlTransform | None = None,
+        force_laws: Sequence[ForceLaw] = (),
     ) -> None:
         self.models_sequences = list(models_sequences)
+        self.force_laws = _checked_laws(force_laws, self.models_sequences, custom_rollout)
         self.control_transform = control_transform
         if control_transform is not None:
             for ms in self.models_sequences:
@@ -144,6 +149,7 @@ class ResidualFunction:
             build_model is not None or custom_rollout is not None,
             control_transform,
             [ms.spec.copy() for ms in self.models_sequences],
+            law_names=[parameter_name(law, k) for law in self.force_laws for k in law.parameters],
         )
         self._sim_cache = SimulationCache()
         self._runner = BatchRollout(nthread)
@@ -151,7 +157,11 @@ class ResidualFunction:
             self.models_sequences, build_model, fast_model_edits, self.stats
         )
         self._rollouts = CandidateRollouts(
-            self._runner, custom_rollout, control_transform, self.stats
+            self._runner,
+            custom_rollout,
+            control_transform,
+            self.stats,
+            LockstepRollout(self._runner, self.force_laws) if self.force_laws else None,
         )
         self._sequences = _prepared_sequences(
             self.models_sequences,
@@ -188,6 +198,7 @@ class ResidualFunction:
         if self.control_transform is not None:
             for ms in self.models_sequences:
                 self.control_transform.validate(ms.model, params)
+        check_law_params(self.force_laws, params)
 
     # -- evaluation -------------------------------------------------------------------------
     def __call__(self, x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
@@ -226,6 +237,8 @@ class ResidualFunction:
         t_start = _time.perf_counter()
         k = X.shape[1]
         work, layout = self._structure.update(params, self._sequences)
+        if self.force_laws:
+            check_law_params(self.force_laws, work)
         self.stats.calls += 1
         self.stats.candidates += k
         self.last_divergence = []
@@ -673,6 +686,7 @@ def build_residual_fn(
     n_threads: int | None = None,
     return_pred_all: bool = False,
     resample_true: bool = True,
+    force_laws: Sequence[ForceLaw] = (),
 ) -> ResidualFunction:
     """Builds the batched residual function ``residual_fn(x, params)``.
 
@@ -697,6 +711,9 @@ def build_residual_fn(
       control_transform: Deadbands, direction-dependent gains and offsets applied to every
         candidate's recorded controls (a :class:`mjsysid.ControlTransform`).
       return_pred_all, resample_true: ``mujoco.sysid``'s keywords; they change nothing.
+      force_laws: :class:`~mjsysid.sim.force_laws.ForceLaw` s applied as ``qfrc_applied``
+        before every step (lock-step rollout); their parameters (see
+        :func:`~mjsysid.sim.law_params.force_law_params`) must be in ``params``.
 
     Returns:
       A :class:`ResidualFunction` (unknown weight or observation names fail here).
@@ -716,7 +733,44 @@ def build_residual_fn(
         nthread=_thread_count(nthread, n_threads),
         fast_model_edits=fast_model_edits,
         control_transform=control_transform,
+        force_laws=force_laws,
     )
+
+
+def _checked_laws(
+    laws: Sequence[ForceLaw], models_sequences: Sequence[ModelSequences], custom: object
+) -> list[ForceLaw]:
+    """The force laws, checked against every model (and refused with a custom rollout)."""
+    out = list(laws)
+    for law in out:
+        if not isinstance(law, ForceLaw):
+            raise TypeError(must_be("force_laws", "a sequence of ForceLaw", law))
+    if out and custom is not None:
+        raise ValueError("force_laws cannot be combined with custom_rollout: apply them there")
+    names = [law.name for law in out]
+    if len(set(names)) != len(names):
+        raise ValueError(must_be("force law names", "unique", names))
+    for ms in models_sequences:
+        bind_laws(out, ms.model)
+    return out
+
+
+def check_law_params(laws: Sequence[ForceLaw], params: ParameterDict) -> None:
+    """Every parameter of every law is in ``params`` with its declared size.
+
+    Raises:
+      KeyError: One is missing (declare them with ``force_law_params``).
+    """
+    for law in laws:
+        for key, size in law.parameters.items():
+            name = parameter_name(law, key)
+            if name not in params.keys():
+                raise KeyError(
+                    f"force law {law.name!r} needs parameter {name!r}; add "
+                    "force_law_params(law, nominal) to the parameters"
+                )
+            if params[name].size != size:
+                raise ValueError(must_be(f"parameter {name!r} size", str(size), params[name].size))
 
 
 def residual_cost(r: np.ndarray) -> float:
