@@ -15,13 +15,15 @@ tolerance.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from mjsysid.data.states import state_size, state_slices
-from mjsysid.sim.force_laws import ForceLaw
+from mjsysid.sim.force_laws import CommandTorque, ForceLaw, JointLaw
 from mjsysid.sim.rollout import BatchRollout, align_states, clock_ok
 
 _CONTROL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_QFRC_APPLIED)
@@ -30,6 +32,44 @@ _CONTROL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_QFRC_
 def bind_laws(laws: Sequence[ForceLaw], model: mujoco.MjModel) -> list[ForceLaw]:
     """The laws bound to ``model`` (joints and actuators resolved)."""
     return [law.bind(model) for law in laws]
+
+
+def _merge_key(law: ForceLaw) -> tuple[object, ...] | None:
+    """Laws with equal keys differ only in their joint (and actuator)."""
+    if not isinstance(law, JointLaw):
+        return None
+    config = {k: v for k, v in law.config().items() if k not in ("name", "joint", "actuator")}
+    return (type(law), tuple(sorted(config.items())))
+
+
+def merge_laws(
+    laws: Sequence[ForceLaw], values: Sequence[Mapping[str, np.ndarray]]
+) -> tuple[list[ForceLaw], list[Mapping[str, np.ndarray]]]:
+    """Library laws of one kind and options on distinct dofs as one law acting on all of
+    them (an index array as its dof, values ``(batch, size, ndof)``): one NumPy evaluation
+    per kind instead of one per joint. Other laws pass unchanged."""
+    groups: dict[object, list[int]] = {}
+    for i, law in enumerate(laws):
+        key = _merge_key(law)
+        groups.setdefault(i if key is None else key, []).append(i)
+    out_laws: list[ForceLaw] = []
+    out_values: list[Mapping[str, np.ndarray]] = []
+    for members in groups.values():
+        dofs = [getattr(laws[i], "dof", -1) for i in members]
+        if len(members) == 1 or len(set(dofs)) < len(dofs):
+            out_laws += [laws[i] for i in members]
+            out_values += [values[i] for i in members]
+            continue
+        same: list[Any] = [laws[i] for i in members]
+        first = same[0]
+        extra = {}
+        if isinstance(first, CommandTorque):
+            extra["ctrl_index"] = np.array([law.ctrl_index for law in same])
+        out_laws.append(dataclasses.replace(first, dof=np.array(dofs), **extra))
+        out_values.append(
+            {k: np.stack([values[i][k] for i in members], axis=-1) for k in values[members[0]]}
+        )
+    return out_laws, out_values
 
 
 class LockstepRollout:
@@ -74,7 +114,7 @@ class LockstepRollout:
           ``(state, sensordata, ok)`` in :meth:`BatchRollout.run`'s layout.
         """
         m0 = models[0]
-        laws = self.bound(m0)
+        laws, values = merge_laws(self.bound(m0), values)
         nbatch, nstep, nu = control.shape
         sl = state_slices(m0)
         raw_state = np.empty((nbatch, nstep, state_size(m0)))
@@ -85,6 +125,8 @@ class LockstepRollout:
         datas = self.runner.datas_for(m0)
         pool = self.runner._runner
         x = np.ascontiguousarray(initial_states, dtype=np.float64)
+        # one chunk per thread: a step is short, the pool's dispatch is not
+        chunk = -(-nbatch // self.runner.nthread)
         for k in range(nstep):
             step_ctrl[:, 0, :nu] = control[:, k]
             forces = step_ctrl[:, 0, nu:]
@@ -99,6 +141,7 @@ class LockstepRollout:
                 control_spec=_CONTROL_SPEC,
                 skip_checks=True,
                 nstep=1,
+                chunk_size=chunk,
                 state=step_state,
                 sensordata=step_sensors,
             )
