@@ -61,17 +61,14 @@ def sequences(spec: mujoco.MjSpec, nseq: int, steps: int) -> ms.ModelSequences:
     return ms.ModelSequences("chain", spec, names, x0s, ctrls, sens)
 
 
-def jacobian_time(rf: ms.ResidualFunction, params: ms.ParameterDict, repeats: int) -> float:
+def jacobian_call(rf: ms.ResidualFunction, params: ms.ParameterDict) -> float:
+    """Seconds of one batched evaluation of the ``p+1`` forward-difference candidates."""
     x = params.as_vector()
     X = x[:, None] + 1e-6 * np.eye(x.size, x.size + 1, 1)
-    rf(X, params)  # warm up
-    best = np.inf
-    for _ in range(repeats):
-        rf.clear_cache()
-        t0 = time.perf_counter()
-        rf(X, params)
-        best = min(best, time.perf_counter() - t0)
-    return best
+    rf.clear_cache()
+    t0 = time.perf_counter()
+    rf(X, params)
+    return time.perf_counter() - t0
 
 
 def cases(links: int, seqs: ms.ModelSequences, nthread: int | None) -> dict[str, tuple]:
@@ -121,11 +118,14 @@ def main() -> None:
     args = ap.parse_args()
     spec = mujoco.MjSpec.from_string(chain_xml(args.links))
     seqs = sequences(spec, args.seq, args.steps)
-    times: dict[str, float] = {}
+    todo = cases(args.links, seqs, args.threads)
+    times = {name: np.inf for name in todo}
+    for _ in range(args.repeats + 1):  # interleaved (a loaded machine drifts); best of
+        for name, (rf, params, _ref) in todo.items():
+            times[name] = min(times[name], jacobian_call(rf, params))
     print(f"links={args.links} steps={args.steps} sequences={args.seq} threads={args.threads}")
     print(f"{'case':<14} {'p':>3} {'rollouts':>8} {'time (ms)':>10} {'ratio':>6}")
-    for name, (rf, params, ref) in cases(args.links, seqs, args.threads).items():
-        times[name] = jacobian_time(rf, params, args.repeats)
+    for name, (_rf, params, ref) in todo.items():
         ratio = "" if ref is None else f"{times[name] / times[ref]:.2f}"
         n = (params.size + 1) * args.seq
         print(f"{name:<14} {params.size:>3} {n:>8} {1e3 * times[name]:>10.1f} {ratio:>6}")

@@ -14,11 +14,13 @@ import numpy as np
 
 from mjsysid.objective.alignment import PreparedSequence
 from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.law_checks import check_law_params
 from mjsysid.objective.layout import Layout
 from mjsysid.objective.protocols import CustomRolloutFn
 from mjsysid.objective.residual_stats import ResidualStats
 from mjsysid.objective.sim_cache import SimBatch
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.force_laws import ForceLaw
 from mjsysid.sim.law_params import parameter_name
 from mjsysid.sim.lockstep import LockstepRollout
 from mjsysid.sim.rollout import BatchRollout
@@ -45,7 +47,7 @@ class CandidateRollouts:
       custom_rollout: Replaces the built-in rollout.
       control_transform: Applied to the recorded controls of every candidate.
       stats: Counters (``rollouts``, ``steps``).
-      lockstep: Steps the batch with force laws (their parameters' values per candidate).
+      force_laws: Applied by a lock-step rollout (their parameters' values per candidate).
     """
 
     def __init__(
@@ -54,10 +56,10 @@ class CandidateRollouts:
         custom_rollout: CustomRolloutFn | None,
         control_transform: ControlTransform | None,
         stats: ResidualStats,
-        lockstep: LockstepRollout | None = None,
+        force_laws: Sequence[ForceLaw] = (),
     ) -> None:
         self.runner = runner
-        self.lockstep = lockstep
+        self.lockstep = LockstepRollout(runner, force_laws) if force_laws else None
         self.custom_rollout = custom_rollout
         self.control_transform = control_transform
         self.stats = stats
@@ -134,6 +136,7 @@ class CandidateRollouts:
         laws."""
         if self.lockstep is None:
             return None
+        check_law_params(self.lockstep.laws, work)
         flat = np.concatenate(cols)
         out = []
         for law in self.lockstep.laws:

@@ -52,6 +52,7 @@ from mjsysid.objective.alignment import (
 from mjsysid.objective.candidate_models import CandidateModels
 from mjsysid.objective.candidate_rollouts import CandidateRollouts
 from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.law_checks import check_law_params, checked_laws, law_parameter_names
 from mjsysid.objective.layout import Layout, ParameterStructure, masks
 from mjsysid.objective.predictions import SequencePrediction, gather
 from mjsysid.objective.protocols import (
@@ -75,8 +76,6 @@ from mjsysid.objective.sim_cache import (
 from mjsysid.params.apply import apply_param_modifiers
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.force_laws import ForceLaw
-from mjsysid.sim.law_params import parameter_name
-from mjsysid.sim.lockstep import LockstepRollout, bind_laws
 from mjsysid.sim.rollout import BatchRollout
 from mjsysid.util.errors import must_be
 
@@ -129,7 +128,7 @@ class ResidualFunction:
         force_laws: Sequence[ForceLaw] = (),
     ) -> None:
         self.models_sequences = list(models_sequences)
-        self.force_laws = _checked_laws(force_laws, self.models_sequences, custom_rollout)
+        self.force_laws = checked_laws(force_laws, self.models_sequences, custom_rollout)
         self.control_transform = control_transform
         if control_transform is not None:
             for ms in self.models_sequences:
@@ -149,7 +148,7 @@ class ResidualFunction:
             build_model is not None or custom_rollout is not None,
             control_transform,
             [ms.spec.copy() for ms in self.models_sequences],
-            law_names=[parameter_name(law, k) for law in self.force_laws for k in law.parameters],
+            law_names=law_parameter_names(self.force_laws),
         )
         self._sim_cache = SimulationCache()
         self._runner = BatchRollout(nthread)
@@ -157,11 +156,7 @@ class ResidualFunction:
             self.models_sequences, build_model, fast_model_edits, self.stats
         )
         self._rollouts = CandidateRollouts(
-            self._runner,
-            custom_rollout,
-            control_transform,
-            self.stats,
-            LockstepRollout(self._runner, self.force_laws) if self.force_laws else None,
+            self._runner, custom_rollout, control_transform, self.stats, self.force_laws
         )
         self._sequences = _prepared_sequences(
             self.models_sequences,
@@ -237,8 +232,6 @@ class ResidualFunction:
         t_start = _time.perf_counter()
         k = X.shape[1]
         work, layout = self._structure.update(params, self._sequences)
-        if self.force_laws:
-            check_law_params(self.force_laws, work)
         self.stats.calls += 1
         self.stats.candidates += k
         self.last_divergence = []
@@ -712,8 +705,7 @@ def build_residual_fn(
         candidate's recorded controls (a :class:`mjsysid.ControlTransform`).
       return_pred_all, resample_true: ``mujoco.sysid``'s keywords; they change nothing.
       force_laws: :class:`~mjsysid.sim.force_laws.ForceLaw` s applied as ``qfrc_applied``
-        before every step (lock-step rollout); their parameters (see
-        :func:`~mjsysid.sim.law_params.force_law_params`) must be in ``params``.
+        before every step; ``params`` holds their parameters (docs/force-laws.md).
 
     Returns:
       A :class:`ResidualFunction` (unknown weight or observation names fail here).
@@ -735,42 +727,6 @@ def build_residual_fn(
         control_transform=control_transform,
         force_laws=force_laws,
     )
-
-
-def _checked_laws(
-    laws: Sequence[ForceLaw], models_sequences: Sequence[ModelSequences], custom: object
-) -> list[ForceLaw]:
-    """The force laws, checked against every model (and refused with a custom rollout)."""
-    out = list(laws)
-    for law in out:
-        if not isinstance(law, ForceLaw):
-            raise TypeError(must_be("force_laws", "a sequence of ForceLaw", law))
-    if out and custom is not None:
-        raise ValueError("force_laws cannot be combined with custom_rollout: apply them there")
-    names = [law.name for law in out]
-    if len(set(names)) != len(names):
-        raise ValueError(must_be("force law names", "unique", names))
-    for ms in models_sequences:
-        bind_laws(out, ms.model)
-    return out
-
-
-def check_law_params(laws: Sequence[ForceLaw], params: ParameterDict) -> None:
-    """Every parameter of every law is in ``params`` with its declared size.
-
-    Raises:
-      KeyError: One is missing (declare them with ``force_law_params``).
-    """
-    for law in laws:
-        for key, size in law.parameters.items():
-            name = parameter_name(law, key)
-            if name not in params.keys():
-                raise KeyError(
-                    f"force law {law.name!r} needs parameter {name!r}; add "
-                    "force_law_params(law, nominal) to the parameters"
-                )
-            if params[name].size != size:
-                raise ValueError(must_be(f"parameter {name!r} size", str(size), params[name].size))
 
 
 def residual_cost(r: np.ndarray) -> float:

@@ -119,7 +119,7 @@ class JointLaw:
         return out
 
     def _on_dof(self, v: np.ndarray, f: np.ndarray) -> np.ndarray:
-        if np.any(np.asarray(self.dof) < 0):
+        if self.nv == 0:  # set by bind
             raise RuntimeError(f"force law {self.name!r} is not bound: call bind(model) first")
         out = np.zeros((v.shape[0], self.nv))
         out[:, self.dof] = f

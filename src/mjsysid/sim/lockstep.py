@@ -114,16 +114,41 @@ class LockstepRollout:
           ``(state, sensordata, ok)`` in :meth:`BatchRollout.run`'s layout.
         """
         m0 = models[0]
+        nbatch, nstep, _ = control.shape
+        raw_state = np.empty((nbatch, nstep, state_size(m0)))
+        sensordata = np.empty((nbatch, nstep, m0.nsensordata))
+        self._steps(list(models), initial_states, control, values, raw_state, sensordata)
+        dt = np.array([m.opt.timestep for m in models])
+        t0 = np.array(initial_states[:, 0], dtype=np.float64)
+        ok = clock_ok(raw_state, t0, dt, scan=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
+        if not align:
+            return raw_state, sensordata, ok
+        return align_states(raw_state, initial_states), sensordata, ok
+
+    def _steps(
+        self,
+        models: list[mujoco.MjModel],
+        initial_states: np.ndarray,
+        control: np.ndarray,
+        values: Sequence[Mapping[str, np.ndarray]],
+        raw_state: np.ndarray,
+        sensordata: np.ndarray,
+    ) -> None:
+        """Fills ``raw_state`` and ``sensordata`` step by step: the laws' forces of the batch,
+        then one multithreaded MuJoCo step of every rollout."""
+        m0 = models[0]
         laws, values = merge_laws(self.bound(m0), values)
         nbatch, nstep, nu = control.shape
         sl = state_slices(m0)
-        raw_state = np.empty((nbatch, nstep, state_size(m0)))
-        sensordata = np.empty((nbatch, nstep, m0.nsensordata))
         step_ctrl = np.zeros((nbatch, 1, nu + m0.nv))
         step_state = np.empty((nbatch, 1, raw_state.shape[2]))
         step_sensors = np.empty((nbatch, 1, m0.nsensordata))
         datas = self.runner.datas_for(m0)
         pool = self.runner._runner
+        run = mujoco.rollout.rollout if pool is None else pool.rollout
+        thread_datas = datas[0] if pool is None else datas
         x = np.ascontiguousarray(initial_states, dtype=np.float64)
         # one chunk per thread: a step is short, the pool's dispatch is not
         chunk = -(-nbatch // self.runner.nthread)
@@ -134,10 +159,11 @@ class LockstepRollout:
             q, v, act = x[:, sl["qpos"]], x[:, sl["qvel"]], x[:, sl["act"]]
             for law, vals in zip(laws, values, strict=True):
                 forces += law.forces(q, v, control[:, k], act, vals)
-            args = (list(models), datas[0] if pool is None else datas, x, step_ctrl)
-            run = mujoco.rollout.rollout if pool is None else pool.rollout
             run(
-                *args,
+                models,
+                thread_datas,
+                x,
+                step_ctrl,
                 control_spec=_CONTROL_SPEC,
                 skip_checks=True,
                 nstep=1,
@@ -148,14 +174,6 @@ class LockstepRollout:
             raw_state[:, k] = step_state[:, 0]
             sensordata[:, k] = step_sensors[:, 0]
             x = step_state[:, 0].copy()
-        dt = np.array([m.opt.timestep for m in models])
-        t0 = np.array(initial_states[:, 0], dtype=np.float64)
-        ok = clock_ok(raw_state, t0, dt, scan=True)
-        with np.errstate(over="ignore", invalid="ignore"):
-            ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
-        if not align:
-            return raw_state, sensordata, ok
-        return align_states(raw_state, initial_states), sensordata, ok
 
 
 def reference_rollout(
