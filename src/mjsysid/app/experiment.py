@@ -96,6 +96,8 @@ from mjsysid.objective.windows import split_windows
 from mjsysid.params.inertia import InertiaType, body_inertia_param
 from mjsysid.params.kinds import KINDS, make_parameter
 from mjsysid.params.parameter import Parameter, ParameterDict
+from mjsysid.sim.force_laws import law_from_config
+from mjsysid.sim.law_params import force_law_params
 from mjsysid.util.errors import short_repr
 from mjsysid.util.files import read_yaml
 from mjsysid.util.limits import check_limit, set_limits
@@ -422,6 +424,7 @@ def load_experiment(path: str | Path) -> Experiment:
         "max_parameters", len(params), f"{ld.source}: parameters (window initial states included)"
     )
     residual_options = _residual_options(top, control)
+    _force_laws(top, ld.model, params, residual_options)
     fit, fit_given, search = _fit_options(top, ld.source)
     executor = _executor(top, ld.source)
     top.finish()
@@ -840,6 +843,39 @@ def _residual_options(top: _Node, control: ControlTransform | None) -> dict[str,
     residual_options["control_interpolation"] = interp
     res.finish()
     return residual_options
+
+
+def _force_laws(
+    top: _Node, model: mujoco.MjModel, params: ParameterDict, options: dict[str, Any]
+) -> None:
+    """``force_laws:``, a list of laws (``law:`` one of :data:`mjsysid.sim.force_laws.LAWS`,
+    ``name``, ``joint``, the law's options, and ``nominal``/``min``/``max`` mappings and a
+    ``frozen`` list by parameter): adds their parameters to ``params`` and the laws to the
+    residual ``options``."""
+    raw = top.get("force_laws", list, None, expected="a list of force laws")
+    if raw is None:
+        return
+    laws = []
+    for i, entry in enumerate(raw):
+        node = _Node(entry, f"force_laws[{i}]", top.source)
+        values = {k: node.get(k, dict, {}, expected="a mapping") for k in ("nominal", "min", "max")}
+        frozen = node.get("frozen", list, [], expected="a list of parameter names")
+        config = {k: v for k, v in entry.items() if k not in ("nominal", "min", "max", "frozen")}
+        try:
+            law = law_from_config(config).bind(model)
+            new = force_law_params(
+                law,
+                values["nominal"],
+                min_value=values["min"],
+                max_value=values["max"],
+                frozen=frozen,
+            )
+            for p in new:
+                params.add(p)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ExperimentError(f"{top.source}: force_laws[{i}]: {e}") from None
+        laws.append(law_from_config(config))
+    options["force_laws"] = laws
 
 
 _MAX_ITERS = 100  # an experiment's default iteration limit

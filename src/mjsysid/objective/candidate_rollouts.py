@@ -14,11 +14,15 @@ import numpy as np
 
 from mjsysid.objective.alignment import PreparedSequence
 from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.law_checks import check_law_params
 from mjsysid.objective.layout import Layout
 from mjsysid.objective.protocols import CustomRolloutFn
 from mjsysid.objective.residual_stats import ResidualStats
 from mjsysid.objective.sim_cache import SimBatch
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.force_laws import ForceLaw
+from mjsysid.sim.law_params import parameter_name
+from mjsysid.sim.lockstep import LockstepRollout
 from mjsysid.sim.rollout import BatchRollout
 
 _CONTROL_BATCHES = 8  # stacked control batches kept (by sequences and width)
@@ -43,6 +47,7 @@ class CandidateRollouts:
       custom_rollout: Replaces the built-in rollout.
       control_transform: Applied to the recorded controls of every candidate.
       stats: Counters (``rollouts``, ``steps``).
+      force_laws: Applied by a lock-step rollout (their parameters' values per candidate).
     """
 
     def __init__(
@@ -51,8 +56,10 @@ class CandidateRollouts:
         custom_rollout: CustomRolloutFn | None,
         control_transform: ControlTransform | None,
         stats: ResidualStats,
+        force_laws: Sequence[ForceLaw] = (),
     ) -> None:
         self.runner = runner
+        self.lockstep = LockstepRollout(runner, force_laws) if force_laws else None
         self.custom_rollout = custom_rollout
         self.control_transform = control_transform
         self.stats = stats
@@ -95,6 +102,7 @@ class CandidateRollouts:
                     [[cand_params[j] for j in sim_cols[i]] if cand_params else [] for i in group],
                     preds,
                     self.transformed_controls(sequences, work, layout, X, sim_cols, group, base),
+                    law_values=self.law_values(work, layout, X, [sim_cols[i] for i in group]),
                 )
         return preds
 
@@ -120,6 +128,30 @@ class CandidateRollouts:
                 out.append(ct.apply(work, sequences[i].control, model))
         return np.stack(out)
 
+    def law_values(
+        self, work: ParameterDict, layout: Layout, X: np.ndarray, cols: list[np.ndarray]
+    ) -> list[dict[str, np.ndarray]] | None:
+        """Per force law, ``{parameter: (sum of candidates, size)}`` values of the columns
+        ``cols`` of ``X`` (a frozen parameter's value for every candidate); ``None`` without
+        laws."""
+        if self.lockstep is None:
+            return None
+        check_law_params(self.lockstep.laws, work)
+        flat = np.concatenate(cols)
+        out = []
+        for law in self.lockstep.laws:
+            vals = {}
+            for key in law.parameters:
+                name = parameter_name(law, key)
+                rows = layout.spans.get(name)
+                vals[key] = (
+                    X[rows][:, flat].T
+                    if rows is not None
+                    else np.repeat(work[name].value[None], flat.size, axis=0)
+                )
+            out.append(vals)
+        return out
+
     def _recorded_controls(
         self, sequences: Sequence[PreparedSequence], key: tuple[tuple[int, int], ...]
     ) -> np.ndarray:
@@ -143,11 +175,14 @@ class CandidateRollouts:
         cand_params: list[list[ParameterDict]],
         preds: dict[int, SimBatch],
         controls: np.ndarray | None = None,
+        *,
+        law_values: list[dict[str, np.ndarray]] | None = None,
     ) -> None:
         """Simulates, in one call, sequence ``group[g]`` from ``x0s[g]`` with ``models[g]``
         (one per candidate) and stores its :class:`SimBatch` in ``preds``. ``controls``: the
         batch's controls when a control transform made them per candidate (default: each
-        sequence's recorded controls)."""
+        sequence's recorded controls). ``law_values``: per force law, its parameters' values
+        per candidate (with force laws)."""
         counts = [len(m) for m in models]
         batch_models = [m for ms_ in models for m in ms_]
         x0 = np.concatenate(x0s)
@@ -157,6 +192,10 @@ class CandidateRollouts:
         self.stats.steps += len(batch_models) * ctrl.shape[1]
         if self.custom_rollout is not None:
             state, sensordata, ok = self._custom(batch_models, ctrl, x0, cand_params)
+        elif self.lockstep is not None and law_values is not None:
+            state, sensordata, ok = self.lockstep.run(
+                batch_models, x0, ctrl, law_values, align=False
+            )
         else:
             state, sensordata, ok = self.runner.run(batch_models, x0, ctrl, align=False)
         start = 0

@@ -198,6 +198,8 @@ class ParameterStructure:
       work: The private copy of the parameters (``None`` before the first call).
       key: Its :func:`structure_key`.
       layout: Its :class:`Layout`.
+      law_names: The force laws' parameters (they change the simulation, like the control
+        transform's).
     """
 
     models_sequences: list[ModelSequences]
@@ -207,11 +209,12 @@ class ParameterStructure:
     work: ParameterDict | None = None
     key: tuple[object, ...] | None = None
     layout: Layout | None = None
+    law_names: list[str] = field(default_factory=list)
 
     def control_names(self) -> list[str]:
-        """The parameters the control transform reads (none without one)."""
+        """The parameters the control transform and the force laws read."""
         ct = self.control_transform
-        return ct.parameter_names if ct else []
+        return [*(ct.parameter_names if ct else []), *self.law_names]
 
     def update(
         self, params: ParameterDict, sequences: Sequence[PreparedSequence]

@@ -52,6 +52,7 @@ from mjsysid.objective.alignment import (
 from mjsysid.objective.candidate_models import CandidateModels
 from mjsysid.objective.candidate_rollouts import CandidateRollouts
 from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.law_checks import check_law_params, checked_laws, law_parameter_names
 from mjsysid.objective.layout import Layout, ParameterStructure, masks
 from mjsysid.objective.predictions import SequencePrediction, gather
 from mjsysid.objective.protocols import (
@@ -74,6 +75,7 @@ from mjsysid.objective.sim_cache import (
 )
 from mjsysid.params.apply import apply_param_modifiers
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.force_laws import ForceLaw
 from mjsysid.sim.rollout import BatchRollout
 from mjsysid.util.errors import must_be
 from mjsysid.util.limits import check_limit
@@ -124,8 +126,10 @@ class ResidualFunction:
         nthread: int | None,
         fast_model_edits: bool,
         control_transform: ControlTransform | None = None,
+        force_laws: Sequence[ForceLaw] = (),
     ) -> None:
         self.models_sequences = list(models_sequences)
+        self.force_laws = checked_laws(force_laws, self.models_sequences, custom_rollout)
         self.control_transform = control_transform
         if control_transform is not None:
             for ms in self.models_sequences:
@@ -145,6 +149,7 @@ class ResidualFunction:
             build_model is not None or custom_rollout is not None,
             control_transform,
             [ms.spec.copy() for ms in self.models_sequences],
+            law_names=law_parameter_names(self.force_laws),
         )
         self._sim_cache = SimulationCache()
         self._runner = BatchRollout(nthread)
@@ -152,7 +157,7 @@ class ResidualFunction:
             self.models_sequences, build_model, fast_model_edits, self.stats
         )
         self._rollouts = CandidateRollouts(
-            self._runner, custom_rollout, control_transform, self.stats
+            self._runner, custom_rollout, control_transform, self.stats, self.force_laws
         )
         self._sequences = _prepared_sequences(
             self.models_sequences,
@@ -189,6 +194,7 @@ class ResidualFunction:
         if self.control_transform is not None:
             for ms in self.models_sequences:
                 self.control_transform.validate(ms.model, params)
+        check_law_params(self.force_laws, params)
 
     # -- evaluation -------------------------------------------------------------------------
     def __call__(self, x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
@@ -675,6 +681,7 @@ def build_residual_fn(
     n_threads: int | None = None,
     return_pred_all: bool = False,
     resample_true: bool = True,
+    force_laws: Sequence[ForceLaw] = (),
 ) -> ResidualFunction:
     """Builds the batched residual function ``residual_fn(x, params)``.
 
@@ -699,6 +706,8 @@ def build_residual_fn(
       control_transform: Deadbands, direction-dependent gains and offsets applied to every
         candidate's recorded controls (a :class:`mjsysid.ControlTransform`).
       return_pred_all, resample_true: ``mujoco.sysid``'s keywords; they change nothing.
+      force_laws: :class:`~mjsysid.sim.force_laws.ForceLaw` s applied as ``qfrc_applied``
+        before every step; ``params`` holds their parameters (docs/force-laws.md).
 
     Returns:
       A :class:`ResidualFunction` (unknown weight or observation names fail here).
@@ -718,6 +727,7 @@ def build_residual_fn(
         nthread=_thread_count(nthread, n_threads),
         fast_model_edits=fast_model_edits,
         control_transform=control_transform,
+        force_laws=force_laws,
     )
 
 
