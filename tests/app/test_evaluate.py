@@ -210,7 +210,7 @@ def test_pure_pieces():
 def test_recordings_and_models_must_match(cartpole_sequences):
     recs = recordings_from_sequences(cartpole_sequences)
     assert recs[0].states.shape == (300, 4) and recs[0].control.shape == (300, 1)
-    with pytest.raises(ValueError, match="timestep must be the recordings' 0.01 s"):
+    with pytest.raises(ValueError, match=r"timestep must be the recordings' 0\.01 s"):
         model = cartpole_model()
         model.opt.timestep = 0.005
         evaluate_models({"fine": model}, recs)
