@@ -65,11 +65,16 @@ __all__ = [
     "evaluate_model",
     "evaluate_models",
     "first_bad_step",
+    "grid_steps",
     "horizon_errors",
+    "horizon_grid",
     "normalised_error",
     "planner_task",
     "recordings_from_sequences",
     "rms_over_starts",
+    "signal_scales",
+    "start_indices",
+    "state_components",
 ]
 
 logger = logging.getLogger(__name__)
