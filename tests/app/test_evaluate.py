@@ -253,6 +253,15 @@ def test_the_command_on_the_cartpole_example(tmp_path: Path):
     assert content["models"][0]["open_loop"] == content["models"][1]["open_loop"]
 
 
+def test_the_command_writes_the_page_and_stays_quiet(tmp_path: Path):
+    pytest.importorskip("plotly")
+    page = tmp_path / "evaluation.html"
+    code, out, err = run("evaluate", "example:arm", "nominal", "--html", str(page), "-q")
+    assert code == 0, err
+    assert "evaluating" not in err and f"page: {page}" in err
+    assert out.splitlines()[2].startswith("nominal") and "Plotly.newPlot" in page.read_text()
+
+
 def test_the_command_names_bad_models(tmp_path: Path):
     code, _, err = run("evaluate", "example:cartpole", str(tmp_path), "-q")
     assert code == 1 and "must hold the identified 'cartpole.xml'" in err
