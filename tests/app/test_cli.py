@@ -44,6 +44,7 @@ def test_every_command_module_follows_the_convention():
         "check",
         "report",
         "compare",
+        "evaluate",
         "simulate",
         "capture",
         "device",

@@ -1,6 +1,7 @@
 """The ``mjsysid`` command: a thin layer over the library.
 
-Subcommands: ``fit`` an experiment file, ``report`` a results folder, ``simulate`` a synthetic
+Subcommands: ``fit`` an experiment file, ``report`` a results folder, ``evaluate`` models on
+recorded data (one-step and open-loop errors), ``simulate`` a synthetic
 recording, ``examples`` to list the bundled examples, ``demo`` for the cart-pole planning demo.
 Each lives in its own module of :mod:`mjsysid.app.commands` (see there for the convention a
 command module follows); this module assembles the parser from :data:`COMMANDS` and turns the
@@ -22,6 +23,7 @@ from mjsysid.app.commands import (
     compare,
     demo,
     device,
+    evaluate,
     examples,
     fit,
     report,
@@ -38,6 +40,7 @@ COMMANDS: tuple[Command, ...] = (
     check,
     report,
     compare,
+    evaluate,
     simulate,
     capture,
     device,

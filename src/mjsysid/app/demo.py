@@ -7,8 +7,10 @@
    recorded, and mjsysid identifies the pole mass and the two joint dampings, starting from
    the planner's belief, together with the initial state (the encoders' first reading is as
    noisy as the rest).
-3. The planner runs again with the identified model (the MJCF written by ``save_results``)
-   and with the true model.
+3. The wrong, identified (the MJCF written by ``save_results``) and true models are
+   evaluated on three axes by :func:`mjsysid.app.evaluate.evaluate_models`: one-step and
+   open-loop prediction errors on a held-out excitation run, and the planner's swing-up
+   success as the downstream task (:func:`mjsysid.app.evaluate.planner_task`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import mujoco
 import numpy as np
 import yaml
 
-from mjsysid.app.planning import cartpole_model, cartpole_starts, evaluate_planner
+from mjsysid.app.evaluate import EvaluationReport, evaluate_models, planner_task
+from mjsysid.app.evaluate_report import format_table
+from mjsysid.app.planning import cartpole_model, cartpole_starts
 from mjsysid.data.excitation import multisine
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import create_initial_state
@@ -46,13 +50,15 @@ SENSOR_NOISE = {"cart_pos": 1e-3, "pole_angle": 1e-3, "cart_vel": 2e-2, "pole_an
 
 @dataclass
 class DemoResult:
-    """Success counts per planner model, the identified mass and its interval."""
+    """Success counts per planner model, the identified mass and its interval, and the
+    three-axis evaluation of the three models (:func:`mjsysid.app.evaluate.evaluate_models`)."""
 
     successes: dict[str, int]
     starts: int
     identified_mass: float
     half_width: float
     wall_time: float
+    evaluation: EvaluationReport | None = None
 
 
 def _spec() -> mujoco.MjSpec:
@@ -179,6 +185,13 @@ def identify(out: Path, *, quick: bool, report: bool, say: _Say) -> Identificati
     return Identification(mass, hw, folder, identified)
 
 
+def held_out_run(quick: bool) -> ModelSequences:
+    """A second excitation run on the real cart-pole (another multisine, other noise), for
+    the one-step and open-loop errors: data the fit did not see."""
+    measured, control, x0 = record_excitation(duration=4.0 if quick else 6.0, seed=7)
+    return ModelSequences("cartpole", _spec(), "held-out", x0, control, measured)
+
+
 def run_demo(
     *,
     quick: bool = False,
@@ -186,35 +199,45 @@ def run_demo(
     stream: TextIO | None = None,
     report: bool = True,
     starts: int | None = None,
+    progress: TextIO | None = None,
 ) -> DemoResult:
-    """Runs the demo and prints the success table to ``stream``.
+    """Runs the demo and prints the evaluation and success tables to ``stream``.
 
     Args:
       quick: 4 starts of 8 s instead of 10 starts of 10 s.
       out: Results folder (identified model, parameters, report).
-      stream: Where to print (default: nowhere).
+      stream: Where to print the steps and tables (default: nowhere).
       report: Write the HTML report when the report extra is installed.
       starts: Override the number of starts.
+      progress: Where to print a line per model and per planner episode (default: nowhere;
+        ``mjsysid demo`` uses stderr unless ``-q``).
     """
     t0 = time.perf_counter()
-    say = _Say(stream)
+    say, tell = _Say(stream), _Say(progress)
     nstart = starts if starts is not None else (4 if quick else 10)
     duration = 8.0 if quick else 10.0
-    start_states = cartpole_starts(nstart, seed=0)
     real = cartpole_model(TRUE_POLE_MASS)
     believed = cartpole_model()
     say(
         f"The real cart-pole's pole weighs {TRUE_POLE_MASS} kg; the planner's model says "
         f"{believed.body('pole').mass[0]:.1f} kg."
     )
-    say(f"1/3 planning with the wrong model ({nstart} swing-ups of {duration:g} s) ...")
-    wrong = evaluate_planner(real, believed, start_states, duration=duration)
-    say("2/3 recording an excitation run on the real cart-pole and identifying ...")
+    say("1/2 recording an excitation run on the real cart-pole and identifying ...")
     found = identify(Path(out), quick=quick, report=report, say=say)
-    say("3/3 planning with the identified and with the true model ...")
-    ident = evaluate_planner(real, found.model, start_states, duration=duration)
-    true = evaluate_planner(real, real, start_states, duration=duration)
-    successes = {"wrong": wrong.successes, "identified": ident.successes, "true": true.successes}
+    say(
+        "2/2 evaluating the wrong, identified and true models: one-step and open-loop errors "
+        f"on a held-out run, then {nstart} planner swing-ups of {duration:g} s each ..."
+    )
+    task = planner_task(real, cartpole_starts(nstart, seed=0), duration=duration, progress=tell)
+    evaluation = evaluate_models(
+        {"wrong": believed, "identified": found.model, "true": real},
+        held_out_run(quick),
+        downstream=task,
+        progress=tell,
+    )
+    successes = {m.name: m.downstream.successes for m in evaluation.models if m.downstream}
+    say("")
+    say(format_table(evaluation))
     _print_table(say, successes, nstart, found.mass)
     wall = time.perf_counter() - t0
     mass, hw = found.mass, found.half_width
@@ -222,7 +245,7 @@ def run_demo(
         f"\nidentified pole mass: {mass:.4f} kg, 95 % interval [{mass - hw:.4f}, {mass + hw:.4f}] "
         f"(true {TRUE_POLE_MASS} kg); results in {found.folder}; {wall:.0f} s"
     )
-    return DemoResult(successes, nstart, mass, hw, wall)
+    return DemoResult(successes, nstart, mass, hw, wall, evaluation)
 
 
 def _print_table(say: _Say, successes: dict[str, int], nstart: int, mass: float) -> None:

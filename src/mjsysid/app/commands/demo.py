@@ -22,12 +22,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer starts and shorter episodes")
     parser.add_argument("--out", default="results/demo", help="results folder")
     parser.add_argument("--no-report", action="store_true", help="do not write report.html")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress lines on stderr (models, episodes)"
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Runs :func:`mjsysid.app.demo.run_demo`, printing its table on ``out``."""
+    """Runs :func:`mjsysid.app.demo.run_demo`, printing its tables on ``out`` and its progress
+    (a line per model and per planner episode) on ``err`` unless ``--quiet``."""
     from mjsysid.app.demo import run_demo
 
     with results_folder(Path(args.out), err):
-        run_demo(quick=args.quick, out=Path(args.out), stream=out, report=not args.no_report)
+        run_demo(
+            quick=args.quick,
+            out=Path(args.out),
+            stream=out,
+            report=not args.no_report,
+            progress=None if args.quiet else err,
+        )
     return EXIT_OK
