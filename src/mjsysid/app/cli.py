@@ -17,8 +17,10 @@ from typing import TextIO
 
 from mjsysid.app.commands import (
     Command,
+    audit,
     capture,
     check,
+    design,
     demo,
     device,
     examples,
@@ -35,6 +37,8 @@ __all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "build_parse
 COMMANDS: tuple[Command, ...] = (
     fit,
     check,
+    audit,
+    design,
     report,
     simulate,
     capture,
