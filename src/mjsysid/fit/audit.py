@@ -119,9 +119,9 @@ class Audit:
     def lines(self) -> list[str]:
         """The whole audit as text lines (the command line prints them)."""
         out = [self.summary(), f"noise level (residual units): {self.noise:.3g}"]
-        out.append("singular values (range-scaled): " + " ".join(
-            f"{s:.3g}" for s in self.singular_values
-        ))
+        out.append(
+            "singular values (range-scaled): " + " ".join(f"{s:.3g}" for s in self.singular_values)
+        )
         out.append(f"{'parameter':<28} {'value':>11} {'rel. sens.':>11} {'95% ±':>11}  status")
         for p in self.parameters:
             status = "determined" if p.determined else "NOT determined"
@@ -155,9 +155,7 @@ def noise_from_residual(residual: npt.ArrayLike, n_columns: int = 1) -> float:
     """
     r = np.asarray(residual, dtype=np.float64).reshape(-1)
     if n_columns < 1 or r.size % n_columns or r.size // n_columns < 4:
-        raise ValueError(
-            must_be("residual", f"at least 4 rows of {n_columns} columns", r.size)
-        )
+        raise ValueError(must_be("residual", f"at least 4 rows of {n_columns} columns", r.size))
     d2 = np.diff(r.reshape(-1, n_columns), n=2, axis=0)
     return float(1.4826 * np.median(np.abs(d2)) / math.sqrt(6.0))
 
@@ -171,9 +169,7 @@ def _weak(s: np.ndarray, noise: float, tval: float, rtol: float) -> np.ndarray:
     return np.flatnonzero(structural | practical)
 
 
-def _name(
-    u: np.ndarray, step: np.ndarray, x: np.ndarray, weight: float
-) -> tuple[str, list[int]]:
+def _name(u: np.ndarray, step: np.ndarray, x: np.ndarray, weight: float) -> tuple[str, list[int]]:
     """``(kind, members)`` of a weak direction: ``u`` in unit-norm column coordinates (its
     members are the components ``≥ weight``), ``step`` the physical step ``δθ``.
 
@@ -213,13 +209,15 @@ def _describe(kind: str, names: list[str], v: list[float]) -> str:
         return f"{a} x {b}: only their product is determined"
     if kind == "ratio":
         return f"{a} / {b}: only their ratio is determined"
-    terms = " ".join(f"{'+' if w >= 0 else '-'} {abs(w):.2f}*{n}" for n, w in zip(names, v,
-                                                                              strict=True))
+    terms = " ".join(
+        f"{'+' if w >= 0 else '-'} {abs(w):.2f}*{n}" for n, w in zip(names, v, strict=True)
+    )
     return f"{', '.join(names)}: undetermined along {terms.lstrip('+ ')} (unit-scaled columns)"
 
 
-def _unit_directions(Vt: np.ndarray, weak: np.ndarray, J: np.ndarray, scales: np.ndarray
-                     ) -> np.ndarray:
+def _unit_directions(
+    Vt: np.ndarray, weak: np.ndarray, J: np.ndarray, scales: np.ndarray
+) -> np.ndarray:
     """``(len(weak), p)`` the weak directions in unit-norm column coordinates.
 
     A range-scaled direction ``v`` is the physical step ``δθ = D v``; with ``N = diag(‖J_:,i‖)``
@@ -230,9 +228,7 @@ def _unit_directions(Vt: np.ndarray, weak: np.ndarray, J: np.ndarray, scales: np
     norms = np.maximum(norms, 1e-12 * max(float(norms.max(initial=0.0)), 1e-300))
     U = Vt[weak] * scales * norms
     U = U / np.maximum(np.linalg.norm(U, axis=1, keepdims=True), 1e-300)
-    return U * np.where(U[np.arange(len(U)), np.argmax(np.abs(U), axis=1)] >= 0, 1.0, -1.0)[
-        :, None
-    ]
+    return U * np.where(U[np.arange(len(U)), np.argmax(np.abs(U), axis=1)] >= 0, 1.0, -1.0)[:, None]
 
 
 def _combinations(
@@ -288,8 +284,10 @@ def _advice(params: list[ParameterAudit], combos: list[Combination]) -> list[str
     singles = {c.names[0] for c in combos if c.kind == "single"}
     for name in undet:
         if name not in singles:
-            out.append(f"{name}: its interval is wider than its range; excite it more "
-                       "(larger or broader commands on its joint or actuator) or freeze it")
+            out.append(
+                f"{name}: its interval is wider than its range; excite it more "
+                "(larger or broader commands on its joint or actuator) or freeze it"
+            )
     names = [p.name for p in params]
     for a, b in _tie_pairs(names):
         if a in in_combo or b in in_combo:
@@ -327,8 +325,14 @@ def audit_jacobian(
     J = np.asarray(jac, dtype=np.float64)
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if J.ndim != 2 or J.shape[1] != len(names) or x.size != len(names):
-        raise ValueError(must_be("jac", f"shape (n, {len(names)}) with one value per name",
-                                 J, hint=f"got shape {J.shape}"))
+        raise ValueError(
+            must_be(
+                "jac",
+                f"shape (n, {len(names)}) with one value per name",
+                J,
+                hint=f"got shape {J.shape}",
+            )
+        )
     if not (math.isfinite(noise) and noise >= 0):
         raise ValueError(must_be("noise", "finite and >= 0", noise))
     n, p = J.shape
@@ -339,19 +343,36 @@ def audit_jacobian(
     weak = _weak(s, noise, tval, rtol)
     U = _unit_directions(Vt, weak, J, scales)
     combos = _combinations(U, Vt, s, weak, scales, x, names, weight)
-    half = _half_widths(J, noise, alpha)
-    in_weak = np.zeros(p, dtype=bool)
+    params = _parameter_rows(J, names, x, scales, _half_widths(J, noise, alpha), U, weight)
+    return Audit(s, cond, params, combos, _advice(params, combos), float(noise))
+
+
+def _parameter_rows(
+    J: np.ndarray,
+    names: Sequence[str],
+    x: np.ndarray,
+    scales: np.ndarray,
+    half: np.ndarray,
+    U: np.ndarray,
+    weight: float,
+) -> list[ParameterAudit]:
+    """One :class:`ParameterAudit` per column: determined when its interval is finite and
+    narrower than its range and it has no component ``≥ weight`` in a weak direction."""
+    in_weak = np.zeros(len(names), dtype=bool)
     for u in U:
         in_weak |= np.abs(u) >= weight
-    sens = np.linalg.norm(J, axis=0) * np.abs(x) / math.sqrt(n)
-    params = [
+    sens = np.linalg.norm(J, axis=0) * np.abs(x) / math.sqrt(J.shape[0])
+    return [
         ParameterAudit(
-            names[i], float(x[i]), float(sens[i]), float(half[i]), float(scales[i]),
+            names[i],
+            float(x[i]),
+            float(sens[i]),
+            float(half[i]),
+            float(scales[i]),
             bool(np.isfinite(half[i]) and 2 * half[i] < scales[i] and not in_weak[i]),
         )
-        for i in range(p)
+        for i in range(len(names))
     ]
-    return Audit(s, cond, params, combos, _advice(params, combos), float(noise))
 
 
 def _half_widths(J: np.ndarray, noise: float, alpha: float) -> np.ndarray:

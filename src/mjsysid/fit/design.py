@@ -120,13 +120,12 @@ class Design:
         """The comparison as text lines."""
         out = [f"design ({self.signal}): log det {self.logdet:.4g}, violation {self.violation:.3g}"]
         for k, v in self.baselines.items():
-            out.append(f"plain {k}: log det {v:.4g}, violation "
-                       f"{self.baseline_violations[k]:.3g}")
+            out.append(f"plain {k}: log det {v:.4g}, violation {self.baseline_violations[k]:.3g}")
         out.append(f"{'parameter':<28} " + " ".join(f"{k + ' ±':>12}" for k in self.half_widths))
         for i, name in enumerate(self.names):
-            out.append(f"{name:<28} " + " ".join(
-                f"{h[i]:>12.4g}" for h in self.half_widths.values()
-            ))
+            out.append(
+                f"{name:<28} " + " ".join(f"{h[i]:>12.4g}" for h in self.half_widths.values())
+            )
         return out
 
 
@@ -175,7 +174,9 @@ def _start(signal: str, nu: int, dt: float) -> np.ndarray:
         k = np.arange(1, _NCOMP + 1)
         phases = np.tile(-np.pi * k * (k - 1) / _NCOMP, nu)
         f1 = min(5.0, 0.25 / dt)
-        return np.concatenate([full, [math.log(0.1), math.log(f1 / 0.1 - 1.0), math.log(1e-3)], phases])
+        return np.concatenate(
+            [full, [math.log(0.1), math.log(f1 / 0.1 - 1.0), math.log(1e-3)], phases]
+        )
     return np.concatenate([full, np.full(nu, math.log(max(0.05, dt))), [0.0]])
 
 
@@ -200,7 +201,10 @@ def violation(problem: DesignProblem, state: np.ndarray, control: np.ndarray) ->
     qpos = state[:, 1 : 1 + m.nq]  # the full-physics state starts with time
     qvel = state[:, 1 + m.nq : 1 + m.nq + m.nv]
     for j in range(m.njnt):
-        if m.jnt_type[j] not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+        if int(m.jnt_type[j]) not in (
+            int(mujoco.mjtJoint.mjJNT_HINGE),
+            int(mujoco.mjtJoint.mjJNT_SLIDE),
+        ):
             continue
         q = qpos[:, m.jnt_qposadr[j]]
         if m.jnt_limited[j]:
@@ -229,10 +233,8 @@ def evaluate(
     )
     times = np.asarray(trajs[0].times)
     sens = [TimeSeries.from_names(times, np.asarray(t.sensordata), m) for t in trajs]
-    ctrl = [TimeSeries.from_control_names(times, c, m) for c in controls]
-    seqs = ModelSequences(
-        "design", problem.spec, [f"c{k}" for k in range(K)], [x0] * K, ctrl, sens
-    )
+    ctrl: list[TimeSeries | None] = [TimeSeries.from_control_names(times, c, m) for c in controls]
+    seqs = ModelSequences("design", problem.spec, [f"c{k}" for k in range(K)], [x0] * K, ctrl, sens)
     rf = build_residual_fn([seqs], normalize=False)
     params = problem.params
     x = params.as_vector()
@@ -267,20 +269,28 @@ class _Best:
     evaluations: int = 0
 
 
-def _search(problem: DesignProblem, signal: str, generations: int, popsize: int, seed: int,
-            ) -> _Best:
+def _search(
+    problem: DesignProblem,
+    signal: str,
+    generations: int,
+    popsize: int,
+    seed: int,
+) -> _Best:
     """CMA-ES (``cmaes``) from the plain signal, random search without it."""
     z0 = _start(signal, problem.model.nu, problem.model.opt.timestep)
     best = _Best(z0)
     try:
         from cmaes import CMA
     except ImportError:
-        CMA = None  # noqa: N806
+        CMA = None
     rng = np.random.default_rng(seed)
     opt = CMA(mean=z0, sigma=0.8, population_size=popsize, seed=seed) if CMA else None
     for _ in range(generations):
-        zs = ([opt.ask() for _ in range(popsize)] if opt is not None
-              else [best.z + 0.8 * rng.standard_normal(z0.size) for _ in range(popsize)])
+        zs = (
+            [opt.ask() for _ in range(popsize)]
+            if opt is not None
+            else [best.z + 0.8 * rng.standard_normal(z0.size) for _ in range(popsize)]
+        )
         if best.evaluations == 0:
             zs[0] = z0
         phi, viol, _ = evaluate(problem, [_controls(problem, signal, z) for z in zs])
@@ -290,8 +300,7 @@ def _search(problem: DesignProblem, signal: str, generations: int, popsize: int,
         if score[k] > best.score:
             best.z, best.score = np.asarray(zs[k]), float(score[k])
         if opt is not None:
-            opt.tell([(z, -s if np.isfinite(s) else 1e12) for z, s in
-                      zip(zs, score, strict=True)])
+            opt.tell([(z, -s if np.isfinite(s) else 1e12) for z, s in zip(zs, score, strict=True)])
     return best
 
 
@@ -336,13 +345,20 @@ def design_excitation(
     }
     control = _controls(problem, signal, best.z)
     phi, viol, jacs = evaluate(problem, [control, plain["prbs"], plain["multisine"]])
-    half = {k: _half_widths(J, problem.noise) for k, J in
-            zip(("design", "prbs", "multisine"), jacs, strict=True)}
-    logger.info("designed %s: log det %.4g after %d candidates", signal, phi[0],
-                best.evaluations)
+    half = {
+        k: _half_widths(J, problem.noise)
+        for k, J in zip(("design", "prbs", "multisine"), jacs, strict=True)
+    }
+    logger.info("designed %s: log det %.4g after %d candidates", signal, phi[0], best.evaluations)
     return Design(
-        signal, control, np.arange(n) * dt, float(phi[0]), float(viol[0]),
+        signal,
+        control,
+        np.arange(n) * dt,
+        float(phi[0]),
+        float(viol[0]),
         {"prbs": float(phi[1]), "multisine": float(phi[2])},
         {"prbs": float(viol[1]), "multisine": float(viol[2])},
-        half, problem.params.get_non_frozen_parameter_names(), best.evaluations,
+        half,
+        problem.params.get_non_frozen_parameter_names(),
+        best.evaluations,
     )

@@ -37,9 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--generations", type=int, default=10, help="search generations")
     parser.add_argument("--popsize", type=int, default=8, help="candidates per generation")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "-o", "--output", default="design.npz", help="command file (.npz or .csv)"
-    )
+    parser.add_argument("-o", "--output", default="design.npz", help="command file (.npz or .csv)")
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -52,16 +50,26 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     exp = load_experiment(args.experiment)
     x0 = np.asarray(exp.sequences.initial_state[0], dtype=np.float64)
     problem = DesignProblem(
-        exp.spec, exp.params, x0, args.duration,
-        max_velocity=args.max_velocity, noise=args.noise,
+        exp.spec,
+        exp.params,
+        x0,
+        args.duration,
+        max_velocity=args.max_velocity,
+        noise=args.noise,
     )
     design = design_excitation(
-        problem, args.signal, generations=args.generations, popsize=args.popsize,
+        problem,
+        args.signal,
+        generations=args.generations,
+        popsize=args.popsize,
         seed=args.seed,
     )
     traj = sysid_rollout(problem.model, None, design.control, x0)[0]
     path = write_recording(
-        Path(args.output), problem.model, design.times, design.control,
+        Path(args.output),
+        problem.model,
+        design.times,
+        design.control,
         np.asarray(traj.sensordata),
     )
     for line in design.lines():
