@@ -39,7 +39,18 @@ def test_every_command_module_follows_the_convention():
     from mjsysid.app.cli import COMMANDS, build_parser
 
     names = [c.NAME for c in COMMANDS]
-    assert names == ["fit", "check", "report", "simulate", "capture", "device", "examples", "demo"]
+    assert names == [
+        "fit",
+        "check",
+        "audit",
+        "design",
+        "report",
+        "simulate",
+        "capture",
+        "device",
+        "examples",
+        "demo",
+    ]
     for command in COMMANDS:
         assert isinstance(command.HELP, str) and "\n" not in command.HELP
         assert callable(command.add_arguments) and callable(command.run)

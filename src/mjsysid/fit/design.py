@@ -11,9 +11,9 @@ call for a whole generation of candidates), ``D`` the parameter ranges
 (:func:`~mjsysid.fit.audit.parameter_scales`) and ``σ`` the sensor noise. Maximising
 ``det(JᵀJ)`` minimises the volume of the confidence ellipsoid (Pukelsheim, *Optimal Design of
 Experiments*, 1993, ch. 6). Controls stay inside ``ctrlrange`` by construction; joint-range
-and velocity limits are checked in simulation of the nominal model and a violation costs
-``Φ − 1e3·(1 + violation)``. The search is CMA-ES (``cmaes``, when installed) or random
-search, keeping the best candidate seen.
+and velocity limits are checked in simulation of the nominal model and a violating candidate
+scores ``−1e9·(1 + violation)``: below every candidate within the limits. The search is
+CMA-ES (``cmaes``, when installed) or random search, keeping the best candidate seen.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ __all__ = ["DESIGN_SIGNALS", "Design", "DesignProblem", "design_excitation", "ev
 
 DESIGN_SIGNALS = ("multisine", "prbs")
 _NCOMP = 8  # multisine components per actuator
-_PENALTY = 1e3
+_PENALTY = 1e9  # a violating candidate ranks below every one within the limits
 
 
 @dataclass
@@ -257,7 +257,7 @@ def _logdet(Js: np.ndarray) -> float:
 
 
 def _score(phi: np.ndarray, viol: np.ndarray) -> np.ndarray:
-    return np.where(viol > 0, phi - _PENALTY * (1 + viol), phi)
+    return np.where(viol > 0, -_PENALTY * (1 + viol), phi)
 
 
 @dataclass
