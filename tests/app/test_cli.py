@@ -42,6 +42,8 @@ def test_every_command_module_follows_the_convention():
     assert names == [
         "fit",
         "check",
+        "audit",
+        "design",
         "report",
         "compare",
         "evaluate",

@@ -18,10 +18,12 @@ from typing import TextIO
 
 from mjsysid.app.commands import (
     Command,
+    audit,
     capture,
     check,
     compare,
     demo,
+    design,
     device,
     evaluate,
     examples,
@@ -38,6 +40,8 @@ __all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "build_parse
 COMMANDS: tuple[Command, ...] = (
     fit,
     check,
+    audit,
+    design,
     report,
     compare,
     evaluate,

@@ -275,18 +275,22 @@ class Direction:
       ratio: ``λ / λ_max`` of the scaled ``JᵀJ`` (0 for an exact null direction).
       names: Parameters with the largest components, largest first.
       weights: Their components of the unit eigenvector.
+      meaning: The combination in words, from the identifiability audit
+        (:func:`mjsysid.fit.audit.audit_jacobian`: "a and b: only their sum is determined";
+        empty when it does not name one).
     """
 
     ratio: float
     names: list[str]
     weights: list[float]
+    meaning: str = ""
 
     def describe(self) -> str:
         terms = " ".join(
             f"{'+' if w >= 0 else '−'} {abs(w):.2f}·{n}"
             for n, w in zip(self.names, self.weights, strict=True)
-        )
-        return terms.lstrip("+ ")
+        ).lstrip("+ ")
+        return f"{terms} ({self.meaning})" if self.meaning else terms
 
 
 def unidentifiable_directions(

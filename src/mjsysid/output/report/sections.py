@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.fit.audit import audit_jacobian
 from mjsysid.output.report._data import (
     Direction,
     ParameterRow,
@@ -356,8 +358,23 @@ def jacobian_diagnostics(opt_result: Any, names: Sequence[str]) -> tuple[float, 
         and np.shape(jac)[1] == len(names)
         and np.all(np.isfinite(jac))
     ):
-        return condition_number(jac), unidentifiable_directions(jac, names)
+        directions = unidentifiable_directions(jac, names)
+        return condition_number(jac), _named(directions, jac, names, opt_result)
     return math.nan, []
+
+
+def _named(
+    directions: list[Direction], jac: Any, names: Sequence[str], opt_result: Any
+) -> list[Direction]:
+    """The directions with the audit's words (sum, difference, product, ratio) where it
+    names the same parameters (:func:`mjsysid.fit.audit.audit_jacobian`, structural)."""
+    x = np.asarray(getattr(opt_result, "x", np.ones(len(names))), dtype=np.float64).reshape(-1)
+    if not directions or x.size != len(names) or np.shape(jac)[0] <= len(names):
+        return directions
+    nan = np.full(x.size, np.nan)
+    combos = audit_jacobian(jac, names, x, nan, nan, rtol=1e-5).combinations
+    words = {frozenset(c.names): c.text for c in combos if c.kind != "weighted"}
+    return [dataclasses.replace(d, meaning=words.get(frozenset(d.names), "")) for d in directions]
 
 
 # -- optimisation trace ---------------------------------------------------------------------------
