@@ -1017,6 +1017,7 @@ def _parameters(
         frozen = node.get("frozen", bool, False)
         pname, direction = _name_and_direction(node, kind, target, pname)
         p = _make_parameter(node, kind, target, pname, frozen, spec, model)
+        _set_prior(node, p)
         if kind in SIGNAL_KINDS:
             acc.add_signal_op(node, kind, target, p)
         if kind in CONTROL_KINDS:
@@ -1034,6 +1035,26 @@ def _parameters(
         acc.control if acc.control.parameter_names else None,
         acc.fixed,
     )
+
+
+def _set_prior(node: _Node, p: Parameter) -> None:
+    """The entry's ``prior: {mean, std}`` on ``p`` (``mean`` left out: the nominal; each a
+    number or one per entry): a MAP fit toward it (:mod:`mjsysid.fit.prior`)."""
+    prior = node.child("prior")
+    if prior is None:
+        return
+    prior.finish(("mean", "std"))
+    if "std" not in prior.data:
+        raise ExperimentError(
+            f"{node.source}: {prior.path}.std is required (the prior's standard deviation, in "
+            "the parameter's units)"
+        )
+    std = _numbers(prior, "std", p.size)
+    mean = _numbers(prior, "mean", p.size)
+    try:
+        p.prior = {"std": std} if mean is None else {"mean": mean, "std": std}
+    except ValueError as e:
+        raise ExperimentError(f"{node.source}: {prior.path}: {e}") from None
 
 
 @dataclass

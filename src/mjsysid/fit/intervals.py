@@ -17,6 +17,14 @@ their finite ones. The half-width is ``t_{1−α/2, n−p}·√Σ_ii``.
 An exact fit (``r = 0``, noise-free data) estimates ``σ² = 0`` and gets zero-width intervals
 for its identifiable parameters: the data determine them exactly. No noise floor is invented;
 a known noise level is passed as ``noise_variance``.
+
+A MAP fit (:mod:`mjsysid.fit.prior`) ends its residual with ``m`` prior rows
+``(θ_i − μ_i)/σ_i``, whose variance is 1 by construction: with ``prior_rows=m`` they enter
+``J`` (and so ``H``) with unit variance and stay out of the noise estimate, which uses the
+``n_d = n − m`` data rows and ``n_d − p_eff`` degrees of freedom, ``p_eff = tr(H⁺ J_dᵀJ_d)``
+the parameters the data determine (``p`` without priors; a parameter held by its prior
+alone counts 0). A parameter without effect on the data then gets its prior's interval,
+``t·σ_i``.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ def calculate_intervals(
     noise_variance: float | npt.ArrayLike | None = None,
     groups: npt.ArrayLike | None = None,
     rtol: float = 1e-10,
+    prior_rows: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Covariance and ``(1 − alpha)`` confidence half-widths at a least-squares solution.
 
@@ -66,6 +75,9 @@ def calculate_intervals(
         (which gives the variances that ``groups`` would estimate).
       rtol: Eigenvalues of the column-scaled ``J_sᵀJ_s`` below ``rtol·λ_max`` count as
         unidentifiable directions; in ``[0, 1)``.
+      prior_rows: The last ``prior_rows`` entries of the residual (and rows of ``J``) are
+        the prior rows of a MAP fit, of unit variance (see the module docstring);
+        ``noise_variance`` and ``groups`` then describe the ``n − prior_rows`` data rows.
 
     Returns:
       ``(covariance (p, p), half_widths (p,))``. Parameters touching an unidentifiable direction
@@ -82,16 +94,33 @@ def calculate_intervals(
         ``noise_variance`` and ``groups``.
     """
     r, Jm = _checked_problem(_stacked(residuals_star), J)
-    n, p = Jm.shape
     a = _number("alpha", alpha, "a number in (0, 1)")
     if not 0 < a < 1:
         raise ValueError(must_be("alpha", "in (0, 1)", alpha))
     cutoffs = _cutoffs(rtol, lambda_zero_thresh, v_zero_thresh)
-    var = _variance(r, p, noise_variance, groups)
+    m = _prior_count(prior_rows, r.size)
+    return _intervals(r, Jm, a, cutoffs, m, _Noise(noise_variance, groups))
+
+
+@dataclass(frozen=True)
+class _Noise:
+    """What :func:`calculate_intervals` was told about the data rows' noise."""
+
+    variance: float | npt.ArrayLike | None
+    groups: npt.ArrayLike | None
+
+
+def _intervals(
+    r: np.ndarray, Jm: np.ndarray, alpha: float, cutoffs: _Cutoffs, m: int, noise: _Noise
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(covariance, half_widths)`` of checked arguments; the last ``m`` rows are priors."""
+    n, p = Jm.shape
+    dof = float(n - p) if m == 0 else _data_dof(Jm, m, cutoffs)
+    var_data = _variance(r[: n - m], dof, noise.variance, noise.groups)
+    var = np.concatenate([var_data, np.ones(m)]) if m else var_data
     cov = _covariance(Jm, var, cutoffs)
-    tval = float(scipy.stats.t.ppf(1.0 - a / 2.0, n - p))
-    half = tval * np.sqrt(np.diag(cov))
-    return cov, half
+    tval = float(scipy.stats.t.ppf(1.0 - alpha / 2.0, dof))
+    return cov, tval * np.sqrt(np.diag(cov))
 
 
 def _checked_problem(residuals: npt.ArrayLike, J: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -122,13 +151,56 @@ def _checked_problem(residuals: npt.ArrayLike, J: npt.ArrayLike) -> tuple[np.nda
     return r, Jm
 
 
+def _prior_count(prior_rows: Any, n: int) -> int:
+    """The checked number of prior rows: an integer in ``[0, n)``."""
+    if isinstance(prior_rows, bool | np.bool_) or not isinstance(prior_rows, int | np.integer):
+        raise TypeError(must_be("prior_rows", "an integer >= 0", prior_rows))
+    if not 0 <= prior_rows < n:
+        raise ValueError(must_be("prior_rows", f"in [0, {n}) (some rows must be data)", prior_rows))
+    return int(prior_rows)
+
+
+def _data_dof(Jm: np.ndarray, m: int, cutoffs: _Cutoffs) -> float:
+    """Degrees of freedom of the data rows of a MAP fit: ``n_d − tr(H⁺ J_dᵀJ_d)``, at least 1.
+
+    The trace is that of the data rows' hat matrix ``J_d H⁺ J_dᵀ``: the effective number of
+    parameters the data determine (Hastie, Tibshirani & Friedman, *The Elements of Statistical
+    Learning*, 2nd ed., §7.6). It is invariant to the column scaling, so computed on ``J_s``.
+    """
+    Js = _scaled(Jm)[0]
+    H_pinv = _pinv(Js.T @ Js, cutoffs)[0]
+    Jd = Js[: Js.shape[0] - m]
+    p_eff = float(np.sum(H_pinv * (Jd.T @ Jd)))
+    return max(float(Jd.shape[0]) - p_eff, 1.0)
+
+
+def _scaled(Jm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(J_s, d)``: ``J`` with unit-norm columns, ``J_s = J diag(d)`` (a zero column stays
+    zero: a null direction)."""
+    norms = np.linalg.norm(Jm, axis=0)
+    d = 1.0 / np.where(norms > 0, norms, 1.0)
+    return Jm * d, d
+
+
+def _pinv(Hs: np.ndarray, cutoffs: _Cutoffs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(H_s⁺, V, keep)``: the pseudo-inverse of ``H_s`` over its identifiable
+    eigen-directions, its eigenvectors and which of them are kept."""
+    p = Hs.shape[0]
+    lam, V = np.linalg.eigh(Hs)
+    lam_max = max(float(lam.max()), 0.0)
+    cut = max(cutoffs.rtol * lam_max, cutoffs.lambda_zero)
+    keep = lam > cut if lam_max > 0 else np.zeros(p, dtype=bool)
+    return (V[:, keep] / lam[keep]) @ V[:, keep].T, V, keep
+
+
 def _variance(
     r: np.ndarray,
-    p: int,
+    dof: float,
     noise_variance: float | npt.ArrayLike | None,
     groups: npt.ArrayLike | None,
 ) -> np.ndarray:
-    """``(n,)`` noise variance per residual: known, per group, or pooled ``‖r‖²/(n − p)``."""
+    """``(n,)`` noise variance per residual: known, per group, or pooled ``‖r‖²/dof``
+    (``dof = n − p`` without priors)."""
     n = r.size
     if noise_variance is not None and groups is not None:
         raise ValueError(
@@ -138,8 +210,8 @@ def _variance(
     if noise_variance is not None:
         return _known_variance(noise_variance, n)
     if groups is not None:
-        return _group_variance(r, groups, p)
-    return np.full(n, float(r @ r) / (n - p))
+        return _group_variance(r, groups, dof)
+    return np.full(n, float(r @ r) / dof)
 
 
 _V_ZERO = 1e-6  # a parameter with a null-space component above this is unidentifiable
@@ -190,14 +262,8 @@ def _covariance(Jm: np.ndarray, var: np.ndarray, cutoffs: _Cutoffs) -> np.ndarra
     """``(p, p)`` sandwich covariance over the identifiable directions (see the module
     docstring); a parameter touching a null direction gets ``inf`` variance, NaN elsewhere."""
     p = Jm.shape[1]
-    norms = np.linalg.norm(Jm, axis=0)
-    d = 1.0 / np.where(norms > 0, norms, 1.0)  # a zero column stays zero: a null direction
-    Js = Jm * d
-    lam, V = np.linalg.eigh(Js.T @ Js)
-    lam_max = max(float(lam.max()), 0.0)
-    cut = max(cutoffs.rtol * lam_max, cutoffs.lambda_zero)
-    keep = lam > cut if lam_max > 0 else np.zeros(p, dtype=bool)
-    H_pinv = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    Js, d = _scaled(Jm)
+    H_pinv, V, keep = _pinv(Js.T @ Js, cutoffs)
     # Sandwich covariance of the least-squares estimate: H⁺ (Jᵀ diag(σ²) J) H⁺; equals σ² H⁺
     # for a constant variance, and stays right when the variance differs between signals.
     # As B Bᵀ with B = D H⁺ J_sᵀ diag(σ), so that its diagonal is a sum of squares (>= 0 to
@@ -257,8 +323,9 @@ def _known_variance(noise_variance: Any, n: int) -> np.ndarray:
     return np.broadcast_to(var.reshape(-1) if var.ndim else var, (n,)).astype(np.float64)
 
 
-def _group_variance(r: np.ndarray, groups: Any, p: int) -> np.ndarray:
-    """Per-group variance estimate ``‖r_g‖² / (n_g − p·n_g/n)`` spread to ``(n,)``."""
+def _group_variance(r: np.ndarray, groups: Any, dof: float) -> np.ndarray:
+    """Per-group variance estimate ``‖r_g‖² / (n_g·dof/n)`` spread to ``(n,)`` (with
+    ``dof = n − p``: ``‖r_g‖² / (n_g − p·n_g/n)``)."""
     n = r.size
     try:
         g = np.asarray(groups)
@@ -276,8 +343,8 @@ def _group_variance(r: np.ndarray, groups: Any, p: int) -> np.ndarray:
         raise TypeError(must_be("groups", "labels of one comparable type", g)) from None
     counts = np.bincount(inverse, minlength=labels.size).astype(np.float64)
     sums = np.bincount(inverse, weights=r * r, minlength=labels.size)
-    # n_g (n − p)/n > 0 for every group because n > p: the estimate is always defined.
-    per_group = sums / (counts * (n - p) / n)
+    # n_g·dof/n > 0 for every group because dof > 0: the estimate is always defined.
+    per_group = sums / (counts * dof / n)
     return per_group[inverse]
 
 

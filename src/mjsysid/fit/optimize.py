@@ -38,6 +38,7 @@ from mjsysid.fit.local import run_fit
 from mjsysid.fit.options import BACKEND_OPTIONS as BACKEND_OPTIONS
 from mjsysid.fit.options import OPTIMIZERS as OPTIMIZERS
 from mjsysid.fit.options import FitOptions, IterationCallback
+from mjsysid.fit.prior import PriorResidual, with_prior
 from mjsysid.fit.status import Status as Status
 from mjsysid.params.parameter import ParameterDict
 
@@ -121,6 +122,11 @@ def optimize(
       **optimizer_kwargs: Options of the backend itself, passed on by name (``loss="soft_l1"``
         for ``"scipy"``; the names are :data:`~mjsysid.fit.options.BACKEND_OPTIONS`).
 
+    A free parameter with a prior (:attr:`Parameter.prior
+    <mjsysid.params.parameter.Parameter.prior>`) makes this a MAP fit: the residual gains the
+    prior rows ``(θ_i − μ_i)/σ_i`` (:mod:`~mjsysid.fit.prior`), ``result.fun`` and
+    ``result.jac`` end with them and ``result.extras["prior"]`` says which they are.
+
     Returns:
       ``(opt_params, result)``: a copy of ``initial_params`` at the solution; the result
       (attributes, and keys like a ``scipy.optimize.OptimizeResult``: ``result["x"]``).
@@ -142,6 +148,26 @@ def optimize(
             initial_params, residual_fn, executor, options, check_conditioning,
             global_search, starts, starts_seed,
         )  # fmt: skip
+    fn = with_prior(residual_fn, initial_params)  # a MAP fit when a parameter has a prior
+    opt_params, result = _fit_here(
+        initial_params, fn, options, check_conditioning, global_search, starts, starts_seed
+    )
+    if isinstance(fn, PriorResidual):
+        result.extras["prior"] = fn.rows.to_dict()
+    return opt_params, result
+
+
+def _fit_here(
+    initial_params: ParameterDict,
+    residual_fn: ResidualFn,
+    options: FitOptions,
+    check_conditioning: bool,
+    global_search: Any,
+    starts: int | None,
+    starts_seed: int,
+) -> tuple[ParameterDict, OptimizeResult]:
+    """:func:`optimize` on this machine: the local fit, after a global stage or from many
+    starts."""
     if global_search is None and starts is None:
         return run_fit(initial_params, residual_fn, options, check_conditioning=check_conditioning)
     from mjsysid.fit.search import fit_with_search  # the outer stages (optional extras)

@@ -71,6 +71,10 @@ _OPTIONAL_KEYS = {
         lambda v: isinstance(v, list) and all(isinstance(st, dict) for st in v),
         "a list of mappings",
     ),
+    "prior": (  # the prior rows of a MAP fit (mjsysid.fit.prior.PriorRows.to_dict)
+        lambda v: isinstance(v, dict) and {"columns", "mean", "std", "names"} <= set(v),
+        "a mapping of columns, mean, std and names",
+    ),
 }
 
 
@@ -179,16 +183,17 @@ def _result_npz(opt_result: OptimizeResult) -> bytes:
 
 def _confidence_files(conf: Confidence, alpha: float) -> dict[str, bytes]:
     assert conf.at_bound is not None
+    arrays = {
+        "covariance": conf.covariance,
+        "half_widths": conf.half_widths,
+        "alpha": np.array(alpha),
+        "converged": np.array(conf.converged),
+        "at_bound": conf.at_bound,
+    }
+    if conf.determined_by is not None:  # a MAP fit: what determined each parameter
+        arrays["determined_by"] = np.array(conf.determined_by, dtype=str)
     return {
-        "confidence.npz": npz_bytes(
-            {
-                "covariance": conf.covariance,
-                "half_widths": conf.half_widths,
-                "alpha": np.array(alpha),
-                "converged": np.array(conf.converged),
-                "at_bound": conf.at_bound,
-            }
-        ),
+        "confidence.npz": npz_bytes(arrays),
         "confidence.yaml": _dump(conf.to_dict()),
     }
 
@@ -216,6 +221,7 @@ def _summary(
             if opt_result.extras.get("stages")
             else {}
         ),
+        **({"prior": opt_result.extras["prior"]} if opt_result.extras.get("prior") else {}),
         "models": models,
         "sequences": {ms.name: list(ms.sequence_name) for ms in ms_list},
         "versions": _versions(),
@@ -321,7 +327,13 @@ def _check_shapes(folder: Path, z: dict[str, Any], c: dict[str, Any], names: Seq
         (
             "confidence.npz",
             c,
-            {"half_widths": (p,), "covariance": (p, p), "at_bound": (p,), "alpha": ()},
+            {
+                "half_widths": (p,),
+                "covariance": (p, p),
+                "at_bound": (p,),
+                "determined_by": (p,),
+                "alpha": (),
+            },
         ),
     ):
         for key, shape in shapes.items():
@@ -362,6 +374,7 @@ def _optimize_result(
             "objective": list(z.get("objective", np.zeros(0))),
             "candidate": list(cand),
             **({"stages": summary["stages"]} if summary.get("stages") else {}),
+            **({"prior": summary["prior"]} if summary.get("prior") else {}),
         },
     )
 
@@ -388,6 +401,7 @@ def load_results(folder: str | Path) -> Results:
         float(c["alpha"]),
         converged=bool(c["converged"]) if "converged" in c else result.success,
         at_bound=np.asarray(c["at_bound"], dtype=int) if "at_bound" in c else None,
+        determined_by=[str(b) for b in c["determined_by"]] if "determined_by" in c else None,
     )
     return Results(
         folder=folder,

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import yaml
 
+from mjsysid.params.prior import Prior, as_prior
 from mjsysid.params.tables import comparison_table, text_table
 from mjsysid.util.errors import finite_real, must_be, short_repr
 from mjsysid.util.files import atomic_write_text, read_yaml
@@ -145,6 +146,11 @@ class Parameter:
       meta: JSON-able description saved with the parameter (for example
         ``{"kind": "joint_damping", "target": "hinge1"}``); known kinds let a saved file
         re-create the modifier on load.
+      prior: Optional Gaussian prior (a nominal or CAD value and how sure it is): a
+        :class:`~mjsysid.params.prior.Prior`, ``{"mean": ..., "std": ...}`` (``mean`` left out:
+        the nominal) or ``(mean, std)``; each a number or one per entry, ``std > 0``. A free
+        parameter with a prior makes :func:`mjsysid.fit.optimize` a MAP fit
+        (:mod:`mjsysid.fit.prior`). Saved with the parameter.
 
     The value may later be set outside the bounds (see :attr:`value`); the bounds constrain
     the fit, and :func:`mjsysid.fit.optimize` checks them again (they are plain arrays that can
@@ -153,12 +159,14 @@ class Parameter:
     Raises:
       ValueError: When a number is not a number (booleans and strings are refused), shapes
         differ, the nominal is not finite, a bound is NaN, ``min_value > max_value`` (or
-        equal, unless frozen), or the nominal is out of bounds.
+        equal, unless frozen), the nominal is out of bounds, or the prior is malformed
+        (see :func:`~mjsysid.params.prior.as_prior`).
       TypeError: ``frozen`` is not ``True`` or ``False``.
     """
 
     __slots__ = (
         "_frozen",
+        "_prior",
         "_value",
         "max_value",
         "meta",
@@ -180,6 +188,7 @@ class Parameter:
         *,
         model_modifier: ModelModifierFn | None = None,
         meta: Mapping[str, Any] | None = None,
+        prior: Prior | Mapping[str, Any] | tuple[Any, Any] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(must_be("Parameter name", "a non-empty string", name))
@@ -200,6 +209,8 @@ class Parameter:
         _check_plain(f"parameter {name!r}: meta", self.meta)
         self._validate()
         self._value = self.nominal.copy()
+        self._prior: Prior | None = None
+        self.prior = prior
 
     def _validate(self) -> None:
         n, lo, hi = self.nominal, self.min_value, self.max_value
@@ -266,6 +277,20 @@ class Parameter:
                     "widen the bounds before unfreezing it"
                 )
         self._frozen = flag
+
+    @property
+    def prior(self) -> Prior | None:
+        """The Gaussian prior on this parameter, or ``None``.
+
+        Set it to a :class:`~mjsysid.params.prior.Prior`, a mapping ``{"mean", "std"}``
+        (``mean`` defaults to the nominal), a pair ``(mean, std)`` or ``None``; it is checked
+        (finite mean, ``std > 0``, one number or one per entry).
+        """
+        return self._prior
+
+    @prior.setter
+    def prior(self, value: Prior | Mapping[str, Any] | tuple[Any, Any] | None) -> None:
+        self._prior = as_prior(value, self.size, f"parameter {self.name!r}", self.nominal)
 
     @property
     def value(self) -> np.ndarray:
@@ -385,6 +410,8 @@ class Parameter:
             "max_value": [_yaml_float(v) for v in self.max_value],
             "frozen": self.frozen,
         }
+        if self._prior is not None:
+            out["prior"] = self._prior.to_dict()
         meta = dict(self.meta)
         if self.modifier is not None and "kind" not in meta:
             meta["modifier"] = "custom"  # not saved: a loaded parameter must say it lacks one
@@ -727,6 +754,7 @@ class ParameterDict:
                 e["max_value"],
                 frozen=e["frozen"],
                 meta=e.get("meta"),
+                prior=e.get("prior"),
             )
             p.value = e["value"]
             bad = np.flatnonzero((p.value < p.min_value) | (p.value > p.max_value))
@@ -794,7 +822,9 @@ class ParameterDict:
         return "\n".join(lines)
 
 
-_ENTRY_KEYS = {"name", "value", "nominal", "min_value", "max_value", "frozen", "meta"}
+_ENTRY_KEYS = {
+    "name", "value", "nominal", "min_value", "max_value", "frozen", "meta", "prior",
+}  # fmt: skip
 
 
 def _parse_entries(data: Any, source: str) -> list[dict[str, Any]]:

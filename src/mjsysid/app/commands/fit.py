@@ -242,12 +242,16 @@ def table(result: Any, conf: Any, params: ParameterDict) -> str:
     """The identified values and their 95 % half-widths, one parameter value a line."""
     x0 = params.as_vector()
     side = conf.at_bound if conf.at_bound is not None else np.zeros(x0.size, int)
+    by = getattr(conf, "determined_by", None) or [""] * x0.size
     lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {'± 95 %':>12}"]
-    for name, a, b, h, at in zip(
-        result.parameter_names, x0, result.x, conf.half_widths, side, strict=True
+    for name, a, b, h, at, src in zip(
+        result.parameter_names, x0, result.x, conf.half_widths, side, by, strict=True
     ):
         hw = f"{h:12.4g}" if np.isfinite(h) else f"{'unidentif.':>12}"
         flag = {-1: "  (at lower bound)", 1: "  (at upper bound)"}.get(int(at), "")
+        flag += {"prior": "  (set by its prior)", "data and prior": "  (prior and data)"}.get(
+            src, ""
+        )
         lines.append(f"{name:<28} {a:12.6g} {b:12.6g} {hw}{flag}")
     return "\n".join(lines)
 

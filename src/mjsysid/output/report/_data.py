@@ -108,6 +108,9 @@ class ParameterRow:
       half_width: Confidence half-width (inf: unidentifiable; NaN: not computed).
       rel_change: ``(identified − initial)/|initial|`` (NaN if ``initial`` is 0).
       at_lower, at_upper, frozen, identifiable, large_interval: Flags.
+      determined_by: After a MAP fit, what determined the value: ``"data"``, ``"prior"``,
+        ``"data and prior"`` or ``"none"`` (:attr:`Confidence.determined_by
+        <mjsysid.fit.confidence.Confidence.determined_by>`); ``""`` without priors.
     """
 
     group: str
@@ -125,6 +128,7 @@ class ParameterRow:
     frozen: bool
     identifiable: bool
     large_interval: bool
+    determined_by: str = ""
 
     @property
     def ci_low(self) -> float:
@@ -148,6 +152,10 @@ class ParameterRow:
             out.append("unidentifiable")
         elif self.large_interval:
             out.append("large interval")
+        if self.determined_by == "prior":
+            out.append("set by prior")
+        elif self.determined_by == "data and prior":
+            out.append("prior and data")
         return out
 
 
@@ -182,6 +190,8 @@ def parameter_rows(
       bound_rtol: Relative tolerance of :func:`at_bound_flags`.
     """
     hw_by_name, side_by_name = _by_name(confidence)
+    by = getattr(confidence, "determined_by", None)
+    by_name = {} if by is None else dict(zip(confidence.names, by, strict=True))
     rows: list[ParameterRow] = []
     for name, p in opt_params.items():
         init = initial_params[name].value if name in initial_params else p.nominal
@@ -216,6 +226,7 @@ def parameter_rows(
                     frozen=bool(p.frozen),
                     identifiable=ident or p.frozen,
                     large_interval=large,
+                    determined_by="" if p.frozen else str(by_name.get(label, "")),
                 )
             )
     return rows

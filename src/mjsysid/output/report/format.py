@@ -18,6 +18,8 @@ _FLAG_CSS = {
     "at upper bound": "bound",
     "unidentifiable": "unident",
     "large interval": "large",
+    "set by prior": "prior",
+    "prior and data": "prior",
 }
 
 _NUMBER_COLUMNS = (
