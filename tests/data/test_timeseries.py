@@ -236,7 +236,7 @@ def test_bad_mapping(mapping: object, error: type, match: str) -> None:
 def test_unchecked_stores_as_given() -> None:
     t = _times(3)
     d = np.zeros((3, 2))
-    ts = TimeSeries._unchecked(t, d, None)
+    ts = TimeSeries.trusted(t, d, None)
     assert ts.times is t and ts.data is d and ts.signal_mapping is None
     assert isinstance(ts, TimeSeries)
 

@@ -415,7 +415,7 @@ def _random_prediction(meas, rng, jitter=False):
     if jitter:
         t[1:-1] += rng.uniform(-0.3, 0.3, t.size - 2) * np.min(np.diff(t))
     data = meas.data + 0.1 * rng.standard_normal(meas.data.shape)
-    return ms.TimeSeries._unchecked(t, data, meas.signal_mapping)
+    return ms.TimeSeries.trusted(t, data, meas.signal_mapping)
 
 
 @pytest.mark.parametrize("jitter", [False, True], ids=["same-grid", "non-uniform-grid"])

@@ -214,13 +214,15 @@ class TimeSeries:
             object.__setattr__(self, "signal_mapping", mapping)
 
     @classmethod
-    def _unchecked(
+    def trusted(
         cls,
         times: np.ndarray,
         data: np.ndarray,
         signal_mapping: SignalMapping | None,
     ) -> TimeSeries:
-        """Internal fast constructor: no validation, no copies, arrays stored as given.
+        """A series from arrays the caller already validated: no checks, no copies (the hot
+        paths of the residual use it; other stages meet the series here, not at a private
+        constructor).
 
         The caller guarantees ``times`` (N,) float64 strictly increasing, ``data`` (N, D) or
         (N,) float64 finite, and a mapping whose indices are valid int arrays for D columns.
@@ -263,7 +265,7 @@ class TimeSeries:
             allowed = tuple(k for k in SignalType if k is not SignalType.CustomObs)
             layout = model_layout(model, names, allowed, None)
         check_layout_width(width(d), layout)
-        return cls._unchecked(t, d, consecutive_mapping(layout))
+        return cls.trusted(t, d, consecutive_mapping(layout))
 
     @classmethod
     def from_control_names(
@@ -290,7 +292,7 @@ class TimeSeries:
         else:
             layout = model_layout(model, names, (SignalType.MjCtrl,), SignalType.MjCtrl)
         check_layout_width(width(d), layout)
-        return cls._unchecked(t, d, consecutive_mapping(layout))
+        return cls.trusted(t, d, consecutive_mapping(layout))
 
     @classmethod
     def from_custom_map(
@@ -311,7 +313,7 @@ class TimeSeries:
         t, d = validated_arrays(times, data)
         layout = custom_layout(signals)
         check_layout_width(width(d), layout)
-        return cls._unchecked(t, d, consecutive_mapping(layout))
+        return cls.trusted(t, d, consecutive_mapping(layout))
 
     @staticmethod
     def create(times: npt.ArrayLike, data: npt.ArrayLike, signal_mapping: Any = None) -> TimeSeries:
@@ -342,7 +344,7 @@ class TimeSeries:
         """This series with ``(N, D)`` data (``self`` when it already is; no copy)."""
         if self.data.ndim == 2:
             return self
-        return TimeSeries._unchecked(self.times, self.data_2d, self.signal_mapping)
+        return TimeSeries.trusted(self.times, self.data_2d, self.signal_mapping)
 
     @property
     def n_signals(self) -> int:
@@ -474,7 +476,7 @@ class TimeSeries:
         data = out[:, 0] if self.data.ndim == 1 else out
         grid.flags.writeable = False
         data.flags.writeable = False
-        return TimeSeries._unchecked(grid, data, self.signal_mapping)
+        return TimeSeries.trusted(grid, data, self.signal_mapping)
 
     def dt_statistics(self) -> DtStatistics:
         """Statistics of the time steps (see :class:`DtStatistics`); needs two samples."""
@@ -501,7 +503,7 @@ class TimeSeries:
                 + ("neither" if t is None else "both")
             )
         start = _cut_start(self.times, t if time_to_remove_s is None else time_to_remove_s)
-        return TimeSeries._unchecked(self.times[start:], self.data[start:], self.signal_mapping)
+        return TimeSeries.trusted(self.times[start:], self.data[start:], self.signal_mapping)
 
     def slice_by_name(self, names: str | Iterable[str]) -> TimeSeries:
         """A series with only the named signals, columns re-indexed in the order given.
@@ -569,4 +571,4 @@ def _sliced(ts: TimeSeries, names: Sequence[str]) -> TimeSeries:
     mapping = consecutive_mapping(
         [(k, kind, c.shape[0]) for k, (kind, c) in zip(keys, entries, strict=True)]
     )
-    return TimeSeries._unchecked(ts.times, data, mapping)
+    return TimeSeries.trusted(ts.times, data, mapping)

@@ -132,7 +132,7 @@ def sequence_head(seq: PreparedSequence, fraction: float) -> PreparedSequence:
         return seq
     dt = float(seq.grid[1] - seq.grid[0])
     nstep = min(grid_length(t0, float(times[n - 1]), dt), seq.nstep)
-    meas = TimeSeries._unchecked(times[:n], seq.meas.data[:n], seq.meas.signal_mapping)
+    meas = TimeSeries.trusted(times[:n], seq.meas.data[:n], seq.meas.signal_mapping)
     interp_i, interp_w = seq.interp_i[:n].copy(), seq.interp_w[:n].copy()
     over = interp_i >= nstep - 1  # a time on the last instant reads it exactly
     interp_i[over], interp_w[over] = nstep - 1, 0.0

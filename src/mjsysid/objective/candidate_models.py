@@ -98,7 +98,7 @@ class CandidateModels:
         once, the others only where their values differ; then ``mj_setConst``.
         """
         if self.build_model is not None or not (self.fast_model_edits and layout.model_edits):
-            params._assign_checked_vector(x, layout.free)
+            params.assign_checked_vector(x, layout.free)
             self.stats.compiles += 1
             if self.build_model is not None:
                 return self.build_model(params, specs[mi])
@@ -124,7 +124,7 @@ class CandidateModels:
         entry = pool[slot]
         plan = layout.plans.get(mi)
         if plan is None:  # (its errors quote the parameters' values: this candidate's)
-            params._assign_checked_vector(x, free)
+            params.assign_checked_vector(x, free)
             plan = layout.plans[mi] = WritePlan(ms.model, free)
         if entry.x is None or entry.key != key or entry.x.shape != x.shape:
             if entry.x is not None:  # other parameters: start again from the base model, so
@@ -138,7 +138,7 @@ class CandidateModels:
             hit[layout.owner[differs]] = True
             others = [free[i] for i in plan.other if hit[i]]
         if others:  # their model_modifiers read the values from params
-            params._assign_checked_vector(x, free)
+            params.assign_checked_vector(x, free)
         plan.write(entry.model, x, others)
         refresh_constants(entry.model, self._set_const_data[mi], self._mass_diag[mi])
         entry.x, entry.key = x.copy(), key

@@ -124,7 +124,7 @@ class CandidateRollouts:
         out = []
         for i in group:
             for j in sim_cols[i]:
-                work._assign_checked_vector(X[:, j], layout.free)
+                work.assign_checked_vector(X[:, j], layout.free)
                 out.append(ct.apply(work, sequences[i].control, model))
         return np.stack(out)
 

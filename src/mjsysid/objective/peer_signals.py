@@ -31,7 +31,7 @@ def apply_delay(ts: TimeSeries, sensor_name: str, delay: Parameter | npt.ArrayLi
     query = np.clip(ts.times - d, ts.times[0], ts.times[-1])
     data = np.array(ts.data, dtype=np.float64)
     data[:, cols] = _interp_columns(ts.times, ts.data[:, cols], query)
-    return TimeSeries._unchecked(ts.times, data, ts.signal_mapping)
+    return TimeSeries.trusted(ts.times, data, ts.signal_mapping)
 
 
 def apply_delayed_ts_window(
@@ -51,4 +51,4 @@ def apply_delayed_ts_window(
             f"the delay window (delays in [{min_delay!r}, {max_delay!r}] s) leaves no sample "
             "of the series; narrow the delay bounds"
         )
-    return TimeSeries._unchecked(ts.times[keep], ts.data[keep], ts.signal_mapping)
+    return TimeSeries.trusted(ts.times[keep], ts.data[keep], ts.signal_mapping)

@@ -84,10 +84,10 @@ def sequence_prediction(
     """The :class:`SequencePrediction` of one candidate: ``P (nstep, D)`` on the grid,
     ``at_meas (N, D)`` at the measured times (or ``pred_used``, what a custom residual
     compared), the residual block ``r`` and the aligned states ``(nstep, nstate)``."""
-    predicted = TimeSeries._unchecked(seq.grid, P, seq.meas.signal_mapping)
+    predicted = TimeSeries.trusted(seq.grid, P, seq.meas.signal_mapping)
     if pred_used is None:
         assert at_meas is not None
-        pred_used = TimeSeries._unchecked(seq.meas.times, at_meas, seq.meas.signal_mapping)
+        pred_used = TimeSeries.trusted(seq.meas.times, at_meas, seq.meas.signal_mapping)
     return SequencePrediction(
         ms.name,
         ms.sequence_name[seq.seq_index],

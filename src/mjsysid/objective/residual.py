@@ -291,7 +291,7 @@ class ResidualFunction:
                 int(d.first[u]) for d, run in zip(plan.per_seq, plan.run, strict=True) for u in run
             }
             for j in sorted(ran):
-                work._assign_checked_vector(X[:, j], layout.free)
+                work.assign_checked_vector(X[:, j], layout.free)
                 cand_params[j] = work.copy()
         return cand_params
 

@@ -125,15 +125,15 @@ def custom_block(
     pred: SequencePrediction | None = None
     for j in range(X.shape[1]):
         u = inverse[j]
-        work._assign_checked_vector(X[:, j], layout.free)
-        pred_ts = TimeSeries._unchecked(seq.grid, P[u], seq.meas.signal_mapping)
+        work.assign_checked_vector(X[:, j], layout.free)
+        pred_ts = TimeSeries.trusted(seq.grid, P[u], seq.meas.signal_mapping)
         res, pred_used, meas_used = modify_residual(
             work,
             pred_ts,
             seq.meas,
             models[j],
             details is not None,
-            state=TimeSeries._unchecked(seq.grid, state[u], None),
+            state=TimeSeries.trusted(seq.grid, state[u], None),
             sensor_weights=sensor_weights,
             **extra,
         )

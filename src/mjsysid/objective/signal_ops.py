@@ -98,7 +98,7 @@ def _scaled(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike, op: str
         data[:, cols] *= v
     else:
         data[:, cols] += v
-    return TimeSeries._unchecked(ts.times, data, ts.signal_mapping)
+    return TimeSeries.trusted(ts.times, data, ts.signal_mapping)
 
 
 @keyword_aliases(name="sensor_name", param="gain")
@@ -184,7 +184,7 @@ def apply_delay(
     else:
         data = _interp_columns(ts.times, ts.data, query)
     data[:, cols] = _interp_columns(ts.times, ts.data[:, cols], query - d)
-    return TimeSeries._unchecked(query, data, ts.signal_mapping)
+    return TimeSeries.trusted(query, data, ts.signal_mapping)
 
 
 def delay_window(ref_times: np.ndarray, min_delay: float, max_delay: float) -> tuple[float, float]:
@@ -224,7 +224,7 @@ def apply_delayed_ts_window(
         )
     if keep.all():
         return ts
-    return TimeSeries._unchecked(ts.times[keep], ts.data[keep], ts.signal_mapping)
+    return TimeSeries.trusted(ts.times[keep], ts.data[keep], ts.signal_mapping)
 
 
 def apply_resample_and_delay(
@@ -260,7 +260,7 @@ def apply_resample_and_delay(
         q = query - sign * d
         check_inside(ts.times, q, f"apply_resample_and_delay (delay {d!r} s)")
         out[:, cols] = _interp_columns(ts.times, ts.data[:, cols], q)
-    return TimeSeries._unchecked(query, out, ts.signal_mapping)
+    return TimeSeries.trusted(query, out, ts.signal_mapping)
 
 
 def _column_weights(
@@ -416,4 +416,4 @@ def apply_time_window(ts: TimeSeries, min_t: float, max_t: float) -> TimeSeries:
                 (min_t, max_t),
             )
         )
-    return TimeSeries._unchecked(ts.times[keep], ts.data[keep], ts.signal_mapping)
+    return TimeSeries.trusted(ts.times[keep], ts.data[keep], ts.signal_mapping)

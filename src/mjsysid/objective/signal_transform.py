@@ -312,11 +312,11 @@ class SignalTransform:
         gains_and_biases(plan, params, out, mdata)
         meas_ts = plan.meas_ts
         if plan.meas_ops:
-            meas_ts = TimeSeries._unchecked(plan.times, mdata, plan.meas_mapping)
+            meas_ts = TimeSeries.trusted(plan.times, mdata, plan.meas_mapping)
         residual = np.subtract(mdata, out)
         residual *= plan.scale
         assert meas_ts is not None
-        return residual, TimeSeries._unchecked(plan.times, out, plan.pred_mapping_out), meas_ts
+        return residual, TimeSeries.trusted(plan.times, out, plan.pred_mapping_out), meas_ts
 
     def batch_residuals(
         self,
@@ -354,7 +354,7 @@ class SignalTransform:
           (``out`` when it was used).
         """
         k = which.size
-        pred0 = TimeSeries._unchecked(grid, predictions[0], mapping)
+        pred0 = TimeSeries.trusted(grid, predictions[0], mapping)
         plan = self._plan(params, pred0, sensordata_measured, sensor_weights, rms_reference)
         rows, cols = plan.mdata.shape
         delays = batch_delays(plan, values, k)

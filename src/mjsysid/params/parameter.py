@@ -620,7 +620,7 @@ class ParameterDict:
             p._value = arr[i : i + p.size].copy()
             i += p.size
 
-    def _assign_checked_vector(self, x: np.ndarray, free: list[Parameter]) -> None:
+    def assign_checked_vector(self, x: np.ndarray, free: list[Parameter]) -> None:
         """``update_from_vector`` for a ``(size,)`` float vector the caller already validated.
 
         ``free`` is :meth:`non_frozen`, computed once by the caller (the residual's hot loop

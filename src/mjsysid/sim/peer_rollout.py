@@ -82,10 +82,10 @@ def arrays2traj(
         out.append(
             SystemTrajectory.from_series(
                 m,
-                TrajectorySeries._unchecked(t, np.asarray(control[i]), cmap),
-                TrajectorySeries._unchecked(t, np.asarray(sensordata[i]), smap),
+                TrajectorySeries.trusted(t, np.asarray(control[i]), cmap),
+                TrajectorySeries.trusted(t, np.asarray(sensordata[i]), smap),
                 np.asarray(initial_states[i], dtype=np.float64),
-                TrajectorySeries._unchecked(t, aligned[i], xmap),
+                TrajectorySeries.trusted(t, aligned[i], xmap),
             )
         )
     return out

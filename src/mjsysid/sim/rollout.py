@@ -362,7 +362,7 @@ class _Mappings:
         state: np.ndarray,
     ) -> SystemTrajectory:
         def series(data: np.ndarray, mapping: SignalMapping) -> TimeSeries:
-            return TrajectorySeries._unchecked(times, data, mapping)
+            return TrajectorySeries.trusted(times, data, mapping)
 
         return SystemTrajectory.from_series(
             model,

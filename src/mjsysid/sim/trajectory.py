@@ -128,12 +128,12 @@ def _series(ts: TimeSeries | None) -> TrajectorySeries | None:
     """``ts`` as a :class:`TrajectorySeries` sharing its arrays (``None`` stays)."""
     if ts is None or isinstance(ts, TrajectorySeries):
         return ts
-    return TrajectorySeries._unchecked(ts.times, ts.data, ts.signal_mapping)  # type: ignore[return-value]
+    return TrajectorySeries.trusted(ts.times, ts.data, ts.signal_mapping)  # type: ignore[return-value]
 
 
 def _legacy_series(times: np.ndarray, data: Any) -> TrajectorySeries:
     arr = np.asarray(data, dtype=np.float64)
-    return TrajectorySeries._unchecked(times, arr, None)  # type: ignore[return-value]
+    return TrajectorySeries.trusted(times, arr, None)  # type: ignore[return-value]
 
 
 @dataclasses.dataclass(init=False, frozen=True, eq=False)
@@ -357,7 +357,7 @@ def _rows_in(times: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 
 def _take(ts: TimeSeries, rows: np.ndarray) -> TrajectorySeries:
-    return TrajectorySeries._unchecked(ts.times[rows], ts.data[rows], ts.signal_mapping)  # type: ignore[return-value]
+    return TrajectorySeries.trusted(ts.times[rows], ts.data[rows], ts.signal_mapping)  # type: ignore[return-value]
 
 
 def split_trajectory(traj: SystemTrajectory, chunk_size: int) -> list[SystemTrajectory]:
