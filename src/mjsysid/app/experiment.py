@@ -79,7 +79,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjsysid.data.recording import initial_state_from_sensors, load_recording
+from mjsysid.data.recording import check_time_gap, initial_state_from_sensors, load_recording
 from mjsysid.data.robot_logs import LogSource
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import create_initial_state
@@ -469,28 +469,13 @@ def _limited(name: str, value: float, what: str) -> None:
         raise ExperimentError(str(e)) from None
 
 
-def _check_time_gap(times: np.ndarray, what: str) -> None:
-    """Refuses a time stamp far beyond the others (a glitch): a step between samples
-    larger than 10 times the span of all other samples and 1000 typical steps."""
-    if times.size < 3:
-        return
-    step = np.diff(times)
-    i = int(np.argmax(step))
-    rest = float(times[-1] - times[0] - step[i])
-    if step[i] > 10 * rest and step[i] > 1000 * float(np.median(step)):
-        raise ExperimentError(
-            f"{what}: time stamps must not jump far beyond the others, got "
-            f"{float(times[i])!r} then {float(times[i + 1])!r} in data rows {i + 1} and "
-            f"{i + 2} (a gap of {float(step[i]):.4g} s; the other samples span {rest:.4g} s): "
-            "a glitched time stamp or a wrong time_scale; repair or drop the row (or leave it "
-            "out with time_range)"
-        )
-
-
 def _check_span(node: _Node, times: np.ndarray, rec_file: Path, ld: _Loading) -> float:
     """The simulated steps of one recording, checked against ``max_steps``."""
     what = f"{ld.source}: {node.path} ({str(rec_file)!r})"
-    _check_time_gap(times, what)
+    try:
+        check_time_gap(times, what)  # load_recording checks it too; time_range can hide it
+    except ValueError as e:
+        raise ExperimentError(str(e)) from None
     dt = float(ld.model.opt.timestep)
     span = float(times[-1] - times[0]) if times.size else 0.0
     steps = span / dt
