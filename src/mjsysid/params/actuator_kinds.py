@@ -56,11 +56,12 @@ import mujoco
 import numpy as np
 
 from mjsysid.params.kind_type import (
+    Bounds,
     Kind,
-    flat_index,
+    Require,
+    entry_kind,
     nonneg_bounds,
     positive_bounds,
-    set_first,
 )
 
 _DCMOTOR = int(mujoco.mjtGain.mjGAIN_DCMOTOR)
@@ -121,52 +122,22 @@ def _prm(
     field: str,
     col: int,
     unit: str,
-    bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-    require: Callable[[mujoco.MjModel, int, str], None],
+    bounds: Bounds,
+    require: Require,
     reason: str = "",
     factor: float = 1.0,
 ) -> Kind:
     """``model.actuator_<field>[i, col] = factor · value`` (spec ``<field>[col]`` alike);
     ``reason`` given: a lower limit of 0."""
-    mfield = f"actuator_{field}"
-
-    def read(m: mujoco.MjModel, i: int) -> np.ndarray:
-        return np.array([factor * getattr(m, mfield)[i, col]])
-
-    def set_spec(act: object, v: np.ndarray) -> None:
-        getattr(act, field)[col] = factor * v[0]
-
-    def set_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
-        getattr(m, mfield)[i, col] = factor * v[0]
-
-    def fields(m: mujoco.MjModel, i: int) -> list[tuple[str, list[int], float]]:
-        return [(mfield, [flat_index(m, mfield, i, col)], factor)]
-
-    lower = 0.0 if reason else None
-    return Kind("actuator", read, set_spec, set_model, bounds, unit, fields, lower, reason, require)
+    field = f"actuator_{field}"
+    return entry_kind("actuator", field, col, unit, bounds, reason, require, factor=factor)
 
 
 def _scalar(
-    field: str,
-    unit: str,
-    bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-    reason: str,
-    require: Callable[[mujoco.MjModel, int, str], None] | None = None,
+    field: str, unit: str, bounds: Bounds, reason: str, require: Require | None = None
 ) -> Kind:
     """``model.actuator_<field>[i]`` (spec attribute ``<field>``), lower limit 0."""
-    mfield = f"actuator_{field}"
-    return Kind(
-        "actuator",
-        lambda m, i: getattr(m, mfield)[i : i + 1].copy(),
-        set_first(field),
-        lambda m, i, v: getattr(m, mfield).__setitem__(i, v[0]),
-        bounds,
-        unit,
-        lambda m, i: [(mfield, [i], 1.0)],
-        0.0,
-        reason,
-        require,
-    )
+    return entry_kind("actuator", f"actuator_{field}", None, unit, bounds, reason, require)
 
 
 _dcmotor = _require_gain(_DCMOTOR, "dcmotor")

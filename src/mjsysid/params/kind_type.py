@@ -78,3 +78,56 @@ def set_first(attr: str) -> Callable[[Any, np.ndarray], None]:
             setattr(obj, attr, float(value[0]))
 
     return setter
+
+
+Bounds = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Require = Callable[[mujoco.MjModel, int, str], None]
+
+
+def entry_kind(
+    element: str,
+    field: str,
+    col: int | None,
+    unit: str,
+    bounds: Bounds,
+    reason: str = "",
+    require: Require | None = None,
+    *,
+    spec_attr: str | None = None,
+    factor: float = 1.0,
+) -> Kind:
+    """A kind stored in one entry of a model field: ``model.<field>[i, col] = factor · value``
+    (``model.<field>[i]`` when ``col`` is ``None``), and the spec element's attribute alike.
+
+    Args:
+      element: Element type of the target (``"joint"``, ``"actuator"``, ``"geom"``).
+      field: Model field, e.g. ``"actuator_gainprm"``.
+      col: Column of a 2-D field, ``None`` for a 1-D one.
+      unit: SI unit of the value.
+      bounds: Default bounds from the nominal.
+      reason: Given: the quantity has the physical lower limit 0, and this says why.
+      require: Raises when the element cannot carry the kind.
+      spec_attr: Spec attribute (default: ``field`` without its ``"<element>_"`` prefix);
+        entry ``col`` of it, or its first entry (or the scalar) when ``col`` is ``None``.
+      factor: Model value per parameter value (``-1`` for a bias term ``-kv``).
+    """
+    attr = spec_attr or field.split("_", 1)[1]
+    row = (lambda i: (i, col)) if col is not None else (lambda i: i)
+
+    def read(m: mujoco.MjModel, i: int) -> np.ndarray:
+        return np.array([factor * getattr(m, field)[row(i)]])
+
+    def set_spec(obj: Any, v: np.ndarray) -> None:
+        if col is None:
+            set_first(attr)(obj, factor * v)
+        else:
+            getattr(obj, attr)[col] = factor * v[0]
+
+    def set_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+        getattr(m, field)[row(i)] = factor * v[0]
+
+    def fields(m: mujoco.MjModel, i: int) -> list[tuple[str, list[int], float]]:
+        return [(field, [flat_index(m, field, i, col or 0)], factor)]
+
+    lower = 0.0 if reason else None
+    return Kind(element, read, set_spec, set_model, bounds, unit, fields, lower, reason, require)

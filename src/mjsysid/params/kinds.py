@@ -62,7 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid.params.actuator_kinds import ACTUATOR_KINDS
-from mjsysid.params.kind_type import Kind
+from mjsysid.params.kind_type import Kind, entry_kind
 from mjsysid.params.kind_type import flat_index as _at
 from mjsysid.params.kind_type import nonneg_bounds as _nonneg
 from mjsysid.params.kind_type import positive_bounds as _positive
@@ -118,14 +118,6 @@ def _set_kp_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
     m.actuator_biasprm[i, 1] = -v[0]
 
 
-def _set_kv_spec(act: Any, v: np.ndarray) -> None:
-    act.biasprm[2] = -v[0]
-
-
-def _set_kv_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
-    m.actuator_biasprm[i, 2] = -v[0]
-
-
 def _set_pair_friction_spec(pair: Any, v: np.ndarray) -> None:
     pair.friction[0] = v[0]
     pair.friction[1] = v[0]
@@ -161,14 +153,8 @@ KINDS: dict[str, Kind] = {
     "joint_frictionloss": _dof_kind(
         "dof_frictionloss", "frictionloss", "N·m", "a friction loss is a magnitude, never negative"
     ),
-    "joint_stiffness": Kind(
-        "joint",
-        lambda m, i: m.jnt_stiffness[i : i + 1].copy(),
-        _set0("stiffness"),
-        lambda m, i, v: m.jnt_stiffness.__setitem__(i, v[0]),
-        _nonneg,
-        "N·m/rad",
-        lambda m, i: [("jnt_stiffness", [i], 1.0)],
+    "joint_stiffness": entry_kind(
+        "joint", "jnt_stiffness", None, "N·m/rad", _nonneg, spec_attr="stiffness"
     ),
     "actuator_kp": Kind(
         "actuator",
@@ -184,47 +170,21 @@ KINDS: dict[str, Kind] = {
         0.0,
         "a negative position gain drives away from the target",
     ),
-    "actuator_kv": Kind(
+    "actuator_kv": entry_kind(
         "actuator",
-        lambda m, i: -m.actuator_biasprm[i, 2:3],
-        _set_kv_spec,
-        _set_kv_model,
-        _nonneg,
+        "actuator_biasprm",
+        2,
         "N·m·s/rad",
-        lambda m, i: [("actuator_biasprm", [_at(m, "actuator_biasprm", i, 2)], -1.0)],
-        0.0,
-        "a negative velocity gain adds energy",
-    ),
-    "actuator_gear": Kind(
-        "actuator",
-        lambda m, i: m.actuator_gear[i, :1].copy(),
-        _set0("gear"),
-        lambda m, i, v: m.actuator_gear.__setitem__((i, 0), v[0]),
-        _same_sign,
-        "N·m/ctrl",
-        lambda m, i: [("actuator_gear", [_at(m, "actuator_gear", i, 0)], 1.0)],
-    ),
-    "actuator_filter_tau": Kind(
-        "actuator",
-        lambda m, i: m.actuator_dynprm[i, :1].copy(),
-        _set0("dynprm"),
-        lambda m, i, v: m.actuator_dynprm.__setitem__((i, 0), v[0]),
-        _positive,
-        "s",
-        lambda m, i: [("actuator_dynprm", [_at(m, "actuator_dynprm", i, 0)], 1.0)],
-        0.0,
-        "a time constant is positive",
-    ),
-    "geom_friction": Kind(
-        "geom",
-        lambda m, i: m.geom_friction[i, :1].copy(),
-        _set0("friction"),
-        lambda m, i, v: m.geom_friction.__setitem__((i, 0), v[0]),
         _nonneg,
-        "1",
-        lambda m, i: [("geom_friction", [_at(m, "geom_friction", i, 0)], 1.0)],
-        0.0,
-        "a friction coefficient is never negative",
+        "a negative velocity gain adds energy",
+        factor=-1.0,
+    ),
+    "actuator_gear": entry_kind("actuator", "actuator_gear", 0, "N·m/ctrl", _same_sign),
+    "actuator_filter_tau": entry_kind(
+        "actuator", "actuator_dynprm", 0, "s", _positive, "a time constant is positive"
+    ),
+    "geom_friction": entry_kind(
+        "geom", "geom_friction", 0, "1", _nonneg, "a friction coefficient is never negative"
     ),
     "pair_friction": Kind(
         "pair",
