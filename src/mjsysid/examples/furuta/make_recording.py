@@ -1,21 +1,24 @@
 """How run1.csv, run2.csv and check.csv were made: the "true" Furuta pendulum captured the
-way the hobby project's capture script does it, then logged as its firmware sends it.
+way the hobby project's capture script does it, logged as its firmware sends it.
 
-* The firmware ticks at 50 Hz and prints the time in milliseconds and both encoder angles
-  (motor 1320 counts per turn: 11 pulses x 30:1 gearbox x 4; pendulum 2400 counts per turn).
-* Each tick the capture script draws its PRBS-style command: an integer PWM uniform in
-  [-150, 150], held for a random 50-300 ms; near the arm's limits it only lets commands
-  pointing back to the centre through, and past 90 % of the limit it brakes (its safety
-  logic, so the loop is closed: the command depends on the measured arm angle). The logged
-  command is the PWM the motor received during the tick, over 255.
-* The true motor (TRUTH) behind the L298N: a cut-off deadzone per direction, a weaker
-  reverse torque constant, back-EMF, Coulomb and viscous friction per direction, applied
-  through qfrc_applied (mjsysid's force laws, LawRuntime) plus a rotor armature, and an
-  unmodelled torque disturbance (slowly varying noise, DISTURBANCE N·m).
+* The firmware ticks at 50 Hz and prints the tick's time in whole milliseconds and both
+  encoder angles (motor: 1320 counts per turn, 11 pulses x 30:1 gearbox x 4; pendulum: 2400
+  counts per turn). It reads the encoders a little off its tick (JITTER).
+* Each tick the capture script picks its PRBS-style command: an integer PWM uniform in
+  [-150, 150], held for a random 50-300 ms. Near the arm's limit it lets only commands that
+  point back to the centre through, and past 90 % of it it brakes (its safety logic: the
+  command depends on the measured arm angle). The logged command is the PWM the motor got
+  during the tick, over 255.
+* The true motor (TRUTH) behind the L298N, through qfrc_applied (mjsysid's force laws and
+  LawRuntime): a cut-off deadzone per direction with smoothed edges, a weaker reverse
+  torque constant, back-EMF, and Coulomb and viscous friction per direction; the rotor's
+  armature is the model file's (from a motor-only identification). The pendulum's damping
+  differs from the URDF's. An unmodelled torque disturbance (slowly varying noise,
+  DISTURBANCE) acts on the arm.
 
-It also writes truth.yaml: the true values in the parametrisation of experiment.yaml (its
+It also writes truth.yaml: the true values by parameter name of experiment.yaml. Its
 viscous friction holds the back-EMF too: -k_e·v acts like viscous friction in both
-directions, so the two cannot be told apart; the fit identifies their sum).
+directions, so only the sums can be identified.
 Run from this folder: python make_recording.py
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -33,7 +37,7 @@ from mjsysid.sim.force_laws import CommandTorque, CoulombFriction, ViscousFricti
 from mjsysid.sim.law_params import force_law_params
 from mjsysid.sim.law_runtime import LawRuntime
 
-TRUTH = {
+TRUTH: dict[str, Any] = {
     "deadzone": [0.14, 0.08],  # duty cycle the L298N swallows (forward, reverse)
     "torque_constant": [0.42, 0.34],  # N·m per unit duty (reverse is weaker)
     "back_emf": 0.0068,  # N·m·s/rad
@@ -51,16 +55,17 @@ TICK = 0.02  # s, the firmware's 50 Hz period
 LIMIT = np.radians(60.0)  # rad, the capture script's --motor-angle-limit (the stops are at 90°)
 
 
-def true_laws() -> list:
+def true_laws() -> tuple[CommandTorque, CoulombFriction, ViscousFriction]:
     """The motor laws of the true system (as experiment.yaml declares them, plus back-EMF)."""
-    return [
+    return (
         CommandTorque("motor", "motor_joint", actuator="motor", width=DEADZONE_WIDTH),
         CoulombFriction("arm_friction", "motor_joint", width=FRICTION_WIDTH),
         ViscousFriction("arm_viscous", "motor_joint"),
-    ]
+    )
 
 
 def law_runtime() -> LawRuntime:
+    """The true laws with the TRUTH values, to apply before every step."""
     motor, friction, viscous = true_laws()
     nominal = {k: TRUTH[k] for k in ("deadzone", "torque_constant")}
     params = ms.ParameterDict(
