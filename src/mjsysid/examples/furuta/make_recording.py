@@ -109,7 +109,7 @@ def capture(model: mujoco.MjModel, duration: float, seed: int) -> list[list[str]
     rng, noise = np.random.default_rng(seed), np.random.default_rng(seed + 100)
     runtime, prbs = law_runtime(), Prbs(rng)
     data = mujoco.MjData(model)
-    data.qpos[1] = 0.05743  # the pendulum hangs still (its encoder's zero is elsewhere)
+    data.qpos[1] = 0.05743  # rad: the pendulum hangs still here (not at the URDF's zero)
     mujoco.mj_forward(model, data)
     steps = round(TICK / model.opt.timestep)
     a = np.exp(-model.opt.timestep / 0.05)  # disturbance: noise low-passed at 0.05 s
