@@ -17,6 +17,7 @@ from mjsysid.app.commands.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     Phases,
+    loading_progress,
     results_folder,
     write_report,
 )
@@ -281,7 +282,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     ph = Phases(err, quiet=args.quiet)
     with ph("loading"):
-        exp = load_experiment(args.experiment)
+        exp = load_experiment(args.experiment, progress=loading_progress(err, args.quiet))
     for warning in exp.warnings:
         print(f"warning: {warning}", file=err)
     fs = settings(args, exp)
