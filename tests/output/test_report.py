@@ -1060,3 +1060,16 @@ def test_windowed_report_in_headless_chromium(
     _screenshot(browser, s, tmp_path / "report-windows.png")
     errors, remote, _ = _problems(browser, s)
     assert errors == [] and remote == []
+
+
+def test_the_report_has_the_audit_of_the_final_jacobian(fit: Fit, tmp_path: Path) -> None:
+    out = default_report(
+        fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r", videos=False
+    )
+    html = out.read_text(encoding="utf-8")
+    assert '<section id="audit">' in html and '<a href="#audit">Identifiability</a>' in html
+    section = html[html.index('<section id="audit">') : html.index('<section id="trace">')]
+    assert "of 2 parameters determined" in section and "on the final Jacobian" in section
+    assert "The 2 singular values of the range-scaled Jacobian span" in section
+    assert section.count("<tr") == 3  # the header and one row per parameter
+    assert "j1_damping" in section and "j2_damping" in section

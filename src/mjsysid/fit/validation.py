@@ -20,6 +20,7 @@ from mjsysid.data.sequences import ModelSequences
 from mjsysid.objective.initial_state import INITIAL_KINDS
 from mjsysid.objective.predictions import SequencePrediction
 from mjsysid.objective.residual import ResidualFunction, build_residual_fn
+from mjsysid.params.apply import apply_param_modifiers
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -294,7 +295,7 @@ def residual_fn_like(rf: ResidualFunction, models_sequences: Sequence[ModelSeque
         list(models_sequences),
         modify_residual=rf.modify_residual,
         custom_rollout=rf.custom_rollout,
-        build_model=rf.build_model,
+        build_model=apply_param_modifiers if rf.build_model is None else rf.build_model,
         sensor_weights=rf.sensor_weights or None,
         enabled_observations=rf.enabled_observations,
         normalize=rf.normalize,

@@ -22,6 +22,7 @@ from mjsysid.output.report._data import (
     residual_autocorrelation,
     signal_errors,
 )
+from mjsysid.output.report.audit_section import audit_section
 from mjsysid.output.report.deps import require_report_dependencies
 from mjsysid.output.report.format import error_rows, table_rows, versions
 from mjsysid.output.report.html import ASSETS_DIR, _install, json_for_script, render_page
@@ -339,6 +340,7 @@ def _context(
         "correlation_reason": a.correlation.reason,
         "correlation_note": a.correlation.note,
         "validation": validation_section(fit.validation, opts.max_points_per_trace, figures),
+        "audit": audit_section(fit.opt_result, fit.opt_params, fit.names, opts.alpha),
         "figures_json": json_for_script(figures),
     }
 
