@@ -8,6 +8,7 @@ errors and every network request, waits for plotly to draw, and writes screensho
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import os
@@ -1073,3 +1074,35 @@ def test_the_report_has_the_audit_of_the_final_jacobian(fit: Fit, tmp_path: Path
     assert "The 2 singular values of the range-scaled Jacobian span" in section
     assert section.count("<tr") == 3  # the header and one row per parameter
     assert "j1_damping" in section and "j2_damping" in section
+
+
+def test_report_warnings_speak_the_readers_language() -> None:
+    from mjsysid.fit.status import MessageContext
+
+    stalled = SimpleNamespace(success=True, status="stalled", message="")
+    windowed = MessageContext("file", contacts=False, dry_friction=False, windowed=True)
+    (w,) = collect_warnings([], opt_result=stalled, context=windowed)
+    assert "stalled" in w.message and "optimizer: {global: cmaes}" in w.message
+    assert "shooting" not in w.message and "contact" not in w.message
+    assert "split_windows" not in w.message
+    (w,) = collect_warnings([], opt_result=stalled, context=MessageContext("python"))
+    assert "split_windows(sequences, 1.0)" in w.message and "shooting:" not in w.message
+    failed = SimpleNamespace(
+        success=False, status="max_iters", message="Stopped after max_iters=5 iterations ..."
+    )
+    (w,) = collect_warnings([], opt_result=failed, context=MessageContext("file"))
+    assert w.message.endswith("raise optimizer: {max_iters: N} (or --max-iters N).")
+
+
+def test_a_python_report_names_python_remedies(fit: Fit, tmp_path: Path) -> None:
+    res = dataclasses.replace(fit.result, status="max_iters", success=False)
+    out = default_report(
+        fit.seq, fit.params, fit.opt_params, res, fit.rf, tmp_path / "r", videos=False
+    )
+    html = out.read_text(encoding="utf-8")
+    assert "raise max_iters or restart from this result" in html
+    assert "optimizer: {max_iters" not in html
+    with pytest.raises(ValueError, match="messages must be one of"):
+        default_report(
+            fit.seq, fit.params, fit.opt_params, res, fit.rf, tmp_path / "r", messages="yaml"
+        )

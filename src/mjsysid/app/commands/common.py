@@ -131,6 +131,7 @@ def write_report(
             confidence=confidence,
             validation=validation,
             progress=bar,
+            messages="file",
         )
     except ImportError as e:
         print(f"report skipped: {e}", file=err)
