@@ -1035,6 +1035,13 @@ def test_the_per_window_figures_are_bounded_by_the_limit(
     assert html.count('<details class="window">') == 2 and "s0w2c0" not in figs
     assert "Only the first 2 of 4 windows are drawn in detail" in html
     assert "max_report_figures=12" in html and "s0c0" in figs
+    assert "mjsysid.util.limits.limits_set(max_report_figures=N)" in html  # Python words
+    from mjsysid.fit.status import MessageContext
+    from mjsysid.output.report.format import raise_limit
+
+    assert raise_limit("max_report_figures", MessageContext("file")) == (
+        "limits: {max_report_figures: N}"
+    )
 
 
 def test_windowed_report_in_headless_chromium(

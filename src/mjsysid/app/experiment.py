@@ -407,10 +407,8 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
 
     Args:
       path: The experiment file (or ``example:<name>``).
-      progress: Called once per csv recording as ``progress("reading '<file>'")``; the
-        :data:`~mjsysid.util.progress.Progress` it returns counts the rows parsed (see
-        :func:`~mjsysid.data.recording.load_recording`). The command line passes one that
-        draws a bar on stderr (quiet with ``-q``). Default: nothing is counted.
+      progress: A :data:`ProgressFactory`: ``progress("reading '<file>'")`` per recording
+        counts its csv rows (the command line's bar on stderr). Default: nothing counted.
 
     Raises:
       ExperimentError: A mistake in the file (names the key path).

@@ -122,14 +122,8 @@ def optimize(
         every batched call are evaluated on that cluster
         (:func:`~mjsysid.fit.distributed.distribute`; ``residual_fn`` must then come from
         :func:`build_residual_fn`; the ``distributed`` extra).
-      holdout: Data not fitted (a ``ModelSequences``, a list of them, or a
-        ``ResidualFunction`` of them): after the fit they are simulated with the start and
-        the identified parameters (each sequence from its own measured start), and
-        ``result.extras["validation"]`` holds the
-        :class:`~mjsysid.fit.validation.ValidationTable` (fit percentage and RMS error per
-        sequence and signal, the fitted sequences too when ``residual_fn`` comes from
-        :func:`build_residual_fn`, whose options also build the held-out residual). A
-        simulation that fails leaves ``None`` there and logs a warning. See docs/validation.md.
+      holdout: Data not fitted, simulated after the fit: ``result.extras["validation"]`` is
+        :func:`~mjsysid.fit.validation.holdout_table` (docs/validation.md).
       **optimizer_kwargs: Options of the backend itself, passed on by name (``loss="soft_l1"``
         for ``"scipy"``; the names are :data:`~mjsysid.fit.options.BACKEND_OPTIONS`).
 
@@ -161,14 +155,32 @@ def optimize(
             global_search, starts, starts_seed,
         )  # fmt: skip
     else:
-        fn = with_prior(residual_fn, initial_params)  # a MAP fit when a parameter has a prior
-        opt_params, result = _fit_here(
-            initial_params, fn, options, check_conditioning, global_search, starts, starts_seed
-        )
-        if isinstance(fn, PriorResidual):
-            result.extras["prior"] = fn.rows.to_dict()
+        opt_params, result = _fit_map(
+            initial_params, residual_fn, options, check_conditioning, global_search, starts,
+            starts_seed,
+        )  # fmt: skip
     if holdout is not None:
         result.extras["validation"] = _holdout(initial_params, opt_params, residual_fn, holdout)
+    return opt_params, result
+
+
+def _fit_map(
+    initial_params: ParameterDict,
+    residual_fn: ResidualFn,
+    options: FitOptions,
+    check_conditioning: bool,
+    global_search: Any,
+    starts: int | None,
+    starts_seed: int,
+) -> tuple[ParameterDict, OptimizeResult]:
+    """:func:`_fit_here`, a MAP fit when a parameter has a prior (its rows said in
+    ``result.extras["prior"]``)."""
+    fn = with_prior(residual_fn, initial_params)
+    opt_params, result = _fit_here(
+        initial_params, fn, options, check_conditioning, global_search, starts, starts_seed
+    )
+    if isinstance(fn, PriorResidual):
+        result.extras["prior"] = fn.rows.to_dict()
     return opt_params, result
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from mjsysid.fit.audit import Audit, audit_jacobian
-from mjsysid.output.report.format import fmt
+from mjsysid.fit.status import MessageContext
+from mjsysid.output.report.format import fmt, raise_limit
 from mjsysid.util.limits import get_limit
 
 STRUCTURAL_RTOL = 1e-3
@@ -91,7 +92,11 @@ def _usable_jacobian(opt_result: Any, names: Sequence[str]) -> np.ndarray | None
 
 
 def audit_section(
-    opt_result: Any, opt_params: Any, names: Sequence[str], alpha: float
+    opt_result: Any,
+    opt_params: Any,
+    names: Sequence[str],
+    alpha: float,
+    context: MessageContext | None = None,
 ) -> dict[str, Any]:
     """The template's ``audit`` variable: ``reason`` (why there is none) or the audit.
 
@@ -110,8 +115,12 @@ def audit_section(
     if len(names) > cap:
         return {
             "reason": f"No identifiability audit: {len(names)} parameters exceed the limit "
-            f"max_heatmap_parameters={cap} (raise it for the audit; `mjsysid audit` audits "
-            "the experiment at its nominal point)."
+            f"max_heatmap_parameters={cap} (raise it for the audit: "
+            f"{raise_limit('max_heatmap_parameters', context)}; "
+            + (context or MessageContext()).say(
+                "mjsysid.fit.audit.audit_residual", "mjsysid audit on the experiment"
+            )
+            + " audits a point of your choice, the nominal by default)."
         }
     x = np.asarray(opt_result.x, dtype=np.float64).reshape(-1)
     lower, upper = opt_params.get_bounds()

@@ -259,11 +259,12 @@ def analyse(
 ) -> Analysis:
     """Intervals, correlation, identifiability, signals and warnings (figures into ``figures``)."""
     notes: list[str] = []
+    context = message_context(fit, opts.messages)
     conf = _confidence(fit, confidence, opts.alpha, notes)
     rows = parameter_rows(
         fit.initial_params, fit.opt_params, conf, large_interval=opts.large_interval
     )
-    correlation = correlation_section(conf, notes, opts.correlation_threshold, figures)
+    correlation = correlation_section(conf, notes, opts.correlation_threshold, figures, context)
     condition, directions = jacobian_diagnostics(fit.opt_result, fit.names)
     preds = _predictions(fit, notes)
     p0, p1 = preds.initial, preds.identified
@@ -271,8 +272,7 @@ def analyse(
     sequences = []
     if p1:
         n_points = points_per_trace(p1, opts.max_points_per_trace, opts.max_total_points)
-        sequences = signal_sections(fit.ms_list, p0, p1, n_points, figures)
-    context = message_context(fit, opts.messages)
+        sequences = signal_sections(fit.ms_list, p0, p1, n_points, figures, context)
     warnings = collect_warnings(
         rows,
         context=context,
@@ -356,7 +356,7 @@ def _context(
         "correlation_reason": a.correlation.reason,
         "correlation_note": a.correlation.note,
         "validation": validation_section(fit.validation, opts.max_points_per_trace, figures),
-        "audit": audit_section(fit.opt_result, fit.opt_params, fit.names, opts.alpha),
+        "audit": audit_section(fit.opt_result, fit.opt_params, fit.names, opts.alpha, a.context),
         "figures_json": json_for_script(figures),
     }
 
@@ -435,11 +435,9 @@ def default_report(
       progress: Called as ``progress(videos done, videos)`` as the sequences' videos are
         rendered (the slow part of a report); e.g. a
         :class:`~mjsysid.util.progress.ProgressBar`. The report itself never prints.
-      messages: The words of the advice in the report: ``"python"`` (default:
-        :func:`~mjsysid.fit.optimize.optimize` keywords and functions), ``"file"``
-        (experiment-file keys and ``mjsysid`` flags, as ``mjsysid fit`` writes it) or
-        ``"both"``. Only the causes and remedies that can apply to the fit are named (no
-        contact advice for a model without contacts, no windows for a windowed fit).
+      messages: The advice's words: ``"python"`` (default), ``"file"`` (experiment-file
+        keys and flags, as ``mjsysid fit`` writes it) or ``"both"``; only causes and
+        remedies that can apply are named (:class:`~mjsysid.fit.status.MessageContext`).
 
     Returns:
       Path of ``report.html``.

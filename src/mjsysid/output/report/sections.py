@@ -13,6 +13,7 @@ import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.audit import audit_jacobian
+from mjsysid.fit.status import MessageContext
 from mjsysid.output.report._data import (
     Direction,
     ParameterRow,
@@ -24,7 +25,7 @@ from mjsysid.output.report._data import (
     strong_correlations,
     unidentifiable_directions,
 )
-from mjsysid.output.report.format import fmt
+from mjsysid.output.report.format import fmt, raise_limit
 from mjsysid.output.report.stitching import Recording, recordings
 from mjsysid.util.limits import get_limit
 
@@ -234,6 +235,7 @@ class _WindowBudget:
 
     cap: int
     left: int
+    hint: str = ""
 
 
 def _window_details(i: int, rec: Recording, budget: _WindowBudget, draw: _Drawing) -> dict:
@@ -252,7 +254,8 @@ def _window_details(i: int, rec: Recording, budget: _WindowBudget, draw: _Drawin
         note = (
             f"Only the first {len(items)} of {len(rec.windows)} windows are drawn in detail: "
             f"the limit max_report_figures={budget.cap} bounds the per-window figures of a "
-            "report (raise it to draw every window; the whole recording is drawn above)."
+            f"report (raise it to draw every window: {budget.hint}; the whole recording is "
+            "drawn above)."
         )
     return {"n": len(rec.windows), "note": note, "items": items}
 
@@ -263,6 +266,7 @@ def signal_sections(
     preds1: Sequence[Any],
     max_points: int,
     figures: dict[str, Any],
+    context: MessageContext | None = None,
 ) -> list[dict[str, Any]]:
     """One section per recording: controls and measured vs predicted signals.
 
@@ -279,12 +283,13 @@ def signal_sections(
     if len(recs) > cap:
         cap_note = (
             f"{len(recs)} sequences exceed the limit max_report_figures={cap} of per-sequence "
-            f"figures: only the first {cap} are drawn (raise the limit to draw them all)."
+            f"figures: only the first {cap} are drawn (raise the limit to draw them all: "
+            f"{raise_limit('max_report_figures', context)})."
         )
         recs = recs[:cap]
     draw = _Drawing({ms.name: ms for ms in ms_list}, max_points, figures)
     out = []
-    budget = _WindowBudget(cap, cap)
+    budget = _WindowBudget(cap, cap, raise_limit("max_report_figures", context))
     for i, rec in enumerate(recs):
         section = _sequence_section(f"s{i}", rec.p0, rec.p1, draw, rec.starts.tolist())
         if rec.windows:
@@ -308,7 +313,11 @@ class CorrelationSection:
 
 
 def correlation_section(
-    conf: Any, notes: Sequence[str], threshold: float, figures: dict[str, Any]
+    conf: Any,
+    notes: Sequence[str],
+    threshold: float,
+    figures: dict[str, Any],
+    context: MessageContext | None = None,
 ) -> CorrelationSection:
     """The heatmap of the parameter correlation (added to ``figures``) when ``conf`` has one."""
     from mjsysid.output.report._figures import correlation_figure
@@ -328,7 +337,8 @@ def correlation_section(
     if len(conf.names) > cap:  # p² cells: 3000 parameters would be 9 million
         return CorrelationSection(
             reason=f"No correlation map: {len(conf.names)} parameters exceed the limit "
-            f"max_heatmap_parameters={cap} (raise it to draw the map); the strong "
+            f"max_heatmap_parameters={cap} (raise it to draw the map: "
+            f"{raise_limit('max_heatmap_parameters', context)}); the strong "
             "correlations are listed in the warnings.",
             pairs=pairs,
         )
