@@ -1113,3 +1113,22 @@ def test_a_python_report_names_python_remedies(fit: Fit, tmp_path: Path) -> None
         default_report(
             fit.seq, fit.params, fit.opt_params, res, fit.rf, tmp_path / "r", messages="yaml"
         )
+
+
+def test_a_windowed_fit_renders_a_bounded_number_of_videos(
+    fit: Fit, windowed: SimpleNamespace, tmp_path: Path
+) -> None:
+    from mjsysid.util.limits import limits_set
+
+    w = windowed
+    calls: list[tuple[int, int]] = []
+    with limits_set(max_report_figures=2):  # 4 windows: 2 videos at most
+        out = default_report(
+            w.windows, fit.params, w.opt, w.res, w.rf, tmp_path / "r",
+            progress=lambda done, total: calls.append((done, total)),
+        )  # fmt: skip
+    assert calls[0] == (0, 2)
+    html = out.read_text(encoding="utf-8")
+    assert len(list((tmp_path / "r" / "report_assets").glob("video-*.gif"))) <= 2
+    if "No videos:" not in html:  # (rendering works here)
+        assert "Only the first 2 of 4 sequences (or shooting windows) have a video" in html
