@@ -228,16 +228,20 @@ def _non_smooth(c: MessageContext) -> str:
     return f"a non-smooth cost ({', '.join(causes)})" if causes else ""
 
 
+def _drift(c: MessageContext) -> str:
+    """Drift over a long simulation: not a cause in short shooting windows."""
+    return "" if c.windowed else "a long simulation that drifts from the data"
+
+
 def _typical(c: MessageContext) -> str:
     """The sentence naming the usual causes of a stop short of a minimum."""
-    causes = [x for x in (_non_smooth(c), "" if c.windowed else
-              "a long simulation that drifts from the data") if x]  # fmt: skip
+    causes = [x for x in (_non_smooth(c), _drift(c)) if x]
     return f" Typical of {' or of '.join(causes)}." if causes else ""
 
 
-def _remedies(c: MessageContext, first: str = "") -> list[str]:
+def _remedies(c: MessageContext) -> list[str]:
     """The fit-level remedies that can apply: another start, horizons, windows."""
-    out = [first] if first else []
+    out = []
     if not c.searched:
         out.append(_search(c))
     if not c.staged:
@@ -260,15 +264,17 @@ def _stalled(c: MessageContext) -> str:
         text += (
             " Impacts early in a recording (a robot set down or landing) do the most harm: "
             "start the data once the contacts have settled ("
-            + c.say("load_recording(..., time_range=(start, None))", "time_range: [start, null]")
+            + c.say(
+                "load_recording(..., time_range=(start, None))",
+                "time_range: [start, null] on the sequence",
+            )
             + ")."
         )
     return text
 
 
 def _small_step(c: MessageContext) -> str:
-    causes = [x for x in ("" if c.windowed else "a long simulation that drifts from the data",
-              _non_smooth(c), "a poor start") if x]  # fmt: skip
+    causes = [x for x in (_drift(c), _non_smooth(c), "a poor start") if x]
     remedies = _remedies(c)
     text = f" Likely causes: {_joined(causes)}."
     return text + (f" Remedies: {_joined(remedies)}." if remedies else "")
