@@ -85,3 +85,12 @@ def test_load_experiment_counts_rows_to_the_factory(tmp_path: Path):
     assert counts[0] == (PROGRESS_ROWS, ROWS) and counts[-1] == (ROWS, ROWS)
     assert [d for d, _ in counts] == sorted(d for d, _ in counts)
     assert closed == ["reading 'push.csv'"]
+
+
+def test_check_and_audit_show_the_bar_too(tmp_path: Path):
+    exp = _big_box(tmp_path)
+    for argv in (["check", str(exp), "--shift-iters", "1"], ["audit", str(exp)]):
+        err = _Terminal()
+        code = main(argv, stdout=io.StringIO(), stderr=err)
+        assert code == 0, err.getvalue()
+        assert f"  reading 'push.csv' [{'#' * 30}] 100 %  {ROWS}/{ROWS}\n" in err.getvalue()
