@@ -8,6 +8,7 @@ errors and every network request, waits for plotly to draw, and writes screensho
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import os
@@ -958,3 +959,176 @@ def test_report_counts_its_videos_to_progress(fit: Fit, tmp_path: Path) -> None:
     calls.clear()
     default_report(fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path, videos=False)
     assert calls == []
+
+
+# -- a windowed fit: the stitched whole-recording view ------------------------------------------
+@pytest.fixture(scope="module")
+def windowed(fit: Fit) -> Iterator[SimpleNamespace]:
+    """The arm's 1.6 s recording fitted in 0.4 s shooting windows (one iteration)."""
+    windows = ms.split_windows(fit.seq, 0.4)
+    rf = ms.build_residual_fn([windows])
+    opt, res = ms.optimize(fit.params, rf, max_iters=1, horizons=None)
+    yield SimpleNamespace(windows=windows, rf=rf, opt=opt, res=res)
+    rf.close()
+
+
+def test_recordings_stitch_the_windows_of_each_recording() -> None:
+    from mjsysid.output.report.stitching import recordings
+
+    def pred(name: str, t0: float, model: str = "m") -> SimpleNamespace:
+        t = t0 + np.arange(5) * 0.1
+        ts = ms.TimeSeries.from_custom_map(t, t[:, None] * 2, ["a"])
+        return SimpleNamespace(
+            model_name=model,
+            sequence_name=name,
+            measured_used=ts,
+            predicted_at_measured=ts,
+            predicted=ts,
+            control=np.zeros((5, 0)),
+        )
+
+    preds = [pred("r#1", 0.4), pred("plain", 0.0), pred("r#0", 0.0), pred("r#2", 0.8)]
+    preds += [pred("r#0", 0.0, "other")]  # one window of another model: drawn as it is
+    recs = recordings(None, preds)
+    assert [r.p1.sequence_name for r in recs] == ["r", "plain", "r#0"]
+    whole = recs[0]
+    assert [w1.sequence_name for _, w1 in whole.windows] == ["r#0", "r#1", "r#2"]
+    np.testing.assert_allclose(whole.starts, [0.4, 0.8])
+    np.testing.assert_allclose(whole.p1.measured_used.times, np.arange(13) * 0.1, atol=1e-12)
+    assert whole.p0 is None and recs[1].windows == [] and recs[1].p1 is preds[1]
+
+
+def test_a_windowed_fit_shows_the_whole_recording_and_collapsed_windows(
+    fit: Fit, windowed: SimpleNamespace, tmp_path: Path
+) -> None:
+    w = windowed
+    out = default_report(w.windows, fit.params, w.opt, w.res, w.rf, tmp_path / "r", videos=False)
+    html = out.read_text(encoding="utf-8")
+    figs = _figures(html)
+    # One stitched view of the recording, its window starts marked in every figure.
+    assert html.count('<details class="sequence"') == 1
+    assert "arm/s1 <span" in html and "4 shooting windows" in html
+    assert "4 shooting windows stitched into 1 whole-recording view" in html
+    starts = [sh["x0"] for sh in figs["s0c0"]["layout"]["shapes"]]
+    assert starts == pytest.approx([0.4, 0.8, 1.2], abs=0.003)
+    assert figs["s0u"]["layout"]["shapes"][0]["x0"] == starts[0]
+    assert len(figs["s0c0"]["data"][0]["x"]) == 800  # the whole recording
+    # The per-window detail: collapsed, every window drawn (5 figures each, under the limit).
+    assert '<details class="windows">' in html and '<details class="windows" open' not in html
+    assert html.count('<details class="window">') == 4
+    assert {f"s0w{k}c0" for k in range(4)} | {"s0w3u"} <= set(figs)
+    assert "arm/s1#3" in html and "Only the first" not in html
+
+
+def test_the_per_window_figures_are_bounded_by_the_limit(
+    fit: Fit, windowed: SimpleNamespace, tmp_path: Path
+) -> None:
+    from mjsysid.util.limits import limits_set
+
+    w = windowed
+    with limits_set(max_report_figures=12):  # 5 figures a window: 2 windows
+        out = default_report(
+            w.windows, fit.params, w.opt, w.res, w.rf, tmp_path / "r", videos=False
+        )
+    html = out.read_text(encoding="utf-8")
+    figs = _figures(html)
+    assert html.count('<details class="window">') == 2 and "s0w2c0" not in figs
+    assert "Only the first 2 of 4 windows are drawn in detail" in html
+    assert "max_report_figures=12" in html and "s0c0" in figs
+    assert "mjsysid.util.limits.limits_set(max_report_figures=N)" in html  # Python words
+    from mjsysid.fit.status import MessageContext
+    from mjsysid.output.report.format import raise_limit
+
+    assert raise_limit("max_report_figures", MessageContext("file")) == (
+        "limits: {max_report_figures: N}"
+    )
+
+
+def test_windowed_report_in_headless_chromium(
+    fit: Fit, windowed: SimpleNamespace, browser: DevTools, tmp_path: Path
+) -> None:
+    w = windowed
+    out = default_report(w.windows, fit.params, w.opt, w.res, w.rf, tmp_path / "r", videos=False)
+    s = _open(browser, out.resolve().as_uri())
+    assert browser.wait_for(s, "document.querySelectorAll('#signals .main-svg').length") > 0
+    # The window starts are drawn as lines on the stitched view.
+    browser.evaluate(s, "document.querySelector('[data-fig=\"s0c0\"]').scrollIntoView()")
+    shapes = "document.querySelectorAll('[data-fig=\"s0c0\"] .shapelayer path').length"
+    assert browser.wait_for(s, shapes) == 3
+    # Closed windows draw nothing; opening one draws its figures.
+    inside = "document.querySelectorAll('details.window .js-plotly-plot').length"
+    assert browser.evaluate(s, inside) == 0
+    browser.evaluate(
+        s,
+        """(() => { document.querySelector('details.windows').open = true;
+        const d = document.querySelector('details.window'); d.open = true;
+        d.scrollIntoView(); return true; })()""",
+    )
+    assert browser.wait_for(s, f"{inside} >= 1") >= 1
+    _screenshot(browser, s, tmp_path / "report-windows.png")
+    errors, remote, _ = _problems(browser, s)
+    assert errors == [] and remote == []
+
+
+def test_the_report_has_the_audit_of_the_final_jacobian(fit: Fit, tmp_path: Path) -> None:
+    out = default_report(
+        fit.seq, fit.params, fit.opt_params, fit.result, fit.rf, tmp_path / "r", videos=False
+    )
+    html = out.read_text(encoding="utf-8")
+    assert '<section id="audit">' in html and '<a href="#audit">Identifiability</a>' in html
+    section = html[html.index('<section id="audit">') : html.index('<section id="trace">')]
+    assert "of 2 parameters determined" in section and "on the final Jacobian" in section
+    assert "The 2 singular values of the range-scaled Jacobian span" in section
+    assert section.count("<tr") == 3  # the header and one row per parameter
+    assert "j1_damping" in section and "j2_damping" in section
+
+
+def test_report_warnings_speak_the_readers_language() -> None:
+    from mjsysid.fit.status import MessageContext
+
+    stalled = SimpleNamespace(success=True, status="stalled", message="")
+    windowed = MessageContext("file", contacts=False, dry_friction=False, windowed=True)
+    (w,) = collect_warnings([], opt_result=stalled, context=windowed)
+    assert "stalled" in w.message and "optimizer: {global: cmaes}" in w.message
+    assert "shooting" not in w.message and "contact" not in w.message
+    assert "split_windows" not in w.message
+    (w,) = collect_warnings([], opt_result=stalled, context=MessageContext("python"))
+    assert "split_windows(sequences, 1.0)" in w.message and "shooting:" not in w.message
+    failed = SimpleNamespace(
+        success=False, status="max_iters", message="Stopped after max_iters=5 iterations ..."
+    )
+    (w,) = collect_warnings([], opt_result=failed, context=MessageContext("file"))
+    assert w.message.endswith("raise optimizer: {max_iters: N} (or --max-iters N).")
+
+
+def test_a_python_report_names_python_remedies(fit: Fit, tmp_path: Path) -> None:
+    res = dataclasses.replace(fit.result, status="max_iters", success=False)
+    out = default_report(
+        fit.seq, fit.params, fit.opt_params, res, fit.rf, tmp_path / "r", videos=False
+    )
+    html = out.read_text(encoding="utf-8")
+    assert "raise max_iters or restart from this result" in html
+    assert "optimizer: {max_iters" not in html
+    with pytest.raises(ValueError, match="messages must be one of"):
+        default_report(
+            fit.seq, fit.params, fit.opt_params, res, fit.rf, tmp_path / "r", messages="yaml"
+        )
+
+
+def test_a_windowed_fit_renders_a_bounded_number_of_videos(
+    fit: Fit, windowed: SimpleNamespace, tmp_path: Path
+) -> None:
+    from mjsysid.util.limits import limits_set
+
+    w = windowed
+    calls: list[tuple[int, int]] = []
+    with limits_set(max_report_figures=2):  # 4 windows: 2 videos at most
+        out = default_report(
+            w.windows, fit.params, w.opt, w.res, w.rf, tmp_path / "r",
+            progress=lambda done, total: calls.append((done, total)),
+        )  # fmt: skip
+    assert calls[0] == (0, 2)
+    html = out.read_text(encoding="utf-8")
+    assert len(list((tmp_path / "r" / "report_assets").glob("video-*.gif"))) <= 2
+    if "No videos:" not in html:  # (rendering works here)
+        assert "Only the first 2 of 4 sequences (or shooting windows) have a video" in html

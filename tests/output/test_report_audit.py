@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from mjsysid.output.report.sections import jacobian_diagnostics
 
@@ -22,3 +23,64 @@ def test_conditioning_directions_carry_the_audit_words() -> None:
     assert "only their product is determined" in d.meaning
     # a well-posed Jacobian: no directions, nothing named
     assert jacobian_diagnostics(SimpleNamespace(jac=np.stack([a, b], 1)), ["x", "y"])[1] == []
+
+
+# -- the audit section ---------------------------------------------------------------------------
+def _result(jac: np.ndarray, x: list[float], rng: np.random.Generator) -> SimpleNamespace:
+    fun = 0.01 * rng.normal(size=jac.shape[0])
+    return SimpleNamespace(jac=jac, x=np.asarray(x), fun=fun)
+
+
+class _Bounds:
+    def __init__(self, lower: list[float], upper: list[float]) -> None:
+        self.bounds = (np.asarray(lower), np.asarray(upper))
+
+    def get_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.bounds
+
+
+def test_the_audit_section_names_a_sum_and_advises() -> None:
+    from mjsysid.output.report.audit_section import audit_section, residual_noise
+
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(2, 200))
+    res = _result(np.stack([a, b, b], axis=1), [1.0, 0.4, 1.5], rng)
+    bounds = _Bounds([0.1, 0.1, 0.1], [2.0, 2.0, 2.0])  # equal ranges: J columns as given
+    sec = audit_section(res, bounds, ["m1", "m2", "m3"], 0.05)
+    assert sec["reason"] == ""
+    assert sec["summary"].startswith("1 of 3 parameters determined")
+    assert "The 3 singular values of the range-scaled Jacobian span" in sec["singular_words"]
+    assert "1 lies below 0.001 of the largest: a direction" in sec["singular_words"]
+    assert [c["text"] for c in sec["combinations"]] == ["m2 and m3: only their sum is determined"]
+    assert any("freeze one of m2 and m3" in s for s in sec["advice"])
+    assert [(r["name"], r["determined"]) for r in sec["rows"]] == [
+        ("m1", True),
+        ("m2", False),
+        ("m3", False),
+    ]
+    assert sec["n_undetermined"] == 2
+    sigma = np.sqrt(np.sum(res.fun**2) / (200 - 3))
+    assert residual_noise(res.fun, 3) == pytest.approx(sigma)
+    assert sec["noise"] == f"{sigma:.6g}"
+
+
+def test_a_well_determined_fit_and_the_reasons_for_no_audit() -> None:
+    from mjsysid.output.report.audit_section import audit_section, singular_values_in_words
+    from mjsysid.util.limits import limits_set
+
+    rng = np.random.default_rng(3)
+    J = rng.normal(size=(100, 2))
+    bounds = _Bounds([0.0, 0.0], [1.0, 1.0])
+    sec = audit_section(_result(J, [0.5, 0.5], rng), bounds, ["x", "y"], 0.05)
+    assert sec["summary"].startswith("2 of 2 parameters determined")
+    assert (
+        sec["combinations"] == [] and "no direction is structurally lost" in (sec["singular_words"])
+    )
+    no_jac = SimpleNamespace(jac=None, x=np.zeros(2), fun=np.zeros(3))
+    assert "no finite final Jacobian" in audit_section(no_jac, bounds, ["x", "y"], 0.05)["reason"]
+    with limits_set(max_heatmap_parameters=1):
+        reason = audit_section(_result(J, [0.5, 0.5], rng), bounds, ["x", "y"], 0.05)["reason"]
+    assert "2 parameters exceed the limit max_heatmap_parameters=1" in reason
+    assert "Every singular value is 0" in singular_values_in_words(np.zeros(2))
+    many = singular_values_in_words(np.logspace(0, -8, 30))
+    assert "30 singular values" in many and "19 lie below 0.001" in many

@@ -70,7 +70,7 @@ import hashlib
 import math
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -102,6 +102,7 @@ from mjsysid.util.errors import short_repr
 from mjsysid.util.files import read_yaml
 from mjsysid.util.limits import check_limit, set_limits
 from mjsysid.util.model_files import model_files
+from mjsysid.util.progress import Progress
 
 EXPERIMENT_SCHEMA_VERSION = 1
 INERTIA_KINDS = {
@@ -394,8 +395,20 @@ def resolve_experiment_path(name: str | Path) -> Path:
     return Path(name)
 
 
-def load_experiment(path: str | Path) -> Experiment:
+ProgressFactory = Callable[[str], Progress | None]
+"""``factory(label)``: the :data:`~mjsysid.util.progress.Progress` of one counted step of
+loading (``label`` says what, e.g. ``"reading 'run.csv'"``), or ``None`` to count nothing.
+What it returns may have a ``close()`` (as a :class:`~mjsysid.util.progress.ProgressBar`
+has), called when the step ends, also after an error."""
+
+
+def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None) -> Experiment:
     """Reads and validates an experiment file; loads the model and the recordings.
+
+    Args:
+      path: The experiment file (or ``example:<name>``).
+      progress: A :data:`ProgressFactory`: ``progress("reading '<file>'")`` per recording
+        counts its csv rows (the command line's bar on stderr). Default: nothing counted.
 
     Raises:
       ExperimentError: A mistake in the file (names the key path).
@@ -406,6 +419,7 @@ def load_experiment(path: str | Path) -> Experiment:
     _limits(top, str(path))
     shooting = _shooting_options(top)
     ld = _load_model(top, path)
+    ld.progress = progress
     # Parameters first: a frozen one with a nominal is that value in the model the data are
     # read against and every fit runs on (a frozen parameter is not written by the fit).
     params, transform, control, fixed = _parameters(top, ld.spec, ld.model, ld.source)
@@ -533,6 +547,7 @@ class _Loading:
     files: list[Path]
     warnings: list[str] = field(default_factory=list)
     steps: float = 0.0  # simulated steps of the sequences read so far
+    progress: ProgressFactory | None = None  # (load_experiment's progress)
 
 
 def _load_model(top: _Node, path: Path) -> _Loading:
@@ -691,6 +706,7 @@ def _read_recording(node: _Node, rec_file: Path, ld: _Loading) -> Any:
         "time_range", list, None, expected="[start, end] in seconds (null for an open end)"
     )
     timing = _timing_options(node)
+    bar = ld.progress(f"reading {rec_file.name!r}") if ld.progress is not None else None
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", TimingWarning)
@@ -703,6 +719,7 @@ def _read_recording(node: _Node, rec_file: Path, ld: _Loading) -> Any:
                 sensors=smap,
                 ignore_columns=ignore,
                 time_range=None if time_range is None else tuple(time_range),
+                progress=bar,
                 **timing,
             )
         for w in caught:
@@ -715,6 +732,10 @@ def _read_recording(node: _Node, rec_file: Path, ld: _Loading) -> Any:
         raise ExperimentError(f"{ld.source}: {node.path}: {e.args[0]}") from None
     except ValueError as e:
         raise ExperimentError(f"{ld.source}: {node.path}: {e}") from None
+    finally:
+        close = getattr(bar, "close", None)
+        if callable(close):
+            close()
 
 
 def _recording_warnings(node: _Node, rec: Any, rec_file: Path, ld: _Loading) -> None:

@@ -40,7 +40,9 @@ from mjsysid.fit.options import OPTIMIZERS as OPTIMIZERS
 from mjsysid.fit.options import FitOptions, IterationCallback
 from mjsysid.fit.prior import PriorResidual, with_prior
 from mjsysid.fit.status import Status as Status
+from mjsysid.fit.validation import check_holdout, holdout_table
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.rollout import RolloutDivergedError
 
 __all__ = [
     "AUTO_HORIZONS",
@@ -89,6 +91,7 @@ def optimize(
     starts: int | None = None,
     starts_seed: int = 0,
     executor: Any = None,
+    holdout: Any = None,
     **optimizer_kwargs: Any,
 ) -> tuple[ParameterDict, OptimizeResult]:
     """Fits the non-frozen parameters to the data (positional order: ``mujoco.sysid``'s).
@@ -119,6 +122,8 @@ def optimize(
         every batched call are evaluated on that cluster
         (:func:`~mjsysid.fit.distributed.distribute`; ``residual_fn`` must then come from
         :func:`build_residual_fn`; the ``distributed`` extra).
+      holdout: Data not fitted, simulated after the fit: ``result.extras["validation"]`` is
+        :func:`~mjsysid.fit.validation.holdout_table` (docs/validation.md).
       **optimizer_kwargs: Options of the backend itself, passed on by name (``loss="soft_l1"``
         for ``"scipy"``; the names are :data:`~mjsysid.fit.options.BACKEND_OPTIONS`).
 
@@ -143,18 +148,52 @@ def optimize(
         checkpoint=checkpoint, resume=resume, callback=callback, output=output,
         backend_options=optimizer_kwargs,
     )  # fmt: skip
+    check_holdout(holdout)
     if executor is not None:
-        return _on_cluster(
+        opt_params, result = _on_cluster(
             initial_params, residual_fn, executor, options, check_conditioning,
             global_search, starts, starts_seed,
         )  # fmt: skip
-    fn = with_prior(residual_fn, initial_params)  # a MAP fit when a parameter has a prior
+    else:
+        opt_params, result = _fit_map(
+            initial_params, residual_fn, options, check_conditioning, global_search, starts,
+            starts_seed,
+        )  # fmt: skip
+    if holdout is not None:
+        result.extras["validation"] = _holdout(initial_params, opt_params, residual_fn, holdout)
+    return opt_params, result
+
+
+def _fit_map(
+    initial_params: ParameterDict,
+    residual_fn: ResidualFn,
+    options: FitOptions,
+    check_conditioning: bool,
+    global_search: Any,
+    starts: int | None,
+    starts_seed: int,
+) -> tuple[ParameterDict, OptimizeResult]:
+    """:func:`_fit_here`, a MAP fit when a parameter has a prior (its rows said in
+    ``result.extras["prior"]``)."""
+    fn = with_prior(residual_fn, initial_params)
     opt_params, result = _fit_here(
         initial_params, fn, options, check_conditioning, global_search, starts, starts_seed
     )
     if isinstance(fn, PriorResidual):
         result.extras["prior"] = fn.rows.to_dict()
     return opt_params, result
+
+
+def _holdout(
+    initial_params: ParameterDict, opt_params: ParameterDict, residual_fn: Any, holdout: Any
+) -> Any:
+    """The validation table of ``holdout`` (``None`` with a warning when a simulation
+    fails: the fit itself is kept)."""
+    try:
+        return holdout_table(initial_params, opt_params, residual_fn, holdout)
+    except (RolloutDivergedError, ValueError, KeyError) as e:
+        logger.warning("optimize: the holdout validation failed: %s", e)
+        return None
 
 
 def _fit_here(

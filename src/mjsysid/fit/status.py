@@ -7,7 +7,16 @@ backends translate their own termination codes into a :class:`Status` here
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from enum import Enum
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from mjsysid.util.errors import must_be
 
 
 class Status(str, Enum):
@@ -44,38 +53,276 @@ MESSAGES: dict[Status, str] = {
     Status.FTOL: "Converged: the relative cost reduction stayed below ftol.",
     Status.STALLED: (
         "Stopped: the cost stalled (three steps in a row were accepted only at a large "
-        "damping and gained under 0.1 %): no nearby point is clearly better. Typical of a "
-        "non-smooth cost (contacts, dry friction) or of a long simulation that drifts from "
-        "the data; if the fit is poor, try another start, shorter horizons or multiple "
-        "shooting (split_windows with initial_state_params). Impacts early in a recording "
-        "(a robot set down or landing) do the most harm: start the data once the contacts "
-        "have settled (time_range in an experiment file)."
+        "damping and gained under 0.1 %): no nearby point is clearly better."
     ),
-    Status.MAX_ITERS: (
-        "Stopped after max_iters={n} iterations before converging; raise max_iters or "
-        "restart from this result (optimize accepts the returned parameters)."
-    ),
+    Status.MAX_ITERS: "Stopped after max_iters={n} iterations before converging",
     Status.NO_IMPROVEMENT: (
         "Stopped: no step reduced the cost further. This is a local minimum or a "
-        "non-smooth residual (contacts, friction); check the fit, try another start "
-        "or a larger finite-difference step (eps)."
+        "non-smooth residual."
     ),
     Status.FACTORIZATION_FAILED: (
-        "Stopped: the Gauss-Newton system could not be factorised; some "
-        "parameters are probably unidentifiable (see the confidence "
-        "intervals) or badly scaled."
+        "Stopped: the Gauss-Newton system could not be factorised; some parameters are "
+        "probably unidentifiable or badly scaled."
     ),
     Status.INTERRUPTED: "Interrupted by the user; the best parameters found so far are returned.",
     Status.SMALL_STEP: (
         "Not converged: the fit stopped on a small step (or a small cost reduction) while "
         "the linearised model still predicts a clear decrease of the cost, so this is not a "
-        "minimum (a long simulation that drifts from the data, a non-smooth cost or a poor "
-        "start); its confidence intervals are not meaningful. Remedies: multiple shooting "
-        "(experiment file: shooting: {{window: 1.0, estimate_initial_state: true}}), horizon "
-        "stages (horizons: auto, or --horizons 0.25,1), or a global stage before the local "
-        "fit."
+        "minimum; its confidence intervals are not meaningful."
     ),
 }
+"""What each status means (the first sentences of :func:`message`; the remedies follow
+from :data:`REMEDIES`, in the reader's words and only those that can apply)."""
+
+
+# -- remedies, in the reader's words --------------------------------------------------------------
+LANGUAGES = ("both", "python", "file")
+
+
+@dataclass(frozen=True)
+class MessageContext:
+    """Who reads a fit's messages and which causes and remedies can apply to the fit.
+
+    Attributes:
+      language: ``"python"``: remedies as :func:`~mjsysid.fit.optimize.optimize` keywords
+        and functions; ``"file"``: as experiment-file keys and ``mjsysid`` flags; ``"both"``
+        (the default of a bare result): each remedy in both forms.
+      contacts: Whether the model can make contacts (``None``: unknown, named as a cause).
+      dry_friction: Whether a joint has dry friction, ``frictionloss`` (``None``: unknown).
+      windowed: The fit ran in shooting windows already (no window advice, no drift).
+      staged: The fit ran in horizon stages already (no horizon advice).
+      searched: The fit had a global stage or several starts already.
+    """
+
+    language: str = "both"
+    contacts: bool | None = None
+    dry_friction: bool | None = None
+    windowed: bool = False
+    staged: bool = False
+    searched: bool = False
+
+    def __post_init__(self) -> None:
+        if self.language not in LANGUAGES:
+            raise ValueError(must_be("language", f"one of {list(LANGUAGES)}", self.language))
+
+    def say(self, python: str, file: str) -> str:
+        """``python`` or ``file``, or both labelled, in this context's language."""
+        if self.language == "python":
+            return python
+        if self.language == "file":
+            return file
+        return f"experiment file: {file}; Python: {python}"
+
+
+def model_context(
+    models: Iterable[Any],
+    *,
+    language: str = "both",
+    windowed: bool = False,
+    staged: bool = False,
+    searched: bool = False,
+) -> MessageContext:
+    """The :class:`MessageContext` of a fit of ``models`` (``mujoco.MjModel``): contacts
+    when two geoms of different bodies can collide (``contype``/``conaffinity``) or a
+    contact pair is declared; dry friction when a dof has ``frictionloss > 0``."""
+    contacts = friction = False
+    for m in models:
+        contacts = contacts or _can_collide(m)
+        friction = friction or bool(np.any(np.asarray(m.dof_frictionloss) > 0))
+    return MessageContext(language, contacts, friction, windowed, staged, searched)
+
+
+def fit_context(
+    models: Iterable[Any], result: Any, sequence_names: Iterable[str], language: str
+) -> MessageContext:
+    """The :class:`MessageContext` of a finished fit: its models, whether its sequences
+    are shooting windows (names ``"<name>#k"``), whether it ran in horizon stages
+    (``result.extras["stages"]``) or had a global stage or several starts."""
+    extras = getattr(result, "extras", None) or {}
+    windowed = any(re.fullmatch(r".*#\d+", str(n)) for n in sequence_names)
+    return model_context(
+        models,
+        language=language,
+        windowed=windowed,
+        staged=len(extras.get("stages") or ()) > 1,
+        searched=bool(extras.get("global") or extras.get("multistart")),
+    )
+
+
+def reworded(result_message: str, status: Status | str, context: MessageContext) -> str:
+    """A result's ``message`` in ``context``'s words (the iteration limit read from it);
+    unchanged for a status this module does not know."""
+    try:
+        st = Status(status)
+    except ValueError:
+        return result_message
+    found = re.search(r"max_iters=(\d+)", result_message)
+    return message(st, int(found.group(1)) if found else 0, context)
+
+
+def _can_collide(m: Any) -> bool:
+    """Whether the model declares a contact pair, or two geoms can collide by their
+    ``contype``/``conaffinity`` bits: on different weld bodies and, unless the model turns
+    the parent filter off, not a parent and its child (the world excepted), as MuJoCo's
+    broad phase filters them. Geometry is not looked at: a structural over-approximation."""
+    if getattr(m, "npair", 0) > 0:
+        return True
+    ct = np.asarray(m.geom_contype, dtype=np.int64)
+    ca = np.asarray(m.geom_conaffinity, dtype=np.int64)
+    if ct.size < 2:
+        return False
+    weld = np.asarray(m.body_weldid)[np.asarray(m.geom_bodyid)]
+    bits = ((ct[:, None] & ca[None, :]) | (ca[:, None] & ct[None, :])) != 0
+    apart = weld[:, None] != weld[None, :]
+    if not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT:
+        parent = np.asarray(m.body_weldid)[np.asarray(m.body_parentid)][weld]
+        child_of = (parent[:, None] == weld[None, :]) | (parent[None, :] == weld[:, None])
+        world = (weld[:, None] == 0) | (weld[None, :] == 0)
+        apart &= ~child_of | world
+    return bool(np.any(bits & apart))
+
+
+def _windows(c: MessageContext) -> str:
+    return (
+        "multiple shooting ("
+        + c.say(
+            "split_windows(sequences, 1.0) with initial_state_params",
+            "shooting: {window: 1.0, estimate_initial_state: true}",
+        )
+        + ")"
+    )
+
+
+def _horizons(c: MessageContext) -> str:
+    return (
+        "horizon stages ("
+        + c.say(
+            "optimize(..., horizons='auto') or horizons=[0.25, 1.0]",
+            "optimizer: {horizons: auto}, or --horizons 0.25 1",
+        )
+        + ")"
+    )
+
+
+def _search(c: MessageContext) -> str:
+    return (
+        "a global stage before the local fit, or several starts ("
+        + c.say(
+            "optimize(..., global_search='cmaes') or starts=8",
+            "optimizer: {global: cmaes} or optimizer: {starts: 8}; --global cmaes or --starts 8",
+        )
+        + ")"
+    )
+
+
+def _causes(c: MessageContext) -> list[str]:
+    """The sources of a non-smooth cost that can apply to the fit."""
+    named = (("contacts", c.contacts), ("dry friction", c.dry_friction))
+    return [name for name, can in named if can is not False]
+
+
+def _non_smooth(c: MessageContext) -> str:
+    """``"a non-smooth cost (contacts, dry friction)"`` with the causes that can apply
+    (empty when none can)."""
+    causes = _causes(c)
+    return f"a non-smooth cost ({', '.join(causes)})" if causes else ""
+
+
+def _drift(c: MessageContext) -> str:
+    """Drift over a long simulation: not a cause in short shooting windows."""
+    return "" if c.windowed else "a long simulation that drifts from the data"
+
+
+def _typical(c: MessageContext) -> str:
+    """The sentence naming the usual causes of a stop short of a minimum."""
+    causes = [x for x in (_non_smooth(c), _drift(c)) if x]
+    return f" Typical of {' or of '.join(causes)}." if causes else ""
+
+
+def _remedies(c: MessageContext) -> list[str]:
+    """The fit-level remedies that can apply: another start, horizons, windows."""
+    out = []
+    if not c.searched:
+        out.append(_search(c))
+    if not c.staged:
+        out.append(_horizons(c))
+    if not c.windowed:
+        out.append(_windows(c))
+    return out
+
+
+def _joined(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _stalled(c: MessageContext) -> str:
+    text = _typical(c)
+    remedies = _remedies(c)
+    if remedies:
+        text += f" If the fit is poor, try {_joined(remedies)}."
+    if c.contacts is not False:
+        text += (
+            " Impacts early in a recording (a robot set down or landing) do the most harm: "
+            "start the data once the contacts have settled ("
+            + c.say(
+                "load_recording(..., time_range=(start, None))",
+                "time_range: [start, null] on the sequence",
+            )
+            + ")."
+        )
+    return text
+
+
+def _small_step(c: MessageContext) -> str:
+    causes = [x for x in (_drift(c), _non_smooth(c), "a poor start") if x]
+    remedies = _remedies(c)
+    text = f" Likely causes: {_joined(causes)}."
+    return text + (f" Remedies: {_joined(remedies)}." if remedies else "")
+
+
+def _no_improvement(c: MessageContext) -> str:
+    eps = (
+        "a larger finite-difference step ("
+        + c.say("optimize(..., eps=1e-6)", "optimizer: {eps: 1e-6}")
+        + ")"
+    )
+    causes = _causes(c)
+    text = f" Here it can come from {' and '.join(causes)}." if causes else ""
+    return text + " Check the fit; try " + _joined([*_remedies(c)[:1], eps]) + "."
+
+
+def _max_iters(c: MessageContext) -> str:
+    return (
+        "; "
+        + c.say(
+            "raise max_iters or restart from this result (optimize accepts the returned "
+            "parameters)",
+            "raise optimizer: {max_iters: N} (or --max-iters N)",
+        )
+        + "."
+    )
+
+
+def _factorization(c: MessageContext) -> str:
+    return (
+        " See "
+        + c.say(
+            "the confidence intervals or mjsysid.fit.audit.audit_residual",
+            "the intervals, or run mjsysid audit on the experiment",
+        )
+        + " for the parameters to freeze or rescale."
+    )
+
+
+REMEDIES: dict[Status, Callable[[MessageContext], str]] = {
+    Status.STALLED: _stalled,
+    Status.SMALL_STEP: _small_step,
+    Status.NO_IMPROVEMENT: _no_improvement,
+    Status.MAX_ITERS: _max_iters,
+    Status.FACTORIZATION_FAILED: _factorization,
+}
+"""What to do after a stop, per status: the text after :data:`MESSAGES`' meaning."""
+
 
 # honest_status: an xtol/ftol stop is convergence only when the Gauss-Newton model predicts a
 # decrease below this fraction of the cost
@@ -97,9 +344,18 @@ def honest_status(status: Status, cost: float, predicted: float, cost0: float) -
     return Status.SMALL_STEP
 
 
-def message(status: Status | str, max_iters: int) -> str:
-    """The words for a fit's final ``status`` (``max_iters``: the limit it ran under)."""
-    return MESSAGES[Status(status)].format(n=max_iters)
+def message(status: Status | str, max_iters: int, context: MessageContext | None = None) -> str:
+    """The words for a fit's final ``status``: what it means and what to do next.
+
+    Args:
+      status: How the fit ended. max_iters: The iteration limit it ran under.
+      context: The reader's language and what can apply to this fit (default: both
+        languages, every cause; see :class:`MessageContext`).
+    """
+    st = Status(status)
+    text = MESSAGES[st].format(n=max_iters)
+    remedy = REMEDIES.get(st)
+    return text + (remedy(context or MessageContext()) if remedy is not None else "")
 
 
 _SCIPY_STATUS = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from mjsysid.app.commands.common import EXIT_OK
+from mjsysid.app.commands.common import EXIT_OK, loading_progress
 
 NAME = "audit"
 HELP = "identifiability audit of an experiment at its nominal parameters (fits nothing)"
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from mjsysid.app.experiment import load_experiment
     from mjsysid.fit.audit import audit_residual
 
-    exp = load_experiment(args.experiment)
+    exp = load_experiment(args.experiment, progress=loading_progress(err))
     for w in exp.warnings:
         print(f"warning: {w}", file=err)
     meas = exp.sequences.sensordata

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
-from mjsysid.app.commands.common import EXIT_ERROR, EXIT_OK
+from mjsysid.app.commands.common import EXIT_ERROR, EXIT_OK, loading_progress
 
 if TYPE_CHECKING:
-    from mjsysid.app.experiment import Experiment
+    from mjsysid.app.experiment import Experiment, ProgressFactory
     from mjsysid.data.timeseries import TimeSeries
 
 NAME = "check"
@@ -158,14 +158,17 @@ def quick_shift_check(exp: Experiment) -> ShiftCheck:
     return command_shift_check(exp, QUICK_ITERS, QUICK_FRACTION)
 
 
-def load_with_timing_warnings(path: str) -> tuple[Experiment, list[str]]:
-    """The experiment and every warning of loading it (its own and the TimingWarnings)."""
+def load_with_timing_warnings(
+    path: str, progress: ProgressFactory | None = None
+) -> tuple[Experiment, list[str]]:
+    """The experiment and every warning of loading it (its own and the TimingWarnings);
+    ``progress``: :func:`~mjsysid.app.experiment.load_experiment`'s."""
     from mjsysid.app.experiment import load_experiment
     from mjsysid.data.timing import TimingWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TimingWarning)
-        exp = load_experiment(path)
+        exp = load_experiment(path, progress=progress)
     timing = [str(w.message) for w in caught if issubclass(w.category, TimingWarning)]
     for w in caught:
         if not issubclass(w.category, TimingWarning):
@@ -177,7 +180,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Loads the experiment, prints its warnings and the timing checks; fits nothing."""
     if args.shift_iters < 1:
         raise ValueError(f"--shift-iters must be >= 1, got {args.shift_iters}")
-    exp, found = load_with_timing_warnings(args.experiment)
+    exp, found = load_with_timing_warnings(args.experiment, loading_progress(err))
     for line in found:
         print(f"warning: {line}", file=err)
     print(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mjsysid.util.files import remove_write_leftovers
 from mjsysid.util.lock import folder_lock
 from mjsysid.util.mujoco_log import mujoco_log_in
-from mjsysid.util.progress import progress_bar
+from mjsysid.util.progress import ProgressBar, progress_bar
 
 if TYPE_CHECKING:
     from mjsysid.params.parameter import ParameterDict
@@ -55,6 +55,17 @@ class Phases:
         """E.g. ``time 8.0 s: loading 0.4 s, fitting 6.1 s, intervals 0.2 s, ...``."""
         parts = ", ".join(f"{name} {t:.1f} s" for name, t in self.seconds.items())
         return f"time {sum(self.seconds.values()):.1f} s: {parts}"
+
+
+def loading_progress(err: TextIO, quiet: bool = False) -> Callable[[str], ProgressBar | None]:
+    """The ``progress`` factory of :func:`~mjsysid.app.experiment.load_experiment`: a bar on
+    ``err`` per recording read (``"  reading 'run.csv' [###---] 40 %"``) where ``err`` is a
+    terminal, none with ``quiet`` (``-q``)."""
+
+    def factory(label: str) -> ProgressBar | None:
+        return progress_bar(err, f"  {label}", quiet=quiet)
+
+    return factory
 
 
 @contextlib.contextmanager
@@ -120,6 +131,7 @@ def write_report(
             confidence=confidence,
             validation=validation,
             progress=bar,
+            messages="file",
         )
     except ImportError as e:
         print(f"report skipped: {e}", file=err)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from mjsysid.app.commands.common import EXIT_OK
+from mjsysid.app.commands.common import EXIT_OK, loading_progress
 
 if TYPE_CHECKING:
     import mujoco
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from mjsysid.app.experiment import load_experiment
 
     horizons = _horizons(args.horizons) or DEFAULT_HORIZONS
-    exp = load_experiment(args.experiment)
+    exp = load_experiment(args.experiment, progress=loading_progress(err, args.quiet))
     models = {}
     for arg in args.models:
         label, source = _label_and_source(arg)

@@ -17,6 +17,7 @@ from mjsysid.app.commands.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     Phases,
+    loading_progress,
     results_folder,
     write_report,
 )
@@ -29,7 +30,9 @@ from mjsysid.fit.checkpoints import (
 )
 from mjsysid.fit.optimize import OPTIMIZERS
 from mjsysid.fit.options import FitOptions
+from mjsysid.fit.status import REMEDIES, MessageContext, message, model_context, reworded
 from mjsysid.util.files import atomic_write_text
+from mjsysid.util.progress import is_terminal
 
 if TYPE_CHECKING:
     from mjsysid.app.experiment import Experiment
@@ -281,7 +284,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     ph = Phases(err, quiet=args.quiet)
     with ph("loading"):
-        exp = load_experiment(args.experiment)
+        exp = load_experiment(args.experiment, progress=loading_progress(err, args.quiet))
     for warning in exp.warnings:
         print(f"warning: {warning}", file=err)
     fs = settings(args, exp)
@@ -290,8 +293,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             rf = exp.build_residual_fn()
         _announce(exp, rf, fs, err)
         _timing_check(args, exp, ph, err)
+        context = message_context(exp, fs, rf)
         with _evaluator(args, exp, rf, err) as fit_rf:
-            fitted = _fit(args, exp, fs, fit_rf, ph, err)
+            fitted = _fit(args, exp, fs, fit_rf, ph, err, context)
         if fitted is None:
             return EXIT_INTERRUPTED
         code = _save_and_report(args, exp, fs, rf, fitted, ph, out, err)
@@ -348,6 +352,46 @@ def _evaluator(args: argparse.Namespace, exp: Experiment, rf: Any, err: TextIO) 
         client.close()
 
 
+def message_context(exp: Experiment, fs: FitSettings, rf: Any) -> MessageContext:
+    """What the messages of this fit may advise, in the experiment file's words: the
+    causes its model can have (contacts, dry friction) and the remedies it does not use
+    already (windows, horizon stages, a global stage or several starts)."""
+    from mjsysid.fit.optimize import resolve_horizons
+
+    stages = resolve_horizons(fs.fit.horizons, rf, fs.optimizer, exp.params)
+    return model_context(
+        [exp.model],
+        language="file",
+        windowed=exp.shooting is not None and exp.shooting.get("window") is not None,
+        staged=len(stages) > 1,
+        searched=bool(fs.search),
+    )
+
+
+@dataclass
+class InFileWords:
+    """``err`` as the fit's own output: the status messages the fit prints (in both
+    languages, :func:`mjsysid.fit.status.message` without a context) in ``context``'s
+    words, every other text passed on as it is."""
+
+    stream: TextIO
+    max_iters: int
+    context: MessageContext
+
+    def write(self, text: str) -> int:
+        for st in REMEDIES:
+            generic = message(st, self.max_iters)
+            if generic in text:
+                text = text.replace(generic, message(st, self.max_iters, self.context))
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return is_terminal(self.stream)
+
+
 @dataclass(frozen=True)
 class _Earlier:
     """The runs before a ``--resume``: the iterations in the checkpoint and their totals
@@ -400,16 +444,19 @@ def _fit(
     fit_rf: Any,
     ph: Phases,
     err: TextIO,
+    context: MessageContext,
 ) -> tuple[ParameterDict, Any] | None:
     """Fits with ``fit_rf``: ``(opt_params, result)`` with the totals of the runs a
-    ``--resume`` continues; ``None`` when interrupted before the first iteration ended."""
+    ``--resume`` continues, its message in ``context``'s words; ``None`` when interrupted
+    before the first iteration ended."""
     from mjsysid.fit.optimize import optimize, run_fit
 
     checkpoint = fs.out / "checkpoint.npz"
     earlier = _earlier_runs(args, checkpoint, err)
     try:
+        said = InFileWords(err, fs.fit.max_iters, context)
         run_options = fs.fit.replace(
-            checkpoint=checkpoint, resume=args.resume, verbose=not args.quiet, output=err
+            checkpoint=checkpoint, resume=args.resume, verbose=not args.quiet, output=said
         )
         with ph("fitting"):
             if fs.search:
@@ -425,6 +472,7 @@ def _fit(
         )
         return None
     result = _totals(result, earlier)
+    result = dataclasses.replace(result, message=reworded(result.message, result.status, context))
     if checkpoint.is_file():  # the totals a later --resume counts on from
         write_origin(
             checkpoint, FitOrigin(result.initial_cost, result.nfev, result.njev, result.wall_time)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mjsysid.app.commands.common import (
     EXIT_ERROR,
     EXIT_OK,
+    loading_progress,
     report_available,
     results_folder,
     write_report,
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     run_info = read_yaml(run_file)
     if isinstance(run_info, dict) and isinstance(run_info.get("demo"), dict):
         return _demo_report(folder, results, bool(run_info["demo"].get("quick")), err)
-    exp = load_experiment(run_info["experiment"])
+    exp = load_experiment(run_info["experiment"], progress=loading_progress(err))
     changed = changed_inputs(run_info, exp)
     if changed:
         print(

@@ -104,6 +104,24 @@ def _line(
     }
 
 
+def marks_shapes(marks: Sequence[float]) -> list[dict[str, Any]]:
+    """Dotted vertical lines at the times ``marks`` [s] (window starts), across all panels."""
+    return [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": x,
+            "x1": x,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": "#999999", "width": 1, "dash": "dot"},
+        }
+        for x in numbers(marks)
+        if x is not None
+    ]
+
+
 def signal_figure(
     title: str,
     times: np.ndarray,
@@ -111,12 +129,14 @@ def signal_figure(
     identified: np.ndarray,
     initial: np.ndarray | None,
     max_points: int,
+    marks: Sequence[float] = (),
 ) -> dict[str, Any]:
     """Measured vs initial vs identified (top) and the residual ``measured − predicted`` (bottom).
 
     Args:
       title: Column label. times: ``(N,)`` s. measured, identified, initial: ``(N,)`` values.
       max_points: Decimation target per trace.
+      marks: Times [s] marked by dotted vertical lines (the window starts of a stitched view).
     """
     series = [measured, identified] + ([initial] if initial is not None else [])
     idx = decimate_indices(np.stack(series, axis=1), max_points)
@@ -148,13 +168,20 @@ def signal_figure(
         "yaxis": _axis("signal", domain=[0.36, 1.0]),
         "yaxis2": _axis("residual", domain=[0.0, 0.27]),
     }
+    if len(marks):
+        layout["shapes"] = marks_shapes(marks)
     return {"data": data, "layout": layout}
 
 
 def controls_figure(
-    times: np.ndarray, control: np.ndarray, names: Sequence[str], max_points: int
+    times: np.ndarray,
+    control: np.ndarray,
+    names: Sequence[str],
+    max_points: int,
+    marks: Sequence[float] = (),
 ) -> dict[str, Any]:
-    """Every actuator's control on the simulation grid, ``(nstep, nu)``."""
+    """Every actuator's control on the simulation grid, ``(nstep, nu)`` (``marks``: times [s]
+    of dotted vertical lines, the window starts of a stitched view)."""
     idx = decimate_indices(control, max_points)
     data = [
         {
@@ -164,6 +191,8 @@ def controls_figure(
         for j in range(control.shape[1])
     ]
     layout = {**_BASE_LAYOUT, "height": 300, "xaxis": _axis("time [s]"), "yaxis": _axis("control")}
+    if len(marks):
+        layout["shapes"] = marks_shapes(marks)
     return {"data": data, "layout": layout}
 
 

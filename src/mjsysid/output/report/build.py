@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.fit.status import LANGUAGES, MessageContext, fit_context, reworded
 from mjsysid.output.report._data import (
     Direction,
     ParameterRow,
@@ -22,6 +23,7 @@ from mjsysid.output.report._data import (
     residual_autocorrelation,
     signal_errors,
 )
+from mjsysid.output.report.audit_section import audit_section
 from mjsysid.output.report.deps import require_report_dependencies
 from mjsysid.output.report.format import error_rows, table_rows, versions
 from mjsysid.output.report.html import ASSETS_DIR, _install, json_for_script, render_page
@@ -61,6 +63,7 @@ class ReportOptions:
     video_size: tuple[int, int]
     max_video_seconds: float
     progress: Progress | None = None
+    messages: str = "python"
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ def check_options(opts: ReportOptions) -> None:
     """Raises ValueError for the first option out of range (none is changed)."""
     if not (isinstance(opts.videos, bool) or opts.videos == "auto"):
         raise ValueError(must_be("videos", "'auto', True or False", opts.videos))
+    if opts.messages not in LANGUAGES:
+        raise ValueError(must_be("messages", f"one of {list(LANGUAGES)}", opts.messages))
     _check_report_numbers(
         alpha=opts.alpha,
         large_error=opts.large_error,
@@ -239,6 +244,14 @@ class Analysis:
     errors: list[SignalError]
     sequences: list[dict[str, Any]]
     warnings: list[ReportWarning]
+    context: MessageContext
+
+
+def message_context(fit: FitInputs, language: str) -> MessageContext:
+    """What the report's advice may name: the reader's ``language`` and the causes and
+    remedies that can apply to this fit (its models, windows, stages, outer stages)."""
+    names = [str(n) for ms in fit.ms_list for n in ms.sequence_name]
+    return fit_context([ms.model for ms in fit.ms_list], fit.opt_result, names, language)
 
 
 def analyse(
@@ -246,11 +259,12 @@ def analyse(
 ) -> Analysis:
     """Intervals, correlation, identifiability, signals and warnings (figures into ``figures``)."""
     notes: list[str] = []
+    context = message_context(fit, opts.messages)
     conf = _confidence(fit, confidence, opts.alpha, notes)
     rows = parameter_rows(
         fit.initial_params, fit.opt_params, conf, large_interval=opts.large_interval
     )
-    correlation = correlation_section(conf, notes, opts.correlation_threshold, figures)
+    correlation = correlation_section(conf, notes, opts.correlation_threshold, figures, context)
     condition, directions = jacobian_diagnostics(fit.opt_result, fit.names)
     preds = _predictions(fit, notes)
     p0, p1 = preds.initial, preds.identified
@@ -258,9 +272,10 @@ def analyse(
     sequences = []
     if p1:
         n_points = points_per_trace(p1, opts.max_points_per_trace, opts.max_total_points)
-        sequences = signal_sections(fit.ms_list, p0, p1, n_points, figures)
+        sequences = signal_sections(fit.ms_list, p0, p1, n_points, figures, context)
     warnings = collect_warnings(
         rows,
+        context=context,
         opt_result=fit.opt_result,
         condition=condition,
         directions=directions,
@@ -272,7 +287,7 @@ def analyse(
         autocorrelation=residual_autocorrelation(p1) if p1 else (),
     )
     return Analysis(
-        conf, rows, correlation, condition, directions, preds, errors, sequences, warnings
+        conf, rows, correlation, condition, directions, preds, errors, sequences, warnings, context
     )
 
 
@@ -304,10 +319,12 @@ def page(
         assets[plotly_name] = plotly_js.encode("utf-8")
     alpha_used = getattr(a.conf, "alpha", None) if a.conf is not None else None
     context = _context(fit, opts, a, figures)
+    said = summary(
+        fit.ms_list, a.rows, fit.opt_result, a.condition, alpha_used, versions(plotly_version)
+    )
+    said["message"] = reworded(said["message"], said["status"], a.context)
     context.update(
-        summary=summary(
-            fit.ms_list, a.rows, fit.opt_result, a.condition, alpha_used, versions(plotly_version)
-        ),
+        summary=said,
         plotly_inline=plotly_js.replace("</script", "<\\/script") if opts.inline_plotly else "",
         plotly_src=f"{ASSETS_DIR}/{plotly_name}",
         trace_figs=trace.figs,
@@ -339,6 +356,7 @@ def _context(
         "correlation_reason": a.correlation.reason,
         "correlation_note": a.correlation.note,
         "validation": validation_section(fit.validation, opts.max_points_per_trace, figures),
+        "audit": audit_section(fit.opt_result, fit.opt_params, fit.names, opts.alpha, a.context),
         "figures_json": json_for_script(figures),
     }
 
@@ -381,6 +399,7 @@ def default_report(
     max_video_seconds: float = 10.0,
     validation: Any = None,
     progress: Progress | None = None,
+    messages: str = "python",
 ) -> Path:
     """Writes ``save_dir/report.html`` (and ``save_dir/report_assets/``) for a fit.
 
@@ -416,6 +435,9 @@ def default_report(
       progress: Called as ``progress(videos done, videos)`` as the sequences' videos are
         rendered (the slow part of a report); e.g. a
         :class:`~mjsysid.util.progress.ProgressBar`. The report itself never prints.
+      messages: The advice's words: ``"python"`` (default), ``"file"`` (experiment-file
+        keys and flags, as ``mjsysid fit`` writes it) or ``"both"``; only causes and
+        remedies that can apply are named (:class:`~mjsysid.fit.status.MessageContext`).
 
     Returns:
       Path of ``report.html``.
@@ -442,6 +464,7 @@ def default_report(
         video_size=video_size,
         max_video_seconds=max_video_seconds,
         progress=progress,
+        messages=messages,
     )
     check_options(opts)
     fit = check_fit(

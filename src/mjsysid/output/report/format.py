@@ -10,7 +10,16 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from mjsysid.fit.status import MessageContext
 from mjsysid.output.report._data import ParameterRow, SignalError
+
+
+def raise_limit(name: str, context: MessageContext | None = None) -> str:
+    """How to raise the limit ``name`` (:mod:`mjsysid.util.limits`) in the reader's words:
+    ``"limits: {name: N}"`` (experiment file) or ``"limits_set(name=N)"`` (Python)."""
+    c = context or MessageContext()
+    return c.say(f"mjsysid.util.limits.limits_set({name}=N)", f"limits: {{{name}: N}}")
+
 
 _FLAG_CSS = {
     "frozen": "frozen",

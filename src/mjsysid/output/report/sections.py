@@ -13,6 +13,7 @@ import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.audit import audit_jacobian
+from mjsysid.fit.status import MessageContext
 from mjsysid.output.report._data import (
     Direction,
     ParameterRow,
@@ -24,7 +25,8 @@ from mjsysid.output.report._data import (
     strong_correlations,
     unidentifiable_directions,
 )
-from mjsysid.output.report.format import fmt
+from mjsysid.output.report.format import fmt, raise_limit
+from mjsysid.output.report.stitching import Recording, recordings
 from mjsysid.util.limits import get_limit
 
 
@@ -123,9 +125,14 @@ def points_per_trace(preds: Sequence[Any], max_points: int, max_total_points: in
 
 
 def _controls_figure(
-    i: int, p1: Any, ms: ModelSequences | None, max_points: int, figures: dict[str, Any]
+    fid: str,
+    p1: Any,
+    ms: ModelSequences | None,
+    max_points: int,
+    figures: dict[str, Any],
+    marks: Sequence[float] = (),
 ) -> str | None:
-    """Adds the controls figure of prediction ``i`` to ``figures``; its id (``None``: none)."""
+    """Adds the controls figure of ``p1`` to ``figures`` as ``fid``; its id (``None``: none)."""
     from mjsysid.output.report._figures import controls_figure
 
     if not (p1.control.shape[1] and p1.control.shape[0] == p1.predicted.times.size):
@@ -135,15 +142,20 @@ def _controls_figure(
         if ms is not None and ms.model.nu == p1.control.shape[1]
         else [f"u{k}" for k in range(p1.control.shape[1])]
     )
-    fid = f"s{i}u"
-    figures[fid] = controls_figure(p1.predicted.times, p1.control, names, max_points)
+    figures[fid] = controls_figure(p1.predicted.times, p1.control, names, max_points, marks)
     return fid
 
 
 def _signal_groups(
-    i: int, p0: Any, p1: Any, max_points: int, figures: dict[str, Any]
+    prefix: str,
+    p0: Any,
+    p1: Any,
+    max_points: int,
+    figures: dict[str, Any],
+    marks: Sequence[float] = (),
 ) -> dict[str, list[dict[str, str]]]:
-    """Adds one overlay per measured column to ``figures``; their ids by signal."""
+    """Adds one overlay per measured column to ``figures`` (ids ``<prefix>c<j>``); their
+    ids by signal."""
     from mjsysid.output.report._figures import signal_figure
 
     meas = p1.measured_used
@@ -155,7 +167,7 @@ def _signal_groups(
     labels = column_labels(meas)
     sigs = column_signals(meas)
     for c in range(meas.data.shape[1]):
-        fid = f"s{i}c{c}"
+        fid = f"{prefix}c{c}"
         figures[fid] = signal_figure(
             labels[c],
             meas.times,
@@ -163,9 +175,89 @@ def _signal_groups(
             pred.data[:, c],
             None if init is None else init.data[:, c],
             max_points,
+            marks,
         )
         groups.setdefault(sigs[c], []).append({"id": fid, "label": labels[c]})
     return groups
+
+
+@dataclass(frozen=True)
+class _Drawing:
+    """What every sequence's figures share: the models by name, the samples per line and
+    the figures dict to add to."""
+
+    by_name: dict[str, ModelSequences]
+    max_points: int
+    figures: dict[str, Any]
+
+
+def _sequence_section(
+    prefix: str, p0: Any, p1: Any, draw: _Drawing, marks: Sequence[float] = ()
+) -> dict[str, Any]:
+    """The template's entry of one (or one stitched) sequence, its figures added."""
+    meas = p1.measured_used
+    pred = p1.predicted_at_measured
+    model = draw.by_name.get(p1.model_name)
+    controls_fig = _controls_figure(f"{prefix}u", p1, model, draw.max_points, draw.figures, marks)
+    note = getattr(p1, "note", "")
+    groups: dict[str, list[dict[str, str]]] = {}
+    if pred.data.shape == meas.data.shape:
+        groups = _signal_groups(prefix, p0, p1, draw.max_points, draw.figures, marks)
+    else:
+        note = (
+            f"The prediction the residual compared ({pred.data.shape[1]} columns) does not "
+            f"match the measured series ({meas.data.shape[1]} columns) column by column (a "
+            "custom residual), so no per-signal overlay is drawn."
+        )
+    t0, t1 = float(meas.times[0]), float(meas.times[-1])
+    return {
+        "label": f"{p1.model_name}/{p1.sequence_name}",
+        "detail": f"{meas.times.size} samples over {t1 - t0:.4g} s, {len(groups)} signals",
+        "span": f"{t0:.4g}–{t1:.4g} s",
+        "controls_fig": controls_fig,
+        "note": note,
+        "groups": [{"name": k, "figs": v} for k, v in groups.items()],
+        "windows": None,
+    }
+
+
+def _n_figures(p1: Any) -> int:
+    """The figures :func:`_sequence_section` draws for ``p1`` (one per column, controls)."""
+    meas, pred = p1.measured_used, p1.predicted_at_measured
+    columns = meas.data.shape[1] if pred.data.shape == meas.data.shape else 0
+    controls = bool(p1.control.shape[1] and p1.control.shape[0] == p1.predicted.times.size)
+    return columns + int(controls)
+
+
+@dataclass
+class _WindowBudget:
+    """Per-window figures still to draw over the report (``max_report_figures``)."""
+
+    cap: int
+    left: int
+    hint: str = ""
+
+
+def _window_details(i: int, rec: Recording, budget: _WindowBudget, draw: _Drawing) -> dict:
+    """The collapsed per-window detail of stitched recording ``i``: its windows in time
+    order while their figures fit in ``budget`` (ids ``s<i>w<k>...``), a note when the limit
+    left some out."""
+    items = []
+    for k, (w0, w1) in enumerate(rec.windows):
+        n = _n_figures(w1)
+        if n > budget.left:
+            break
+        budget.left -= n
+        items.append(_sequence_section(f"s{i}w{k}", w0, w1, draw))
+    note = ""
+    if len(items) < len(rec.windows):
+        note = (
+            f"Only the first {len(items)} of {len(rec.windows)} windows are drawn in detail: "
+            f"the limit max_report_figures={budget.cap} bounds the per-window figures of a "
+            f"report (raise it to draw every window: {budget.hint}; the whole recording is "
+            "drawn above)."
+        )
+    return {"n": len(rec.windows), "note": note, "items": items}
 
 
 def signal_sections(
@@ -174,136 +266,39 @@ def signal_sections(
     preds1: Sequence[Any],
     max_points: int,
     figures: dict[str, Any],
+    context: MessageContext | None = None,
 ) -> list[dict[str, Any]]:
-    """One section per predicted sequence: controls and measured vs predicted signals.
+    """One section per recording: controls and measured vs predicted signals.
 
-    Over ``max_report_figures`` (:mod:`mjsysid.util.limits`) sequences, the shooting windows
-    ``"<name>#k"`` of each recording are stitched into one whole-recording view, and
-    sections still over the limit are left out (a note says so): the report's size and the
-    time to draw it stay bounded however many windows the fit has.
+    The shooting windows ``"<name>#k"`` of a recording are stitched into one
+    whole-recording view with the window starts marked (:mod:`.stitching`), the windows
+    themselves kept as collapsed detail. At most ``max_report_figures``
+    (:mod:`mjsysid.util.limits`) sections are drawn, and as many per-window figures over all
+    recordings (a note says what was left out): the report's size and the time to draw it
+    stay bounded however many windows the fit has.
     """
-    by_name = {ms.name: ms for ms in ms_list}
-    preds0, preds1, cap_note = _capped(preds0, preds1, get_limit("max_report_figures"))
-    out = []
-    for i, p1 in enumerate(preds1):
-        p0 = preds0[i] if preds0 is not None else None
-        meas = p1.measured_used
-        pred = p1.predicted_at_measured
-        controls_fig = _controls_figure(i, p1, by_name.get(p1.model_name), max_points, figures)
-        note = getattr(p1, "note", "")
-        groups: dict[str, list[dict[str, str]]] = {}
-        if pred.data.shape == meas.data.shape:
-            groups = _signal_groups(i, p0, p1, max_points, figures)
-        else:
-            note = (
-                f"The prediction the residual compared ({pred.data.shape[1]} columns) does not "
-                "match "
-                f"the measured series ({meas.data.shape[1]} columns) column by column (a custom "
-                "residual), so no per-signal overlay is drawn."
-            )
-        t0, t1 = float(meas.times[0]), float(meas.times[-1])
-        out.append(
-            {
-                "label": f"{p1.model_name}/{p1.sequence_name}",
-                "detail": f"{meas.times.size} samples over {t1 - t0:.4g} s, {len(groups)} signals",
-                "controls_fig": controls_fig,
-                "note": " ".join(x for x in (cap_note if i == 0 else "", note) if x),
-                "groups": [{"name": k, "figs": v} for k, v in groups.items()],
-            }
+    cap = get_limit("max_report_figures")
+    recs = recordings(preds0, preds1)
+    cap_note = ""
+    if len(recs) > cap:
+        cap_note = (
+            f"{len(recs)} sequences exceed the limit max_report_figures={cap} of per-sequence "
+            f"figures: only the first {cap} are drawn (raise the limit to draw them all: "
+            f"{raise_limit('max_report_figures', context)})."
         )
+        recs = recs[:cap]
+    draw = _Drawing({ms.name: ms for ms in ms_list}, max_points, figures)
+    out = []
+    budget = _WindowBudget(cap, cap, raise_limit("max_report_figures", context))
+    for i, rec in enumerate(recs):
+        section = _sequence_section(f"s{i}", rec.p0, rec.p1, draw, rec.starts.tolist())
+        if rec.windows:
+            section["windows"] = _window_details(i, rec, budget, draw)
+            section["detail"] += f", {len(rec.windows)} shooting windows"
+        if i == 0 and cap_note:
+            section["note"] = " ".join(x for x in (cap_note, section["note"]) if x)
+        out.append(section)
     return out
-
-
-# -- many windows: a stitched view -----------------------------------------------------------------
-@dataclass(frozen=True)
-class _Series:
-    """Samples for the figures: ``times (N,)`` [s], ``data (N, D)``, the signal mapping."""
-
-    times: np.ndarray
-    data: np.ndarray
-    signal_mapping: Any = None
-
-
-@dataclass(frozen=True)
-class _Stitched:
-    """The windows of one recording joined in time order (overlaps kept once), shaped like
-    a prediction for :func:`signal_sections`."""
-
-    model_name: str
-    sequence_name: str
-    measured_used: _Series
-    predicted_at_measured: _Series
-    predicted: _Series
-    control: np.ndarray
-    note: str
-
-
-def _joined(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """``(times, data)`` of time-ordered ``parts``, each sample past the previous part's end."""
-    times: list[np.ndarray] = []
-    data: list[np.ndarray] = []
-    last = -np.inf
-    for t, d in parts:
-        keep = t > last
-        times.append(t[keep])
-        data.append(d[keep])
-        last = max(last, float(t[-1])) if t.size else last
-    return np.concatenate(times), np.concatenate(data, axis=0)
-
-
-def _stitch(windows: list[Any], label: str) -> _Stitched:
-    """The windows of one recording as one :class:`_Stitched` view."""
-    order = sorted(windows, key=lambda p: float(p.measured_used.times[0]))
-    meas = [(p.measured_used.times, p.measured_used.data) for p in order]
-    t, md = _joined(meas)
-    same = all(p.predicted_at_measured.data.shape == p.measured_used.data.shape for p in order)
-    pd = (
-        _joined([(p.measured_used.times, p.predicted_at_measured.data) for p in order])[1]
-        if same
-        else np.zeros((t.size, 0))
-    )
-    fits = all(p.control.shape[0] == p.predicted.times.size for p in order)
-    ct, cd = (
-        _joined([(p.predicted.times, p.control) for p in order])
-        if fits
-        else (t, np.zeros((t.size, 0)))
-    )
-    mapping = order[0].measured_used.signal_mapping
-    return _Stitched(
-        order[0].model_name,
-        label,
-        _Series(t, md, mapping),
-        _Series(t, pd, mapping),
-        _Series(ct, cd),
-        cd,
-        f"{len(order)} shooting windows stitched into one view (each window's prediction "
-        "starts from its own initial state, so the prediction may jump at window starts).",
-    )
-
-
-def _capped(
-    preds0: Sequence[Any] | None, preds1: Sequence[Any], cap: int
-) -> tuple[Sequence[Any] | None, Sequence[Any], str]:
-    """At most ``cap`` predictions to draw: windows stitched per recording when there are
-    more, then the first ``cap``; a note on what was done (empty when nothing was)."""
-    if len(preds1) <= cap:
-        return preds0, preds1, ""
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, p in enumerate(preds1):
-        groups.setdefault((p.model_name, str(p.sequence_name).split("#", 1)[0]), []).append(i)
-    p1 = [_stitch([preds1[i] for i in idx], name) for (_, name), idx in groups.items()]
-    p0 = None
-    if preds0 is not None and len(preds0) == len(preds1):
-        p0 = [_stitch([preds0[i] for i in idx], name) for (_, name), idx in groups.items()]
-    note = (
-        f"{len(preds1)} sequences exceed the limit max_report_figures={cap} of per-sequence "
-        f"figures: the shooting windows of each recording are stitched into "
-        f"{len(p1)} whole-recording view(s)"
-    )
-    if len(p1) > cap:
-        note += f"; only the first {cap} are drawn"
-        p1, p0 = p1[:cap], None if p0 is None else p0[:cap]
-    return p0, p1, note + " (raise the limit to draw every window)."
 
 
 # -- correlation and identifiability --------------------------------------------------------------
@@ -318,7 +313,11 @@ class CorrelationSection:
 
 
 def correlation_section(
-    conf: Any, notes: Sequence[str], threshold: float, figures: dict[str, Any]
+    conf: Any,
+    notes: Sequence[str],
+    threshold: float,
+    figures: dict[str, Any],
+    context: MessageContext | None = None,
 ) -> CorrelationSection:
     """The heatmap of the parameter correlation (added to ``figures``) when ``conf`` has one."""
     from mjsysid.output.report._figures import correlation_figure
@@ -338,7 +337,8 @@ def correlation_section(
     if len(conf.names) > cap:  # p² cells: 3000 parameters would be 9 million
         return CorrelationSection(
             reason=f"No correlation map: {len(conf.names)} parameters exceed the limit "
-            f"max_heatmap_parameters={cap} (raise it to draw the map); the strong "
+            f"max_heatmap_parameters={cap} (raise it to draw the map: "
+            f"{raise_limit('max_heatmap_parameters', context)}); the strong "
             "correlations are listed in the warnings.",
             pairs=pairs,
         )

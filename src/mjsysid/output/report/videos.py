@@ -10,6 +10,7 @@ from typing import Any
 import mujoco
 
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.util.limits import get_limit
 from mjsysid.util.progress import Progress
 
 logger = logging.getLogger(__name__)
@@ -106,6 +107,14 @@ def video_clips(
     job = _VideoJob(initial_params, opt_params, preds0, fps, size, max_seconds)
     clips: list[Any] = []
     problems: list[str] = []
+    cap = get_limit("max_report_figures")  # (a 123-window fit: 24 clips, not 123)
+    capped = ""
+    if len(preds1) > cap:
+        capped = (
+            f"Only the first {cap} of {len(preds1)} sequences (or shooting windows) have a "
+            f"video: the limit max_report_figures={cap} bounds the time a report takes."
+        )
+        preds1 = preds1[:cap]
     for i, p1 in enumerate(preds1):
         if progress is not None:
             progress(i, len(preds1))
@@ -127,10 +136,8 @@ def video_clips(
             clips.append(_clip(job, label, p1, frames, st1, caption))
     if progress is not None:
         progress(len(preds1), len(preds1))
-    reason = ""
-    if problems:
-        reason = "Some videos could not be rendered: " + "; ".join(problems)
-    return clips, reason
+    reason = "Some videos could not be rendered: " + "; ".join(problems) if problems else ""
+    return clips, " ".join(x for x in (capped, reason) if x)
 
 
 def video_items(

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mjsysid.fit.status import REMEDIES, MessageContext, Status, reworded
 from mjsysid.output.report._data import Direction, ParameterRow, ResidualCorrelation, SignalError
 
 
@@ -41,6 +42,7 @@ class WarningInputs:
     notes: Sequence[str] = ()
     autocorrelation: Sequence[ResidualCorrelation] = ()
     rho_threshold: float = 0.5
+    context: MessageContext = field(default_factory=MessageContext)
 
 
 def _names_list(names: Sequence[str], limit: int = 8) -> str:
@@ -51,21 +53,19 @@ def _names_list(names: Sequence[str], limit: int = 8) -> str:
 def _optimizer(w: WarningInputs) -> list[ReportWarning]:
     res = w.opt_result
     if res is not None and not bool(getattr(res, "success", True)):
+        status = getattr(res, "status", "?")
+        text = reworded(str(getattr(res, "message", "")), str(status), w.context)
         return [
             ReportWarning(
-                "optimizer",
-                f"The optimizer did not report convergence (status "
-                f"{getattr(res, 'status', '?')!s}): {getattr(res, 'message', '')}",
+                "optimizer", f"The optimizer did not report convergence (status {status!s}): {text}"
             )
         ]
     if getattr(res, "status", None) == "stalled":
         return [
             ReportWarning(
                 "optimizer",
-                "The fit stopped where its steps stalled: no nearby point is clearly better. "
-                "Typical of a non-smooth cost (contacts, dry friction) or of a long simulation "
-                "that drifts from the data. If the signals below fit poorly, try another start, "
-                "shorter horizons or multiple shooting (split_windows).",
+                "The fit stopped where its steps stalled: no nearby point is clearly better."
+                + REMEDIES[Status.STALLED](w.context),
             )
         ]
     return []
@@ -123,8 +123,11 @@ def _identifiability(w: WarningInputs) -> list[ReportWarning]:
                 "identifiability",
                 f"{len(unid)} parameter(s) are not identifiable from these data "
                 f"({_names_list(unid)}): their confidence interval is infinite. Excite them more "
-                "(richer controls: mjsysid.excitation), measure more signals, or freeze them at "
-                "trusted values (e.g. from CAD)",
+                "(richer commands: "
+                + w.context.say("mjsysid.excitation or mjsysid.fit.design", "mjsysid design")
+                + "), measure more signals, or freeze them at trusted values, e.g. from CAD ("
+                + w.context.say("Parameter(..., frozen=True)", "frozen: true with nominal:")
+                + ")",
                 [f"direction: {d.describe()} (λ/λmax = {d.ratio:.1e})" for d in w.directions],
             )
         ]
@@ -230,6 +233,7 @@ def collect_warnings(
     notes: Sequence[str] = (),
     autocorrelation: Sequence[ResidualCorrelation] = (),
     rho_threshold: float = 0.5,
+    context: MessageContext | None = None,
 ) -> list[ReportWarning]:
     """Everything a user should look at, in words, most important first.
 
@@ -245,6 +249,8 @@ def collect_warnings(
       notes: Extra messages (e.g. why intervals could not be computed).
       autocorrelation: From :func:`~mjsysid.output.report._data.residual_autocorrelation`.
       rho_threshold: Flag residuals whose lag-1 autocorrelation exceeds this.
+      context: The reader's language and what can apply to the fit (remedies are named in
+        its words, only those that can apply; default: both languages, every cause).
     """
     inputs = WarningInputs(
         rows,
@@ -258,5 +264,6 @@ def collect_warnings(
         notes=notes,
         autocorrelation=autocorrelation,
         rho_threshold=rho_threshold,
+        context=context or MessageContext(),
     )
     return [warning for kind in WARNING_KINDS for warning in kind(inputs)]
