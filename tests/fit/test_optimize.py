@@ -10,6 +10,8 @@ import pytest
 
 import mjsysid as ms
 from conftest import ARM2, BOX, DC_MOTOR, SERVO, dc_motor_truth
+from mjsysid.fit.options import FitOptions
+from mjsysid.fit.status import MessageContext
 
 BACKENDS = ["mujoco", "scipy", "scipy_parallel_fd"]
 
@@ -218,6 +220,31 @@ def test_max_iters_message(arm_problem):
     assert res.status == "max_iters" and not res.success and "raise max_iters" in res.message
 
 
+_PY, _FILE = "raise max_iters or restart", "raise optimizer: {max_iters: N}"
+
+
+@pytest.mark.parametrize(
+    ("language", "said", "not_said"), [("python", _PY, _FILE), ("file", _FILE, _PY)]
+)
+def test_messages_are_in_the_readers_words(arm_problem, language, said, not_said):
+    out = io.StringIO()
+    _, res = ms.optimize(
+        arm_masses(arm_problem.spec, arm_problem.model),
+        ms.build_residual_fn([arm_problem.sequences]),
+        max_iters=1,
+        verbose=True,
+        output=out,
+        messages=MessageContext(language),
+    )
+    assert said in res.message and not_said not in res.message
+    assert res.message.split(";")[0] in out.getvalue() and not_said not in out.getvalue()
+
+
+def test_messages_must_be_a_message_context():
+    with pytest.raises(TypeError, match="messages must be a MessageContext or None, got 'file'"):
+        FitOptions(messages="file")
+
+
 def test_start_outside_bounds_is_an_error(arm_problem):
     params = arm_masses(arm_problem.spec, arm_problem.model)
     params["link1_mass"].value = [50.0]
@@ -316,7 +343,8 @@ def _changed(param, field, index, value):
         (  # equal bounds used to give MuJoCo's FatalError, or "converged" after 0 iterations
             lambda: _changed(_changed(_damping(), "min_value", 0, 0.5), "max_value", 0, 0.5),
             r"initial_params: j1_damping must have min_value < max_value to be optimized, got "
-            r"\[0.5, 0.5\]; freeze it \(frozen=True\) to keep it fixed, or widen its bounds",
+            r"\[0.5, 0.5\]; freeze it to keep it fixed \(frozen: true in an experiment file, "
+            r"frozen=True in Python\), or widen its bounds",
         ),
         (
             lambda: _changed(_changed(_damping(), "min_value", 0, 2.0), "max_value", 0, 1.0),

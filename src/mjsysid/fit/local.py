@@ -175,7 +175,7 @@ def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -
             s.ckpt, stage.x, stage.cost, start_iter + nit, s.names, fit.stopped_in,
             History(ended.history_obj, ended.history_x),
         )  # fmt: skip
-    text = message(stage.status, opts.max_iters)
+    text = message(stage.status, opts.max_iters, opts.messages)
     cost0 = stage.cost0 if fit.full is None else fit.initial_cost
     if opts.verbose:
         print(f"{text} cost {cost0:.6e} -> {stage.cost:.6e} in {nit} iterations", file=s.out)

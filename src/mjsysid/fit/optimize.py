@@ -39,6 +39,7 @@ from mjsysid.fit.options import BACKEND_OPTIONS as BACKEND_OPTIONS
 from mjsysid.fit.options import OPTIMIZERS as OPTIMIZERS
 from mjsysid.fit.options import FitOptions, IterationCallback
 from mjsysid.fit.prior import PriorResidual, with_prior
+from mjsysid.fit.status import MessageContext
 from mjsysid.fit.status import Status as Status
 from mjsysid.fit.validation import check_holdout, holdout_table
 from mjsysid.params.parameter import ParameterDict
@@ -87,6 +88,7 @@ def optimize(
     resume: bool = False,
     callback: IterationCallback | None = None,
     output: TextIO | None = None,
+    messages: MessageContext | None = None,
     global_search: Any = None,
     starts: int | None = None,
     starts_seed: int = 0,
@@ -106,9 +108,9 @@ def optimize(
         and log (INFO) the table of :meth:`ParameterDict.compare_parameters`.
       check_conditioning: Compute one extra finite-difference Jacobian at the start and log
         a warning when ``cond(JᵀJ)`` is large (:mod:`~mjsysid.fit.conditioning`).
-      max_iters, xtol, gtol, ftol, eps, mu_factor, secant, trial_steps, x_scale,
-        horizons, allow_no_effect, checkpoint, resume, callback, output: The options of the
-        fit, each described at :class:`~mjsysid.fit.options.FitOptions`, which holds them
+      max_iters, xtol, gtol, ftol, eps, mu_factor, secant, trial_steps, x_scale, horizons,
+        allow_no_effect, checkpoint, resume, callback, output, messages: The options of the fit,
+        each described at :class:`~mjsysid.fit.options.FitOptions`, which holds them
         (validated once; :func:`run_fit` takes one directly).
       global_search: A global stage before the local fit: ``"cmaes"``, ``True``, a mapping
         or a :class:`~mjsysid.fit.global_search.GlobalSearchOptions` (CMA-ES, each
@@ -146,7 +148,7 @@ def optimize(
         ftol=ftol, eps=eps, mu_factor=mu_factor, secant=secant, trial_steps=trial_steps,
         x_scale=x_scale, horizons=horizons, allow_no_effect=allow_no_effect,
         checkpoint=checkpoint, resume=resume, callback=callback, output=output,
-        backend_options=optimizer_kwargs,
+        messages=messages, backend_options=optimizer_kwargs,
     )  # fmt: skip
     check_holdout(holdout)
     if executor is not None:

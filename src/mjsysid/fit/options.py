@@ -19,6 +19,7 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 import numpy.typing as npt
 
+from mjsysid.fit.status import MessageContext
 from mjsysid.util.errors import finite_real, must_be, short_repr
 
 OPTIMIZERS = ("lm", "mujoco", "scipy", "scipy_parallel_fd")
@@ -190,6 +191,9 @@ class FitOptions:
       callback: ``callback(iteration, x, cost)`` after each iteration (``cost`` on the
         current stage's horizon; iterations are counted across stages).
       output: Stream for ``verbose``.
+      messages: Who reads the fit's messages and which remedies can apply
+        (:class:`~mjsysid.fit.status.MessageContext`; ``None``: every remedy, in experiment-file
+        and Python words). ``mjsysid fit`` passes the experiment file's words.
       backend_options: Options passed on to the backend itself, by name (``loss="soft_l1"``
         for ``"scipy"``); the names each backend takes are :data:`BACKEND_OPTIONS` (an unknown
         one is a ``TypeError``).
@@ -216,6 +220,7 @@ class FitOptions:
     resume: bool = False
     callback: IterationCallback | None = None
     output: TextIO | None = None
+    messages: MessageContext | None = None
     backend_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -243,6 +248,8 @@ class FitOptions:
                     self.output,
                 )
             )
+        if self.messages is not None and not isinstance(self.messages, MessageContext):
+            raise TypeError(must_be("messages", "a MessageContext or None", self.messages))
         object.__setattr__(self, "horizons", check_horizons(self.horizons))
         if self.resume and self.checkpoint is None:
             raise ValueError(must_be("checkpoint", "a path when resume=True", None))

@@ -36,7 +36,8 @@ def _check_entry(label: str, x: float, lo: float, hi: float) -> None:
         )
     if not lo < hi:
         fix = (
-            "freeze it (frozen=True) to keep it fixed, or widen its bounds"
+            "freeze it to keep it fixed (frozen: true in an experiment file, frozen=True in "
+            "Python), or widen its bounds"
             if lo == hi
             else "fix the bounds"
         )

@@ -242,9 +242,8 @@ class Parameter:
                 i = eq[0]
                 raise ValueError(
                     f"{where}: min_value must be < max_value for a non-frozen parameter, got "
-                    f"both equal to {float(lo[i])!r} at index {i}. Freeze it (frozen=True) to keep "
-                    "it "
-                    "fixed"
+                    f"both equal to {float(lo[i])!r} at index {i}. Freeze it to keep it fixed "
+                    "(frozen: true in an experiment file, frozen=True in Python)"
                 )
         out = np.flatnonzero((n < lo) | (n > hi))
         if out.size:

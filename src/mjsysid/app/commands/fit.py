@@ -30,9 +30,8 @@ from mjsysid.fit.checkpoints import (
 )
 from mjsysid.fit.optimize import OPTIMIZERS
 from mjsysid.fit.options import FitOptions
-from mjsysid.fit.status import REMEDIES, MessageContext, message, model_context, reworded
+from mjsysid.fit.status import MessageContext, model_context
 from mjsysid.util.files import atomic_write_text
-from mjsysid.util.progress import is_terminal
 
 if TYPE_CHECKING:
     from mjsysid.app.experiment import Experiment
@@ -368,30 +367,6 @@ def message_context(exp: Experiment, fs: FitSettings, rf: Any) -> MessageContext
     )
 
 
-@dataclass
-class InFileWords:
-    """``err`` as the fit's own output: the status messages the fit prints (in both
-    languages, :func:`mjsysid.fit.status.message` without a context) in ``context``'s
-    words, every other text passed on as it is."""
-
-    stream: TextIO
-    max_iters: int
-    context: MessageContext
-
-    def write(self, text: str) -> int:
-        for st in REMEDIES:
-            generic = message(st, self.max_iters)
-            if generic in text:
-                text = text.replace(generic, message(st, self.max_iters, self.context))
-        return self.stream.write(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def isatty(self) -> bool:
-        return is_terminal(self.stream)
-
-
 @dataclass(frozen=True)
 class _Earlier:
     """The runs before a ``--resume``: the iterations in the checkpoint and their totals
@@ -454,9 +429,12 @@ def _fit(
     checkpoint = fs.out / "checkpoint.npz"
     earlier = _earlier_runs(args, checkpoint, err)
     try:
-        said = InFileWords(err, fs.fit.max_iters, context)
         run_options = fs.fit.replace(
-            checkpoint=checkpoint, resume=args.resume, verbose=not args.quiet, output=said
+            checkpoint=checkpoint,
+            resume=args.resume,
+            verbose=not args.quiet,
+            output=err,
+            messages=context,
         )
         with ph("fitting"):
             if fs.search:
@@ -472,7 +450,6 @@ def _fit(
         )
         return None
     result = _totals(result, earlier)
-    result = dataclasses.replace(result, message=reworded(result.message, result.status, context))
     if checkpoint.is_file():  # the totals a later --resume counts on from
         write_origin(
             checkpoint, FitOrigin(result.initial_cost, result.nfev, result.njev, result.wall_time)
