@@ -53,8 +53,9 @@ def test_furuta_examples_listed_and_share_the_recordings():
     assert "example:furuta" in out and "example:furuta-symmetric" in out
     rich = load_experiment(bundled_examples()["furuta"])
     simple = load_experiment(bundled_examples()["furuta-symmetric"])
-    same = [f.resolve() for f in rich.files[1:]] == [f.resolve() for f in simple.files[1:]]
+    same = [f.resolve() for f in rich.files[1:-1]] == [f.resolve() for f in simple.files[1:]]
     assert same  # the same model file and CSVs, not copies
+    assert rich.export_urdf is not None and rich.files[-1] == rich.export_urdf
     assert rich.holdout is not None and list(rich.holdout.sequence_name) == ["check"]
     assert list(rich.sequences.sequence_name[:1]) == ["run1#0"]  # 1 s shooting windows
     laws = {p.meta["kind"] for p in rich.params.values() if "law" in p.meta}

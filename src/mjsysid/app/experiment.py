@@ -27,6 +27,8 @@ Example (paths are relative to the experiment file)::
     shooting: {window: 1.0, overlap: 0.2}     # optional: multiple shooting, see below
     executor: 4                               # optional: a local Dask cluster of 4 workers,
     #   or tcp://host:8786 (a running scheduler), or {workers: 4, threads_per_worker: 1}
+    export: {urdf: arm.urdf}                  # optional: the URDF the MJCF was made from;
+    #   the results folder also gets its identified copy (inertials, damping, friction, limits)
 
 Names. ``name`` (default: the experiment file's name) and every ``sequences[i].name``
 (default ``seq<i>``) must be plain file names: non-empty, without ``/``, ``\\``, ``..`` or NUL
@@ -70,6 +72,7 @@ import hashlib
 import math
 import os
 import warnings
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -262,6 +265,8 @@ class Experiment:
       search: The optimizer section's outer stages as keywords of
         :func:`~mjsysid.fit.optimize.optimize`: ``{"global_search": {...}}`` (``global:
         cmaes`` and its options) or ``{"starts": N}`` (empty: the local fit alone).
+      export_urdf: The ``export: {urdf: FILE}`` key: the URDF the model was made from (its
+        joints are the model's); the results folder gets its identified copy.
       executor: The ``executor:`` key as keyword arguments of
         :func:`mjsysid.fit.distributed.make_executor` (``None``: evaluate on this process's
         threads).
@@ -285,6 +290,7 @@ class Experiment:
     executor: dict[str, Any] | None = None
     search: dict[str, Any] = field(default_factory=dict)
     holdout: ModelSequences | None = None
+    export_urdf: Path | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -441,6 +447,7 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
     _force_laws(top, ld.model, params, residual_options)
     fit, fit_given, search = _fit_options(top, ld.source)
     executor = _executor(top, ld.source)
+    export_urdf = _export_urdf(top, ld)
     top.finish()
     return Experiment(
         path,
@@ -461,6 +468,7 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
         executor=executor,
         search=search,
         holdout=holdout,
+        export_urdf=export_urdf,
     )
 
 
@@ -510,6 +518,35 @@ def _executor(top: _Node, source: str) -> dict[str, Any] | None:
         return executor_options(value, f"{source}: executor")
     except (TypeError, ValueError) as e:
         raise ExperimentError(str(e)) from None
+
+
+def _export_urdf(top: _Node, ld: _Loading) -> Path | None:
+    """The ``export: {urdf: FILE}`` key, checked: a URDF whose moving joints are joints of
+    the model (added to the files read)."""
+    node = top.child("export")
+    if node is None:
+        return None
+    name = node.get("urdf", str, required=True, expected="the URDF the model was made from")
+    node.finish()
+    file = ld.base / name
+    if file.suffix.lower() != ".urdf":
+        raise node.err("urdf", "a .urdf file", name)
+    if not file.is_file():
+        raise FileNotFoundError(f"{ld.source}: export.urdf: no such file {str(file)!r}")
+    try:
+        robot = ET.parse(file).getroot()
+    except ET.ParseError as e:
+        raise ExperimentError(f"{ld.source}: export.urdf: {str(file)!r} is not XML: {e}") from None
+    moving = {j.get("name", "") for j in robot.iter("joint") if j.get("type") != "fixed"}
+    missing = sorted(moving - {ld.model.joint(j).name for j in range(ld.model.njnt)})
+    if robot.tag != "robot" or missing:
+        got = f"joints {missing} the model lacks" if missing else f"a <{robot.tag}> root"
+        raise ExperimentError(
+            f"{ld.source}: export.urdf must be the URDF the model was made from (a <robot> "
+            f"whose moving joints are the model's joints), got {got}"
+        )
+    ld.files.append(file)
+    return file
 
 
 def _read_top(path: Path) -> tuple[_Node, str]:

@@ -483,7 +483,7 @@ def _save_and_report(
             result,
             rf,
             confidence=conf,
-            model_files={exp.sequences.name: exp.files[1]},
+            model_files={exp.sequences.name: exp.export_urdf or exp.files[1]},
         )
         _save_run(exp, fs)
     _summarise(args, result, conf, exp, out, err)
