@@ -998,6 +998,30 @@ def test_recordings_stitch_the_windows_of_each_recording() -> None:
     assert whole.p0 is None and recs[1].windows == [] and recs[1].p1 is preds[1]
 
 
+def test_whole_recording_errors_join_the_windows() -> None:
+    from mjsysid.output.report.stitching import whole_recording_errors
+
+    rng = np.random.default_rng(3)
+    meas = rng.normal(size=(10, 1)) + np.linspace(0, 3, 10)[:, None]
+    pred = meas + rng.normal(scale=0.2, size=meas.shape)
+
+    def window(k: int) -> SimpleNamespace:
+        t = np.arange(5 * k, 5 * k + 5) * 0.1
+        rows = slice(5 * k, 5 * k + 5)
+        m = ms.TimeSeries.from_custom_map(t, meas[rows], ["a"])
+        p = ms.TimeSeries.from_custom_map(t, pred[rows], ["a"])
+        return SimpleNamespace(
+            model_name="m", sequence_name=f"r#{k}", measured_used=m,
+            predicted_at_measured=p, predicted=p, control=np.zeros((5, 0)),
+        )  # fmt: skip
+
+    (e,) = whole_recording_errors(None, [window(1), window(0)])
+    expected = np.sqrt(np.mean((meas - pred) ** 2) / np.mean((meas - meas.mean()) ** 2))
+    assert (e.sequence, e.windows) == ("m/r", 2)
+    assert e.identified == pytest.approx(expected, rel=1e-12)
+    assert whole_recording_errors(None, [window(0)]) == []  # one window: nothing joined
+
+
 def test_a_windowed_fit_shows_the_whole_recording_and_collapsed_windows(
     fit: Fit, windowed: SimpleNamespace, tmp_path: Path
 ) -> None:
@@ -1018,6 +1042,14 @@ def test_a_windowed_fit_shows_the_whole_recording_and_collapsed_windows(
     assert html.count('<details class="window">') == 4
     assert {f"s0w{k}c0" for k in range(4)} | {"s0w3u"} <= set(figs)
     assert "arm/s1#3" in html and "Only the first" not in html
+    # The fit table: the recording as a whole, then its windows as detail rows.
+    table = html[html.index('<table class="data" id="fit-table"') :]
+    table = table[: table.index("</table>")]
+    assert 'data-detail="fit-windows"' in html and "each window (" in html
+    whole = [r for r in table.split("<tr")[2:] if 'data-detail="0"' in r]
+    detail = [r for r in table.split("<tr")[2:] if 'data-detail="1"' in r]
+    assert whole and all("arm/s1 (4 windows joined)" in r for r in whole)
+    assert len(detail) == 4 * len(whole) and all("arm/s1#" in r for r in detail)
 
 
 def test_the_per_window_figures_are_bounded_by_the_limit(
@@ -1065,6 +1097,14 @@ def test_windowed_report_in_headless_chromium(
         d.scrollIntoView(); return true; })()""",
     )
     assert browser.wait_for(s, f"{inside} >= 1") >= 1
+    # The fit table hides the per-window rows until asked.
+    shown = "[...document.querySelectorAll('#fit-table tbody tr')].filter(r => !r.hidden)"
+    whole = browser.evaluate(s, f"{shown}.length")
+    assert whole >= 1 and browser.evaluate(s, f"{shown}.every(r => r.dataset.detail === '0')")
+    browser.evaluate(
+        s, "(() => { const b = document.getElementById('fit-windows'); b.click(); return true; })()"
+    )
+    assert browser.evaluate(s, f"{shown}.length") == 5 * whole
     _screenshot(browser, s, tmp_path / "report-windows.png")
     errors, remote, _ = _problems(browser, s)
     assert errors == [] and remote == []

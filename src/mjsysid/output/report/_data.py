@@ -410,6 +410,8 @@ class SignalError:
       noise_only: The measured column is white noise (lag-1 autocorrelation below
         :data:`WHITE_RHO`): nothing moved there, no model can reproduce it, and a large NRMSE
         says nothing about the fit.
+      windows: The number of shooting windows joined into this whole-recording error (0: one
+        simulated sequence).
     """
 
     sequence: str
@@ -418,6 +420,7 @@ class SignalError:
     initial: float
     identified: float
     noise_only: bool = False
+    windows: int = 0
 
     @property
     def fit_percent(self) -> float:

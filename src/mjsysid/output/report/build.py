@@ -36,6 +36,7 @@ from mjsysid.output.report.sections import (
     summary,
     trace_section,
 )
+from mjsysid.output.report.stitching import whole_recording_errors
 from mjsysid.output.report.validation_section import validation_section
 from mjsysid.output.report.videos import video_clips, video_items
 from mjsysid.output.report.warnings import ReportWarning, collect_warnings
@@ -245,6 +246,7 @@ class Analysis:
     sequences: list[dict[str, Any]]
     warnings: list[ReportWarning]
     context: MessageContext
+    whole_errors: list[SignalError] = dataclasses.field(default_factory=list)
 
 
 def message_context(fit: FitInputs, language: str) -> MessageContext:
@@ -286,9 +288,11 @@ def analyse(
         notes=notes,
         autocorrelation=residual_autocorrelation(p1) if p1 else (),
     )
+    whole = whole_recording_errors(p0, p1) if p1 else []
     return Analysis(
-        conf, rows, correlation, condition, directions, preds, errors, sequences, warnings, context
-    )
+        conf, rows, correlation, condition, directions, preds, errors, sequences, warnings,
+        context, whole,
+    )  # fmt: skip
 
 
 # -- the page -------------------------------------------------------------------------------------
@@ -341,7 +345,7 @@ def _context(
 ) -> dict[str, Any]:
     """The template variables of the title, warnings, tables, signals and correlation."""
     table = table_rows(a.rows)
-    errors = error_rows(a.errors, opts.large_error)
+    errors = error_rows(a.errors, opts.large_error, a.whole_errors)
     return {
         "title": opts.title or ("System identification: " + ", ".join(m.name for m in fit.ms_list)),
         "warnings": a.warnings,
@@ -349,6 +353,7 @@ def _context(
         "n_flagged": sum(1 for r in table if r["flags"]),
         "error_rows": errors,
         "n_error_flagged": sum(1 for e in errors if e["flagged"]),
+        "n_error_detail": sum(1 for e in errors if e["detail"]),
         "large_error": opts.large_error,
         "signals_reason": a.preds.reason,
         "sequences": a.sequences,

@@ -12,6 +12,7 @@ import numpy as np
 
 from mjsysid.fit.status import MessageContext
 from mjsysid.output.report._data import ParameterRow, SignalError
+from mjsysid.output.report.stitching import WINDOW_NAME
 
 
 def raise_limit(name: str, context: MessageContext | None = None) -> str:
@@ -108,11 +109,18 @@ def table_rows(rows: Sequence[ParameterRow]) -> list[dict[str, Any]]:
     return out
 
 
-def error_rows(errors: Sequence[SignalError], large_error: float) -> list[dict[str, Any]]:
-    """The rows of the fit-per-signal table (flagged above ``large_error`` or not finite)."""
+def error_rows(
+    errors: Sequence[SignalError], large_error: float, whole: Sequence[SignalError] = ()
+) -> list[dict[str, Any]]:
+    """The rows of the fit-per-signal table (flagged above ``large_error`` or not finite):
+    the windowed recordings as a whole first (``whole``), then every fitted sequence; the
+    rows of shooting windows are detail (``"detail"``: shown on request) when ``whole``
+    covers them."""
+    joined = {e.sequence for e in whole}
     return [
         {
-            "sequence": e.sequence,
+            "detail": (w := WINDOW_NAME.match(e.sequence)) is not None and w["base"] in joined,
+            "sequence": f"{e.sequence} ({e.windows} windows joined)" if e.windows else e.sequence,
             "column": e.column,
             "flagged": bool(not np.isfinite(e.identified) or e.identified > large_error),
             "search": f"{e.sequence} {e.column}".lower(),
@@ -123,7 +131,7 @@ def error_rows(errors: Sequence[SignalError], large_error: float) -> list[dict[s
             "v_identified": num_attr(e.identified),
             "v_fit": num_attr(e.fit_percent),
         }
-        for e in errors
+        for e in [*whole, *errors]
     ]
 
 

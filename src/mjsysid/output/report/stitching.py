@@ -8,12 +8,15 @@ in time order with their starts marked, and the windows themselves as collapsed 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from mjsysid.output.report._data import SignalError, signal_errors
 
 WINDOW_NAME = re.compile(r"^(?P<base>.*)#(?P<k>\d+)$")
 """The name :func:`~mjsysid.objective.windows.split_windows` gives window ``k`` of ``base``."""
@@ -156,3 +159,20 @@ def recordings(preds0: Sequence[Any] | None, preds1: Sequence[Any]) -> list[Reco
             )
         )
     return out
+
+
+def whole_recording_errors(
+    preds0: Sequence[Any] | None, preds1: Sequence[Any]
+) -> list[SignalError]:
+    """The NRMSE of every windowed recording as a whole, its windows joined (one
+    :class:`~mjsysid.output.report._data.SignalError` per measured column, its ``windows``
+    the number joined); none without windows."""
+    joined = [r for r in recordings(preds0, preds1) if r.windows]
+    if not joined:
+        return []
+    p0 = [r.p0 for r in joined] if all(r.p0 is not None for r in joined) else None
+    count = {f"{r.p1.model_name}/{r.p1.sequence_name}": len(r.windows) for r in joined}
+    return [
+        dataclasses.replace(e, windows=count[e.sequence])
+        for e in signal_errors(p0, [r.p1 for r in joined])
+    ]

@@ -9,6 +9,8 @@
     var rows = Array.prototype.slice.call(tbody.rows);
     var filterBox = document.getElementById(table.dataset.filter);
     var flaggedBox = document.getElementById(table.dataset.flagged);
+    // rows of data-detail="1" (a windowed fit's windows) only when this box is ticked
+    var detailBox = table.dataset.detail ? document.getElementById(table.dataset.detail) : null;
     var sizeSel = document.getElementById(table.dataset.pagesize);
     var pager = document.getElementById(table.dataset.pager);
     var info = pager.querySelector(".info");
@@ -34,6 +36,7 @@
       var onlyFlagged = flaggedBox.checked;
       return rows.filter(function (r) {
         if (onlyFlagged && r.dataset.flagged !== "1") { return false; }
+        if (detailBox && !detailBox.checked && r.dataset.detail === "1") { return false; }
         return !q || r.dataset.search.indexOf(q) >= 0;
       });
     }
@@ -84,6 +87,7 @@
     });
     filterBox.addEventListener("input", function () { page = 0; render(); });
     flaggedBox.addEventListener("change", function () { page = 0; render(); });
+    if (detailBox) { detailBox.addEventListener("change", function () { page = 0; render(); }); }
     sizeSel.addEventListener("change", function () { page = 0; render(); });
     prev.addEventListener("click", function () { page -= 1; render(); });
     next.addEventListener("click", function () { page += 1; render(); });
