@@ -47,6 +47,9 @@ def test_slow_phases_announce_themselves_unless_quiet():
     with Phases(quiet, quiet=True, announce_after=0.0)("fitting"):
         time.sleep(0.05)
     assert quiet.getvalue() == ""
+    with ph("fitting", announce=False):  # a phase whose own lines show it going on
+        time.sleep(0.05)
+    assert err.getvalue() == "[loading] ...\n" and ph.seconds["fitting"] >= 0.05
 
 
 def test_intervals_are_computed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

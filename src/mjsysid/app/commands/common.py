@@ -26,7 +26,8 @@ class Phases:
     """The time of a command by phase, said on ``err`` as it goes (unless ``quiet``).
 
     ``with phases("fitting"):`` adds the phase's wall time (s) to ``seconds["fitting"]`` and,
-    once it has lasted ``announce_after`` s, says ``[fitting] ...`` (quick phases stay silent);
+    once it has lasted ``announce_after`` s, says ``[fitting] ...`` (quick phases stay silent,
+    and so does a phase called with ``announce=False``, whose own lines show it going on);
     :meth:`summary` is the whole time, phase by phase.
     """
 
@@ -39,10 +40,10 @@ class Phases:
         print(f"[{name}] ...", file=self.err, flush=True)
 
     @contextlib.contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
+    def __call__(self, name: str, announce: bool = True) -> Iterator[None]:
         timer = threading.Timer(self.announce_after, self._say, (name,))
         timer.daemon = True
-        if not self.quiet:
+        if announce and not self.quiet:
             timer.start()
         t0 = time.perf_counter()
         try:

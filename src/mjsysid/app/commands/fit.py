@@ -436,7 +436,7 @@ def _fit(
             output=err,
             messages=context,
         )
-        with ph("fitting"):
+        with ph("fitting", announce=False):  # (its iteration lines show it going on)
             if fs.search:
                 keywords = {**run_options.as_keywords(), **fs.search}
                 opt_params, result = optimize(exp.params, fit_rf, **keywords)
