@@ -47,6 +47,7 @@ from mjsysid.fit.executors import executor_options
 from mjsysid.objective.residual import ResidualFunction, SequencePrediction, build_residual_fn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
+from mjsysid.util.mjcf_text import spec_xml
 
 __all__ = [
     "DistributedResidual",
@@ -102,7 +103,8 @@ class ModelRecipe:
     """A :class:`ModelSequences` as plain data.
 
     Attributes:
-      xml: ``spec.to_xml()``; assets: the spec's in-memory assets (name -> bytes).
+      xml: The spec's MJCF in full precision (:func:`~mjsysid.util.mjcf_text.spec_xml`).
+      assets: The spec's in-memory assets (name -> bytes).
       model: The compiled nominal model (an ``MjModel`` pickles exactly; an ``MjSpec`` does
         not), used by the workers in place of a compile of ``xml``.
     """
@@ -123,7 +125,7 @@ class ModelRecipe:
         assets = dict(getattr(ms.spec, "assets", None) or {})
         return cls(
             name=ms.name,
-            xml=ms.spec.to_xml(),
+            xml=spec_xml(ms.spec),
             assets=assets,
             model=ms.model,
             sequence_names=list(ms.sequence_name),

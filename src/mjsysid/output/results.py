@@ -34,6 +34,7 @@ from mjsysid.params.apply import apply_param_modifiers_spec
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 from mjsysid.util.files import atomic_write_files, load_npz, npz_bytes, read_yaml
+from mjsysid.util.mjcf_text import spec_xml
 
 RESULTS_SCHEMA_VERSION = 1
 
@@ -283,8 +284,7 @@ def save_results(
     models: dict[str, str] = {}
     for ms in ms_list:
         spec = apply_param_modifiers_spec(opt_params, ms.spec.copy())
-        spec.compile()
-        files[f"{ms.name}.xml"] = spec.to_xml().encode("utf-8")
+        files[f"{ms.name}.xml"] = spec_xml(spec).encode("utf-8")  # (every digit identified)
         models[ms.name] = f"{ms.name}.xml"
     files.update(export_files(opt_params, ms_list, model_files))
     files["result.yaml"] = _dump(_summary(opt_result, ms_list, models))
