@@ -209,11 +209,12 @@ def test_batched_residual_equals_one_by_one():
 
 def test_exported_model_and_runtime_reproduce_the_fitted_prediction(tmp_path):
     """The export round trip: the saved model plus :class:`LawRuntime` in a plain
-    ``mj_step`` loop give the fitted prediction to 1e-9 (the law's values are saved in full;
-    a fitted *model* parameter goes through MJCF text, which keeps about 6 digits)."""
+    ``mj_step`` loop give the fitted prediction to 1e-9: the law's values are saved in full,
+    and so is a fitted *model* parameter in the MJCF (whose writer alone keeps 6 digits)."""
     law, truth, start = CASES["stribeck"]
     seq = _recording(law, truth, 400)
     params = ms.ParameterDict(force_law_params(law, start, max_value={"stribeck_velocity": 5}))
+    params.add(ms.make_parameter("joint_damping", seq.model, "j", nominal=0.0123456789))
     rf = ms.build_residual_fn([seq], force_laws=[law])
     opt, res = ms.optimize(params, rf, max_iters=3)
     (pred,) = rf.predict(opt.as_vector(), opt)
