@@ -137,7 +137,7 @@ class _Chunk:
     models: list[mujoco.MjModel]
     data: mujoco.MjData
     engine: mujoco.rollout.Rollout
-    values: list[Mapping[str, np.ndarray]]
+    values: Sequence[Mapping[str, np.ndarray]]
 
 
 class LockstepRollout:
