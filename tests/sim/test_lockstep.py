@@ -109,12 +109,16 @@ def test_short_horizons_and_aligned_output(nstep):
 
 
 def test_chunk_count_follows_the_work_per_step():
-    assert chunk_count(10e-6, 14, 2, 25e-6) == 1  # too little work for a second thread
-    assert chunk_count(60e-6, 14, 2, 25e-6) == 2
-    assert chunk_count(1.0, 14, 4, 25e-6) == 4  # at most one chunk per thread
-    assert chunk_count(1.0, 3, 8, 25e-6) == 3  # and per rollout
-    assert chunk_count(0.0, 5, 4, 0.0) == 4  # no threshold: every thread a chunk
-    assert chunk_count(0.0, 5, 1, 25e-6) == 1
+    us = 1e-6
+    assert chunk_count(10 * us, 5 * us, 14, 2, 25 * us) == 1  # too little work to split
+    assert chunk_count(60 * us, 5 * us, 14, 2, 25 * us) == 2
+    assert chunk_count(60 * us, 60 * us, 14, 2, 25 * us) == 1  # Python-bound: no gain
+    # max(k P, P + W/k) with P = 10, W = 400: least at k = 7 of 16 threads
+    assert chunk_count(400 * us, 10 * us, 100, 16, 25 * us) == 7
+    assert chunk_count(1.0, 0.0, 14, 4, 25 * us) == 4  # at most one chunk per thread
+    assert chunk_count(1.0, 0.0, 3, 8, 25 * us) == 3  # and per rollout
+    assert chunk_count(0.0, 1.0, 5, 4, 0.0) == 4  # no threshold: every thread a chunk
+    assert chunk_count(1.0, 0.0, 5, 1, 25 * us) == 1
 
 
 class _Fragile:

@@ -11,9 +11,10 @@ horizon by a thread of its own (laws, then its MuJoCo step, then the next step),
 synchronisation between chunks: MuJoCo's rollout releases the GIL, so one chunk's MuJoCo step
 runs while another evaluates its laws. (A pool dispatch per step, the earlier scheme, costs
 a thread wake-up per step and lost to one thread on small batches.) A chunk's Python work
-per step holds the GIL and every hand-over of the GIL may cost a wake-up, so a chunk gets a
-thread only with enough MuJoCo work per step (:data:`CHUNK_WORK`); the first
-:data:`PROBE_STEPS` steps run as one chunk and time that work. Results do not depend on the
+per step holds the GIL and every hand-over of the GIL may cost a wake-up: the first
+:data:`PROBE_STEPS` steps run as one chunk and time the MuJoCo and the Python work of a step,
+and :func:`chunk_count` picks the number of chunks from them (one thread when a chunk would
+get less than :data:`CHUNK_WORK` of MuJoCo work per step). Results do not depend on the
 chunking (every rollout's arithmetic is the same; the tests check bit-identity).
 
 Buffers are time-major (``(nstep, nbatch, ...)``): a chunk's rows at one step are one
@@ -140,6 +141,18 @@ class _Chunk:
     values: Sequence[Mapping[str, np.ndarray]]
 
 
+@dataclasses.dataclass
+class _Probe:
+    """Seconds of the steps of one chunk: in MuJoCo, and in all (laws and Python included)."""
+
+    mujoco: list[float] = dataclasses.field(default_factory=list)
+    total: list[float] = dataclasses.field(default_factory=list)
+
+    def python(self) -> float:
+        """The Python work of a step (least total minus least MuJoCo, at least 0)."""
+        return max(0.0, min(self.total) - min(self.mujoco))
+
+
 class LockstepRollout:
     """Rolls out a batch with force laws, every rollout one MuJoCo step at a time.
 
@@ -215,16 +228,17 @@ class LockstepRollout:
         buf: _StepBuffers,
     ) -> None:
         """Fills ``buf``: the first :data:`PROBE_STEPS` steps as one chunk on this thread,
-        timing MuJoCo's part, then the rest in :func:`chunk_count` chunks."""
+        timed, then the rest in :func:`chunk_count` chunks."""
         nbatch, nstep, nthread = len(models), buf.control.shape[0], self.runner.nthread
         whole = self._chunks(models, values, 1)[0]
         self.last_chunk_count = 1
         if nthread == 1 or nbatch == 1 or nstep <= PROBE_STEPS:
             _step_chunk(whole, laws, buf, x0, range(nstep))
             return
-        clock: list[float] = []
-        _step_chunk(whole, laws, buf, x0, range(PROBE_STEPS), clock)
-        count = chunk_count(min(clock), nbatch, nthread, self.chunk_work)
+        probe = _Probe()
+        _step_chunk(whole, laws, buf, x0, range(PROBE_STEPS), probe)
+        work = min(probe.mujoco), probe.python()
+        count = chunk_count(*work, nbatch, nthread, self.chunk_work)
         chunks = self._chunks(models, values, count)
         self.last_chunk_count = count
         _step_chunks(chunks, laws, buf, x0, range(PROBE_STEPS, nstep))
@@ -246,22 +260,38 @@ class LockstepRollout:
         return out
 
 
-def chunk_count(step_work: float, nbatch: int, nthread: int, chunk_work: float) -> int:
+def chunk_count(
+    step_work: float, python_work: float, nbatch: int, nthread: int, chunk_work: float
+) -> int:
     """How many chunks (threads) a batch is stepped in.
 
+    With ``k`` chunks a step takes about ``max(k·P, P + W/k)``: each chunk's Python work
+    ``P`` holds the GIL (so the chunks' Python work is serial), their MuJoCo work ``W/k``
+    runs in parallel. The count minimising it is taken among those whose chunks keep at least
+    ``chunk_work`` of MuJoCo work per step: each hand-over of the GIL between threads costs a
+    thread wake-up, which a smaller chunk does not pay back.
+
     Args:
-      step_work: Seconds of MuJoCo work of one step of the whole batch.
+      step_work: ``W``, seconds of MuJoCo work of one step of the whole batch.
+      python_work: ``P``, seconds of Python work (laws included) of one step of a chunk.
       nbatch: Rollouts in the batch. nthread: Threads available.
-      chunk_work: Seconds of MuJoCo work per step a chunk needs to pay for its thread: a
-        chunk's Python work per step holds the GIL, and each hand-over of the GIL between
-        threads costs a thread wake-up.
+      chunk_work: The least MuJoCo work per step of a chunk (s); 0 gives every thread a
+        chunk (at most one per rollout), whatever the estimate.
 
     Returns:
-      ``floor(step_work / chunk_work)`` clipped to ``[1, min(nthread, nbatch)]``.
+      The count, in ``[1, min(nthread, nbatch)]``.
     """
+    most = max(1, min(nthread, nbatch))
     if chunk_work <= 0:
-        return max(1, min(nthread, nbatch))
-    return max(1, min(nthread, nbatch, int(step_work / chunk_work)))
+        return most
+    best, best_time = 1, python_work + step_work
+    for k in range(2, most + 1):
+        if step_work / k < chunk_work:
+            break
+        wall = max(k * python_work, python_work + step_work / k)
+        if wall < best_time:
+            best, best_time = k, wall
+    return best
 
 
 class _ChunkThread(threading.Thread):
@@ -307,14 +337,14 @@ def _step_chunk(
     buf: _StepBuffers,
     x0: np.ndarray,
     steps: range,
-    clock: list[float] | None = None,
+    probe: _Probe | None = None,
 ) -> None:
     """Steps one chunk through ``steps``: per step the laws' forces (NumPy), then one MuJoCo
     step of each of its rollouts, from the previous step's states, in place in ``buf``.
 
     Args:
       x0: ``(nbatch, nstate)`` the states before step 0.
-      clock: Receives the seconds of each MuJoCo call (when given).
+      probe: Receives the seconds of each step and of its MuJoCo call (when given).
     """
     rows, m0 = chunk.rows, chunk.models[0]
     sl = state_slices(m0)
@@ -324,13 +354,14 @@ def _step_chunk(
     run, models, datas = chunk.engine.rollout, chunk.models, [chunk.data]
     x = (x0 if steps.start == 0 else buf.state[steps.start - 1])[rows]
     for k in steps:
+        begin = time.perf_counter() if probe is not None else 0.0
         step_control = buf.control[k, rows]
         forces, ctrl = step_control[:, nu:], step_control[:, :nu]
         q, v, act = x[:, sq], x[:, sv], x[:, sa]
         for law, vals in pairs:
             forces += law.forces(q, v, ctrl, act, vals)
         after = buf.state[k, rows]
-        start = time.perf_counter() if clock is not None else 0.0
+        start = time.perf_counter() if probe is not None else 0.0
         run(
             models,
             datas,
@@ -342,8 +373,10 @@ def _step_chunk(
             state=after[:, None],
             sensordata=buf.sensors[k, rows, None],
         )
-        if clock is not None:
-            clock.append(time.perf_counter() - start)
+        if probe is not None:
+            end = time.perf_counter()
+            probe.mujoco.append(end - start)
+            probe.total.append(end - begin)
         x = after
 
 
