@@ -46,7 +46,7 @@ from mjsysid.data.states import state_size, state_slices
 from mjsysid.sim.force_laws import CommandTorque, ForceLaw, JointLaw
 from mjsysid.sim.rollout import BatchRollout, align_states, clock_ok
 
-CHUNK_WORK = 25e-6  # s of MuJoCo work per step a chunk needs for a thread (bench/force_laws.py)
+CHUNK_WORK = 20e-6  # s of MuJoCo work per step a chunk needs for a thread (bench/force_laws.py)
 PROBE_STEPS = 8  # steps run as one chunk to time the MuJoCo work per step
 _CONTROL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_QFRC_APPLIED)
 
@@ -156,14 +156,15 @@ class _Probe:
 class LockstepRollout:
     """Rolls out a batch with force laws, every rollout one MuJoCo step at a time.
 
-    The batch is cut into contiguous chunks, one per thread, each stepped through the whole
-    horizon by its thread without waiting for the others (see the module docstring).
+    The batch is cut into contiguous chunks (at most one per thread), each stepped through
+    the whole horizon by its thread without waiting for the others (see the module
+    docstring).
 
     Args:
       runner: The persistent rollout whose thread count and ``MjData`` are used.
       laws: The force laws (bound on first use to each model signature).
-      chunk_work: Seconds of MuJoCo work per step a chunk must have to get a thread of its
-        own (:func:`chunk_count`); 0 gives every thread a chunk.
+      chunk_work: The least MuJoCo work per step (s) of a chunk with a thread of its own
+        (:func:`chunk_count`); 0 gives every thread a chunk.
     """
 
     def __init__(
