@@ -54,6 +54,20 @@ def test_every_chunking_is_the_reference_loop_bit_for_bit(case):
         np.testing.assert_allclose(sens[i], ref_sens, rtol=0, atol=1e-12)
 
 
+def test_automatic_chunking_gives_the_same_bits():
+    """Whatever the timing decides (chunks, or back to one chunk after the trial steps)."""
+    law, truth, _ = CASES["stribeck"]
+    model = mujoco.MjModel.from_xml_string(PENDULUM)
+    x0s, ctrl, vals = _batch_inputs(model, truth, 40, 120, seed=4)
+    runs = []
+    for nthread, chunk_work in ((1, 0.0), (2, 1e-12)):
+        with BatchRollout(nthread) as runner:
+            lock = LockstepRollout(runner, [law], chunk_work=chunk_work)
+            runs.append(lock.run([model] * 40, x0s, ctrl, [vals]))
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_merged_laws_in_chunks_match_the_reference_loop():
     model = mujoco.MjModel.from_xml_string(TWO_JOINTS)
     laws = [

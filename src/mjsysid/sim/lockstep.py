@@ -14,7 +14,10 @@ a thread wake-up per step and lost to one thread on small batches.) A chunk's Py
 per step holds the GIL and every hand-over of the GIL may cost a wake-up: the first
 :data:`PROBE_STEPS` steps run as one chunk and time the MuJoCo and the Python work of a step,
 and :func:`chunk_count` picks the number of chunks from them (one thread when a chunk would
-get less than :data:`CHUNK_WORK` of MuJoCo work per step). Results do not depend on the
+get less than :data:`CHUNK_WORK` of MuJoCo work per step). The next :data:`TRIAL_STEPS` steps
+run in those chunks, timed: when they were not faster per step than one chunk (on a loaded
+machine a thread waiting for the GIL may wait for a core), the rest runs as one chunk.
+Results do not depend on the
 chunking (every rollout's arithmetic is the same; the tests check bit-identity).
 
 Buffers are time-major (``(nstep, nbatch, ...)``): a chunk's rows at one step are one
@@ -47,7 +50,8 @@ from mjsysid.sim.force_laws import CommandTorque, ForceLaw, JointLaw
 from mjsysid.sim.rollout import BatchRollout, align_states, clock_ok
 
 CHUNK_WORK = 20e-6  # s of MuJoCo work per step a chunk needs for a thread (bench/force_laws.py)
-PROBE_STEPS = 8  # steps run as one chunk to time the MuJoCo work per step
+PROBE_STEPS = 8  # steps run as one chunk to time the MuJoCo and Python work per step
+TRIAL_STEPS = 32  # steps run in chunks to see whether the threads pay (a loaded machine)
 _CONTROL_SPEC = int(mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_QFRC_APPLIED)
 
 
@@ -173,7 +177,7 @@ class LockstepRollout:
         self.runner = runner
         self.laws = list(laws)
         self.chunk_work = float(chunk_work)
-        self.last_chunk_count = 0  # chunks of the last run after its probe (diagnostics)
+        self.last_chunk_count = 0  # chunks of the last run's last steps (diagnostics)
         self._bound: dict[int, list[ForceLaw]] = {}
         self._engines = [mujoco.rollout.Rollout(nthread=0) for _ in range(runner.nthread)]
 
@@ -229,7 +233,8 @@ class LockstepRollout:
         buf: _StepBuffers,
     ) -> None:
         """Fills ``buf``: the first :data:`PROBE_STEPS` steps as one chunk on this thread,
-        timed, then the rest in :func:`chunk_count` chunks."""
+        timed; then :data:`TRIAL_STEPS` steps in :func:`chunk_count` chunks, timed; the rest
+        in those chunks if their steps were faster, else as one chunk."""
         nbatch, nstep, nthread = len(models), buf.control.shape[0], self.runner.nthread
         whole = self._chunks(models, values, 1)[0]
         self.last_chunk_count = 1
@@ -240,9 +245,20 @@ class LockstepRollout:
         _step_chunk(whole, laws, buf, x0, range(PROBE_STEPS), probe)
         work = min(probe.mujoco), probe.python()
         count = chunk_count(*work, nbatch, nthread, self.chunk_work)
+        if count == 1:
+            _step_chunk(whole, laws, buf, x0, range(PROBE_STEPS, nstep))
+            return
         chunks = self._chunks(models, values, count)
-        self.last_chunk_count = count
-        _step_chunks(chunks, laws, buf, x0, range(PROBE_STEPS, nstep))
+        trial = range(PROBE_STEPS, min(nstep, PROBE_STEPS + TRIAL_STEPS))
+        start = time.perf_counter()
+        _step_chunks(chunks, laws, buf, x0, trial)
+        chunked = (time.perf_counter() - start) / len(trial)
+        rest = range(trial.stop, nstep)
+        if chunked < sum(probe.total) / len(probe.total) or self.chunk_work <= 0:
+            self.last_chunk_count = count
+            _step_chunks(chunks, laws, buf, x0, rest)
+        else:  # the threads did not pay (e.g. no free core): one chunk
+            _step_chunk(whole, laws, buf, x0, rest)
 
     def _chunks(
         self,
