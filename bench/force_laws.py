@@ -3,13 +3,19 @@
 Usage::
 
     python bench/force_laws.py [--threads N] [--repeats 5] [--links 6] [--steps 1000] [--seq 2]
+    python bench/force_laws.py --scan 4,8,14,26,52 [--threads 2] [--links 6] [--steps 1000]
 
 A chain of hinges (no contacts) with recorded sequences. "built-in": the free parameters are
 each joint's damping (a model parameter, MuJoCo's own damping). "law": the same model and the
 same number of free parameters, the damping now a :class:`ViscousFriction` law per joint (the
-lock-step rollout, one multithreaded MuJoCo call per step). "law+coulomb": a smooth Coulomb
-law as well (twice the parameters). Each row: the best time of one batched evaluation of the
-``p+1`` finite-difference candidates, and its ratio to "built-in" with as many parameters.
+lock-step rollout). "law+coulomb": a smooth Coulomb law as well (twice the parameters). Each
+row: the best time of one batched evaluation of the ``p+1`` finite-difference candidates, and
+its ratio to "built-in" with as many parameters.
+
+``--scan``: the rollouts alone for batches of the given sizes (no residuals), the built-in
+rollout with 1 and ``--threads`` threads against the lock step with the laws on 1 thread and
+on ``--threads`` threads: automatic chunking (``auto``), every thread a chunk (``split``) and
+one chunk (``one``); the ratio is to the built-in rollout with as many threads.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import numpy as np
 import mjsysid as ms
 from mjsysid.sim.force_laws import CoulombFriction, ViscousFriction
 from mjsysid.sim.law_params import force_law_params
+from mjsysid.sim.lockstep import LockstepRollout
+from mjsysid.sim.rollout import BatchRollout
 
 
 def chain_xml(links: int) -> str:
@@ -108,6 +116,45 @@ def cases(links: int, seqs: ms.ModelSequences, nthread: int | None) -> dict[str,
     }
 
 
+def scan(links: int, steps: int, batches: list[int], nthread: int, repeats: int) -> None:
+    """Rollout times per batch size (see the module docstring), best of ``repeats``."""
+    model = mujoco.MjModel.from_xml_string(chain_xml(links))
+    laws = [ViscousFriction(f"v{i}", f"j{i}", directional=False) for i in range(links)]
+    x0 = ms.create_initial_state(model)
+    one, many = BatchRollout(1), BatchRollout(nthread)
+    runs = {
+        "built-in 1t": lambda m, x, u, _v: one.run(m, x, u),
+        f"built-in {nthread}t": lambda m, x, u, _v: many.run(m, x, u),
+        "law 1t": LockstepRollout(one, laws).run,
+        f"law {nthread}t auto": LockstepRollout(many, laws).run,
+        f"law {nthread}t split": LockstepRollout(many, laws, chunk_work=0.0).run,
+        f"law {nthread}t one": LockstepRollout(many, laws, chunk_work=np.inf).run,
+    }
+    best = {(n, name): np.inf for n in batches for name in runs}
+    for _ in range(repeats + 1):  # interleaved, best of
+        for n in batches:
+            k = np.arange(steps)[None, :, None] * (1 + np.arange(n)[:, None, None] / n)
+            ctrl = 0.2 * np.sin(0.01 * k * (1 + np.arange(model.nu)))
+            args = (
+                [model] * n,
+                np.repeat(x0[None], n, 0),
+                ctrl,
+                [{"damping": np.full((n, 1), 0.05)}] * links,
+            )
+            for name, run in runs.items():
+                t0 = time.perf_counter()
+                run(*args)
+                best[n, name] = min(best[n, name], time.perf_counter() - t0)
+    print(f"links={links} steps={steps} threads={nthread}: ms (ratio to built-in, same threads)")
+    print(f"{'batch':>5} " + " ".join(f"{name:>18}" for name in runs))
+    for n in batches:
+        cells = []
+        for name, t in ((name, best[n, name]) for name in runs):
+            ref = best[n, "built-in 1t" if "1t" in name else f"built-in {nthread}t"]
+            cells.append(f"{1e3 * t:9.1f}" + ("" if "built-in" in name else f" ({t / ref:.2f})"))
+        print(f"{n:>5} " + " ".join(f"{c:>18}" for c in cells))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=None)
@@ -115,7 +162,12 @@ def main() -> None:
     ap.add_argument("--links", type=int, default=6)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--seq", type=int, default=2)
+    ap.add_argument("--scan", default="", help="batch sizes, e.g. 4,8,14,26,52")
     args = ap.parse_args()
+    if args.scan:
+        sizes = [int(n) for n in args.scan.split(",")]
+        scan(args.links, args.steps, sizes, args.threads or 2, args.repeats)
+        return
     spec = mujoco.MjSpec.from_string(chain_xml(args.links))
     seqs = sequences(spec, args.seq, args.steps)
     todo = cases(args.links, seqs, args.threads)
