@@ -111,8 +111,24 @@ def block_bootstrap(
         residual), or ``blocks`` of the wrong shape.
     """
     labels = np.asarray(blocks)
-    if labels.shape != (r.size,) or labels.dtype.kind not in "iu":
-        raise ValueError(must_be("blocks", f"({r.size},) integer labels", labels))
+    groups = _checked(labels, r.size, draws, steps, residual is not None)
+    mask = np.ones(x.size, dtype=bool) if free is None else np.asarray(free, dtype=bool)
+    problem = _Problem(residual, x, r, J, bounds, mask)
+    index = np.searchsorted(groups, labels)
+    rng = np.random.default_rng(seed)
+    samples = np.empty((int(draws), x.size))
+    for b in range(int(draws)):
+        counts = rng.multinomial(groups.size, np.full(groups.size, 1.0 / groups.size))
+        w = np.where(labels >= 0, counts[np.minimum(index, groups.size - 1)], 1.0)
+        samples[b] = _refit(problem, np.sqrt(w), int(steps))
+    q = np.quantile(samples, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+    return Bootstrap(q[0], q[1], samples, int(groups.size))
+
+
+def _checked(labels: np.ndarray, n: int, draws: Any, steps: Any, refits: bool) -> np.ndarray:
+    """The distinct blocks of checked arguments of :func:`block_bootstrap`."""
+    if labels.shape != (n,) or labels.dtype.kind not in "iu":
+        raise ValueError(must_be("blocks", f"({n},) integer labels", labels))
     groups = np.unique(labels[labels >= 0])
     if groups.size < 2:
         raise ValueError(
@@ -128,19 +144,9 @@ def block_bootstrap(
         raise ValueError(must_be("draws", "an integer >= 2", draws))
     if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
         raise ValueError(must_be("steps", "an integer >= 1", steps))
-    if steps > 1 and residual is None:
+    if steps > 1 and not refits:
         raise ValueError(must_be("steps", "1 without a residual function to refit", steps))
-    mask = np.ones(x.size, dtype=bool) if free is None else np.asarray(free, dtype=bool)
-    problem = _Problem(residual, x, r, J, bounds, mask)
-    index = np.searchsorted(groups, labels)
-    rng = np.random.default_rng(seed)
-    samples = np.empty((int(draws), x.size))
-    for b in range(int(draws)):
-        counts = rng.multinomial(groups.size, np.full(groups.size, 1.0 / groups.size))
-        w = np.where(labels >= 0, counts[np.minimum(index, groups.size - 1)], 1.0)
-        samples[b] = _refit(problem, np.sqrt(w), int(steps))
-    q = np.quantile(samples, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-    return Bootstrap(q[0], q[1], samples, int(groups.size))
+    return groups
 
 
 def _refit(problem: _Problem, sw: np.ndarray, steps: int) -> np.ndarray:

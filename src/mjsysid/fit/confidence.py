@@ -391,22 +391,58 @@ def compute_confidence(
     """
     if method not in METHODS:
         raise ValueError(must_be("method", f"one of {list(METHODS)}", method))
-    rows = _prior_of(opt_result)
-    m = 0 if rows is None else rows.size
+    fit = _FitInput.of(opt_result, residual_fn, params)
+    conf, J = _linear(fit, alpha, rough)
+    if method == "linear":
+        return conf
+    if fit.bounds is None:
+        raise ValueError(
+            "compute_confidence(method='bootstrap') needs params (the fitted parameters, "
+            "for their bounds), got None"
+        )
     n = opt_result.fun.size
-    groups = _data_groups(residual_fn, n - m, n)
-    x, names = opt_result.x, list(opt_result.parameter_names)
-    bounds = params.get_bounds() if params is not None and params.size == x.size else None
-    residual = None
-    if bounds is not None and params is not None:
-        residual = _vectorised(opt_result, residual_fn, params, rows)
-    J = np.asarray(opt_result.jac, dtype=np.float64)
+    labels = block_labels(residual_fn, n) if blocks is None else np.asarray(blocks)
+    return _bootstrapped(
+        conf, opt_result, _BootstrapInput(fit.residual, J, fit.bounds, labels, draws, seed, steps)
+    )
+
+
+@dataclass(frozen=True)
+class _FitInput:
+    """What the intervals of a finished fit are computed from."""
+
+    result: OptimizeResult
+    rows: PriorRows | None
+    groups: np.ndarray | None
+    bounds: Bounds | None
+    residual: _Vectorised | None
+
+    @classmethod
+    def of(
+        cls, result: OptimizeResult, residual_fn: Any, params: ParameterDict | None
+    ) -> _FitInput:
+        rows = _prior_of(result)
+        n = result.fun.size
+        groups = _data_groups(residual_fn, n - (0 if rows is None else rows.size), n)
+        if params is None or params.size != result.x.size:
+            return cls(result, rows, groups, None, None)
+        residual = _vectorised(result, residual_fn, params, rows)
+        return cls(result, rows, groups, params.get_bounds(), residual)
+
+
+def _linear(fit: _FitInput, alpha: float, rough: bool) -> tuple[Confidence, np.ndarray]:
+    """The linearised intervals (bounds held, collinear groups withheld, rough columns
+    re-stepped) and the Jacobian they used."""
+    res, rows = fit.result, fit.rows
+    x, names = res.x, list(res.parameter_names)
+    J = np.asarray(res.jac, dtype=np.float64)
     notes: list[str] = []
-    if residual is not None and rough and bounds is not None:
-        J, notes = _rough_checked(residual, x, J, bounds, names)
-    at_bound = None if bounds is None else bound_sides(x, *bounds)
+    if fit.residual is not None and rough and fit.bounds is not None:
+        J, notes = _rough_checked(fit.residual, x, J, fit.bounds, names)
+    at_bound = None if fit.bounds is None else bound_sides(x, *fit.bounds)
     fixed = np.zeros(x.size, bool) if at_bound is None else at_bound != 0
-    cov, half = _held_intervals(opt_result.fun, J, alpha, groups, m, fixed)
+    m = 0 if rows is None else rows.size
+    cov, half = _held_intervals(res.fun, J, alpha, fit.groups, m, fixed)
     collinear = _unresolved(near_collinear(J, names, x), rows)
     _withhold(cov, half, sorted({i for c in collinear for i in c.members if not fixed[i]}))
     conf = Confidence(
@@ -415,19 +451,9 @@ def compute_confidence(
         half,
         cov,
         alpha,
-        converged=bool(opt_result.success),
+        converged=bool(res.success),
         at_bound=at_bound,
         determined_by=None if rows is None else determined_by(half, cov, rows),
         notes=notes + [c.text() for c in collinear],
     )
-    if method == "linear":
-        return conf
-    if bounds is None:
-        raise ValueError(
-            "compute_confidence(method='bootstrap') needs params (the fitted parameters, "
-            "for their bounds), got None"
-        )
-    labels = block_labels(residual_fn, n) if blocks is None else np.asarray(blocks)
-    return _bootstrapped(
-        conf, opt_result, _BootstrapInput(residual, J, bounds, labels, draws, seed, steps)
-    )
+    return conf, J

@@ -75,8 +75,7 @@ def calculate_intervals(
         only ``rtol`` decides). ``mujoco.sysid``'s default 1e-15 changes nothing next to
         ``rtol``.
       v_zero_thresh: A parameter is unidentifiable when its components in the unidentifiable
-        directions have a norm above this (``None``: 1e-6) and matter: their variance at the
-        cut eigenvalue exceeds the parameter's own (see the module docstring).
+        directions have a norm above this (``None``: 1e-6) and matter (module docstring).
       noise_variance: Known residual variance, ``> 0``: a scalar or ``(n,)`` per entry.
         Default: pooled estimate ``‖r‖²/(n − p)``, or per group with ``groups``.
       groups: ``(n,)`` labels (e.g. one per sensor): a separate variance is estimated for each
