@@ -126,3 +126,22 @@ def test_block_labels_follow_the_residual_blocks():
 
     assert block_labels(WithOffsets(), 7).tolist() == [0, 0, 0, 1, 1, -1, -1]
     assert block_labels(object(), 7) is None
+
+
+def test_a_parameter_of_one_block_keeps_its_linearised_interval():
+    """A window's initial state acts on its own rows only: resampling windows cannot show its
+    spread (a window drawn twice fits it as once), so it keeps the linearised interval."""
+    rng = np.random.default_rng(4)
+    res, params, _ = _fit(A @ THETA + _ar1(rng))
+    local = np.where(LABELS == 0, np.exp(-5 * T), 0.0)
+    J = np.column_stack([A, local])
+    res.jac, res.x = J, np.append(res.x, 0.0)
+    res.parameter_names = ["offset", "slope", "seq0/qvel0"]
+    params.add(ms.Parameter("seq0/qvel0", 0.0, -1, 1))
+    lin = compute_confidence(res, None, params=params)
+    bs = compute_confidence(res, None, params=params, method="bootstrap", draws=50, blocks=LABELS)
+    np.testing.assert_allclose(bs.ends()[2], lin.ends()[2])
+    assert bs.half_widths[2] == pytest.approx(lin.half_widths[2])
+    assert bs.notes[-1].endswith(
+        "; 1 parameter(s) seen by one block only (window starts) keep their linearised intervals"
+    )

@@ -228,3 +228,17 @@ def test_an_unknown_method_is_refused():
     res = _result([1.0], [0.1, -0.1, 0.2], [[1.0], [2.0], [3.0]], ["a"])
     with pytest.raises(ValueError, match=r"method must be one of \['linear', 'bootstrap'\]"):
         compute_confidence(res, None, method="jackknife")
+
+
+def test_a_bound_member_of_a_collinear_pair_does_not_pin_its_partner():
+    """The UR5e case: the shoulder mass 2.1e-8 above its bound, its column nearly the pan
+    armature's. Held at the bound, the armature alone would get a zero-width interval that
+    has absorbed the mass's error; the pair's caveat keeps it infinite."""
+    J, names = _collinear_problem()
+    x = np.array([2.1e-8, 0.3, 0.1])
+    params = _params(names, x, [0, 0, 0], [10, 10, 10])
+    conf = compute_confidence(_result(x, np.zeros(200), J, names), None, params=params)
+    assert conf.at_bound.tolist() == [-1, 0, 0]
+    assert np.isinf(conf.half_widths[:2]).all() and conf.half_widths[2] == 0.0
+    assert any(c.startswith("shoulder_mass is at its lower bound") for c in conf.caveats())
+    assert any(c.startswith("shoulder_mass and pan_armature: only") for c in conf.caveats())

@@ -382,10 +382,11 @@ def _shooting_options(top: _Node) -> dict[str, Any] | None:
         "window": window,
         "overlap": 0.0 if overlap is None else overlap,
         "estimate_initial_state": node.get("estimate_initial_state", bool, True),
-        "estimate_activation": node.get("estimate_activation", bool, None),
         "qpos_margin": _positive_number(node, "qpos_margin", 0.2),
         "qvel_margin": _positive_number(node, "qvel_margin", 2.0),
     }
+    if "estimate_activation" in node.data:  # (absent: as before, when the model has any)
+        opts["estimate_activation"] = node.get("estimate_activation", bool)
     node.finish()
     return opts
 

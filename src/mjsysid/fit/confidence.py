@@ -285,6 +285,18 @@ def _withhold(cov: np.ndarray, half: np.ndarray, members: list[int]) -> None:
         half[members] = np.inf
 
 
+def _local_columns(J: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """``(p,)`` bool: the columns that act on the rows of one block only (a window's initial
+    state). Resampling blocks cannot show their spread: a block drawn ``c`` times fits its
+    own parameters as once, and one not drawn leaves them where they are."""
+    labels = np.asarray(blocks)
+    out = np.zeros(J.shape[1], dtype=bool)
+    for i in range(J.shape[1]):
+        seen = np.unique(labels[(J[:, i] != 0) & (labels >= 0)])
+        out[i] = seen.size == 1
+    return out
+
+
 def _bootstrapped(
     conf: Confidence, opt_result: OptimizeResult, problem: _BootstrapInput
 ) -> Confidence:
@@ -312,10 +324,13 @@ def _bootstrapped(
         free=~fixed,
     )
     finite = np.isfinite(conf.half_widths)
-    ends = np.column_stack([boot.lower, boot.upper])
+    local = _local_columns(problem.J, problem.blocks) & finite
+    boot_ends = np.column_stack([boot.lower, boot.upper])
+    ends = np.where(local[:, None], conf.ends(), boot_ends)
     ends[~finite] = [-np.inf, np.inf]
-    half = np.where(finite, np.maximum(boot.upper - conf.values, conf.values - boot.lower), np.inf)
+    half = np.where(finite, np.maximum(ends[:, 1] - conf.values, conf.values - ends[:, 0]), np.inf)
     cov = np.cov(boot.samples.T).reshape(conf.values.size, conf.values.size)
+    cov[local, :], cov[:, local] = conf.covariance[local, :], conf.covariance[:, local]
     cov[~finite, :] = np.nan
     cov[:, ~finite] = np.nan
     cov[~finite, ~finite] = np.inf
@@ -323,6 +338,12 @@ def _bootstrapped(
         f"bootstrap: {problem.draws} draws over {boot.blocks} blocks (sequences or windows) "
         "resampled with replacement; percentile intervals"
         + ("; with under 10 blocks they are themselves rough" if boot.blocks < 10 else "")
+        + (
+            f"; {int(local.sum())} parameter(s) seen by one block only (window starts) keep "
+            "their linearised intervals"
+            if local.any()
+            else ""
+        )
     )
     return dataclasses.replace(
         conf,
