@@ -18,8 +18,9 @@ Problems:
   to the bundled recording; each draw's data are the truth's prediction plus noise (the
   residual ``r'(θ) = r(θ) − r(θ*) − ε``).
 
-Noise: Gaussian, 1 % of each measured signal's standard deviation (arm, quadruped) or of the
-encoder's (motor), independent per sample. Usage::
+Noise: Gaussian, independent per sample, 1 % of each sensor's standard deviation (one level
+for all components of a 3-D sensor, the RMS of theirs; arm, quadruped) or of the encoder's
+(motor). Usage::
 
     python bench/coverage.py                      # all three, 20 draws each
     python bench/coverage.py --problem arm --draws 50
@@ -136,13 +137,25 @@ def _group(name: str) -> str:
     return "physics"
 
 
+def _sensor_std(model: mujoco.MjModel, data: np.ndarray) -> np.ndarray:
+    """``(nsensordata,)`` one standard deviation per sensor (the RMS of its components'),
+    as a sensor's noise is one level for all its components (mjsysid estimates one
+    variance per measured signal)."""
+    sd = np.std(data, axis=0)
+    out = np.empty_like(sd)
+    for i in range(model.nsensor):
+        a, d = int(model.sensor_adr[i]), int(model.sensor_dim[i])
+        out[a : a + d] = np.sqrt(np.mean(sd[a : a + d] ** 2))
+    return out
+
+
 def bench_case(prob: pb.Problem, start: str, max_iters: int, rough: bool = True) -> Case:
     """A :mod:`problems` problem whose draws add noise to its sensor data."""
     spec = prob.spec()
     model = spec.compile()
     template = ours_params(prob, spec, model)
     names = template.get_non_frozen_parameter_names()
-    std = [np.std(s.sensordata, axis=0) for s in prob.sequences]
+    std = [_sensor_std(model, s.sensordata) for s in prob.sequences]
 
     def fit(rng: np.random.Generator) -> tuple[np.ndarray, Any, Any]:
         seqs = prob.sequences
