@@ -60,3 +60,25 @@ def test_estimate_activation_must_be_a_bool(tmp_path):
         ExperimentError, match=r"shooting\.estimate_activation must be bool, got str 'no'"
     ):
         load_experiment(_dcmotor(tmp_path, "{window: 2.0, estimate_activation: 'no'}"))
+
+
+def test_a_windowed_fit_gets_bootstrap_intervals_from_its_experiment_file(tmp_path):
+    from mjsysid.fit.confidence import compute_confidence
+    from mjsysid.fit.optimize import optimize
+
+    exp = load_experiment(
+        _dcmotor(tmp_path, "{window: 2.0}", "confidence: {method: bootstrap, draws: 20}")
+    )
+    rf = exp.build_residual_fn()
+    opt, res = optimize(exp.params, rf, max_iters=30)
+    conf = compute_confidence(res, rf, params=opt, **exp.confidence)
+    assert conf.method == "bootstrap"
+    assert conf.notes[-1] == (
+        "bootstrap: 20 draws over 10 blocks (sequences or windows) resampled with replacement; "
+        "percentile intervals; 30 parameter(s) seen by one block only (window starts) keep "
+        "their linearised intervals"
+    )
+    physics = [i for i, n in enumerate(conf.names) if "#" not in n]
+    lo, hi = conf.ends()[physics].T
+    assert len(physics) == 5 and (lo < conf.values[physics]).all()
+    assert (conf.values[physics] < hi).all()

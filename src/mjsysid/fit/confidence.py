@@ -44,7 +44,8 @@ class Confidence:
         intervals linearise the model at the end point; at a point that is not a minimum they
         describe nothing useful.
       at_bound: ``(p,)`` ``-1`` / ``+1`` where the value sits at its lower / upper bound, else
-        ``0`` (the interval of such a parameter ignores the bound and is not meaningful).
+        ``0`` (:func:`bound_sides`). Such a parameter was held at its bound for the others'
+        intervals; its own is bound-limited and reported infinite.
       determined_by: After a MAP fit (``None`` without priors), per parameter: ``"data"``,
         ``"prior"``, ``"data and prior"``, or ``"none"`` (an infinite interval); see
         :func:`determined_by`.
