@@ -242,3 +242,18 @@ def test_a_bound_member_of_a_collinear_pair_does_not_pin_its_partner():
     assert np.isinf(conf.half_widths[:2]).all() and conf.half_widths[2] == 0.0
     assert any(c.startswith("shoulder_mass is at its lower bound") for c in conf.caveats())
     assert any(c.startswith("shoulder_mass and pan_armature: only") for c in conf.caveats())
+
+
+def test_a_column_without_effect_or_at_round_off_is_not_rough():
+    t = T[:, None]
+
+    def residual(X):
+        # θ1 has no effect; θ2 one at the round-off of the residual (1e-300 of θ0's)
+        return t * X[0] - 0.5 * t + 0.0 * X[1] + 1e-300 * X[2]
+
+    x = np.array([0.2, 0.3, 0.4])
+    bounds = (np.full(3, -1.0), np.full(3, 1.0))
+    J0 = fd_jacobian(residual, x, residual(x[:, None])[:, 0], bounds)
+    J, factor = rough_columns(residual, x, J0, bounds)
+    assert factor.tolist() == [1.0, 1.0, 1.0]
+    np.testing.assert_array_equal(J, J0)

@@ -175,10 +175,12 @@ ROUGH_FACTORS = (100.0, 1e4)  # larger steps tried for a column that is not stab
 ROUGH_RTOL = 0.2  # two steps' columns agree when they differ by less than this (relative)
 
 
-def _agree(a: np.ndarray, b: np.ndarray, rtol: float) -> np.ndarray:
-    """``(p,)`` bool: columns of ``a`` and ``b`` differ by less than ``rtol`` of the larger."""
+def _agree(a: np.ndarray, b: np.ndarray, rtol: float, atol: np.ndarray) -> np.ndarray:
+    """``(p,)`` bool: columns of ``a`` and ``b`` differ by less than ``rtol`` of the larger,
+    or by less than ``atol`` (``(p,)``, the round-off floor of the smaller step)."""
     diff = np.linalg.norm(a - b, axis=0)
-    return diff <= rtol * np.maximum(np.linalg.norm(a, axis=0), np.linalg.norm(b, axis=0))
+    big = np.maximum(np.linalg.norm(a, axis=0), np.linalg.norm(b, axis=0))
+    return (diff <= rtol * big) | (diff <= atol)
 
 
 def rough_columns(
@@ -218,6 +220,9 @@ def rough_columns(
     used = np.ones(x.size)
     todo = np.arange(x.size)
     prev = out.copy()
+    # a difference of residuals within round-off: ~100 ulp of ‖r‖ over the step
+    floor = 1e2 * np.finfo(np.float64).eps * float(np.linalg.norm(r0))
+    h_prev = np.abs(_fd_steps(x, hi, eps))
     for f in factors:
         if not todo.size:
             break
@@ -230,13 +235,13 @@ def rough_columns(
             col = (np.asarray(residual(X), dtype=np.float64) - r0[:, None]) / h[None, :]
         ok = np.all(np.isfinite(col), axis=0) & (h != 0)
         if not np.all(ok):
-            todo = todo[ok]
+            todo, h, h_prev = todo[ok], h[ok], h_prev[ok]
             col, prev = col[:, ok], prev[:, ok]
-        stable = _agree(prev, col, rtol)
+        stable = _agree(prev, col, rtol, floor / h_prev)
         # a column that agrees keeps the smaller step's (already in out); the others move on
         out[:, todo] = np.where(stable[None, :], out[:, todo], col)
         used[todo[~stable]] = f
-        todo, prev = todo[~stable], col[:, ~stable]
+        todo, prev, h_prev = todo[~stable], col[:, ~stable], np.abs(h[~stable])
     return out, used
 
 
