@@ -17,7 +17,10 @@ The ``α/2`` and ``1 − α/2`` quantiles of the ``θ_b`` are the percentile int
 every block (the prior rows of a MAP fit, label ``-1``) keep weight 1. Reference: Künsch,
 "The jackknife and the bootstrap for general stationary observations", Ann. Statist. 17
 (1989); Efron & Tibshirani, *An Introduction to the Bootstrap* (1993), §13 (percentile).
-With few blocks (under ~10) the percentile intervals are themselves rough.
+With few blocks (under ~10) the percentile intervals are themselves rough. A parameter that acts
+on one block only (a window's initial state, :func:`local_columns`) is not seen to vary by
+resampling blocks; :func:`~mjsysid.fit.confidence.compute_confidence` keeps its linearised
+interval.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 from mjsysid.fit.jacobian import fd_jacobian
 from mjsysid.util.errors import must_be
 
-__all__ = ["Bootstrap", "block_bootstrap", "block_labels"]
+__all__ = ["Bootstrap", "block_bootstrap", "block_labels", "local_columns"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,18 @@ def block_bootstrap(
         samples[b] = _refit(problem, np.sqrt(w), int(steps))
     q = np.quantile(samples, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
     return Bootstrap(q[0], q[1], samples, int(groups.size))
+
+
+def local_columns(J: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """``(p,)`` bool: the columns that act on the rows of one block only (a window's initial
+    state). Resampling blocks cannot show their spread: a block drawn ``c`` times fits its
+    own parameters as once, and one not drawn leaves them where they are."""
+    labels = np.asarray(blocks)
+    out = np.zeros(J.shape[1], dtype=bool)
+    for i in range(J.shape[1]):
+        seen = np.unique(labels[(J[:, i] != 0) & (labels >= 0)])
+        out[i] = seen.size == 1
+    return out
 
 
 def _checked(labels: np.ndarray, n: int, draws: Any, steps: Any, refits: bool) -> np.ndarray:

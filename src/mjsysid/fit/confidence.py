@@ -5,6 +5,13 @@
 signal where the residual function says which rows belong to which signal, and marks values
 that sit at a bound; :class:`Confidence` carries the result and says, in words, what limits it.
 
+What limits an interval (issue #20; ``docs/intervals.md``): a value at a bound is held there
+and its own interval is bound-limited; near-collinear parameters
+(:mod:`mjsysid.fit.collinear`) get infinite intervals and a caveat naming their combination,
+whatever the noise; Jacobian columns a rough (contact) cost spoils take a larger step
+(:func:`~mjsysid.fit.jacobian.rough_columns`); ``method="bootstrap"`` resamples sequences or
+windows (:mod:`mjsysid.fit.bootstrap`) for correlated residuals.
+
 After a MAP fit (priors on parameters, :mod:`mjsysid.fit.prior`) the residual and the
 Jacobian end with the prior rows (``result.extras["prior"]``): the intervals include the
 prior, and each parameter is said to be determined by the data, by its prior, or by both
@@ -19,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from mjsysid.fit.bootstrap import block_bootstrap, block_labels
+from mjsysid.fit.bootstrap import block_bootstrap, block_labels, local_columns
 from mjsysid.fit.collinear import Collinear, near_collinear
 from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.fit.jacobian import CountedResidual, rough_columns
@@ -286,18 +293,6 @@ def _withhold(cov: np.ndarray, half: np.ndarray, members: list[int]) -> None:
         half[members] = np.inf
 
 
-def _local_columns(J: np.ndarray, blocks: np.ndarray) -> np.ndarray:
-    """``(p,)`` bool: the columns that act on the rows of one block only (a window's initial
-    state). Resampling blocks cannot show their spread: a block drawn ``c`` times fits its
-    own parameters as once, and one not drawn leaves them where they are."""
-    labels = np.asarray(blocks)
-    out = np.zeros(J.shape[1], dtype=bool)
-    for i in range(J.shape[1]):
-        seen = np.unique(labels[(J[:, i] != 0) & (labels >= 0)])
-        out[i] = seen.size == 1
-    return out
-
-
 def _bootstrapped(
     conf: Confidence, opt_result: OptimizeResult, problem: _BootstrapInput
 ) -> Confidence:
@@ -325,7 +320,7 @@ def _bootstrapped(
         free=~fixed,
     )
     finite = np.isfinite(conf.half_widths)
-    local = _local_columns(problem.J, problem.blocks) & finite
+    local = local_columns(problem.J, problem.blocks) & finite
     boot_ends = np.column_stack([boot.lower, boot.upper])
     ends = np.where(local[:, None], conf.ends(), boot_ends)
     ends[~finite] = [-np.inf, np.inf]
