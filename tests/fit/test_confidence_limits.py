@@ -257,3 +257,34 @@ def test_a_column_without_effect_or_at_round_off_is_not_rough():
     J, factor = rough_columns(residual, x, J0, bounds)
     assert factor.tolist() == [1.0, 1.0, 1.0]
     np.testing.assert_array_equal(J, J0)
+
+
+def test_a_column_stable_at_no_step_is_said_to_be_rough_and_not_called_collinear():
+    t = T[:, None]
+
+    def residual_fn(X, params):
+        # θ1 and θ2 both make the same contact at any step up from here: a jump that no
+        # step size averages out
+        chatter = 0.1 * (X[1] + X[2] > 0.3 + 0.1)
+        return t * X[0] + t**2 * (X[1] + chatter) + np.cos(3 * t) * X[2] - 0.5 * t
+
+    names = ["damping", "friction", "stiction"]
+    x = np.array([0.2, 0.3, 0.1])
+    bounds = (np.full(3, -1.0), np.full(3, 1.0))
+    r0 = residual_fn(x[:, None], None)[:, 0]
+    J0 = fd_jacobian(lambda X: residual_fn(X, None), x, r0, bounds)
+    res = _result(x, r0, J0, names)
+    conf = compute_confidence(res, residual_fn, params=_params(names, x, [-1] * 3, [1] * 3))
+    assert conf.notes[0].startswith("2 Jacobian column(s) used a larger finite-difference step")
+    assert conf.notes[1] == (
+        "2 of them agreed at no step tried (up to 10000x): the cost is step-like there at every "
+        "scale and their intervals are rough (friction, stiction)"
+    )
+    # both columns are the chatter's jump over the step: alike, but no collinearity is named
+    assert near_collinear(conf_jacobian(residual_fn, x, J0, bounds), names, x)
+    assert len(conf.notes) == 2
+
+
+def conf_jacobian(residual_fn, x, J0, bounds):
+    """The Jacobian compute_confidence uses (rough columns re-stepped)."""
+    return rough_columns(lambda X: residual_fn(X, None), x, J0, bounds)[0]

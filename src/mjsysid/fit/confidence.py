@@ -29,7 +29,7 @@ import numpy as np
 from mjsysid.fit.bootstrap import block_bootstrap, block_labels, local_columns
 from mjsysid.fit.collinear import Collinear, near_collinear
 from mjsysid.fit.intervals import calculate_intervals
-from mjsysid.fit.jacobian import CountedResidual, rough_columns
+from mjsysid.fit.jacobian import ROUGH_FACTORS, CountedResidual, rough_columns
 from mjsysid.fit.optimize import OptimizeResult
 from mjsysid.fit.prior import PriorRows
 from mjsysid.params.parameter import ParameterDict
@@ -243,20 +243,43 @@ def _vectorised(
 
 def _rough_checked(
     residual: _Vectorised, x: np.ndarray, J: np.ndarray, bounds: Bounds, names: list[str]
-) -> tuple[np.ndarray, list[str]]:
-    """``J`` with a larger step for the columns a rough cost spoils, and the note saying so
-    (:func:`~mjsysid.fit.jacobian.rough_columns`)."""
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """``J`` with a larger step for the columns a rough cost spoils, the notes saying so
+    (:func:`~mjsysid.fit.jacobian.rough_columns`) and ``(p,)`` which columns were stable at
+    no step (they took the largest)."""
     J2, factor = rough_columns(residual, x, J, bounds)
     larger = np.flatnonzero(factor > 1)
+    unstable = factor >= max(ROUGH_FACTORS)
     if not larger.size:
-        return J, []
-    listed = ", ".join(f"{names[i]} ({factor[i]:g}x)" for i in larger[:6])
-    more = f" and {larger.size - 6} more" if larger.size > 6 else ""
-    return J2, [
+        return J, [], unstable
+    notes = [
         f"{larger.size} Jacobian column(s) used a larger finite-difference step, where the "
         f"default step's column was not stable: contact or friction makes the cost rough "
-        f"({listed}{more}); these intervals linearise the cost averaged over that step"
+        f"({_listed(names, larger, factor)}); these intervals linearise the cost averaged "
+        "over that step"
     ]
+    if unstable.any():
+        notes.append(
+            f"{int(unstable.sum())} of them agreed at no step tried (up to "
+            f"{max(ROUGH_FACTORS):g}x): the cost is step-like there at every scale and their "
+            f"intervals are rough ({_listed(names, np.flatnonzero(unstable), None)})"
+        )
+    return J2, notes, unstable
+
+
+def _listed(names: list[str], index: np.ndarray, factor: np.ndarray | None) -> str:
+    """Up to six names (with their step factors), and how many more."""
+    shown = [names[i] + ("" if factor is None else f" ({factor[i]:g}x)") for i in index[:6]]
+    more = f" and {index.size - 6} more" if index.size > 6 else ""
+    return ", ".join(shown) + more
+
+
+def _collinear(J: np.ndarray, names: list[str], x: np.ndarray, skip: np.ndarray) -> list[Collinear]:
+    """:func:`near_collinear` over the columns not in ``skip`` (those stable at no step: a
+    step-like cost makes them look alike, all dominated by the same contact event)."""
+    keep = np.flatnonzero(~skip)
+    found = near_collinear(J[:, keep], [names[i] for i in keep], x[keep])
+    return [dataclasses.replace(c, members=tuple(int(keep[i]) for i in c.members)) for c in found]
 
 
 def _held_intervals(
@@ -454,13 +477,14 @@ def _linear(fit: _FitInput, alpha: float, rough: bool) -> tuple[Confidence, np.n
     x, names = res.x, list(res.parameter_names)
     J = np.asarray(res.jac, dtype=np.float64)
     notes: list[str] = []
+    unstable = np.zeros(x.size, dtype=bool)
     if fit.residual is not None and rough and fit.bounds is not None:
-        J, notes = _rough_checked(fit.residual, x, J, fit.bounds, names)
+        J, notes, unstable = _rough_checked(fit.residual, x, J, fit.bounds, names)
     at_bound = None if fit.bounds is None else bound_sides(x, *fit.bounds)
     fixed = np.zeros(x.size, bool) if at_bound is None else at_bound != 0
     m = 0 if rows is None else rows.size
     cov, half = _held_intervals(res.fun, J, alpha, fit.groups, m, fixed)
-    collinear = _unresolved(near_collinear(J, names, x), rows)
+    collinear = _unresolved(_collinear(J, names, x, unstable), rows)
     _withhold(cov, half, sorted({i for c in collinear for i in c.members if not fixed[i]}))
     conf = Confidence(
         names,

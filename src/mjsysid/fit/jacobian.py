@@ -212,7 +212,7 @@ def rough_columns(
 
     Returns:
       ``(J' (n, p), factor (p,))``: the Jacobian and, per column, the step factor it took
-      (1 where ``J``'s column was stable).
+      (1 where ``J``'s column was stable; the largest factor where no step was).
     """
     lo, hi = bounds
     r0 = np.asarray(residual(x[:, None]), dtype=np.float64)[:, 0]
