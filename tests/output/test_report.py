@@ -410,7 +410,7 @@ def test_report_from_a_real_fit(fit: Fit, tmp_path: Path) -> None:
     names = [t["name"] for t in figs["s0c0"]["data"]]
     assert names == ["measured", "initial", "identified", "initial", "identified"]
     assert [t.get("yaxis") for t in figs["s0c0"]["data"]][-1] == "y2"  # residual panel
-    assert figs["corr"]["data"][0]["x"] == ["j1_damping", "j2_damping"]
+    assert figs["corr"]["data"][0]["x"] == ["j1_damping", "j2_damping (at its bound)"]
     # Videos: rendered when offscreen OpenGL works, else the section says why.
     gifs = sorted((folder / "report_assets").glob("video-*.gif"))
     if gifs:

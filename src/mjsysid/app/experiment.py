@@ -54,6 +54,16 @@ Multiple shooting (``shooting:``, optional; what :func:`mjsysid.split_windows` a
   velocities of every window (or of every sequence, without ``window``) to the parameters
   (``<name>/<sequence>#<k>/<joint>_qpos0``, ``..._qvel0``), within ``qpos_margin`` (rad or
   m, default 0.2) and ``qvel_margin`` (rad/s or m/s, default 2.0) of the measured values.
+* ``estimate_activation`` (bool, default: when the model has actuator activations): with
+  ``estimate_initial_state``, also every window's initial activations (``..._act0``); false
+  keeps the activations simulated with the nominal model (a filter state that cancels with
+  the window-start velocities makes a degenerate direction).
+
+Intervals (``confidence:``, optional): ``method`` (``linear``, the default, or ``bootstrap``:
+a block bootstrap over the sequences or windows, for correlated residuals or a model that
+misses, see :func:`mjsysid.fit.confidence.compute_confidence`), ``draws`` (integer >= 2,
+default 200), ``seed`` (integer, default 0) and ``steps`` (Gauss-Newton steps per refit,
+integer >= 1, default 1).
 
 Parameter kinds: those of :mod:`mjsysid.params.kinds` plus ``body_mass``, ``body_mass_ipos``
 and ``body_inertia`` (10-D pseudo-inertia). The ``sensor_*`` kinds build a
@@ -267,6 +277,8 @@ class Experiment:
         cmaes`` and its options) or ``{"starts": N}`` (empty: the local fit alone).
       export_urdf: The ``export: {urdf: FILE}`` key: the URDF the model was made from (its
         joints are the model's); the results folder gets its identified copy.
+      confidence: The ``confidence:`` key as keywords of
+        :func:`~mjsysid.fit.confidence.compute_confidence` (empty: linearised intervals).
       executor: The ``executor:`` key as keyword arguments of
         :func:`mjsysid.fit.distributed.make_executor` (``None``: evaluate on this process's
         threads).
@@ -291,6 +303,7 @@ class Experiment:
     search: dict[str, Any] = field(default_factory=dict)
     holdout: ModelSequences | None = None
     export_urdf: Path | None = None
+    confidence: dict[str, Any] = field(default_factory=dict)
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -379,6 +392,8 @@ def _shooting_options(top: _Node) -> dict[str, Any] | None:
         "qpos_margin": _positive_number(node, "qpos_margin", 0.2),
         "qvel_margin": _positive_number(node, "qvel_margin", 2.0),
     }
+    if "estimate_activation" in node.data:  # (absent: as before, when the model has any)
+        opts["estimate_activation"] = node.get("estimate_activation", bool)
     node.finish()
     return opts
 
@@ -448,6 +463,7 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
     fit, fit_given, search = _fit_options(top, ld.source)
     executor = _executor(top, ld.source)
     export_urdf = _export_urdf(top, ld)
+    confidence = _confidence_options(top)
     top.finish()
     return Experiment(
         path,
@@ -469,7 +485,27 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
         search=search,
         holdout=holdout,
         export_urdf=export_urdf,
+        confidence=confidence,
     )
+
+
+def _confidence_options(top: _Node) -> dict[str, Any]:
+    """The ``confidence:`` key as keywords of :func:`~mjsysid.fit.confidence.compute_confidence`."""
+    node = top.child("confidence")
+    if node is None:
+        return {}
+    method = node.get("method", str, "linear")
+    if method not in ("linear", "bootstrap"):
+        raise node.err("method", "linear or bootstrap", method)
+    opts: dict[str, Any] = {"method": method}
+    for key, least in (("draws", 2), ("seed", 0), ("steps", 1)):
+        value = node.get(key, int, None, expected=f"an integer >= {least}")
+        if value is not None:
+            if value < least:
+                raise node.err(key, f"an integer >= {least}", value)
+            opts[key] = value
+    node.finish()
+    return opts
 
 
 def _limits(top: _Node, source: str) -> None:
@@ -990,7 +1026,10 @@ def _apply_shooting(
         return sequences, ParameterDict()
     try:
         state = initial_state_params(
-            sequences, qpos_margin=opts["qpos_margin"], qvel_margin=opts["qvel_margin"]
+            sequences,
+            qpos_margin=opts["qpos_margin"],
+            qvel_margin=opts["qvel_margin"],
+            act=opts.get("estimate_activation"),
         )
     except (KeyError, ValueError) as e:
         msg = e.args[0] if isinstance(e, KeyError) else str(e)

@@ -39,6 +39,7 @@ __all__ = [
     "ParameterAudit",
     "audit_jacobian",
     "audit_residual",
+    "name_direction",
     "noise_from_residual",
     "parameter_scales",
 ]
@@ -241,15 +242,34 @@ def _combinations(
     names: Sequence[str],
     weight: float,
 ) -> list[Combination]:
-    out = []
     s1 = float(s[0]) if s.size and s[0] > 0 else 1.0
-    for row, k in enumerate(weak):
-        u = U[row]
-        kind, members = _name(u, Vt[k] * scales, x, weight)
-        nm = [names[i] for i in members]
-        w = [float(u[i]) for i in members]
-        out.append(Combination(float(s[k]) / s1, kind, nm, w, _describe(kind, nm, w)))
-    return out
+    return [
+        name_direction(U[row], Vt[k] * scales, x, names, float(s[k]) / s1, weight)
+        for row, k in enumerate(weak)
+    ]
+
+
+def name_direction(
+    u: np.ndarray,
+    step: np.ndarray,
+    x: np.ndarray,
+    names: Sequence[str],
+    ratio: float,
+    weight: float = 0.3,
+) -> Combination:
+    """A weak direction as a named :class:`Combination` (a sum, difference, product, ratio
+    or weighted combination; see the module docstring).
+
+    Args:
+      u: ``(p,)`` the direction in unit-norm column coordinates (members: ``|u_i| ≥ weight``).
+      step: ``(p,)`` the physical step ``δθ`` along it. x: ``(p,)`` the parameter values.
+      names: ``p`` parameter names. ratio: Its ``s_k/s_1`` (kept as given).
+      weight: Smallest component of a member.
+    """
+    kind, members = _name(u, step, x, weight)
+    nm = [names[i] for i in members]
+    w = [float(u[i]) for i in members]
+    return Combination(float(ratio), kind, nm, w, _describe(kind, nm, w))
 
 
 def _tie_pairs(names: Sequence[str]) -> list[tuple[str, str]]:

@@ -7,12 +7,20 @@ parameters' units; with ``H_s = J_sᵀJ_s = V Λ Vᵀ`` the covariance is
 
     Σ = D H_s⁺ (J_sᵀ diag(σ²) J_s) H_s⁺ D,   H_s⁺ = V_r Λ_r⁻¹ V_rᵀ
 
-over the identifiable eigen-directions (``λ > rtol·λ_max``). For a full-rank ``J`` that is
-``(JᵀJ)⁻¹ (Jᵀ diag(σ²) J) (JᵀJ)⁻¹``: ``σ² (JᵀJ)⁻¹`` for one pooled variance, and with a
-variance per signal the sandwich estimate that stays valid for the unweighted fit. A parameter
-with a component in the remaining (null-space) directions, or without any effect (a zero
-column), cannot be determined from the data and gets an infinite interval; all others keep
-their finite ones. The half-width is ``t_{1−α/2, n−p}·√Σ_ii``.
+over the identifiable eigen-directions (``λ > c``, ``c = rtol·λ_max``). For a full-rank ``J`` that
+is ``(JᵀJ)⁻¹ (Jᵀ diag(σ²) J) (JᵀJ)⁻¹``: ``σ² (JᵀJ)⁻¹`` for one pooled variance, and with a variance
+per signal the sandwich estimate that stays valid for the unweighted fit. A parameter with a real
+component in the remaining (null-space) directions, or without any effect (a zero column), cannot be
+determined from the data and gets an infinite interval; all others keep their finite ones.
+The half-width is ``t_{1−α/2, n−p}·√Σ_ii``.
+
+A component is real when it would matter: ``‖V_null,i‖² > c·(H_s⁺)_ii`` (the variance it would
+add, were the null directions' eigenvalue ``c``, exceeds the parameter's own) and
+``‖V_null,i‖ > v_zero``. A direction near the cut is known only as well as the Jacobian: its
+eigenvector's components on parameters that have nothing to do with it are the
+finite-difference noise of its columns (~1e-6 for window-start velocities and a filter state
+that cancel), which the bare ``‖V_null,i‖ > 1e-6`` test of ``mujoco.sysid`` counted, making
+every interval of a multiple-shooting fit infinite because of one degenerate window start.
 
 An exact fit (``r = 0``, noise-free data) estimates ``σ² = 0`` and gets zero-width intervals
 for its identifiable parameters: the data determine them exactly. No noise floor is invented;
@@ -67,7 +75,7 @@ def calculate_intervals(
         only ``rtol`` decides). ``mujoco.sysid``'s default 1e-15 changes nothing next to
         ``rtol``.
       v_zero_thresh: A parameter is unidentifiable when its components in the unidentifiable
-        directions have a norm above this (``None``: 1e-6).
+        directions have a norm above this (``None``: 1e-6) and matter (module docstring).
       noise_variance: Known residual variance, ``> 0``: a scalar or ``(n,)`` per entry.
         Default: pooled estimate ``‖r‖²/(n − p)``, or per group with ``groups``.
       groups: ``(n,)`` labels (e.g. one per sensor): a separate variance is estimated for each
@@ -168,7 +176,7 @@ def _data_dof(Jm: np.ndarray, m: int, cutoffs: _Cutoffs) -> float:
     Learning*, 2nd ed., §7.6). It is invariant to the column scaling, so computed on ``J_s``.
     """
     Js = _scaled(Jm)[0]
-    H_pinv = _pinv(Js.T @ Js, cutoffs)[0]
+    H_pinv = _pinv(Js.T @ Js, cutoffs).pinv
     Jd = Js[: Js.shape[0] - m]
     p_eff = float(np.sum(H_pinv * (Jd.T @ Jd)))
     return max(float(Jd.shape[0]) - p_eff, 1.0)
@@ -182,15 +190,26 @@ def _scaled(Jm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return Jm * d, d
 
 
-def _pinv(Hs: np.ndarray, cutoffs: _Cutoffs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(H_s⁺, V, keep)``: the pseudo-inverse of ``H_s`` over its identifiable
-    eigen-directions, its eigenvectors and which of them are kept."""
+@dataclass(frozen=True)
+class _Eigen:
+    """The eigen-decomposition of ``H_s`` split at the cut: ``H_s⁺`` over the kept
+    directions, the eigenvectors ``V`` (columns), which are ``keep`` and the ``cut``."""
+
+    pinv: np.ndarray
+    V: np.ndarray
+    keep: np.ndarray
+    cut: float
+
+
+def _pinv(Hs: np.ndarray, cutoffs: _Cutoffs) -> _Eigen:
+    """The pseudo-inverse of ``H_s`` over its identifiable eigen-directions (``λ`` above
+    ``max(rtol·λ_max, λ_zero)``)."""
     p = Hs.shape[0]
     lam, V = np.linalg.eigh(Hs)
     lam_max = max(float(lam.max()), 0.0)
     cut = max(cutoffs.rtol * lam_max, cutoffs.lambda_zero)
     keep = lam > cut if lam_max > 0 else np.zeros(p, dtype=bool)
-    return (V[:, keep] / lam[keep]) @ V[:, keep].T, V, keep
+    return _Eigen((V[:, keep] / lam[keep]) @ V[:, keep].T, V, keep, cut)
 
 
 def _variance(
@@ -261,9 +280,9 @@ def _threshold(name: str, value: Any, default: float) -> float:
 def _covariance(Jm: np.ndarray, var: np.ndarray, cutoffs: _Cutoffs) -> np.ndarray:
     """``(p, p)`` sandwich covariance over the identifiable directions (see the module
     docstring); a parameter touching a null direction gets ``inf`` variance, NaN elsewhere."""
-    p = Jm.shape[1]
     Js, d = _scaled(Jm)
-    H_pinv, V, keep = _pinv(Js.T @ Js, cutoffs)
+    eig = _pinv(Js.T @ Js, cutoffs)
+    H_pinv = eig.pinv
     # Sandwich covariance of the least-squares estimate: H⁺ (Jᵀ diag(σ²) J) H⁺; equals σ² H⁺
     # for a constant variance, and stays right when the variance differs between signals.
     # As B Bᵀ with B = D H⁺ J_sᵀ diag(σ), so that its diagonal is a sum of squares (>= 0 to
@@ -272,14 +291,30 @@ def _covariance(Jm: np.ndarray, var: np.ndarray, cutoffs: _Cutoffs) -> np.ndarra
     cov = B @ B.T
     diag = np.einsum("ij,ij->i", B, B)
     np.fill_diagonal(cov, diag)
-    null = V[:, ~keep]
-    unident = (
-        np.linalg.norm(null, axis=1) > cutoffs.v_zero if null.size else np.zeros(p, dtype=bool)
-    )
+    unident = _unidentifiable(eig, cutoffs)
     cov[unident, :] = np.nan
     cov[:, unident] = np.nan
     cov[unident, unident] = np.inf
     return cov
+
+
+def _unidentifiable(eig: _Eigen, cutoffs: _Cutoffs) -> np.ndarray:
+    """``(p,)`` bool: the parameters with a real component in the null directions.
+
+    A direction just below the cut (``λ ≈ c = max(rtol·λ_max, λ_zero)``) is known only as well
+    as the Jacobian: its eigenvector's components on the other parameters are the
+    finite-difference noise of its columns regressed on theirs, ~1e-6 and more, not physics.
+    So a component counts when it is above ``v_zero`` *and* it would matter: the variance it
+    adds were the direction's eigenvalue the cut, ``‖V_null,i‖²/c``, exceeds the variance the
+    identifiable directions give, ``(H_s⁺)_ii``. A parameter whose component is noise keeps
+    its finite interval; one tied to the null direction (a large component, or a column
+    without effect) is unidentifiable. With ``c = 0`` any component above ``v_zero`` counts.
+    """
+    null = eig.V[:, ~eig.keep]
+    if not null.size:
+        return np.zeros(eig.V.shape[0], dtype=bool)
+    share = np.einsum("ij,ij->i", null, null)
+    return (np.sqrt(share) > cutoffs.v_zero) & (share > eig.cut * np.diag(eig.pinv))
 
 
 def _number(name: str, value: Any, expected: str) -> float:

@@ -171,6 +171,80 @@ def fd_jacobian(
     return J
 
 
+ROUGH_FACTORS = (100.0, 1e4)  # larger steps tried for a column that is not stable
+ROUGH_RTOL = 0.2  # two steps' columns agree when they differ by less than this (relative)
+
+
+def _agree(a: np.ndarray, b: np.ndarray, rtol: float, atol: np.ndarray) -> np.ndarray:
+    """``(p,)`` bool: columns of ``a`` and ``b`` differ by less than ``rtol`` of the larger,
+    or by less than ``atol`` (``(p,)``, the round-off floor of the smaller step)."""
+    diff = np.linalg.norm(a - b, axis=0)
+    big = np.maximum(np.linalg.norm(a, axis=0), np.linalg.norm(b, axis=0))
+    return (diff <= rtol * big) | (diff <= atol)
+
+
+def rough_columns(
+    residual: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    J: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    eps: float = 1.5e-8,
+    factors: tuple[float, ...] = ROUGH_FACTORS,
+    rtol: float = ROUGH_RTOL,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Jacobian with a larger step for each column the default step does not get right.
+
+    A smooth residual's column is the same at the step ``h`` and at ``100·h``; where contacts
+    or dry friction make the cost step-like, a tiny step sees the jumps (a column that grows
+    like ``1/h``: norms 1.3e6, 2.0e4 and 2.7e3 at ``h`` = 1.5e-8, 1e-6 and 1e-4 for a Go1 on
+    its floor) and its intervals come out absurdly narrow. So each column of ``J`` (made at
+    the relative step ``eps``) is compared with the column at ``factors[0]·eps``: where they
+    agree within ``rtol`` (relative norm of the difference) ``J``'s column is kept; where not,
+    the larger step's column is compared with the next larger one's, and so on; a column that
+    agrees with none takes the largest step's (the cost averaged over the widest step).
+
+    Args:
+      residual: Vectorised residual, ``(p, k) -> (n, k)``.
+      x: ``(p,)`` point. J: ``(n, p)`` Jacobian there at the step ``eps``.
+      bounds: ``(lower, upper)``, each ``(p,)``.
+      eps: The relative step ``J`` was made with. factors: Larger steps, increasing.
+      rtol: Agreement tolerance.
+
+    Returns:
+      ``(J' (n, p), factor (p,))``: the Jacobian and, per column, the step factor it took
+      (1 where ``J``'s column was stable; the largest factor where no step was).
+    """
+    lo, hi = bounds
+    r0 = np.asarray(residual(x[:, None]), dtype=np.float64)[:, 0]
+    out = np.array(J, dtype=np.float64, copy=True)
+    used = np.ones(x.size)
+    todo = np.arange(x.size)
+    prev = out.copy()
+    # a difference of residuals within round-off: ~100 ulp of ‖r‖ over the step
+    floor = 1e2 * np.finfo(np.float64).eps * float(np.linalg.norm(r0))
+    h_prev = np.abs(_fd_steps(x, hi, eps))
+    for f in factors:
+        if not todo.size:
+            break
+        h = _fd_steps(x, hi, eps * f)[todo]
+        X = np.repeat(x[:, None], todo.size, axis=1)
+        X[todo, np.arange(todo.size)] += h
+        X = np.clip(X, lo[:, None], hi[:, None])
+        h = X[todo, np.arange(todo.size)] - x[todo]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            col = (np.asarray(residual(X), dtype=np.float64) - r0[:, None]) / h[None, :]
+        ok = np.all(np.isfinite(col), axis=0) & (h != 0)
+        if not np.all(ok):
+            todo, h, h_prev = todo[ok], h[ok], h_prev[ok]
+            col, prev = col[:, ok], prev[:, ok]
+        stable = _agree(prev, col, rtol, floor / h_prev)
+        # a column that agrees keeps the smaller step's (already in out); the others move on
+        out[:, todo] = np.where(stable[None, :], out[:, todo], col)
+        used[todo[~stable]] = f
+        todo, prev, h_prev = todo[~stable], col[:, ~stable], np.abs(h[~stable])
+    return out, used
+
+
 class JacobianCache:
     """The finite-difference Jacobian at the last point asked for, and how many were made.
 

@@ -473,7 +473,7 @@ def _save_and_report(
 
     opt_params, result = fitted
     with ph("intervals"):
-        conf = compute_confidence(result, rf, params=opt_params)
+        conf = compute_confidence(result, rf, params=opt_params, **exp.confidence)
     with ph("saving"):
         save_results(
             fs.out,

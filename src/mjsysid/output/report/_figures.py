@@ -226,13 +226,17 @@ def _correlation_layout(p: int) -> dict[str, Any]:
     return layout
 
 
-def correlation_figure(corr: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
-    """Heatmap of ``ρ`` in ``[−1, 1]``; undefined entries drawn grey and labelled on hover."""
+def correlation_figure(
+    corr: np.ndarray, names: Sequence[str], at_bound: Sequence[bool] | None = None
+) -> dict[str, Any]:
+    """Heatmap of ``ρ`` in ``[−1, 1]``; undefined entries drawn grey and labelled on hover
+    (a parameter held at its bound, ``at_bound``, as such; any other as unidentifiable)."""
     p = len(names)
     undefined = ~np.isfinite(corr)
+    held = [False] * p if at_bound is None else list(at_bound)
+    why = [" (at its bound)" if h else " (unidentifiable)" for h in held]
     labels = [
-        plot_text(n) + (" (unidentifiable)" if undefined[i].all() and p > 0 else "")
-        for i, n in enumerate(names)
+        plot_text(n) + (why[i] if undefined[i].all() and p > 0 else "") for i, n in enumerate(names)
     ]
     z = [numbers(row) for row in corr]
     data: list[dict[str, Any]] = [

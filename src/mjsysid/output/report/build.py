@@ -192,7 +192,7 @@ def _confidence(fit: FitInputs, confidence: Any, alpha: float, notes: list[str])
     from mjsysid.fit.confidence import compute_confidence
 
     try:
-        return compute_confidence(fit.opt_result, fit.residual_fn, alpha)
+        return compute_confidence(fit.opt_result, fit.residual_fn, alpha, fit.opt_params)
     except (ValueError, TypeError, AttributeError, np.linalg.LinAlgError) as e:
         notes.append(f"Confidence intervals could not be computed: {e}")
     return None

@@ -342,7 +342,8 @@ def correlation_section(
             "correlations are listed in the warnings.",
             pairs=pairs,
         )
-    figures["corr"] = correlation_figure(corr, conf.names)
+    at_bound = None if conf.at_bound is None else [bool(b) for b in np.asarray(conf.at_bound)]
+    figures["corr"] = correlation_figure(corr, conf.names, at_bound)
     note = ""
     if len(conf.names) > 60:
         note = "With this many parameters the axis labels are hidden; hover a cell."
