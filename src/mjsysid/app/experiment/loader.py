@@ -1,0 +1,215 @@
+"""The loaded experiment (:class:`Experiment`) and :func:`load_experiment`, which reads an
+experiment file key group by key group (the file format: :mod:`mjsysid.app.experiment`)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mujoco
+
+from mjsysid.app.experiment.examples import resolve_experiment_path
+from mjsysid.app.experiment.limits import _limited, _limits
+from mjsysid.app.experiment.loading import ProgressFactory
+from mjsysid.app.experiment.model import _apply_fixed, _export_urdf, _load_model
+from mjsysid.app.experiment.nodes import ExperimentError, _check_file_name, _Node
+from mjsysid.app.experiment.options import (
+    _confidence_options,
+    _executor,
+    _fit_options,
+    _force_laws,
+    _residual_options,
+)
+from mjsysid.app.experiment.parameters import _parameters
+from mjsysid.app.experiment.sequences import _sequences
+from mjsysid.app.experiment.shooting import (
+    _apply_shooting,
+    _shooting_options,
+    _warn_uncorrected_starts,
+)
+from mjsysid.data.sequences import ModelSequences
+from mjsysid.fit.options import FitOptions
+from mjsysid.objective.residual import ResidualFunction, build_residual_fn
+from mjsysid.objective.signal_transform import SignalTransform
+from mjsysid.params.parameter import ParameterDict
+from mjsysid.util.files import read_yaml
+
+EXPERIMENT_SCHEMA_VERSION = 1
+
+
+@dataclass
+class Experiment:
+    """A loaded, validated experiment.
+
+    Attributes:
+      path: The experiment file. name: Experiment name.
+      spec: The model spec. model: Its compiled nominal model.
+      sequences: The data as a :class:`ModelSequences`.
+      params: The parameters to identify.
+      transform: Sensor delay/gain/bias transform (``None`` without such parameters).
+      residual_options: Keyword arguments for :func:`build_residual_fn`.
+      optimizer: Backend. max_iters: Iteration limit. optimizer_options: The other options
+        the file gives (keywords of :func:`~mjsysid.fit.optimize.optimize`).
+      fit_options: The ``optimizer:`` section as one validated
+        :class:`~mjsysid.fit.options.FitOptions` (the three attributes above, together).
+      shooting: The validated ``shooting:`` options (``None`` without that key).
+      warnings: Things worth telling the user that are not errors (unused recording
+        columns), one line each, starting with the file and key path.
+      files: The files read: the experiment, the model with every file it includes or
+        names (meshes, height fields, textures), the recordings (see :meth:`fingerprints`).
+      search: The optimizer section's outer stages as keywords of
+        :func:`~mjsysid.fit.optimize.optimize`: ``{"global_search": {...}}`` (``global:
+        cmaes`` and its options) or ``{"starts": N}`` (empty: the local fit alone).
+      export_urdf: The ``export: {urdf: FILE}`` key: the URDF the model was made from (its
+        joints are the model's); the results folder gets its identified copy.
+      confidence: The ``confidence:`` key as keywords of
+        :func:`~mjsysid.fit.confidence.compute_confidence` (empty: linearised intervals).
+      executor: The ``executor:`` key as keyword arguments of
+        :func:`mjsysid.fit.distributed.make_executor` (``None``: evaluate on this process's
+        threads).
+    """
+
+    path: Path
+    name: str
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    sequences: ModelSequences
+    params: ParameterDict
+    transform: SignalTransform | None
+    residual_options: dict[str, Any] = field(default_factory=dict)
+    optimizer: str = "lm"
+    max_iters: int = 100
+    optimizer_options: dict[str, Any] = field(default_factory=dict)
+    shooting: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    fit_options: FitOptions | None = None
+    executor: dict[str, Any] | None = None
+    search: dict[str, Any] = field(default_factory=dict)
+    holdout: ModelSequences | None = None
+    export_urdf: Path | None = None
+    confidence: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprints(self) -> dict[str, str]:
+        """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
+        a fit changed (``mjsysid report`` checks them against the fit's)."""
+        return {str(f.resolve()): _sha256(f) for f in self.files}
+
+    def build_residual_fn(self) -> ResidualFunction:
+        """The residual function this experiment describes (``residual.normalize`` goes to
+        the signal transform when there is one: it scales its own residual)."""
+        return self._residual_on(self.sequences)
+
+    def build_holdout_residual_fn(
+        self, sequences: ModelSequences | None = None
+    ) -> ResidualFunction | None:
+        """A residual function built like :meth:`build_residual_fn`, on the held-out
+        sequences (or on ``sequences``); ``None`` without any."""
+        data = self.holdout if sequences is None else sequences
+        return None if data is None else self._residual_on(data)
+
+    def _residual_on(self, data: ModelSequences) -> ResidualFunction:
+        options = dict(self.residual_options)
+        if self.transform is None:
+            return build_residual_fn([data], **options)
+        self.transform.normalize = options.pop("normalize", True)
+        return build_residual_fn([data], modify_residual=self.transform.apply, **options)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None) -> Experiment:
+    """Reads and validates an experiment file; loads the model and the recordings.
+
+    Args:
+      path: The experiment file (or ``example:<name>``).
+      progress: A :data:`ProgressFactory`: ``progress("reading '<file>'")`` per recording
+        counts its csv rows (the command line's bar on stderr). Default: nothing counted.
+
+    Raises:
+      ExperimentError: A mistake in the file (names the key path).
+      FileNotFoundError: The experiment, model or a recording file does not exist.
+    """
+    path = resolve_experiment_path(path)
+    top, name = _read_top(path)
+    _limits(top, str(path))
+    shooting = _shooting_options(top)
+    ld = _load_model(top, path)
+    ld.progress = progress
+    # Parameters first: a frozen one with a nominal is that value in the model the data are
+    # read against and every fit runs on (a frozen parameter is not written by the fit).
+    params, transform, control, fixed = _parameters(top, ld.spec, ld.model, ld.source)
+    if fixed:
+        _apply_fixed(ld, fixed)
+    sequences, holdout = _sequences(top, ld, name, shooting)
+    if shooting is not None and shooting.get("window") is not None and transform is not None:
+        _warn_uncorrected_starts(ld, sequences, transform)
+    if shooting is not None:
+        sequences, state_params = _apply_shooting(sequences, shooting, ld.source)
+        try:
+            params.update(state_params)
+        except ValueError as e:
+            raise ExperimentError(f"{ld.source}: shooting: {e}") from None
+    _limited(
+        "max_parameters", len(params), f"{ld.source}: parameters (window initial states included)"
+    )
+    residual_options = _residual_options(top, control)
+    _force_laws(top, ld.model, params, residual_options)
+    fit, fit_given, search = _fit_options(top, ld.source)
+    executor = _executor(top, ld.source)
+    export_urdf = _export_urdf(top, ld)
+    confidence = _confidence_options(top)
+    top.finish()
+    return Experiment(
+        path,
+        name,
+        ld.spec,
+        ld.model,
+        sequences,
+        params,
+        transform,
+        residual_options,
+        fit.optimizer,
+        int(fit.max_iters),
+        fit_given,
+        shooting,
+        ld.warnings,
+        ld.files,
+        fit_options=fit,
+        executor=executor,
+        search=search,
+        holdout=holdout,
+        export_urdf=export_urdf,
+        confidence=confidence,
+    )
+
+
+def _read_top(path: Path) -> tuple[_Node, str]:
+    """The file's top-level mapping (schema version checked) and the experiment's name."""
+    source = str(path)
+    if path.suffix.lower() in (".xml", ".mjcf", ".urdf"):
+        raise ExperimentError(
+            f"{source}: this is a model file; give an experiment file (YAML) that names the "
+            "model, the recordings and the parameters (see `mjsysid examples` and the README's "
+            "experiment file)"
+        )
+    top = _Node(read_yaml(path), "", source)
+    version = top.get("schema_version", int, EXPERIMENT_SCHEMA_VERSION)
+    if version > EXPERIMENT_SCHEMA_VERSION:
+        raise ExperimentError(
+            f"{source}: schema_version must be <= {EXPERIMENT_SCHEMA_VERSION}, "
+            f"got {version}; upgrade mjsysid"
+        )
+    name = top.get("name", str, path.stem)
+    _check_file_name(
+        source, "name", name, "" if "name" in top.data else f"the file name {path.name!r}"
+    )
+    return top, name

@@ -1,0 +1,150 @@
+"""The ``sequences:`` key: every entry's recording and initial state, the held-out ones
+(``holdout: true``) apart, as :class:`~mjsysid.data.sequences.ModelSequences`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mjsysid.app.experiment.limits import _limited
+from mjsysid.app.experiment.loading import _Loading
+from mjsysid.app.experiment.nodes import ExperimentError, _check_file_name, _Node
+from mjsysid.app.experiment.recordings import (
+    _check_span,
+    _read_recording,
+    _recording_file,
+    _recording_warnings,
+)
+from mjsysid.data.recording import initial_state_from_sensors
+from mjsysid.data.sequences import ModelSequences
+from mjsysid.data.states import create_initial_state
+
+_SEQUENCE_KEYS = (
+    "name",
+    "holdout",
+    "file",
+    "control",
+    "sensors",
+    "ignore_columns",
+    "time",
+    "time_scale",
+    "time_range",
+    "initial_state",
+    "command_timing",
+    "retime",
+    "resample",
+    "jitter_tolerance",
+    "source",
+)
+
+
+@dataclass
+class _Sequence:
+    """One loaded ``sequences[i]`` entry."""
+
+    name: str
+    x0: np.ndarray
+    control: Any
+    sensors: Any
+    from_sample: bool  # its initial state is one measured sample
+    holdout: bool = False  # not fitted: simulated for validation only
+
+
+def _sequences(
+    top: _Node, ld: _Loading, name: str, shooting: dict[str, Any] | None
+) -> tuple[ModelSequences, ModelSequences | None]:
+    """The fitted sequences and the held-out ones (``holdout: true``; ``None`` without)."""
+    raw_seqs = top.get("sequences", list, required=True, expected="a list of recordings")
+    if not raw_seqs:
+        raise ExperimentError(f"{ld.source}: sequences must be a non-empty list, got an empty list")
+    seqs = [_load_sequence(_Node(raw, f"sequences[{i}]", ld.source), i, ld) for i, raw in
+            enumerate(raw_seqs)]  # fmt: skip
+    from_samples = [f"sequences[{i}]" for i, sq in enumerate(seqs) if sq.from_sample]
+    if shooting is None and from_samples:
+        ld.warnings.append(
+            f"{ld.source}: the initial state of {from_samples} is read from the first sample "
+            "of the sensors and held fixed, so its measurement noise biases the fit; add "
+            "shooting: {estimate_initial_state: true} to fit it as well (or give "
+            "initial_qpos / initial_qvel columns or initial_state: qpos)"
+        )
+    fitted = [sq for sq in seqs if not sq.holdout]
+    if not fitted:
+        raise ExperimentError(
+            f"{ld.source}: sequences must have at least one sequence to fit, got every one "
+            "marked holdout: true (remove holdout: from one of them)"
+        )
+    held = [sq for sq in seqs if sq.holdout]
+    return _model_sequences(name, ld, fitted), (_model_sequences(name, ld, held) if held else None)
+
+
+def _model_sequences(name: str, ld: _Loading, seqs: list[_Sequence]) -> ModelSequences:
+    try:
+        return ModelSequences(
+            name,
+            ld.spec,
+            [sq.name for sq in seqs],
+            [sq.x0 for sq in seqs],
+            [sq.control for sq in seqs],
+            [sq.sensors for sq in seqs],
+        )
+    except (KeyError, ValueError) as e:
+        raise ExperimentError(f"{ld.source}: sequences: {e}") from None
+
+
+def _load_sequence(node: _Node, i: int, ld: _Loading) -> _Sequence:
+    node.finish(_SEQUENCE_KEYS)  # before reading the recording with a misspelt option
+    seq_name = node.get("name", str, f"seq{i}")
+    _check_file_name(ld.source, f"{node.path}.name", seq_name)
+    holdout = node.get("holdout", bool, False, expected="true or false")
+    rec_file = _recording_file(node, ld)
+    # a bag folder is fingerprinted file by file
+    ld.files += (
+        sorted(p for p in rec_file.rglob("*") if p.is_file()) if rec_file.is_dir() else [rec_file]
+    )
+    rec = _read_recording(node, rec_file, ld)
+    ld.steps += _check_span(node, np.asarray(rec.times), rec_file, ld)
+    _limited("max_total_steps", ld.steps, f"{ld.source}: sequences: simulated steps in total")
+    _recording_warnings(node, rec, rec_file, ld)
+    init = node.child("initial_state")
+    from_sample = rec.initial_qpos is None and (init is None or "qpos" not in init.data)
+    qpos, qvel = _initial_state(rec, init, ld)
+    node.finish()
+    try:
+        x0 = create_initial_state(ld.model, qpos, qvel, time=float(rec.times[0]))
+    except (KeyError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) else str(e)
+        raise ExperimentError(
+            f"{ld.source}: {node.path}: initial state (initial_qpos / "
+            f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
+            f"{msg}"
+        ) from None
+    return _Sequence(seq_name, x0, rec.control, rec.sensordata, from_sample, holdout)
+
+
+def _initial_state(rec: Any, init: _Node | None, ld: _Loading) -> tuple[Any, Any]:
+    """``(qpos, qvel)`` to start from: the sensors' first sample, the recording's
+    ``initial_qpos``/``initial_qvel`` columns, or the entry's ``initial_state:``."""
+    model = ld.model
+    qpos, qvel = initial_state_from_sensors(model, rec.sensordata)
+    if rec.initial_qpos is not None:
+        qpos = rec.initial_qpos
+    if rec.initial_qvel is not None:
+        qvel = rec.initial_qvel
+    if init is None:
+        return qpos, qvel
+    for key in ("qpos", "qvel"):
+        v = init.get(key, (list, dict), None)
+        if v is None:
+            continue
+        try:
+            full = create_initial_state(model, **{key: v})
+        except (KeyError, ValueError) as e:
+            raise ExperimentError(f"{ld.source}: {init.path}.{key}: {e}") from None
+        if key == "qpos":
+            qpos = full[slice(1, 1 + model.nq)]
+        else:
+            qvel = full[slice(1 + model.nq, 1 + model.nq + model.nv)]
+    init.finish()
+    return qpos, qvel
