@@ -24,11 +24,7 @@ from mjsysid.app.experiment.options import (
 )
 from mjsysid.app.experiment.parameters import _parameters
 from mjsysid.app.experiment.sequences import _sequences
-from mjsysid.app.experiment.shooting import (
-    _apply_shooting,
-    _shooting_options,
-    _warn_uncorrected_starts,
-)
+from mjsysid.app.experiment.shooting import _shoot, _shooting_options
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.options import FitOptions
 from mjsysid.objective.residual import ResidualFunction, build_residual_fn
@@ -150,14 +146,8 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
     if fixed:
         _apply_fixed(ld, fixed)
     sequences, holdout = _sequences(top, ld, name, shooting)
-    if shooting is not None and shooting.get("window") is not None and transform is not None:
-        _warn_uncorrected_starts(ld, sequences, transform)
     if shooting is not None:
-        sequences, state_params = _apply_shooting(sequences, shooting, ld.source)
-        try:
-            params.update(state_params)
-        except ValueError as e:
-            raise ExperimentError(f"{ld.source}: shooting: {e}") from None
+        sequences = _shoot(ld, sequences, shooting, params, transform)
     _limited(
         "max_parameters", len(params), f"{ld.source}: parameters (window initial states included)"
     )

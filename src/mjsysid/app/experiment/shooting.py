@@ -121,3 +121,23 @@ def _warn_uncorrected_starts(
             "starts do not get that correction; estimate_initial_state (with wide enough "
             "qpos_margin/qvel_margin) can absorb a small one"
         )
+
+
+def _shoot(
+    ld: _Loading,
+    sequences: ModelSequences,
+    shooting: dict[str, Any],
+    params: ParameterDict,
+    transform: SignalTransform | None,
+) -> ModelSequences:
+    """The ``shooting:`` key applied: the sequences cut into windows (said when a sensor
+    transform leaves their measured starts uncorrected), the window starts' parameters
+    added to ``params``."""
+    if shooting.get("window") is not None and transform is not None:
+        _warn_uncorrected_starts(ld, sequences, transform)
+    sequences, state_params = _apply_shooting(sequences, shooting, ld.source)
+    try:
+        params.update(state_params)
+    except ValueError as e:
+        raise ExperimentError(f"{ld.source}: shooting: {e}") from None
+    return sequences
