@@ -156,3 +156,13 @@ def test_bootstrap_intervals_survive_saving(make_problem, tmp_path):
         ms.save_results(str(tmp_path / "lin"), [p.sequences], params, opt, res, rf)
     ).confidence
     assert lin.method == "linear" and lin.interval is None and lin.notes == []
+    # a folder written before the bootstrap (no method, ends or notes) reads as linearised
+    from mjsysid.util.files import load_npz, npz_bytes
+
+    old = dict(load_npz(folder / "confidence.npz"))
+    for key in ("method", "notes", "interval"):
+        del old[key]
+    (folder / "confidence.npz").write_bytes(npz_bytes(old))
+    before = ms.load_results(folder).confidence
+    assert before.method == "linear" and before.interval is None and before.notes == []
+    np.testing.assert_array_equal(before.half_widths, conf.half_widths)
