@@ -132,3 +132,37 @@ def test_skeleton_case_study_runs_as_written(tmp_path, monkeypatch):
     save_results("results/", [ms_], params, opt_params, opt_result, residual_fn)
     assert opt_params["link1_mass"].value[0] == pytest.approx(2.6, rel=1e-6)
     assert (tmp_path / "results" / "robot.xml").is_file()
+
+
+def test_bootstrap_intervals_survive_saving(make_problem, tmp_path):
+    """load_results gives back the Confidence save_results wrote: method, ends and notes."""
+    from mjsysid.fit.confidence import compute_confidence
+
+    p, params, rf, opt, res = fit_arm_masses(make_problem, noise=0.01)
+    blocks = np.arange(res.fun.size) * 6 // res.fun.size  # six blocks of rows
+    conf = compute_confidence(res, rf, params=opt, method="bootstrap", draws=30, blocks=blocks)
+    assert conf.method == "bootstrap" and conf.interval is not None and conf.notes
+    assert not np.allclose(conf.interval[:, 1] - conf.values, conf.values - conf.interval[:, 0])
+    folder = ms.save_results(
+        str(tmp_path / "boot"), [p.sequences], params, opt, res, rf, confidence=conf
+    )
+    back = ms.load_results(folder).confidence
+    assert back.method == "bootstrap" and back.notes == conf.notes
+    np.testing.assert_array_equal(back.interval, conf.interval)
+    np.testing.assert_array_equal(back.half_widths, conf.half_widths)
+    assert back.caveats() == conf.caveats() and back.to_dict() == conf.to_dict()
+    # a linearised Confidence comes back linearised, without ends or notes
+    lin = ms.load_results(
+        ms.save_results(str(tmp_path / "lin"), [p.sequences], params, opt, res, rf)
+    ).confidence
+    assert lin.method == "linear" and lin.interval is None and lin.notes == []
+    # a folder written before the bootstrap (no method, ends or notes) reads as linearised
+    from mjsysid.util.files import load_npz, npz_bytes
+
+    old = dict(load_npz(folder / "confidence.npz"))
+    for key in ("method", "notes", "interval"):
+        del old[key]
+    (folder / "confidence.npz").write_bytes(npz_bytes(old))
+    before = ms.load_results(folder).confidence
+    assert before.method == "linear" and before.interval is None and before.notes == []
+    np.testing.assert_array_equal(before.half_widths, conf.half_widths)

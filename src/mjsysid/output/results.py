@@ -5,7 +5,7 @@ A results folder holds::
     params_x_0.yaml      initial parameters (schema, bounds, values, metadata)
     params_x_hat.yaml    identified parameters
     result.npz           x, residual, Jacobian, gradient, per-iteration objective/candidates
-    confidence.npz       covariance and confidence half-widths
+    confidence.npz       covariance, confidence half-widths (and ends), method and caveats
     confidence.yaml      the same per parameter, human readable
     <model>.xml          the identified model of every ModelSequences
     result.yaml          summary (status, message, costs, versions) and the file list
@@ -193,6 +193,10 @@ def _confidence_files(conf: Confidence, alpha: float) -> dict[str, bytes]:
     }
     if conf.determined_by is not None:  # a MAP fit: what determined each parameter
         arrays["determined_by"] = np.array(conf.determined_by, dtype=str)
+    arrays["method"] = np.array(conf.method, dtype=str)
+    arrays["notes"] = np.array(list(conf.notes), dtype=str).reshape(-1)
+    if conf.interval is not None:  # a bootstrap's percentile ends, (p, 2)
+        arrays["interval"] = np.asarray(conf.interval, dtype=np.float64)
     return {
         "confidence.npz": npz_bytes(arrays),
         "confidence.yaml": _dump(conf.to_dict()),
@@ -332,7 +336,9 @@ def _check_shapes(folder: Path, z: dict[str, Any], c: dict[str, Any], names: Seq
                 "covariance": (p, p),
                 "at_bound": (p,),
                 "determined_by": (p,),
+                "interval": (p, 2),
                 "alpha": (),
+                "method": (),
             },
         ),
     ):
@@ -379,6 +385,24 @@ def _optimize_result(
     )
 
 
+def _confidence(c: dict[str, Any], x: np.ndarray, names: list[str], success: bool) -> Confidence:
+    """The :class:`Confidence` of ``confidence.npz`` (``c``); a folder from before the
+    bootstrap (no ``method``, ``notes`` or ``interval``) gives linearised intervals."""
+    return Confidence(
+        names,
+        x,
+        c["half_widths"],
+        c["covariance"],
+        float(c["alpha"]),
+        converged=bool(c["converged"]) if "converged" in c else success,
+        at_bound=np.asarray(c["at_bound"], dtype=int) if "at_bound" in c else None,
+        determined_by=[str(b) for b in c["determined_by"]] if "determined_by" in c else None,
+        notes=[str(n) for n in c["notes"]] if "notes" in c else [],
+        interval=np.asarray(c["interval"], dtype=np.float64) if "interval" in c else None,
+        method=str(c["method"]) if "method" in c else "linear",
+    )
+
+
 def load_results(folder: str | Path) -> Results:
     """Reads a folder written by :func:`save_results`.
 
@@ -393,16 +417,7 @@ def load_results(folder: str | Path) -> Results:
     names = list(summary["parameter_names"])
     _check_shapes(folder, z, c, names)
     result = _optimize_result(summary, z, names)
-    conf = Confidence(
-        names,
-        z["x"],
-        c["half_widths"],
-        c["covariance"],
-        float(c["alpha"]),
-        converged=bool(c["converged"]) if "converged" in c else result.success,
-        at_bound=np.asarray(c["at_bound"], dtype=int) if "at_bound" in c else None,
-        determined_by=[str(b) for b in c["determined_by"]] if "determined_by" in c else None,
-    )
+    conf = _confidence(c, z["x"], names, result.success)
     return Results(
         folder=folder,
         initial_params=ParameterDict.load_from_disk(folder / "params_x_0.yaml"),

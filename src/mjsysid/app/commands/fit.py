@@ -241,15 +241,25 @@ def _save_run(exp: Experiment, fs: FitSettings) -> None:
 
 
 def table(result: Any, conf: Any, params: ParameterDict) -> str:
-    """The identified values and their 95 % half-widths, one parameter value a line."""
+    """The identified values and their 95 % half-widths, one parameter value a line; with
+    bootstrap intervals (``conf.method``) their ends ``[lower, upper]`` as they are
+    (asymmetric), under a header that names the method."""
+    from mjsysid.output.report.format import interval_method
+
     x0 = params.as_vector()
     side = conf.at_bound if conf.at_bound is not None else np.zeros(x0.size, int)
     by = getattr(conf, "determined_by", None) or [""] * x0.size
-    lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {'± 95 %':>12}"]
-    for name, a, b, h, at, src in zip(
-        result.parameter_names, x0, result.x, conf.half_widths, side, by, strict=True
+    boot = getattr(conf, "method", "linear") == "bootstrap"
+    ends = conf.ends() if boot else np.zeros((x0.size, 2))
+    head = interval_method(conf) if boot else f"{'± 95 %':>12}"
+    lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {head}"]
+    for k, (name, a, b, h, at, src) in enumerate(
+        zip(result.parameter_names, x0, result.x, conf.half_widths, side, by, strict=True)
     ):
-        hw = f"{h:12.4g}" if np.isfinite(h) else f"{'unidentif.':>12}"
+        if not np.isfinite(h):
+            hw = f"{'unidentif.':>12}"
+        else:
+            hw = f"[{ends[k, 0]:.4g}, {ends[k, 1]:.4g}]" if boot else f"{h:12.4g}"
         flag = {-1: "  (at lower bound)", 1: "  (at upper bound)"}.get(int(at), "")
         flag += {"prior": "  (set by its prior)", "data and prior": "  (prior and data)"}.get(
             src, ""

@@ -105,12 +105,16 @@ class ParameterRow:
       name: The entry's label (``name`` or ``name[i]``, as in ``parameter_names``).
       kind: ``meta["kind"]`` when known, else ``""``.
       nominal, initial, identified, lower, upper: Values (SI units of the quantity).
-      half_width: Confidence half-width (inf: unidentifiable; NaN: not computed).
+      half_width: Confidence half-width (inf: unidentifiable; NaN: not computed); the
+        larger side where ``ends`` are given.
       rel_change: ``(identified − initial)/|initial|`` (NaN if ``initial`` is 0).
       at_lower, at_upper, frozen, identifiable, large_interval: Flags.
       determined_by: After a MAP fit, what determined the value: ``"data"``, ``"prior"``,
         ``"data and prior"`` or ``"none"`` (:attr:`Confidence.determined_by
         <mjsysid.fit.confidence.Confidence.determined_by>`); ``""`` without priors.
+      ends: ``(lower, upper)`` of an interval that is not ``identified ± half_width`` (a
+        bootstrap's percentiles, :attr:`Confidence.interval
+        <mjsysid.fit.confidence.Confidence.interval>`); ``None``: symmetric.
     """
 
     group: str
@@ -129,14 +133,15 @@ class ParameterRow:
     identifiable: bool
     large_interval: bool
     determined_by: str = ""
+    ends: tuple[float, float] | None = None
 
     @property
     def ci_low(self) -> float:
-        return self.identified - self.half_width
+        return self.identified - self.half_width if self.ends is None else self.ends[0]
 
     @property
     def ci_high(self) -> float:
-        return self.identified + self.half_width
+        return self.identified + self.half_width if self.ends is None else self.ends[1]
 
     @property
     def flags(self) -> list[str]:
@@ -170,6 +175,26 @@ def _by_name(confidence: Any) -> tuple[dict[str, float], dict[str, int]]:
     return hw, sides
 
 
+def _determined_by_name(confidence: Any) -> dict[str, str]:
+    """``{name: what determined it}`` after a MAP fit (empty without priors)."""
+    by = getattr(confidence, "determined_by", None)
+    return {} if by is None else dict(zip(confidence.names, by, strict=True))
+
+
+def _ends_by_name(confidence: Any) -> dict[str, tuple[float, float]]:
+    """``{name: (lower, upper)}`` of the finite intervals that are not ``value ± half-width``
+    (:attr:`Confidence.interval <mjsysid.fit.confidence.Confidence.interval>`; empty without)."""
+    ends = getattr(confidence, "interval", None)
+    if ends is None:
+        return {}
+    ends = np.asarray(ends, dtype=np.float64).reshape(-1, 2)
+    return {
+        n: (float(lo), float(hi))
+        for n, (lo, hi) in zip(confidence.names, ends, strict=True)
+        if np.isfinite(lo) and np.isfinite(hi)
+    }
+
+
 def parameter_rows(
     initial_params: Any,
     opt_params: Any,
@@ -190,8 +215,7 @@ def parameter_rows(
       bound_rtol: Relative tolerance of :func:`at_bound_flags`.
     """
     hw_by_name, side_by_name = _by_name(confidence)
-    by = getattr(confidence, "determined_by", None)
-    by_name = {} if by is None else dict(zip(confidence.names, by, strict=True))
+    ends_by_name, by_name = _ends_by_name(confidence), _determined_by_name(confidence)
     rows: list[ParameterRow] = []
     for name, p in opt_params.items():
         init = initial_params[name].value if name in initial_params else p.nominal
@@ -227,6 +251,7 @@ def parameter_rows(
                     identifiable=ident or p.frozen,
                     large_interval=large,
                     determined_by="" if p.frozen else str(by_name.get(label, "")),
+                    ends=None if p.frozen or math.isinf(hw) else ends_by_name.get(label),
                 )
             )
     return rows

@@ -25,7 +25,7 @@ from mjsysid.output.report._data import (
 )
 from mjsysid.output.report.audit_section import audit_section
 from mjsysid.output.report.deps import require_report_dependencies
-from mjsysid.output.report.format import error_rows, table_rows, versions
+from mjsysid.output.report.format import error_rows, interval_method, table_rows, versions
 from mjsysid.output.report.html import ASSETS_DIR, _install, json_for_script, render_page
 from mjsysid.output.report.sections import (
     CorrelationSection,
@@ -324,9 +324,16 @@ def page(
     alpha_used = getattr(a.conf, "alpha", None) if a.conf is not None else None
     context = _context(fit, opts, a, figures)
     said = summary(
-        fit.ms_list, a.rows, fit.opt_result, a.condition, alpha_used, versions(plotly_version)
+        fit.ms_list,
+        a.rows,
+        fit.opt_result,
+        a.condition,
+        alpha_used,
+        versions(plotly_version),
+        interval_method(a.conf),
     )
     said["message"] = reworded(said["message"], said["status"], a.context)
+    said["bootstrap"] = getattr(a.conf, "method", "linear") == "bootstrap"
     context.update(
         summary=said,
         plotly_inline=plotly_js.replace("</script", "<\\/script") if opts.inline_plotly else "",
@@ -351,6 +358,7 @@ def _context(
         "warnings": a.warnings,
         "param_rows": table,
         "n_flagged": sum(1 for r in table if r["flags"]),
+        "interval_notes": [str(n) for n in getattr(a.conf, "notes", None) or []],
         "error_rows": errors,
         "n_error_flagged": sum(1 for e in errors if e["flagged"]),
         "n_error_detail": sum(1 for e in errors if e["detail"]),

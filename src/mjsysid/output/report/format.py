@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import platform
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,26 @@ def raise_limit(name: str, context: MessageContext | None = None) -> str:
     ``"limits: {name: N}"`` (experiment file) or ``"limits_set(name=N)"`` (Python)."""
     c = context or MessageContext()
     return c.say(f"mjsysid.util.limits.limits_set({name}=N)", f"limits: {{{name}: N}}")
+
+
+_DRAWS = re.compile(r"^bootstrap: (\d+) draws\b")
+
+
+def interval_method(confidence: Any) -> str:
+    """How the intervals were computed, in words: ``"95 % block-bootstrap interval, 100
+    draws"`` or ``"95 % linearised interval"`` (``""``: no intervals).
+
+    The draws come from the bootstrap's note (:attr:`Confidence.notes
+    <mjsysid.fit.confidence.Confidence.notes>`, ``"bootstrap: 100 draws over ..."``), which a
+    saved results folder keeps too.
+    """
+    if confidence is None:
+        return ""
+    level = f"{100.0 * (1.0 - float(confidence.alpha)):g} %"
+    if getattr(confidence, "method", "linear") != "bootstrap":
+        return f"{level} linearised interval"
+    draws = [m[1] for n in getattr(confidence, "notes", []) if (m := _DRAWS.match(str(n)))]
+    return f"{level} block-bootstrap interval" + (f", {draws[-1]} draws" if draws else "")
 
 
 _FLAG_CSS = {
@@ -66,6 +87,19 @@ def _percent(v: float) -> str:
     return "—" if not math.isfinite(v) else f"{100.0 * v:+.3g} %"
 
 
+def _half_width(r: ParameterRow) -> str:
+    """The ``± interval`` cell: ``±h`` as a number, or ``−a / +b`` for an asymmetric interval
+    (a bootstrap's percentiles: the distances of its ends from the identified value)."""
+    hw = r.half_width
+    if math.isnan(hw):
+        return "—"
+    if math.isinf(hw):
+        return "∞"
+    if r.ends is None:
+        return fmt(hw, 3)
+    return f"−{fmt(r.identified - r.ci_low, 3)} / +{fmt(r.ci_high - r.identified, 3)}"
+
+
 def _table_row(r: ParameterRow, group_start: bool) -> dict[str, Any]:
     hw = r.half_width
     if math.isnan(hw):
@@ -88,7 +122,7 @@ def _table_row(r: ParameterRow, group_start: bool) -> dict[str, Any]:
             "identified": fmt(r.identified),
             "lower": fmt(r.lower),
             "upper": fmt(r.upper),
-            "half_width": "—" if math.isnan(hw) else ("∞" if math.isinf(hw) else fmt(hw, 3)),
+            "half_width": _half_width(r),
             "interval": interval,
             "rel_change": _percent(r.rel_change),
         },

@@ -90,8 +90,11 @@ def summary(
     condition: float,
     alpha: float | None,
     versions: dict[str, str],
+    intervals: str = "",
 ) -> dict[str, Any]:
-    """The summary section: the fit's result, the parameters, the data and the versions."""
+    """The summary section: the fit's result, the parameters, the data and the versions;
+    ``intervals`` says how the intervals were computed
+    (:func:`~mjsysid.output.report.format.interval_method`)."""
     out = _result_summary(opt_result)
     out.update(
         {
@@ -102,6 +105,7 @@ def summary(
             if math.isnan(condition)
             else ("∞" if math.isinf(condition) else f"{condition:.3g}"),
             "confidence": "—" if alpha is None else f"{100.0 * (1.0 - alpha):g} %",
+            "intervals": intervals,
             "models": [_model_summary(ms) for ms in ms_list],
             "versions": versions,
             "generated": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
