@@ -179,6 +179,34 @@ def test_fit_resume_from_checkpoint(tmp_path):
     assert {p["at_bound"] for p in saved["parameters"]} == {False}
 
 
+def test_fit_says_every_caveat_of_its_intervals(tmp_path):
+    params = [
+        {"kind": "body_mass", "target": "link1"},
+        {"kind": "joint_damping", "target": "elbow", "max": 0.05},  # the truth is 0.08
+    ]
+    path = _write_exp(tmp_path, parameters=params)
+    code, _, err = run("fit", str(path), "--out", str(tmp_path / "r"), "--no-report", "-q")
+    assert code == 0, err
+    assert (
+        "warning: elbow_damping is at its upper bound: its interval is bound-limited (not "
+        "given), and the others' are computed with it held there"
+    ) in err
+    saved = yaml.safe_load((tmp_path / "r" / "confidence.yaml").read_text())
+    assert any("elbow_damping is at its upper bound" in c for c in saved["caveats"])
+
+
+def test_many_caveats_are_said_up_to_a_limit():
+    from mjsysid.app.commands.fit import MAX_CAVEATS, say_caveats
+
+    err = io.StringIO()
+    say_caveats([f"c{k}" for k in range(MAX_CAVEATS + 5)], err)
+    lines = err.getvalue().splitlines()
+    assert lines[:MAX_CAVEATS] == [f"warning: c{k}" for k in range(MAX_CAVEATS)]
+    assert lines[MAX_CAVEATS:] == [
+        "warning: and 5 more about the intervals: confidence.yaml and the report list them all"
+    ]
+
+
 def test_fit_in_horizon_stages_from_the_file_or_the_command_line(tmp_path):
     path = _write_exp(tmp_path, optimizer={"method": "lm", "horizons": [0.3, 1.0]})
     assert load_experiment(path).optimizer_options == {"horizons": (0.3, 1.0)}

@@ -268,6 +268,11 @@ def table(result: Any, conf: Any, params: ParameterDict) -> str:
     return "\n".join(lines)
 
 
+MAX_CAVEATS = 8
+"""What limits the intervals is said line by line up to this many (a fit with hundreds of
+window starts at their bounds would fill the screen); the rest are in the results."""
+
+
 def _summarise(
     args: argparse.Namespace, result: Any, conf: Any, exp: Experiment, out: TextIO, err: TextIO
 ) -> None:
@@ -281,10 +286,19 @@ def _summarise(
         file=err,
     )
     print(table(result, conf, exp.params), file=out)
-    if not conf.converged:
-        print(f"warning: {conf.caveats()[0]}", file=err)
-    if conf.at_bound is not None and conf.at_bound.any():
-        print("warning: the intervals of parameters at a bound are not meaningful", file=err)
+    say_caveats(conf.caveats(), err)
+
+
+def say_caveats(caveats: list[str], err: TextIO) -> None:
+    """What limits the intervals, one warning each, the first :data:`MAX_CAVEATS`."""
+    for caveat in caveats[:MAX_CAVEATS]:
+        print(f"warning: {caveat}", file=err)
+    if len(caveats) > MAX_CAVEATS:
+        print(
+            f"warning: and {len(caveats) - MAX_CAVEATS} more about the intervals: "
+            "confidence.yaml and the report list them all",
+            file=err,
+        )
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
