@@ -201,3 +201,16 @@ def test_a_link_with_a_fused_massive_child_keeps_its_inertial(caplog):
     mass = out.find("link[@name='link2']/inertial/mass")
     assert mass is not None and mass.get("value") == "0.5"  # not the fused sum 0.7
     assert "a gripper" in identified_urdf(urdf, model)  # comments survive
+
+
+def test_a_massive_link_fixed_to_the_world_is_not_warned_about(caplog):
+    urdf = URDF.replace('<link name="base">', '<link name="world"/><link name="base">').replace(
+        '<joint name="j1"',
+        '<joint name="base_fix" type="fixed"><parent link="world"/><child link="base"/>'
+        '</joint><joint name="j1"',
+    )
+    model = mujoco.MjSpec.from_string(urdf).compile()
+    assert "base" not in [model.body(b).name for b in range(model.nbody)]  # fused into the world
+    with caplog.at_level("WARNING", logger="mjsysid.output.export"):
+        identified_urdf(urdf, model)
+    assert "keeps its inertial" not in caplog.text  # static: nothing of it is identified

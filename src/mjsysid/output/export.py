@@ -207,7 +207,8 @@ def _full_inertia(model: mujoco.MjModel, b: int) -> np.ndarray:
 
 
 def _fused_parents(robot: ET.Element, bodies: set[str]) -> set[str]:
-    """Links that MuJoCo merged a massive fixed-joint child into (its inertial is the sum)."""
+    """Moving links (bodies of the model) that MuJoCo merged a massive fixed-joint child into
+    (its inertial is the sum); a child fixed to the world is static and counts for nothing."""
     massive = {
         link.get("name")
         for link in robot.iter("link")
@@ -221,7 +222,7 @@ def _fused_parents(robot: ET.Element, bodies: set[str]) -> set[str]:
         name = child.get("link")
         if joint.get("type") == "fixed" and name not in bodies and name in massive:
             out.add(str(parent.get("link")))
-    return out
+    return out & bodies
 
 
 def _set_inertial(link: ET.Element, model: mujoco.MjModel, b: int) -> None:
