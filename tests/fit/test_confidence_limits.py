@@ -288,3 +288,21 @@ def test_a_column_stable_at_no_step_is_said_to_be_rough_and_not_called_collinear
 def conf_jacobian(residual_fn, x, J0, bounds):
     """The Jacobian compute_confidence uses (rough columns re-stepped)."""
     return rough_columns(lambda X: residual_fn(X, None), x, J0, bounds)[0]
+
+
+def test_many_parameters_at_bounds_make_one_caveat():
+    from mjsysid.fit.confidence import Confidence
+
+    names = [f"w#{k}/qvel0" for k in range(6)] + ["mass"]
+    side = np.array([1, -1, 1, 1, -1, 1, 0])
+    conf = Confidence(names, np.zeros(7), np.full(7, np.inf), np.eye(7), 0.05, at_bound=side)
+    assert conf.caveats() == [
+        "6 parameters are at a bound (w#0/qvel0, w#1/qvel0, w#2/qvel0 and 3 more; the table "
+        "marks them): their intervals are bound-limited (not given), and the others' are "
+        "computed with them held there"
+    ]
+    few = Confidence(names[:2], np.zeros(2), np.full(2, np.inf), np.eye(2), 0.05, at_bound=side[:2])
+    assert [c.split(":")[0] for c in few.caveats()] == [
+        "w#0/qvel0 is at its upper bound",
+        "w#1/qvel0 is at its lower bound",
+    ]

@@ -88,20 +88,32 @@ class Confidence:
                 "the fit did not converge: the intervals describe its end point, which is not "
                 "a minimum"
             )
-        side = np.zeros(len(self.names), int) if self.at_bound is None else self.at_bound
-        for k, n in enumerate(self.names):
-            if side[k]:
-                bound = "lower" if side[k] < 0 else "upper"
-                out.append(
-                    f"{n} is at its {bound} bound: its interval is bound-limited (not given), "
-                    "and the others' are computed with it held there"
-                )
+        out += self._bound_caveats()
         for n, by in zip(self.names, self.determined_by or [], strict=False):
             if by == "prior":
                 out.append(
                     f"{n} is determined by its prior, not by the data: its interval is the prior's"
                 )
         return out + list(self.notes)
+
+    def _bound_caveats(self, each: int = 3) -> list[str]:
+        """One caveat per parameter at a bound, or one for all of them beyond ``each`` (a
+        windowed fit can have dozens of window starts at their margins)."""
+        side = np.zeros(len(self.names), int) if self.at_bound is None else self.at_bound
+        pairs = zip(self.names, side, strict=True)
+        held = [(n, "lower" if s < 0 else "upper") for n, s in pairs if s]
+        if len(held) > each:
+            named = ", ".join(n for n, _ in held[:each])
+            return [
+                f"{len(held)} parameters are at a bound ({named} and {len(held) - each} more; "
+                "the table marks them): their intervals are bound-limited (not given), and the "
+                "others' are computed with them held there"
+            ]
+        return [
+            f"{n} is at its {bound} bound: its interval is bound-limited (not given), and the "
+            "others' are computed with it held there"
+            for n, bound in held
+        ]
 
     def ends(self) -> np.ndarray:
         """``(p, 2)`` lower and upper end of every interval (``value ± half_width`` unless
