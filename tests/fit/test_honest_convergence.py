@@ -116,3 +116,26 @@ def test_cli_names_a_small_step_stop_and_flags_the_intervals(tmp_path):
     text = err.getvalue()
     assert "Not converged: the fit stopped on a small step" in text
     assert "warning: the fit did not converge" in text
+
+
+def test_an_exact_fit_at_round_off_after_horizon_stages_is_converged():
+    """The last horizon stage of an exact fit may start at round-off already (the shorter
+    stages found the truth): the round-off floor is the whole fit's start cost, not the
+    stage's (the bench's quadruped with foot friction ended 'small_step' at cost 3e-23)."""
+    from mjsysid.fit.stage import Stage, _judge_stop
+
+    rng = np.random.default_rng(0)
+    J, r = rng.normal(size=(6, 5)), 1e-12 * rng.normal(size=6)
+    x, bounds = np.zeros(5), (np.full(5, -1.0), np.full(5, 1.0))
+    assert predicted_decrease(J, r, x, bounds) > 0.5 * (0.5 * r @ r)  # most of it "reducible"
+
+    def stage() -> Stage:
+        cost = 0.5 * float(r @ r)
+        return Stage(1.0, x, 1e-20, cost, Status.XTOL, 3, 9, 3, 0, [cost], [x], r, J)
+
+    alone = stage()
+    _judge_stop(alone, bounds)  # the stage's own start (1e-20) as the yardstick
+    assert alone.status is Status.SMALL_STEP
+    after_stages = stage()
+    _judge_stop(after_stages, bounds, start_cost=2.5)  # the fit began at cost 2.5
+    assert after_stages.status is Status.XTOL

@@ -135,8 +135,9 @@ def run_stages(
         # parameter may have none yet (the part of the data that excites it comes later)
         seed = earlier if k == 0 else None
         plan = StagePlan(
-            h, last, it0, ("warn" if allow else "error") if last else None, earlier=seed
-        )
+            h, last, it0, ("warn" if allow else "error") if last else None, earlier=seed,
+            start_cost=fit.initial_cost if fit.full is not None else None,
+        )  # fmt: skip
         if not last:
             assert fit.full is not None
             r_here = fit.full(x)  # (remembered by CountedResidual when a stage ends where it began)

@@ -90,7 +90,9 @@ class StagePlan:
     iterations before it (``start_iter``), the parameter-effect check (``"error"``, ``"warn"``
     or ``None``), the cost below which it is skipped (``skip_below``) and, for a stage
     resumed from a checkpoint written in it, its iterations before the interruption
-    (``earlier``, prepended to its history)."""
+    (``earlier``, prepended to its history); for the last stage after shorter ones, the whole
+    data's cost at the fit's start (``start_cost``: the yardstick of round-off at an exact
+    fit, where this stage may start already at round-off)."""
 
     horizon: float
     last: bool
@@ -98,6 +100,7 @@ class StagePlan:
     check_effect: str | None
     skip_below: float | None = None
     earlier: History | None = None
+    start_cost: float | None = None
 
 
 class _Converged(Exception):
@@ -258,17 +261,20 @@ def _finish_last(
     stage.x, stage.r = x_hat, r_hat
     stage.cost = 0.5 * float(r_hat @ r_hat)
     stage.J = jacobian(x_hat, r_hat)
-    _judge_stop(stage, rec.s.bounds)
+    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost)
 
 
-def _judge_stop(stage: Stage, bounds: tuple[np.ndarray, np.ndarray]) -> None:
+def _judge_stop(
+    stage: Stage, bounds: tuple[np.ndarray, np.ndarray], start_cost: float | None = None
+) -> None:
     """Renames an xtol/ftol stop that is no minimum ``"small_step"`` (see
     :func:`~mjsysid.fit.status.honest_status`) and logs the predicted decrease."""
     if stage.status not in (Status.XTOL, Status.FTOL):
         return
     assert stage.J is not None and stage.r is not None
     predicted = predicted_decrease(stage.J, stage.r, stage.x, bounds)
-    judged = honest_status(stage.status, stage.cost, predicted, stage.cost0)
+    cost0 = max(stage.cost0, start_cost or 0.0)
+    judged = honest_status(stage.status, stage.cost, predicted, cost0)
     if judged is not stage.status:
         logger.warning(
             "the fit stopped on %s at cost %.6g, but the linearised model still predicts a "
