@@ -338,3 +338,17 @@ def arm(tmp_path_factory: pytest.TempPathFactory):
     yield a
     rf.close()
     servo_rf.close()
+
+
+def linear_result(x, fun, jac, names, success: bool = True):
+    """An ``OptimizeResult`` at ``x`` with residual ``fun`` and Jacobian ``jac`` (a fit that
+    ended there, converged (``xtol``) or not (``small_step``)), for interval tests."""
+    from mjsysid.fit.local import OptimizeResult
+
+    x, fun = np.asarray(x, dtype=float), np.asarray(fun, dtype=float)
+    return OptimizeResult(
+        x=x, cost=0.5 * float(fun @ fun), fun=fun, jac=np.asarray(jac, dtype=float),
+        grad=np.asarray(jac).T @ fun, status="xtol" if success else "small_step",
+        success=success, message="", nfev=1, njev=1, nit=1, initial_cost=1.0, wall_time=0.0,
+        parameter_names=list(names), optimizer="lm",
+    )  # fmt: skip

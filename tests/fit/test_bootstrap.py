@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
+from conftest import linear_result
 from mjsysid.fit.bootstrap import block_bootstrap, block_labels
 from mjsysid.fit.confidence import compute_confidence
 from mjsysid.fit.local import OptimizeResult
@@ -36,23 +37,7 @@ def _fit(y: np.ndarray) -> tuple[OptimizeResult, ms.ParameterDict, object]:
         return A @ X - y[:, None]
 
     r = A @ est - y
-    res = OptimizeResult(
-        x=est,
-        cost=0.5 * float(r @ r),
-        fun=r,
-        jac=A.copy(),
-        grad=A.T @ r,
-        status="xtol",
-        success=True,
-        message="",
-        nfev=1,
-        njev=1,
-        nit=1,
-        initial_cost=1.0,
-        wall_time=0.0,
-        parameter_names=["offset", "slope"],
-        optimizer="lm",
-    )
+    res = linear_result(est, r, A, ["offset", "slope"])
     params = ms.ParameterDict(
         [ms.Parameter("offset", est[0], -10, 10), ms.Parameter("slope", est[1], -10, 10)]
     )

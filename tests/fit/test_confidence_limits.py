@@ -7,32 +7,12 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
+from conftest import linear_result
 from mjsysid.fit.collinear import near_collinear
 from mjsysid.fit.confidence import bound_sides, compute_confidence
 from mjsysid.fit.jacobian import fd_jacobian, rough_columns
-from mjsysid.fit.local import OptimizeResult
 
-
-def _result(x, fun, jac, names, success=True) -> OptimizeResult:
-    x = np.asarray(x, dtype=float)
-    fun = np.asarray(fun, dtype=float)
-    return OptimizeResult(
-        x=x,
-        cost=0.5 * float(fun @ fun),
-        fun=fun,
-        jac=np.asarray(jac, dtype=float),
-        grad=np.asarray(jac).T @ fun,
-        status="xtol" if success else "small_step",
-        success=success,
-        message="",
-        nfev=1,
-        njev=1,
-        nit=1,
-        initial_cost=1.0,
-        wall_time=0.0,
-        parameter_names=list(names),
-        optimizer="lm",
-    )
+_result = linear_result
 
 
 def _params(names, x, lo, hi) -> ms.ParameterDict:
