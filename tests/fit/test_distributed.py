@@ -98,6 +98,20 @@ def test_signal_transform_bit_for_bit(client: Any, arm: Any) -> None:
         assert np.array_equal(drf.head(0.6)(X, params), local.head(0.6)(X, params))
 
 
+def test_force_laws_travel_with_the_recipe(client: Any, arm: Any) -> None:
+    """A force law is part of the residual: the workers apply it too."""
+    from mjsysid.sim.force_laws import ViscousFriction
+    from mjsysid.sim.law_params import force_law_params
+
+    prob, params = arm
+    law = ViscousFriction("j1_viscous", joint="j1")
+    params.update(force_law_params(law, {"damping": [0.05, 0.05]}))
+    local = ms.build_residual_fn(prob.sequences, force_laws=[law], nthread=1)
+    X = candidates(params, 4)
+    with distribute(local, client) as drf:
+        assert np.array_equal(drf(X, params), local(X, params))
+
+
 def test_compiled_spec_path(client: Any, make_problem: Any) -> None:
     """Candidates compiled from the spec: exact where the XML round-trips exactly."""
     prob = make_problem(DC_MOTOR, dc_motor_truth(0.05, 0.01), n=200, names=["angle", "speed"])

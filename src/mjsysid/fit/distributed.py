@@ -44,7 +44,12 @@ import numpy.typing as npt
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.timeseries import TimeSeries
 from mjsysid.fit.executors import executor_options
-from mjsysid.objective.residual import ResidualFunction, SequencePrediction, build_residual_fn
+from mjsysid.objective.residual import (
+    ResidualFunction,
+    SequencePrediction,
+    build_options,
+    build_residual_fn,
+)
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 from mjsysid.util.mjcf_text import spec_xml
@@ -180,6 +185,7 @@ _OPTION_NAMES = (
     "control_interpolation",
     "fast_model_edits",
     "control_transform",
+    "force_laws",
 )
 
 
@@ -206,19 +212,7 @@ def residual_recipe(
 
 def recipe_of(rf: ResidualFunction, nthread: int | None = None) -> ResidualRecipe:
     """The recipe of an existing residual function (its whole data, not a head)."""
-    options: dict[str, Any] = {
-        "modify_residual": rf.modify_residual,
-        "custom_rollout": rf.custom_rollout,
-        "sensor_weights": rf.sensor_weights,
-        "enabled_observations": rf.enabled_observations,
-        "normalize": rf.normalize,
-        "control_interpolation": rf.control_interpolation,
-        "fast_model_edits": rf.fast_model_edits,
-        "control_transform": rf.control_transform,
-    }
-    if rf.build_model is not None:
-        options["build_model"] = rf.build_model
-    return residual_recipe(rf.models_sequences, nthread=nthread, **options)
+    return residual_recipe(rf.models_sequences, nthread=nthread, **build_options(rf))
 
 
 # -- the worker side -------------------------------------------------------------------------

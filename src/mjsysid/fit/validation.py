@@ -19,8 +19,7 @@ import numpy as np
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.objective.initial_state import INITIAL_KINDS
 from mjsysid.objective.predictions import SequencePrediction
-from mjsysid.objective.residual import ResidualFunction, build_residual_fn
-from mjsysid.params.apply import apply_param_modifiers
+from mjsysid.objective.residual import ResidualFunction, build_options, build_residual_fn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -291,19 +290,7 @@ def residual_fn_like(rf: ResidualFunction, models_sequences: Sequence[ModelSeque
     """A residual function of other sequences built with ``rf``'s options (signal
     transform, weights, observations, normalisation, control interpolation and transform,
     force laws, custom rollout and model builder): how the held-out data are compared."""
-    return build_residual_fn(
-        list(models_sequences),
-        modify_residual=rf.modify_residual,
-        custom_rollout=rf.custom_rollout,
-        build_model=apply_param_modifiers if rf.build_model is None else rf.build_model,
-        sensor_weights=rf.sensor_weights or None,
-        enabled_observations=rf.enabled_observations,
-        normalize=rf.normalize,
-        control_interpolation=rf.control_interpolation,
-        fast_model_edits=rf.fast_model_edits,
-        control_transform=rf.control_transform,
-        force_laws=rf.force_laws,
-    )
+    return build_residual_fn(list(models_sequences), **build_options(rf))
 
 
 def check_holdout(holdout: Any) -> None:

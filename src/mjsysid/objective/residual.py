@@ -37,6 +37,7 @@ import fnmatch
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -736,4 +737,24 @@ def residual_cost(r: np.ndarray) -> float:
     return 0.5 * float(np.dot(r, r))
 
 
-__all__ = ["ResidualFunction", "SequencePrediction", "build_residual_fn"]
+def build_options(rf: ResidualFunction) -> dict[str, Any]:
+    """The keyword arguments of :func:`build_residual_fn` (``nthread`` aside) that made
+    ``rf``: to build the same residual over other sequences (held-out data) or on another
+    machine (a Dask worker). ``build_model`` is left out where it is the default."""
+    options: dict[str, Any] = {
+        "modify_residual": rf.modify_residual,
+        "custom_rollout": rf.custom_rollout,
+        "sensor_weights": rf.sensor_weights,
+        "enabled_observations": rf.enabled_observations,
+        "normalize": rf.normalize,
+        "control_interpolation": rf.control_interpolation,
+        "fast_model_edits": rf.fast_model_edits,
+        "control_transform": rf.control_transform,
+        "force_laws": rf.force_laws,
+    }
+    if rf.build_model is not None:
+        options["build_model"] = rf.build_model
+    return options
+
+
+__all__ = ["ResidualFunction", "SequencePrediction", "build_options", "build_residual_fn"]
