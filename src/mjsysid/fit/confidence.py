@@ -443,7 +443,7 @@ def compute_confidence(
     """
     if method not in METHODS:
         raise ValueError(must_be("method", f"one of {list(METHODS)}", method))
-    fit = _FitInput.of(opt_result, residual_fn, params)
+    fit = _FitInput.of(opt_result, residual_fn, params, rough or method == "bootstrap")
     conf, J = _linear(fit, alpha, rough)
     if method == "linear":
         return conf
@@ -471,14 +471,20 @@ class _FitInput:
 
     @classmethod
     def of(
-        cls, result: OptimizeResult, residual_fn: Any, params: ParameterDict | None
+        cls,
+        result: OptimizeResult,
+        residual_fn: Any,
+        params: ParameterDict | None,
+        simulate: bool = True,
     ) -> _FitInput:
+        """``simulate``: the residual is needed (the rough-column check, the bootstrap's
+        refits); else it is not evaluated at all."""
         rows = _prior_of(result)
         n = result.fun.size
         groups = _data_groups(residual_fn, n - (0 if rows is None else rows.size), n)
         if params is None or params.size != result.x.size:
             return cls(result, rows, groups, None, None)
-        residual = _vectorised(result, residual_fn, params, rows)
+        residual = _vectorised(result, residual_fn, params, rows) if simulate else None
         return cls(result, rows, groups, params.get_bounds(), residual)
 
 
