@@ -278,8 +278,8 @@ def _judge_stop(
     if judged is not stage.status:
         logger.warning(
             "the fit stopped on %s at cost %.6g, but the linearised model still predicts a "
-            "decrease of %.3g (%.1f %% of the cost): not converged (status small_step); "
-            "try multiple shooting (shooting: {window: ...}), horizon stages or a global stage",
+            "decrease of %.3g (%.1f %% of the cost): not converged (status small_step): the "
+            "fit's message says what to try",
             stage.status.value,
             stage.cost,
             predicted,
