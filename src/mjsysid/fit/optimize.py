@@ -18,8 +18,10 @@ importable from here, where the API specification places it).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -151,36 +153,38 @@ def optimize(
         messages=messages, backend_options=optimizer_kwargs,
     )  # fmt: skip
     check_holdout(holdout)
+    outer = _Outer(check_conditioning, global_search, starts, starts_seed)
     if executor is not None:
-        opt_params, result = _on_cluster(
-            initial_params, residual_fn, executor, options, check_conditioning,
-            global_search, starts, starts_seed,
-        )  # fmt: skip
+        opt_params, result = _on_cluster(initial_params, residual_fn, executor, options, outer)
     else:
-        opt_params, result = _fit_map(
-            initial_params, residual_fn, options, check_conditioning, global_search, starts,
-            starts_seed,
-        )  # fmt: skip
+        opt_params, result = _fit_map(initial_params, residual_fn, options, outer)
     if holdout is not None:
         result.extras["validation"] = _holdout(initial_params, opt_params, residual_fn, holdout)
     return opt_params, result
 
 
+@dataclass(frozen=True)
+class _Outer:
+    """What :func:`optimize` does around the local fit: the conditioning check, a global
+    stage, several starts."""
+
+    check_conditioning: bool
+    global_search: Any
+    starts: int | None
+    starts_seed: int
+
+    def keywords(self) -> dict[str, Any]:
+        """As :func:`optimize`'s keywords (shallow: ``global_search`` stays as given)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
 def _fit_map(
-    initial_params: ParameterDict,
-    residual_fn: ResidualFn,
-    options: FitOptions,
-    check_conditioning: bool,
-    global_search: Any,
-    starts: int | None,
-    starts_seed: int,
+    initial_params: ParameterDict, residual_fn: ResidualFn, options: FitOptions, outer: _Outer
 ) -> tuple[ParameterDict, OptimizeResult]:
     """:func:`_fit_here`, a MAP fit when a parameter has a prior (its rows said in
     ``result.extras["prior"]``)."""
     fn = with_prior(residual_fn, initial_params)
-    opt_params, result = _fit_here(
-        initial_params, fn, options, check_conditioning, global_search, starts, starts_seed
-    )
+    opt_params, result = _fit_here(initial_params, fn, options, outer)
     if isinstance(fn, PriorResidual):
         result.extras["prior"] = fn.rows.to_dict()
     return opt_params, result
@@ -199,24 +203,17 @@ def _holdout(
 
 
 def _fit_here(
-    initial_params: ParameterDict,
-    residual_fn: ResidualFn,
-    options: FitOptions,
-    check_conditioning: bool,
-    global_search: Any,
-    starts: int | None,
-    starts_seed: int,
+    initial_params: ParameterDict, residual_fn: ResidualFn, options: FitOptions, outer: _Outer
 ) -> tuple[ParameterDict, OptimizeResult]:
     """:func:`optimize` on this machine: the local fit, after a global stage or from many
     starts."""
-    if global_search is None and starts is None:
-        return run_fit(initial_params, residual_fn, options, check_conditioning=check_conditioning)
+    if outer.global_search is None and outer.starts is None:
+        return run_fit(
+            initial_params, residual_fn, options, check_conditioning=outer.check_conditioning
+        )
     from mjsysid.fit.search import fit_with_search  # the outer stages (optional extras)
 
-    return fit_with_search(
-        initial_params, residual_fn, global_search=global_search, starts=starts,
-        starts_seed=starts_seed, check_conditioning=check_conditioning, **options.as_keywords(),
-    )  # fmt: skip
+    return fit_with_search(initial_params, residual_fn, **outer.keywords(), **options.as_keywords())
 
 
 def _on_cluster(
@@ -224,20 +221,13 @@ def _on_cluster(
     residual_fn: ResidualFn,
     executor: Any,
     options: FitOptions,
-    check_conditioning: bool,
-    global_search: Any,
-    starts: int | None,
-    starts_seed: int,
+    outer: _Outer,
 ) -> tuple[ParameterDict, OptimizeResult]:
     """:func:`optimize` with every batched call on the Dask cluster of ``executor``."""
     from mjsysid.fit.distributed import distribute  # the distributed extra
 
     remote = distribute(residual_fn, executor)  # type: ignore[arg-type]
     try:
-        return optimize(
-            initial_params, remote, check_conditioning=check_conditioning,
-            global_search=global_search, starts=starts, starts_seed=starts_seed,
-            **options.as_keywords(),
-        )  # fmt: skip
+        return optimize(initial_params, remote, **outer.keywords(), **options.as_keywords())
     finally:
         remote.close()
