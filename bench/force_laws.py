@@ -15,7 +15,11 @@ its ratio to "built-in" with as many parameters.
 ``--scan``: the rollouts alone for batches of the given sizes (no residuals), the built-in
 rollout with 1 and ``--threads`` threads against the lock step with the laws on 1 thread and
 on ``--threads`` threads: automatic chunking (``auto``), every thread a chunk (``split``) and
-one chunk (``one``); the ratio is to the built-in rollout with as many threads.
+one chunk (``one``); and the lock step on ``mujoco.batch.Batch`` (:mod:`mjsysid.sim.batch`)
+on 1 thread, on the pool, and choosing between them (``batch auto``); the ratio is to the
+built-in rollout with as many threads (``auto`` rows: ``--threads``); ``chosen``: what a
+residual function runs (:class:`~mjsysid.sim.batch.LawRollout`, the faster of the two
+measured on its first calls; give ``--repeats`` >= 7).
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ import mujoco
 import numpy as np
 
 import mjsysid as ms
-from mjsysid.sim.force_laws import CoulombFriction, ViscousFriction
-from mjsysid.sim.law_params import force_law_params
+from mjsysid.sim.batch import BatchLockstep, LawRollout
+from mjsysid.sim.laws.core import force_law_params
+from mjsysid.sim.laws.friction import CoulombFriction, ViscousFriction
 from mjsysid.sim.lockstep import LockstepRollout
 from mjsysid.sim.rollout import BatchRollout
 
@@ -129,6 +134,10 @@ def scan(links: int, steps: int, batches: list[int], nthread: int, repeats: int)
         f"law {nthread}t auto": LockstepRollout(many, laws).run,
         f"law {nthread}t split": LockstepRollout(many, laws, chunk_work=0.0).run,
         f"law {nthread}t one": LockstepRollout(many, laws, chunk_work=np.inf).run,
+        "batch 1t": BatchLockstep(many, laws, threads=1).run,
+        f"batch {nthread}t": BatchLockstep(many, laws, threads=nthread).run,
+        "batch auto": BatchLockstep(many, laws).run,
+        "chosen": LawRollout(many, laws).run,
     }
     best = {(n, name): np.inf for n in batches for name in runs}
     for _ in range(repeats + 1):  # interleaved, best of
@@ -150,7 +159,7 @@ def scan(links: int, steps: int, batches: list[int], nthread: int, repeats: int)
     for n in batches:
         cells = []
         for name, t in ((name, best[n, name]) for name in runs):
-            ref = best[n, "built-in 1t" if "1t" in name else f"built-in {nthread}t"]
+            ref = best[n, "built-in 1t" if name.endswith(" 1t") else f"built-in {nthread}t"]
             cells.append(f"{1e3 * t:9.1f}" + ("" if "built-in" in name else f" ({t / ref:.2f})"))
         print(f"{n:>5} " + " ".join(f"{c:>18}" for c in cells))
 

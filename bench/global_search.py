@@ -17,16 +17,16 @@ effect on the residual (``allow_no_effect=True`` for every local fit).
 Rows, all from the same start in one process:
 
 * ``LM``: the local fit alone (``optimize``, default options).
-* ``CMA-ES+LM``: :func:`mjsysid.fit.global_search.fit_global` with ``--budget``
+* ``CMA-ES+LM``: :func:`mjsysid.fit.search.fit_global` with ``--budget``
   evaluations for the global stage, then the same local fit.
-* ``CMA-ES only``: :func:`~mjsysid.fit.global_search.global_search` with the budget
+* ``CMA-ES only``: :func:`~mjsysid.fit.search.global_search` with the budget
   ``CMA-ES+LM`` spent in total (both stages) and the spread test off, each generation
   batched.
 * ``CMA-ES only, 5x budget``: the same with five times the evaluations (``cmaes``'s own
   termination tests may end it sooner).
 * ``CMA-ES only, 1 call/cand.``: the same search with one residual call per candidate
   (what a CMA-ES loop around a scalar cost does), to show what batching a generation buys.
-* ``multistart N``: :func:`mjsysid.fit.multistart.multistart` with ``--starts`` local fits.
+* ``multistart N``: :func:`mjsysid.fit.search.multistart` with ``--starts`` local fits.
 
 Columns: wall time (s), residual evaluations (candidate columns), final cost, the largest
 relative parameter error, and wall time relative to ``CMA-ES+LM``.
@@ -46,8 +46,8 @@ import numpy as np
 
 import mjsysid as ms
 from mjsysid.data.excitation import multisine
-from mjsysid.fit.global_search import GlobalSearchOptions, fit_global, global_search
-from mjsysid.fit.multistart import multistart
+from mjsysid.fit.options import GlobalSearchOptions
+from mjsysid.fit.search import fit_global, global_search, multistart
 
 XML_PATH = Path(ms.__file__).parent / "examples" / "dcmotor" / "dcmotor.xml"
 TRUTH = (0.15, 0.004, 0.003, 1.0)  # deadband, friction loss, kv, gear

@@ -44,6 +44,34 @@ ARM2 = """
 </mujoco>
 """
 
+LIT_ARM = """
+<mujoco model="arm">
+  <option timestep="0.002"/>
+  <worldbody>
+    <light pos="0 0 3"/>
+    <geom type="plane" size="1 1 0.1" rgba=".8 .8 .8 1"/>
+    <body name="link1" pos="0 0 1">
+      <joint name="j1" type="hinge" axis="0 1 0" damping="0.05"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1.0"/>
+      <body name="link2" pos="0.3 0 0">
+        <joint name="j2" type="hinge" axis="0 1 0" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.7"/>
+        {tip}
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="m1" joint="j1"/>
+    <motor name="m2" joint="j2"/>
+  </actuator>
+  <sensor>
+    {sensors}
+  </sensor>
+</mujoco>
+"""
+"""A two-link arm with a light and a floor (for rendering tests): ``LIT_ARM.format(tip=...,
+sensors=...)`` with the elements of the tip (a site, or nothing) and of the sensors."""
+
 DC_MOTOR = """
 <mujoco model="dcmotor">
   <option timestep="0.002"/>
@@ -221,17 +249,32 @@ def make_problem() -> Callable[..., Problem]:
     return make
 
 
+ARM2_TRUE_MASSES = (1.3, 0.5)  # kg: the link masses behind ARM2's synthetic data
+
+
+def arm2_masses(spec: mujoco.MjSpec, model: mujoco.MjModel) -> ms.ParameterDict:
+    """The two link masses of ARM2 (``body_inertia_param``, mass only), at their nominals."""
+    return ms.ParameterDict(
+        [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
+    )
+
+
+def arm2_truth() -> tuple[mujoco.MjSpec, mujoco.MjModel, ms.ParameterDict, np.ndarray]:
+    """ARM2's spec and model, its masses set to :data:`ARM2_TRUE_MASSES` (the truth of the
+    data) and the start state (qpos ``(0.3, -0.2)`` rad)."""
+    spec = mujoco.MjSpec.from_string(ARM2)
+    model = spec.compile()
+    truth = arm2_masses(spec, model)
+    truth.update_from_vector(list(ARM2_TRUE_MASSES))
+    return spec, model, truth, ms.create_initial_state(model, qpos=[0.3, -0.2])
+
+
 def fit_arm_masses(make_problem, noise=0.0):
     """Fit the two link masses of ARM2 to data from masses (1.3, 0.5) (intervals, results)."""
 
-    def masses(spec, model):
-        return ms.ParameterDict(
-            [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
-        )
-
     def truth(spec, model):
-        d = masses(spec, model)
-        d.update_from_vector([1.3, 0.5])
+        d = arm2_masses(spec, model)
+        d.update_from_vector(list(ARM2_TRUE_MASSES))
         return d
 
     p = make_problem(
@@ -242,10 +285,26 @@ def fit_arm_masses(make_problem, noise=0.0):
         noise=noise,
         names=["j1_pos", "j2_pos", "j1_vel", "j2_vel"],
     )
-    params = masses(p.spec, p.model)
+    params = arm2_masses(p.spec, p.model)
     rf = ms.build_residual_fn([p.sequences])
     opt, res = ms.optimize(params, rf)
     return p, params, rf, opt, res
+
+
+def arm_experiment_text(**overrides: Any) -> str:
+    """The bundled arm experiment as YAML, its files by absolute path and these top-level
+    keys overridden (so a copy works from any folder)."""
+    import yaml
+
+    from mjsysid.app.experiment import bundled_examples
+
+    base = bundled_examples()["arm"].parent
+    exp = yaml.safe_load((base / "experiment.yaml").read_text())
+    exp["model"] = str(base / "arm.xml")
+    for s in exp["sequences"]:
+        s["file"] = str(base / s["file"])
+    exp.update(overrides)
+    return yaml.safe_dump(exp)
 
 
 ARM_SAMPLES = 100  # samples per sequence: small problems, every case runs in milliseconds
@@ -343,7 +402,7 @@ def arm(tmp_path_factory: pytest.TempPathFactory):
 def linear_result(x, fun, jac, names, success: bool = True):
     """An ``OptimizeResult`` at ``x`` with residual ``fun`` and Jacobian ``jac`` (a fit that
     ended there, converged (``xtol``) or not (``small_step``)), for interval tests."""
-    from mjsysid.fit.local import OptimizeResult
+    from mjsysid.fit.result import OptimizeResult
 
     x, fun = np.asarray(x, dtype=float), np.asarray(fun, dtype=float)
     return OptimizeResult(

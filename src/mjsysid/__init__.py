@@ -1,20 +1,18 @@
 """mjsysid: system identification for MuJoCo models.
 
-The public API; it only re-exports. The implementation lives in one subpackage per pipeline
-stage (see docs/architecture.md): ``params`` -> ``data`` -> ``sim`` -> ``objective`` ->
-``fit`` -> ``output``, with ``app`` (command line, experiment files, demo) on top.
+The public API of the API specification, one meaning per name; it only re-exports. The
+implementation lives in one subpackage per pipeline stage (see docs/architecture.md):
+``params`` -> ``data`` -> ``sim`` -> ``objective`` -> ``fit`` -> ``output``, with ``app``
+(command line, experiment files) on top and ``lab`` (demo, planner, evaluation, capture
+hardware) beside it.
 
-``import mjsysid as sysid`` also offers every top-level name of ``mujoco.sysid``
-(docs/coming-from-mujoco-sysid.md). Two signal functions have the peer's conventions here
-and mjsysid's stricter ones in :mod:`mjsysid.signal_modifier`: ``apply_delay`` (holds the end
-values) and ``apply_delayed_ts_window`` (the peer's window).
+Code written for ``mujoco.sysid`` has its own door, ``import mjsysid.compat as sysid``
+(:mod:`mjsysid.compat`: the peer's argument orders, return types and conventions;
+docs/coming-from-mujoco-sysid.md).
 """
 
 from mjsysid import signal_modifier
-from mjsysid._src import _model_modifier as model_modifier
-from mjsysid._src import _parameter as parameter
 from mjsysid._version import __version__
-from mjsysid.data.peer_stamps import PeerTimestampWarning
 from mjsysid.data.recording import (
     Recording,
     initial_state_from_sensors,
@@ -30,19 +28,17 @@ from mjsysid.data.timeseries import (
     resolve_signal_name,
     signal_source_indices,
 )
+from mjsysid.data.timing import PeerTimestampWarning
 from mjsysid.fit.confidence import Confidence
 from mjsysid.fit.intervals import calculate_intervals
+from mjsysid.fit.jacobian import fd_jacobian, sweep_parameter
 from mjsysid.fit.lm import LMOptions, LMResult, levenberg_marquardt
-from mjsysid.fit.optimize import (
-    OptimizeResult,
-    fd_jacobian,
-    optimize,
-    sweep_parameter,
-)
+from mjsysid.fit.optimize import optimize
+from mjsysid.fit.options import FitOptions, GlobalSearchOptions
+from mjsysid.fit.result import OptimizeResult
+from mjsysid.fit.status import Status
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.initial_state import initial_state_params
-from mjsysid.objective.peer_residual import construct_ts_from_defaults, model_residual, residual
-from mjsysid.objective.peer_signals import apply_delay, apply_delayed_ts_window
 from mjsysid.objective.protocols import (
     BuildModelFn,
     CustomRolloutFn,
@@ -53,6 +49,8 @@ from mjsysid.objective.protocols import (
 from mjsysid.objective.residual import ResidualFunction, SequencePrediction, build_residual_fn
 from mjsysid.objective.signal_ops import (
     apply_bias,
+    apply_delay,
+    apply_delayed_ts_window,
     apply_gain,
     apply_resample_and_delay,
     get_sensor_indices,
@@ -82,18 +80,48 @@ from mjsysid.params.inertia import (
 )
 from mjsysid.params.kinds import make_parameter
 from mjsysid.params.parameter import Parameter, ParameterDict
+from mjsysid.sim.laws.core import (
+    ForceLaw,
+    LawParameter,
+    StepContext,
+    force_law_params,
+    laws_from_params,
+    register_law,
+)
+from mjsysid.sim.laws.friction import (
+    CoulombFriction,
+    JointFriction,
+    QuadraticDrag,
+    StribeckFriction,
+    ViscousFriction,
+)
+from mjsysid.sim.laws.joint import ActuatedLaw, JointLaw
+from mjsysid.sim.laws.motors import CommandTorque, RobotYamlMotor
+from mjsysid.sim.laws.runtime import LawRuntime
+from mjsysid.sim.laws.servos import CurrentServo, PositionServo
 from mjsysid.sim.rollout import RolloutDivergedError, SystemTrajectory, sysid_rollout
 from mjsysid.sim.trajectory import TrajectorySeries
 
 __all__ = [
+    "ActuatedLaw",
     "BuildModelFn",
+    "CommandTorque",
     "Confidence",
     "ControlTransform",
+    "CoulombFriction",
+    "CurrentServo",
     "CustomRolloutFn",
     "DtStatistics",
+    "FitOptions",
+    "ForceLaw",
+    "GlobalSearchOptions",
     "InertiaType",
+    "JointFriction",
+    "JointLaw",
     "LMOptions",
     "LMResult",
+    "LawParameter",
+    "LawRuntime",
     "ModelModifierFn",
     "ModelSequences",
     "ModifierError",
@@ -104,16 +132,23 @@ __all__ = [
     "Parameter",
     "ParameterDict",
     "PeerTimestampWarning",
+    "PositionServo",
+    "QuadraticDrag",
     "Recording",
     "ResidualFunction",
     "Results",
+    "RobotYamlMotor",
     "RolloutDivergedError",
     "SequencePrediction",
     "SignalTransform",
     "SignalType",
+    "Status",
+    "StepContext",
+    "StribeckFriction",
     "SystemTrajectory",
     "TimeSeries",
     "TrajectorySeries",
+    "ViscousFriction",
     "__version__",
     "apply_bias",
     "apply_body_inertia",
@@ -129,28 +164,26 @@ __all__ = [
     "body_inertia_param",
     "build_residual_fn",
     "calculate_intervals",
-    "construct_ts_from_defaults",
     "create_initial_state",
     "default_report",
     "fd_jacobian",
+    "force_law_params",
     "full_inertia_from_model",
     "get_sensor_indices",
     "initial_state_from_sensors",
     "initial_state_params",
+    "laws_from_params",
     "levenberg_marquardt",
     "load_recording",
     "load_results",
     "make_parameter",
-    "model_modifier",
-    "model_residual",
     "normalize_residual",
     "optimize",
-    "parameter",
     "plot_sensor_comparison",
+    "register_law",
     "remove_visuals",
     "render_rollout",
     "report",
-    "residual",
     "resolve_signal_name",
     "save_results",
     "signal_modifier",

@@ -1,13 +1,9 @@
 """The low-level signal functions under the name the API specification gives them.
 
-``from mjsysid import signal_modifier`` (or ``mjsysid._src.signal_modifier``) is
-:mod:`mjsysid.objective.signal_ops`: delays, gains, biases, weighted differences and
-normalisation of :class:`~mjsysid.TimeSeries`.
-
-Two functions differ from ``mujoco.sysid``'s of the same name: :func:`apply_delay` refuses to
-extrapolate and :func:`apply_delayed_ts_window` keeps mjsysid's window; ``mjsysid.apply_delay``
-and ``mjsysid.apply_delayed_ts_window`` at top level have the peer's conventions
-(:mod:`mjsysid.objective.peer_signals`).
+``from mjsysid import signal_modifier`` is :mod:`mjsysid.objective.signal_ops`: delays, gains,
+biases, weighted differences and normalisation of :class:`~mjsysid.TimeSeries`. (Peer code
+reaches the peer's conventions through :mod:`mjsysid.compat`, whose
+``_src.signal_modifier`` keeps them.)
 """
 
 from mjsysid.objective.signal_ops import (

@@ -16,6 +16,7 @@ import mjsysid as ms
 import mjsysid.data.recording
 import mjsysid.objective.signal_transform
 import mjsysid.output.results
+from conftest import arm_experiment_text
 from mjsysid.app.cli import main
 from mjsysid.app.experiment import ExperimentError, bundled_examples, load_experiment
 from mjsysid.data.recording import load_recording, read_columns
@@ -51,6 +52,7 @@ def test_every_command_module_follows_the_convention():
         "capture",
         "device",
         "examples",
+        "schema",
         "demo",
     ]
     for command in COMMANDS:
@@ -220,8 +222,8 @@ def test_fit_in_horizon_stages_from_the_file_or_the_command_line(tmp_path):
         run_yaml = yaml.safe_load((tmp_path / name / "run.yaml").read_text())
         want = [0.3, 1.0] if name == "file" else [0.5, 1.0]
         assert run_yaml["optimizer_options"] == {"horizons": want}
-        stages = ms.load_results(tmp_path / name).result.extras.get("stages")
-        assert [s["horizon"] for s in stages] == want
+        stages = ms.load_results(tmp_path / name).result.stages
+        assert [s.horizon for s in stages] == want
     assert ms.load_results(tmp_path / "file").opt_params["link1_mass"].value[0] == pytest.approx(
         1.5, rel=1e-2
     )
@@ -237,7 +239,7 @@ def test_horizons_auto_by_default_and_none_for_one_stage(tmp_path):
         code, _, err = run("fit", str(path), "--out", str(tmp_path / name), "--no-report", *extra)
         assert code == 0 and "Converged" in err, err
         staged = "in stages on the first 10 %, 30 %, 100 % of every sequence" in err
-        stages = ms.load_results(tmp_path / name).result.extras.get("stages")
+        stages = ms.load_results(tmp_path / name).result.stages
         assert staged == (name == "auto") and bool(stages) == (name == "auto")
         # progress lines name the stage they belong to
         first = "first 10 %  iter    1  cost" if name == "auto" else "\niter    1  cost"
@@ -248,14 +250,8 @@ def test_horizons_auto_by_default_and_none_for_one_stage(tmp_path):
 
 
 def _write_exp(tmp_path: Path, **overrides) -> Path:
-    base = bundled_examples()["arm"].parent
-    exp = yaml.safe_load((base / "experiment.yaml").read_text())
-    exp["model"] = str(base / "arm.xml")
-    for s in exp["sequences"]:
-        s["file"] = str(base / s["file"])
-    exp.update(overrides)
     path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(exp))
+    path.write_text(arm_experiment_text(**overrides))
     return path
 
 

@@ -152,3 +152,16 @@ def test_the_report_has_the_validation_section(fits):
     html = (folder / "report.html").read_text()
     assert 'id="validation"' in html and "held out: arm/multisine" in html
     assert '"v0c0"' in html  # the overlay of the held-out sequence's first column
+
+
+def test_a_folder_without_its_run_file_is_named_by_each_command(tmp_path):
+    """``report`` and ``compare`` read a results folder's run file through one helper, each
+    saying what it needs."""
+    from mjsysid.app.commands.common import RUN_FILE, read_run_info
+
+    with pytest.raises(FileNotFoundError, match="needs a folder written by 'mjsysid fit'"):
+        read_run_info(tmp_path, "report")
+    with pytest.raises(FileNotFoundError, match=r"'mjsysid compare' needs folders written"):
+        read_run_info(tmp_path, "compare", "folders")
+    (tmp_path / RUN_FILE).write_text("experiment: e.yaml\n")
+    assert read_run_info(tmp_path, "report") == {"experiment": "e.yaml"}

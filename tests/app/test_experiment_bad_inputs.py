@@ -1,25 +1,18 @@
-"""Bad experiment files and recordings (the CLI's inputs): each fails early with a clear message.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+"""Bad experiment files and recordings (the CLI's inputs): each fails early with a clear message."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 from bad_inputs_support import (
     _arm_run1,
     _case,
     _with_nan,
     _write,
-    check_case,
+    table_test,
 )
-from conftest import Arm
 from mjsysid.app.experiment import ExperimentError, bundled_examples, load_experiment
+from mjsysid.app.experiment.schema import read_file
 
 CASES = [
     # ---- experiment files and recordings (the CLI's inputs) ----------------------------------
@@ -137,9 +130,21 @@ CASES = [
         ExperimentError,
         r"arm\.xml: this is a model file; give an experiment file \(YAML\)",
     ),
+    # the whole file not a mapping, given as data: described, never echoed (it was
+    # "got list ['hunter2', ...]")
+    _case(
+        "exp-data-a-list",
+        lambda c: read_file(["hunter2", "root:x:0:0", "secret"], "exp.yaml"),
+        ExperimentError,
+        r"^exp\.yaml: the file must be a mapping, got list \(a list of 3 items\)$",
+    ),
+    _case(
+        "exp-data-text",
+        lambda c: read_file("password=hunter2", "exp.yaml"),
+        ExperimentError,
+        r"^exp\.yaml: the file must be a mapping, got str \(plain text of 16 characters\)$",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)

@@ -74,7 +74,7 @@ def test_counts_are_in_good_english(tmp_path: Path):
 
 
 def test_report_rebuilds_a_demo_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    from mjsysid.app.demo import identify
+    from mjsysid.lab.demo import identify
 
     lines: list[str] = []
     found = identify(tmp_path / "demo", quick=True, report=False, say=lines.append)
@@ -98,7 +98,7 @@ def test_the_nav_counts_the_rows_of_the_parameter_table(tmp_path: Path):
 
 def test_the_report_and_confidence_yaml_agree_on_bounds():
     from mjsysid.fit.confidence import Confidence
-    from mjsysid.output.report._data import parameter_rows
+    from mjsysid.output.report.content import parameter_rows
     from mjsysid.params.parameter import Parameter, ParameterDict
 
     init = ParameterDict([Parameter("a", 1.0, 0.0, 2.0)])
@@ -126,7 +126,7 @@ def test_the_box_example_opens_clean(tmp_path: Path):
 
 
 def test_noise_only_columns_are_not_called_unreproducible():
-    from mjsysid.output.report._data import SignalError, _white_columns
+    from mjsysid.output.report.content import SignalError, _white_columns
     from mjsysid.output.report.warnings import _large_errors
 
     rng = np.random.default_rng(0)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from mjsysid.app.experiment import ExperimentError, bundled_examples, load_experiment
-from mjsysid.sim.force_laws import CoulombFriction
+from mjsysid.sim.laws.friction import CoulombFriction
 
 
 def _experiment(tmp_path: Path, laws: list[dict]) -> Path:

@@ -11,7 +11,7 @@ import yaml
 
 from mjsysid.app.cli import main
 from mjsysid.app.experiment import bundled_examples, load_experiment
-from mjsysid.output.validation import model_parameters, signal_scores
+from mjsysid.fit.validation import model_parameters, signal_scores
 from mjsysid.params.parameter import ParameterDict
 
 # The held-out RMS errors (rad) of the true system on check.csv, as README.md reports them:

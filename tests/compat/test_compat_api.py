@@ -1,7 +1,8 @@
 """Drop-in (#16): the names ``mujoco.sysid`` exports and its helpers users reach.
 
-``import mjsysid as sysid`` must offer every top-level name of the peer, and
-``mjsysid._src.<module>`` every helper of the peer's ``_src.<module>`` that user code imports.
+``import mjsysid.compat as sysid`` must offer every top-level name of the peer, and
+``mjsysid.compat._src.<module>`` every helper of the peer's ``_src.<module>`` that user code
+imports.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import mujoco
 import numpy as np
 import pytest
 
-import mjsysid as sysid
+import mjsysid.compat as sysid
 
 TODO = "#16: not implemented yet"
 _X = pytest.mark.xfail(reason=TODO, strict=True)
@@ -73,7 +74,7 @@ def test_top_level_modules_are_modules() -> None:
     ],
 )
 def test_src_helper(module: str, name: str) -> None:
-    assert getattr(importlib.import_module(f"mjsysid._src.{module}"), name, None) is not None
+    assert getattr(importlib.import_module(f"mjsysid.compat._src.{module}"), name, None) is not None
 
 
 # --------------------------------------------------------------------- params/apply
@@ -95,7 +96,7 @@ def test_remove_visuals_keyword_in_spec(pendulum_spec: mujoco.MjSpec) -> None:
 
 
 def test_position_actuator_helpers(pendulum_spec: mujoco.MjSpec) -> None:
-    from mjsysid._src import model_modifier
+    from mjsysid.compat._src import model_modifier
 
     assert model_modifier.is_position_actuator(pendulum_spec.actuator("servo"))
     # The peer rejects every compiled model here ("not a position actuator"); mjsysid
@@ -116,7 +117,7 @@ J_PEER = [
 
 
 def test_theta_pi_pseudoinertia_round_trip() -> None:
-    from mjsysid._src import model_modifier as mm
+    from mjsysid.compat._src import model_modifier as mm
 
     pi = mm.pi_from_theta(THETA)
     assert pi[0] == pytest.approx(1.22140275816017)  # mass exp(2α)
@@ -131,7 +132,7 @@ def test_theta_pi_pseudoinertia_round_trip() -> None:
 
 
 def test_skew_and_full_inertia() -> None:
-    from mjsysid._src import model_modifier as mm
+    from mjsysid.compat._src import model_modifier as mm
 
     np.testing.assert_array_equal(
         mm.skew(np.array([1.0, 2.0, 3.0])), [[0, -3, 2], [3, 0, -1], [-2, 1, 0]]
@@ -145,7 +146,7 @@ BODY = """<mujoco><worldbody><body name="b"><joint type="hinge"/>
 
 
 def test_body_inertia_helpers() -> None:
-    from mjsysid._src import model_modifier as mm
+    from mjsysid.compat._src import model_modifier as mm
 
     spec = mujoco.MjSpec.from_string(BODY)
     pi = mm.pi_from_body(spec, "b")
@@ -213,7 +214,7 @@ def test_resample_and_delay_signs() -> None:
 
 
 def test_time_windows() -> None:
-    from mjsysid._src import signal_modifier
+    from mjsysid.compat._src import signal_modifier
 
     np.testing.assert_allclose(
         signal_modifier.apply_time_window(_series(), 0.05, 0.25).times, [0.1, 0.2]
@@ -225,7 +226,7 @@ def test_time_windows() -> None:
 
 
 def test_weighted_diff_and_normalize(pendulum: mujoco.MjModel) -> None:
-    from mjsysid._src import signal_modifier
+    from mjsysid.compat._src import signal_modifier
 
     pred, meas = np.ones((2, 3)), np.zeros((2, 3))
     np.testing.assert_array_equal(

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-import mjsysid as sysid
+import mjsysid.compat as sysid
 
 
 def _params() -> sysid.ParameterDict:

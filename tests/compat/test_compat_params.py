@@ -5,7 +5,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-import mjsysid as sysid
+import mjsysid.compat as sysid
 
 
 def _abc() -> tuple[sysid.Parameter, sysid.Parameter, sysid.Parameter]:

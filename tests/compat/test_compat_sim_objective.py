@@ -1,7 +1,6 @@
-"""Drop-in (#16), WP3: the rest of sim/objective/output behaviour peer code meets.
-
-mjsysid's own forms keep working next to the peer's (former constructor, array reads of a
-rollout, former keyword names); the peer's functional residual API runs end to end.
+"""Drop-in (#16, #26): the rest of sim/objective/output behaviour peer code meets through
+``import mjsysid.compat as sysid``; the peer's functional residual API runs end to end, and
+mjsysid's own objects (array reads of a rollout) work behind the compat door.
 """
 
 from __future__ import annotations
@@ -14,8 +13,10 @@ import mujoco
 import numpy as np
 import pytest
 
-import mjsysid as sysid
+import mjsysid
+import mjsysid.compat as sysid
 from mjsysid import signal_modifier as sm
+from mjsysid.sim.trajectory import TrajectorySeries
 
 DT = 0.01
 
@@ -35,7 +36,7 @@ def _rollout(model: mujoco.MjModel, n: int = 6) -> sysid.SystemTrajectory:
 
 def test_rollout_series_still_read_as_arrays(pendulum: mujoco.MjModel) -> None:
     tr = _rollout(pendulum)
-    assert isinstance(tr.sensordata, sysid.TrajectorySeries)
+    assert isinstance(tr.sensordata, TrajectorySeries)
     np.testing.assert_array_equal(tr.times, tr.sensordata.times)
     assert tr.sensordata.shape == (6, 3) and tr.sensordata[0, 0] == pytest.approx(0.1)
     np.testing.assert_array_equal(np.asarray(tr.sensordata), tr.sensordata.data)
@@ -45,19 +46,21 @@ def test_rollout_series_still_read_as_arrays(pendulum: mujoco.MjModel) -> None:
     np.testing.assert_array_equal(tr.initial_state, tr.state.data[0])
 
 
-def test_former_constructor_with_arrays(pendulum: mujoco.MjModel) -> None:
+def test_trajectory_from_arrays_and_the_constructor_wants_series(
+    pendulum: mujoco.MjModel,
+) -> None:
     tr = _rollout(pendulum)
-    old = sysid.SystemTrajectory(
+    arr = sysid.SystemTrajectory.from_arrays(
         pendulum, tr.times, tr.control.data, tr.sensordata.data, tr.state.data
     )
-    np.testing.assert_array_equal(old.sensordata.data, tr.sensordata.data)
-    np.testing.assert_array_equal(old.times, tr.times)
-    np.testing.assert_array_equal(old.initial_state, tr.state.data[0])
-    kw = sysid.SystemTrajectory(
-        model=pendulum, times=tr.times, control=tr.control.data,
-        sensordata=tr.sensordata.data, state=tr.state.data,
-    )  # fmt: skip
-    np.testing.assert_array_equal(kw.qvel(), tr.qvel())
+    np.testing.assert_array_equal(arr.sensordata.data, tr.sensordata.data)
+    np.testing.assert_array_equal(arr.times, tr.times)
+    np.testing.assert_array_equal(arr.initial_state, tr.state.data[0])
+    np.testing.assert_array_equal(arr.qvel(), tr.qvel())
+    with pytest.raises(TypeError, match=r"control must be a TimeSeries.*from_arrays"):
+        sysid.SystemTrajectory(
+            pendulum, tr.times, tr.control.data, tr.sensordata.data, tr.state.data
+        )
 
 
 def test_qpos_of_a_measured_trajectory_says_state_is_missing(pendulum: mujoco.MjModel) -> None:
@@ -84,7 +87,7 @@ def test_state_mapping_names_and_columns(joints_model: mujoco.MjModel) -> None:
 
 
 def test_peer_array_helpers(pendulum: mujoco.MjModel) -> None:
-    from mjsysid._src import trajectory
+    from mjsysid.compat._src import trajectory
 
     ctrl, times = trajectory.timeseries2array([_control(pendulum), _control(pendulum)])
     assert ctrl.shape == (2, 5, 1) and times.shape == (2, 5)  # the last row dropped
@@ -99,13 +102,21 @@ def test_peer_array_helpers(pendulum: mujoco.MjModel) -> None:
     )
 
 
-def test_src_keeps_mjsysid_module_names() -> None:
-    from mjsysid._src import rollout, trajectory
+def test_src_holds_the_peers_module_names_as_real_modules() -> None:
+    import importlib
+    import sys
 
-    assert rollout.sysid_rollout is trajectory.sysid_rollout is sysid.sysid_rollout
-    assert "ModelSequences" in dir(trajectory)
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        _ = trajectory.nothing
+    names = ["io", "model_modifier", "optimize", "parameter", "plotting", "residual",
+             "signal_modifier", "signal_transform", "timeseries", "trajectory"]  # fmt: skip
+    for name in names:
+        module = importlib.import_module(f"mjsysid.compat._src.{name}")
+        assert module.__spec__.name == f"mjsysid.compat._src.{name}"  # no alias finder
+        assert sys.modules[module.__name__] is module
+    from mjsysid.compat._src import residual, trajectory
+
+    assert residual.sysid_rollout is trajectory.sysid_rollout is sysid.sysid_rollout
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("mjsysid._src")  # the peer's paths live under compat only
 
 
 # ------------------------------------------------------------------ ModelSequences
@@ -122,12 +133,13 @@ def test_model_sequences_allow_missing_sensors_both_ways(
         "p", pendulum_spec, "s", x0, _control(pendulum, 5), sens, allow_missing_sensors=True
     )
     assert a.allow_missing_sensors and b.allow_missing_sensors and a.rms_reference is None
-    c = sysid.ModelSequences("p", pendulum_spec, "s", x0, _control(pendulum, 5), sens, [sens])
-    assert c.rms_reference == [sens] and not c.allow_missing_sensors
+    assert isinstance(a, mjsysid.ModelSequences)
+    with pytest.raises(TypeError, match=r"rms_reference must be a list.*mjsysid\.compat"):
+        mjsysid.ModelSequences("p", pendulum_spec, "s", x0, _control(pendulum, 5), sens, True)
 
 
 def test_peer_stamp_warning_is_a_user_warning() -> None:
-    assert issubclass(sysid.PeerTimestampWarning, UserWarning)
+    assert issubclass(mjsysid.PeerTimestampWarning, UserWarning)
 
 
 def test_split_windows_of_a_recording_raise_no_peer_warning(
@@ -137,25 +149,22 @@ def test_split_windows_of_a_recording_raise_no_peer_warning(
     seq = sysid.ModelSequences("p", pendulum_spec, "s", tr.initial_state, tr.control, tr.sensordata)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        sysid.split_windows(seq, 0.1)
+        mjsysid.split_windows(seq, 0.1)  # a compat ModelSequences in the core
 
 
 # ------------------------------------------------------------------ signal functions
 
 
-def test_former_keyword_names_still_work() -> None:
+def test_signal_functions_take_one_spelling_of_each_keyword() -> None:
     s = sysid.SignalType.MjSensor
     t = np.array([0.0, 0.1, 0.2, 0.3])
     ts = sysid.TimeSeries(t, np.column_stack([t, t]), {"a": (s, [0]), "b": (s, [1])})
-    g = sm.apply_gain(ts, name="a", param=np.array([2.0]))
+    g = sm.apply_gain(ts, sensor_name="a", gain=np.array([2.0]))
     np.testing.assert_allclose(g.data[:, 0], 2 * t)
-    w = sm.weighted_diff(predicted=ts, measured=g, weights={"a": 2.0})
+    w = sm.weighted_diff(predicted_data=ts, measured_data=g, sensor_weights={"a": 2.0})
     np.testing.assert_allclose(w[:, 0], 2 * t)
-    np.testing.assert_array_equal(
-        sm.apply_delayed_ts_window(ts, ts_ref=ts, min_delay=0, max_delay=0.1).times, [0.1, 0.2, 0.3]
-    )
-    with pytest.raises(TypeError, match="both 'name' and 'sensor_name'"):
-        sm.apply_gain(ts, name="a", sensor_name="a", gain=1.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'name'"):
+        sm.apply_gain(ts, name="a", gain=1.0)
 
 
 def test_top_level_delay_holds_the_mjsysid_one_refuses() -> None:
@@ -174,9 +183,15 @@ def test_time_window_outside_raises() -> None:
         sm.apply_time_window(ts, 0.3, 0.4)
 
 
-def test_normalize_residual_needs_two_rows() -> None:
-    with pytest.raises(ValueError, match="at least 2 rows"):
-        sysid.normalize_residual(np.ones((1, 1)), np.ones((1, 1)))
+def test_normalize_residual_computes_the_peers_numbers() -> None:
+    m = np.array([[3.0, 1.0], [4.0, 1.0]])  # column norms 5 and sqrt(2)
+    r = np.ones((2, 2))
+    np.testing.assert_allclose(sysid.normalize_residual(r, m), r / [5 / np.sqrt(2), 1.0])
+    # mjsysid's own divides by the column's RMS, sqrt(sum m^2 / N)
+    np.testing.assert_allclose(mjsysid.normalize_residual(r, m), r / [5 / np.sqrt(2), 1.0])
+    m3 = np.array([[1.0], [1.0], [1.0]])
+    np.testing.assert_allclose(sysid.normalize_residual(np.ones((3, 1)), m3), np.sqrt(2 / 3))
+    np.testing.assert_allclose(mjsysid.normalize_residual(np.ones((3, 1)), m3), 1.0)
 
 
 # ------------------------------------------------------------------ residual API
@@ -204,9 +219,16 @@ def test_residual_is_zero_at_the_truth_and_matches_build_residual_fn(
     _, seq, params = _problem(pendulum_spec, pendulum)
     res, preds, meas = sysid.residual(np.array([0.3]), params, [seq], n_threads=1)
     assert len(res) == len(preds) == len(meas) == 1
-    fn = sysid.build_residual_fn([seq], n_threads=1, return_pred_all=True, resample_true=False)
-    stacked = np.concatenate([r.ravel() for r in res])
-    np.testing.assert_allclose(stacked, fn(np.array([0.3]), params))
+    fn = sysid.build_residual_fn(
+        models_sequences=[seq], n_threads=1, return_pred_all=True, resample_true=False
+    )
+    got, got_preds, got_meas = fn(np.array([0.3]), params)
+    np.testing.assert_allclose(got[0], res[0])
+    assert len(got_preds) == len(got_meas) == 1
+    batch, _, _ = fn(np.array([[0.3, 0.1]]), params)  # a batch: (n, k) blocks
+    np.testing.assert_allclose(batch[0][:, 0], res[0].ravel())
+    with pytest.raises(TypeError, match="build_residual_fn keywords"):
+        sysid.build_residual_fn(models_sequences=[seq], signal_transform=None)
     res0, _, _ = sysid.residual(np.array([0.1]), params, [seq], n_threads=1)
     assert np.max(np.abs(res0[0])) < 1e-9
     fn.close()
@@ -249,9 +271,9 @@ def test_construct_ts_from_defaults_takes_states_and_sensors(pendulum: mujoco.Mj
 def test_enable_sensors_keyword(pendulum: mujoco.MjModel) -> None:
     st = sysid.SignalTransform()
     assert st.enable_sensors(sensor_names=["hpos"]) is st
-    assert st.enable_sensors(names=["hpos"]) is st
-    with pytest.raises(TypeError, match="exactly one"):
-        st.enable_sensors()
+    assert st.enable_sensors(["hpos"]) is st
+    with pytest.raises(TypeError, match="unexpected keyword argument 'names'"):
+        st.enable_sensors(names=["hpos"])
 
 
 # ------------------------------------------------------------------ output
@@ -264,7 +286,7 @@ def test_render_rollout_light_pos_is_checked_before_rendering(pendulum: mujoco.M
 
 
 def test_default_report_needs_a_folder() -> None:
-    with pytest.raises(TypeError, match="save_path"):
+    with pytest.raises(ValueError, match="save_path is required when generate_videos=True"):
         sysid.default_report([], None, None, print, None)
 
 

@@ -6,7 +6,7 @@ import mujoco
 import numpy as np
 import pytest
 
-import mjsysid as sysid
+import mjsysid.compat as sysid
 
 
 def _plain(mapping: dict) -> dict[str, tuple[str, list[int]]]:

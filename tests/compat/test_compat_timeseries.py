@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mjsysid as sysid
+import mjsysid.compat as sysid
 
 T = np.array([0.0, 0.1, 0.2, 0.3, 0.4])
 Q = np.array([0.05, 0.15, 0.25])
@@ -125,7 +125,7 @@ def test_slice_by_name_called_on_the_class() -> None:
 def test_remove_from_beginning_keyword() -> None:
     r = _cubic().remove_from_beginning(time_to_remove_s=0.15)
     # The peer re-zeroes the kept times ([0, .1, .2]); mjsysid keeps them (aligned with the
-    # control and the initial state), see docs/compat-gaps.md D1.14.
+    # control and the initial state), see docs/coming-from-mujoco-sysid.md.
     np.testing.assert_allclose(r.times, [0.2, 0.3, 0.4])
     np.testing.assert_allclose(np.ravel(r.data), [0.008, 0.027, 0.064])
 
@@ -165,7 +165,7 @@ def test_strictly_increasing_message() -> None:
 
 
 def test_signal_mapping_json_round_trip() -> None:
-    from mjsysid._src import timeseries
+    from mjsysid.compat._src import timeseries
 
     mapping = _custom().signal_mapping
     text = timeseries.encode_signal_mapping(mapping)
@@ -177,7 +177,7 @@ def test_signal_mapping_json_round_trip() -> None:
 
 
 def test_interpolation_method_literal_is_exported() -> None:
-    from mjsysid._src.timeseries import InterpolationMethod
+    from mjsysid.compat._src.timeseries import InterpolationMethod
 
     assert set(InterpolationMethod.__args__) == {  # type: ignore[attr-defined]
         "linear",
@@ -190,7 +190,7 @@ def test_interpolation_method_literal_is_exported() -> None:
 
 
 def test_signal_mapping_type_alias_is_exported() -> None:
-    from mjsysid._src.timeseries import SignalMappingType
+    from mjsysid.compat._src.timeseries import SignalMappingType
 
     mapping: SignalMappingType = {"a": (sysid.SignalType.CustomObs, np.array([0]))}
     assert sysid.TimeSeries(T, T, mapping).get_indices("a")[0] is sysid.SignalType.CustomObs

@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-import mjsysid as sysid
+import mjsysid.compat as sysid
 
 #: Passes once WP2's TimeSeries lands (``get_indices``, ``"<actuator>_ctrl"`` names); then
 #: remove the marks.

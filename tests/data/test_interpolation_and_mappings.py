@@ -1,5 +1,5 @@
 """mjsysid's side of the #16 data additions: interpolation methods, model mappings, the
-mapping JSON, control-name aliases and named initial states (docs/compat-gaps.md D1, D2)."""
+mapping JSON, control-name aliases and named initial states."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ import pytest
 import mjsysid as ms
 from mjsysid.data.interpolation import Interpolation
 from mjsysid.data.signals import SignalType, mapping_key
-from mjsysid.data.timeseries import decode_signal_mapping, encode_signal_mapping
-from mjsysid.data.timeseries_checks import ResampleArgumentError
+from mjsysid.data.timeseries import (
+    ResampleArgumentError,
+    decode_signal_mapping,
+    encode_signal_mapping,
+)
 
 FREE = """
 <mujoco><worldbody>

@@ -1,21 +1,12 @@
-"""Bad recording CSV files: each fails early with a clear message.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+"""Bad recording CSV files: each fails early with a clear message."""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
 
 import mjsysid.data.recording
 from bad_inputs_support import (
     _case,
-    check_case,
+    table_test,
 )
-from conftest import Arm
 
 CASES = [
     # ---- recording CSV files -----------------------------------------------------------------
@@ -40,6 +31,4 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)

@@ -1,23 +1,14 @@
-"""Bad inputs to create_initial_state: each fails early with a clear message.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+"""Bad inputs to create_initial_state: each fails early with a clear message."""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
 
 import mjsysid as ms
 from bad_inputs_support import (
     INF,
     NAN,
     _case,
-    check_case,
+    table_test,
 )
-from conftest import Arm
 
 CASES = [
     # ---- initial states ----------------------------------------------------------------------
@@ -54,6 +45,4 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)

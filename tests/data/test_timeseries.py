@@ -120,7 +120,7 @@ def test_plain_construction_copies_and_freezes() -> None:
 
 
 def test_one_dimensional_data_stays_one_dimensional() -> None:
-    # #16 (docs/compat-gaps.md D1.1): 1-D data keeps its shape, as in mujoco.sysid.
+    # 1-D data keeps its shape, as in mujoco.sysid.
     ts = TimeSeries(_times(5), np.arange(5))
     assert ts.data.shape == (5,)
     assert ts.data_2d.shape == (5, 1) and ts.dim == 1

@@ -1,15 +1,8 @@
-"""Bad inputs to TimeSeries and its npz files: each fails early with a clear message.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+"""Bad inputs to TimeSeries and its npz files: each fails early with a clear message."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 import mjsysid as ms
 from bad_inputs_support import (
@@ -23,9 +16,8 @@ from bad_inputs_support import (
     _ts_npz,
     _with_nan,
     _write,
-    check_case,
+    table_test,
 )
-from conftest import Arm
 
 CASES = [
     # ---- TimeSeries: times, data, widths, names ----------------------------------------------
@@ -206,6 +198,4 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)

@@ -7,9 +7,8 @@ import pytest
 
 import mjsysid as ms
 from conftest import linear_result
-from mjsysid.fit.bootstrap import block_bootstrap, block_labels
-from mjsysid.fit.confidence import compute_confidence
-from mjsysid.fit.local import OptimizeResult
+from mjsysid.fit.confidence import block_bootstrap, block_labels, compute_confidence
+from mjsysid.fit.result import OptimizeResult
 
 BLOCKS, ROWS = 20, 50
 T = np.tile(np.linspace(0.0, 1.0, ROWS), BLOCKS)
@@ -106,11 +105,21 @@ def test_the_bootstrap_needs_two_blocks_and_params():
 
 
 def test_block_labels_follow_the_residual_blocks():
-    class WithOffsets:
+    class WithOffsets:  # a DescribedResidualFn
         block_offsets = np.array([0, 3, 5])
+        last_divergence = ()
+
+        def describe_index(self, i: int) -> str:
+            return f"row {i}"
+
+        def signal_groups(self) -> None:
+            return None
+
+        def check_params(self, params: object) -> None:
+            return None
 
     assert block_labels(WithOffsets(), 7).tolist() == [0, 0, 0, 1, 1, -1, -1]
-    assert block_labels(object(), 7) is None
+    assert block_labels(object(), 7) is None  # a residual that does not say
 
 
 def test_a_parameter_of_one_block_keeps_its_linearised_interval():

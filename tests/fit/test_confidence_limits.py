@@ -8,8 +8,7 @@ import pytest
 
 import mjsysid as ms
 from conftest import linear_result
-from mjsysid.fit.collinear import near_collinear
-from mjsysid.fit.confidence import bound_sides, compute_confidence
+from mjsysid.fit.confidence import bound_sides, compute_confidence, near_collinear
 from mjsysid.fit.jacobian import fd_jacobian, rough_columns
 
 _result = linear_result

@@ -127,3 +127,17 @@ def test_design_command_writes_a_recording(tmp_path):
     )
     rec = load_recording(target, model)
     assert rec.control.data.shape == (round(2 / model.opt.timestep), model.nu)
+
+
+def test_a_population_cma_es_cannot_adapt_from_is_refused(tmp_path):
+    """``popsize`` 2 or 3: one parent; cmaes divided by zero (a RuntimeWarning, an error in
+    this suite) instead of a message."""
+    spec = mujoco.MjSpec.from_string(CART)
+    model = spec.compile()
+    problem = DesignProblem(spec, _params(spec, model), ms.create_initial_state(model), 0.2)
+    with pytest.raises(ValueError, match=r"^popsize must be an integer >= 4 \(CMA-ES adapts"):
+        design_excitation(problem, generations=1, popsize=2)
+    err = io.StringIO()
+    argv = ["design", "example:cartpole", "--popsize", "3", "-o", str(tmp_path / "d.npz")]
+    assert main(argv, stdout=io.StringIO(), stderr=err) == 1
+    assert err.getvalue() == "error: --popsize must be an integer >= 4, got 3\n"

@@ -100,8 +100,8 @@ def test_signal_transform_bit_for_bit(client: Any, arm: Any) -> None:
 
 def test_force_laws_travel_with_the_recipe(client: Any, arm: Any) -> None:
     """A force law is part of the residual: the workers apply it too."""
-    from mjsysid.sim.force_laws import ViscousFriction
-    from mjsysid.sim.law_params import force_law_params
+    from mjsysid.sim.laws.core import force_law_params
+    from mjsysid.sim.laws.friction import ViscousFriction
 
     prob, params = arm
     law = ViscousFriction("j1_viscous", joint="j1")
@@ -279,3 +279,24 @@ def test_experiment_executor_key(tmp_path: Path) -> None:
     bad.write_text(text + "\nexecutor: {workers: 0}\n")
     with pytest.raises(ExperimentError, match=r"executor\.workers must be a positive integer"):
         load_experiment(bad)
+
+
+def test_local_capabilities_are_the_local_residual_functions(arm: Any) -> None:
+    """What a fit or a report reads is forwarded, name by name, to the local residual function
+    (no cluster needed: nothing here runs on the workers)."""
+    from mjsysid.fit.distributed import _Shared
+    from mjsysid.objective.protocols import HorizonResidualFn
+
+    prob, params = arm
+    local = ms.build_residual_fn(prob.sequences, nthread=1)
+    drf = DistributedResidual(_Shared(client=None, name="none", owns_client=False), local)
+    assert isinstance(drf, HorizonResidualFn)
+    for name in ("check_params", "signal_groups", "describe_index", "simulates", "predict"):
+        assert getattr(drf, name) == getattr(local, name)  # the local one's bound method
+    assert drf.sequence_labels == local.sequence_labels
+    assert drf.models_sequences == local.models_sequences
+    assert np.array_equal(drf.block_offsets, local.block_offsets)
+    assert drf.supports_horizons(params) == local.supports_horizons(params)
+    assert drf.horizon_samples(0.5, params) == local.horizon_samples(0.5, params)
+    assert "forwarded to DistributedResidual.local.predict" in repr(DistributedResidual.predict)
+    local.close()

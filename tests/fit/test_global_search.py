@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from mjsysid.fit.global_search import (
+from mjsysid.fit.options import FitOptions, GlobalSearchOptions
+from mjsysid.fit.search import (
     GenerationInfo,
-    GlobalSearchOptions,
     fit_global,
     global_checkpoint_path,
     global_search,
+    latin_hypercube,
+    multistart,
 )
-from mjsysid.fit.multistart import latin_hypercube, multistart
 
 pytest.importorskip("cmaes")
 
@@ -39,6 +40,11 @@ class Rippled:
         return r[:, 0] if flat else r
 
 
+def _opts(search: GlobalSearchOptions, **options: object) -> FitOptions:
+    """The fit's options with ``search`` as its global stage, one horizon stage."""
+    return FitOptions(global_search=search, horizons=None).replace(**options)
+
+
 def rippled_params(a: float = 1.1, b: float = 0.9) -> ms.ParameterDict:
     return ms.ParameterDict([ms.Parameter("a", a, -5.0, 5.0), ms.Parameter("b", b, -5.0, 5.0)])
 
@@ -47,10 +53,11 @@ def test_local_fit_stalls_where_global_plus_local_reaches_the_truth() -> None:
     params, rf = rippled_params(), Rippled()
     _, local = ms.optimize(params, rf, horizons=None)
     assert np.linalg.norm(local.x - [3.0, -1.0]) > 1.0  # a wrong basin next to the start
-    opt, result = fit_global(params, rf, GlobalSearchOptions(budget=600, seed=1), horizons=None)
+    opt, result = fit_global(params, rf, _opts(GlobalSearchOptions(budget=600, seed=1)))
     np.testing.assert_allclose(result.x, [3.0, -1.0], atol=1e-6)
     np.testing.assert_allclose(opt.as_vector(), result.x)
-    g = result.extras["global"]
+    assert result.global_search is not None
+    g = result.global_search.summary()
     assert g["stop_reason"] in ("spread", "budget", "cmaes")
     assert g["evaluations"] <= 600
     assert result.nfev > g["evaluations"]  # both stages
@@ -152,15 +159,14 @@ def test_checkpoint_of_other_settings_is_refused(tmp_path) -> None:
 def test_fit_global_resumes_both_stages(tmp_path) -> None:
     ckpt = tmp_path / "fit.npz"
     options = GlobalSearchOptions(budget=300, seed=1)
-    _, first = fit_global(rippled_params(), Rippled(), options, checkpoint=ckpt, horizons=None)
+    _, first = fit_global(rippled_params(), Rippled(), _opts(options, checkpoint=ckpt))
     assert global_checkpoint_path(ckpt).name == "fit.global.npz"
     assert global_checkpoint_path(ckpt).exists() and ckpt.exists()
     rf = Rippled()
-    _, again = fit_global(
-        rippled_params(), rf, options, checkpoint=ckpt, resume=True, horizons=None
-    )
+    _, again = fit_global(rippled_params(), rf, _opts(options, checkpoint=ckpt, resume=True))
     np.testing.assert_allclose(again.x, first.x, atol=1e-9)
-    assert again.extras["global"]["generations"] == first.extras["global"]["generations"]
+    assert again.global_search is not None and first.global_search is not None
+    assert again.global_search.generations == first.global_search.generations
 
 
 @pytest.mark.parametrize(
@@ -213,8 +219,11 @@ class TwoBasins:
 
 def test_multistart_counts_the_starts_in_the_best_basin() -> None:
     params = ms.ParameterDict([ms.Parameter("a", -1.5, -3.0, 3.0), ms.Parameter("b", 0.0, -2, 2)])
-    opt, result = multistart(params, TwoBasins(), starts=10, seed=4, horizons=None)
-    s = result.extras["multistart"]
+    opt, result = multistart(
+        params, TwoBasins(), FitOptions(starts=10, starts_seed=4, horizons=None)
+    )
+    assert result.multistart is not None
+    s = result.multistart.summary()
     assert s["starts"] == 10 and len(s["final_costs"]) == 10
     np.testing.assert_allclose(result.x, [1.0, 0.5], atol=1e-6)
     np.testing.assert_array_equal(opt.as_vector(), result.x)
@@ -243,11 +252,12 @@ def test_multistart_skips_diverged_starts() -> None:
         return np.where(np.asarray(X)[0] < -2.0, np.nan, R)
 
     params = ms.ParameterDict([ms.Parameter("a", 0.5, -3.0, 3.0), ms.Parameter("b", 0.0, -2, 2)])
-    _, result = multistart(params, rf, starts=12, seed=0, horizons=None)
-    statuses = [r["status"] for r in result.extras["multistart"]["records"]]
+    _, result = multistart(params, rf, FitOptions(starts=12, horizons=None))
+    assert result.multistart is not None
+    statuses = [r.status for r in result.multistart.starts]
     assert "diverged_at_start" in statuses
-    with pytest.raises(ValueError, match="multistart: starts must be a positive integer"):
-        multistart(params, rf, starts=0)
+    with pytest.raises(ValueError, match="starts must be a positive integer"):
+        multistart(params, rf, FitOptions(starts=0))
 
 
 def _motor(steps: int = 500) -> tuple[object, ms.ParameterDict, np.ndarray]:
@@ -297,45 +307,43 @@ def test_motor_with_deadband_and_friction_started_3x_off() -> None:
     rf, start, truth = _motor()
     _, local = ms.optimize(start, rf, allow_no_effect=True)
     assert np.max(np.abs(local.x - truth) / truth) > 0.1  # LM ends in a wrong basin
-    _, result = fit_global(start, rf, GlobalSearchOptions(budget=400), allow_no_effect=True)
+    opts = FitOptions(global_search=GlobalSearchOptions(budget=400), allow_no_effect=True)
+    _, result = fit_global(start, rf, opts)
     np.testing.assert_allclose(result.x, truth, rtol=1e-5)
     rf.close()
 
 
 def test_multistart_keeps_one_checkpoint_per_start(tmp_path) -> None:
-    from mjsysid.fit.multistart import start_checkpoint_path
+    from mjsysid.fit.search import start_checkpoint_path
 
     params = ms.ParameterDict([ms.Parameter("a", -1.5, -3.0, 3.0), ms.Parameter("b", 0.0, -2, 2)])
     ckpt = tmp_path / "fit.npz"
-    _, first = multistart(params, TwoBasins(), starts=3, checkpoint=ckpt, horizons=None)
+    opts = FitOptions(starts=3, checkpoint=ckpt, horizons=None)
+    _, first = multistart(params, TwoBasins(), opts)
     assert start_checkpoint_path(ckpt, 2).name == "fit.start2.npz"
     assert all(start_checkpoint_path(ckpt, j).exists() for j in range(3))
-    _, again = multistart(
-        params, TwoBasins(), starts=3, checkpoint=ckpt, resume=True, horizons=None
-    )
+    _, again = multistart(params, TwoBasins(), opts.replace(resume=True))
     np.testing.assert_allclose(again.x, first.x, atol=1e-9)
 
 
 def test_fit_with_search_dispatches() -> None:
     from mjsysid.fit.search import fit_with_search
 
+    search = {"global": "cmaes", "budget": 300, "seed": 1}
     _, g = fit_with_search(
-        rippled_params(),
-        Rippled(),
-        global_search={"global": "cmaes", "budget": 300, "seed": 1},
-        horizons=None,
+        rippled_params(), Rippled(), FitOptions(global_search=search, horizons=None)
     )
     np.testing.assert_allclose(g.x, [3.0, -1.0], atol=1e-6)
-    assert "global" in g.extras
+    assert g.global_search is not None and g.multistart is None
     params = ms.ParameterDict([ms.Parameter("a", -1.5, -3.0, 3.0), ms.Parameter("b", 0.0, -2, 2)])
-    _, m = fit_with_search(params, TwoBasins(), starts=4, horizons=None)
-    assert m.extras["multistart"]["starts"] == 4
-    _, plain = fit_with_search(params, TwoBasins(), horizons=None)
-    assert not {"global", "multistart"} & set(plain.extras)
+    _, m = fit_with_search(params, TwoBasins(), FitOptions(starts=4, horizons=None))
+    assert m.multistart is not None and len(m.multistart.starts) == 4
+    _, plain = fit_with_search(params, TwoBasins(), FitOptions(horizons=None))
+    assert plain.global_search is None and plain.multistart is None
     with pytest.raises(ValueError, match="global_search and starts must be one or the other"):
-        fit_with_search(params, TwoBasins(), global_search="cmaes", starts=4)
+        FitOptions(global_search="cmaes", starts=4)
     with pytest.raises(TypeError, match="global_search must be a GlobalSearchOptions"):
-        fit_with_search(params, TwoBasins(), global_search=3)
+        FitOptions(global_search=3)
 
 
 def test_fit_global_interrupted_in_the_global_stage(tmp_path) -> None:
@@ -346,14 +354,15 @@ def test_fit_global_interrupted_in_the_global_stage(tmp_path) -> None:
     ckpt = tmp_path / "fit.npz"
     options = GlobalSearchOptions(budget=300, seed=1)
     _, cut = fit_global(
-        rippled_params(), Rippled(), options, global_callback=stop_at_3, checkpoint=ckpt
+        rippled_params(),
+        Rippled(),
+        FitOptions(global_search=options, checkpoint=ckpt),
+        global_callback=stop_at_3,
     )
     assert cut.status == "interrupted" and not cut.success and cut.nit == 0
-    assert cut.extras["global"]["generations"] == 3
+    assert cut.global_search is not None and cut.global_search.generations == 3
     assert not ckpt.exists()  # the local stage never started
-    _, done = fit_global(
-        rippled_params(), Rippled(), options, checkpoint=ckpt, resume=True, horizons=None
-    )
+    _, done = fit_global(rippled_params(), Rippled(), _opts(options, checkpoint=ckpt, resume=True))
     np.testing.assert_allclose(done.x, [3.0, -1.0], atol=1e-6)
 
 
@@ -363,11 +372,12 @@ def test_optimize_takes_the_outer_stages_as_keywords() -> None:
     params = rippled_params()
     options = GlobalSearchOptions(budget=200, seed=1)
     via = ms.optimize(params, Rippled(), global_search=options, horizons=None, max_iters=30)[1]
-    direct = fit_global(params, Rippled(), options, horizons=None, max_iters=30)[1]
+    direct = fit_global(params, Rippled(), _opts(options, max_iters=30))[1]
     np.testing.assert_array_equal(via.x, direct.x)
-    assert via.extras["global"]["evaluations"] == direct.extras["global"]["evaluations"]
+    assert via.global_search is not None and direct.global_search is not None
+    assert via.global_search.evaluations == direct.global_search.evaluations
     starts = ms.optimize(params, Rippled(), starts=3, horizons=None, max_iters=30)[1]
-    assert starts.extras["multistart"]["starts"] == 3
+    assert starts.multistart is not None and len(starts.multistart.starts) == 3
     with pytest.raises(ValueError, match="global_search and starts must be one or the other"):
         ms.optimize(params, Rippled(), global_search="cmaes", starts=3)
 

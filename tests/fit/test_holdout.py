@@ -3,29 +3,18 @@ their fit percentages against a hand computation (issue #19)."""
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 import pytest
 
 import mjsysid as ms
-from conftest import ARM2, excitation, simulate
+from conftest import arm2_masses, arm2_truth, excitation, simulate
 from mjsysid.fit.validation import ValidationTable
-
-
-def _masses(spec, model):
-    return ms.ParameterDict(
-        [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
-    )
 
 
 @pytest.fixture(scope="module")
 def problem():
     """ARM2 with noisy data from masses (1.3, 0.5): seq0 to fit, seq1 held out."""
-    spec = mujoco.MjSpec.from_string(ARM2)
-    model = spec.compile()
-    true = _masses(spec, model)
-    true.update_from_vector([1.3, 0.5])
-    x0 = ms.create_initial_state(model, qpos=[0.3, -0.2])
+    spec, model, true, x0 = arm2_truth()
 
     def part(k):
         ctrl = excitation(300, model.nu, seed=k)
@@ -33,7 +22,7 @@ def problem():
         sens, control = simulate(spec, true, ctrl, x0, names, noise=0.002, seed=10 + k)
         return ms.ModelSequences("arm2", spec, [f"seq{k}"], [x0], [control], [sens])
 
-    return part(0), part(1), _masses(spec, model)
+    return part(0), part(1), arm2_masses(spec, model)
 
 
 def _fit_by_hand(test, params) -> list[float]:
@@ -56,7 +45,7 @@ def test_holdout_is_scored_with_the_identified_parameters(problem):
     rf = ms.build_residual_fn([train])
     opt, res = ms.optimize(start, rf, holdout=test, horizons=None)
     rf.close()
-    table = res.extras["validation"]
+    table = res.validation
     assert isinstance(table, ValidationTable)
     assert [(r.sequence, r.signal, r.held_out) for r in table.rows] == [
         ("seq0", "j1_pos", False),
@@ -80,7 +69,7 @@ def test_holdout_of_a_windowed_fit_runs_whole_from_its_own_start(problem):
     rf = ms.build_residual_fn([windows])
     opt, res = ms.optimize(params, rf, holdout=[test], horizons=None, max_iters=5)
     rf.close()
-    held = [r for r in res.extras["validation"].rows if r.held_out]
+    held = [r for r in res.validation.rows if r.held_out]
     assert [r.sequence for r in held] == ["seq1", "seq1"]
     masses = ms.ParameterDict(p.copy() for n, p in opt.items() if n in start)
     assert [r.fit_identified for r in held] == pytest.approx(_fit_by_hand(test, masses))
@@ -95,7 +84,7 @@ def test_holdout_of_a_plain_callable_scores_only_the_held_out_rows(problem):
 
     _, res = ms.optimize(start, residual, holdout=[test], horizons=None, max_iters=3)
     rf.close()
-    assert {r.held_out for r in res.extras["validation"].rows} == {True}
+    assert {r.held_out for r in res.validation.rows} == {True}
 
 
 def test_a_bad_holdout_fails_before_the_fit(problem):

@@ -122,7 +122,7 @@ def test_an_exact_fit_at_round_off_after_horizon_stages_is_converged():
     """The last horizon stage of an exact fit may start at round-off already (the shorter
     stages found the truth): the round-off floor is the whole fit's start cost, not the
     stage's (the bench's quadruped with foot friction ended 'small_step' at cost 3e-23)."""
-    from mjsysid.fit.stage import Stage, _judge_stop
+    from mjsysid.fit.horizons import Stage, _judge_stop
 
     rng = np.random.default_rng(0)
     J, r = rng.normal(size=(6, 5)), 1e-12 * rng.normal(size=6)

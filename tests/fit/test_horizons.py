@@ -10,7 +10,8 @@ import pytest
 
 import mjsysid as ms
 from conftest import ARM2, excitation, simulate
-from mjsysid.fit.optimize import _checkpoint_horizon, load_checkpoint, resolve_horizons
+from mjsysid.fit.checkpoints import checkpoint_horizon, load_checkpoint
+from mjsysid.fit.horizons import resolve_horizons
 
 
 def arm_masses(spec, model):
@@ -95,10 +96,10 @@ def test_horizons_recover_the_truth_and_report_every_stage(arm2):
     opt, res = ms.optimize(params, rf, horizons=(0.3, 1.0), verbose=True, output=out)
     np.testing.assert_allclose(res.x, TRUTH, rtol=1e-7)
     np.testing.assert_allclose(opt.as_vector(), res.x)
-    stages = res.extras["stages"]
-    assert [s["horizon"] for s in stages] == [0.3, 1.0]
-    assert res.nit == sum(s["nit"] for s in stages) and stages[0]["nit"] > 0
-    assert res.nfev == sum(s["nfev"] for s in stages) + 1  # + the whole data at the start
+    stages = res.stages
+    assert [s.horizon for s in stages] == [0.3, 1.0]
+    assert res.nit == sum(s.nit for s in stages) and stages[0].nit > 0
+    assert res.nfev == sum(s.nfev for s in stages) + 1  # + the whole data at the start
     # the result describes the whole data: cost, residual and Jacobian
     _, plain = ms.optimize(params, rf, max_iters=0)
     assert res.initial_cost == pytest.approx(plain.initial_cost, rel=1e-12)
@@ -107,7 +108,7 @@ def test_horizons_recover_the_truth_and_report_every_stage(arm2):
     assert "first 30 %  iter    1  cost" in out.getvalue()
     # a missing 1.0 is appended
     _, res2 = ms.optimize(params, rf, horizons=[0.3])
-    assert [s["horizon"] for s in res2.extras["stages"]] == [0.3, 1.0]
+    assert [s.horizon for s in res2.stages] == [0.3, 1.0]
     np.testing.assert_allclose(res2.x, res.x)
 
 
@@ -116,13 +117,13 @@ def test_an_early_stage_ends_when_it_slows_down(arm2):
     rf = ms.build_residual_fn([arm2.sequences])
     costs: list[float] = []
     _, res = ms.optimize(params, rf, horizons=(0.3, 1.0), callback=lambda it, x, c: costs.append(c))
-    first = res.extras["stages"][0]
-    early = costs[: first["nit"]]
+    first = res.stages[0]
+    early = costs[: first.nit]
     ratios = np.array(early[1:]) / np.array(early[:-1])
     # every step but the last cut the cost by 10 % or more; the last one ended the stage
     assert np.all(ratios[:-1] <= 0.9)
-    assert first["status"] in ("gtol", "xtol", "slowed")
-    assert (first["status"] == "slowed") == (ratios[-1] > 0.9)
+    assert first.status in ("gtol", "xtol", "slowed")
+    assert (first.status == "slowed") == (ratios[-1] > 0.9)
 
 
 @pytest.mark.parametrize(
@@ -202,7 +203,7 @@ def test_auto_horizons_leave_room_for_sensor_delays(make_problem):
     with pytest.raises(ValueError, match=r"the delay window .* leaves 0 samples"):
         ms.optimize(params, rf, horizons=(0.1, 1.0))  # asked for: reported, not dropped
     _, res = ms.optimize(params, rf)
-    assert [s["horizon"] for s in res.extras["stages"]] == [0.3, 1.0]
+    assert [s.horizon for s in res.stages] == [0.3, 1.0]
     np.testing.assert_allclose(res.x[:2], TRUTH, rtol=1e-6)
 
 
@@ -211,8 +212,8 @@ def test_optimize_fits_in_stages_by_default(arm2):
     rf = ms.build_residual_fn([arm2.sequences])
     _, auto = ms.optimize(params, rf)
     _, one = ms.optimize(params, rf, horizons=None)
-    assert [s["horizon"] for s in auto.extras["stages"]] == [0.1, 0.3, 1.0]
-    assert "stages" not in one.extras
+    assert [s.horizon for s in auto.stages] == [0.1, 0.3, 1.0]
+    assert not one.stages
     np.testing.assert_allclose(auto.x, TRUTH, rtol=1e-7)
     np.testing.assert_allclose(one.x, TRUTH, rtol=1e-7)
 
@@ -246,8 +247,8 @@ def test_a_stage_that_hardly_sees_the_misfit_is_skipped():
         rf(x, params) @ rf(x, params)
     )
     _, res = ms.optimize(params, rf, horizons=(0.3, 1.0))
-    first = res.extras["stages"][0]
-    assert (first["horizon"], first["status"], first["nit"]) == (0.3, "skipped", 0)
+    first = res.stages[0]
+    assert (first.horizon, first.status, first.nit) == (0.3, "skipped", 0)
     np.testing.assert_allclose(res.x, [1.4], rtol=1e-6)
 
 
@@ -260,7 +261,7 @@ def test_a_parameter_excited_only_later_is_fitted_and_a_dead_one_named():
     J = ms.fd_jacobian(lambda X: head(X, params), x, head(x, params), params.get_bounds())
     assert np.any(J[:, :2]) and not np.any(J[:, 2])  # the gear: no effect on the head
     _, res = ms.optimize(params, rf, horizons=(0.3, 1.0))
-    assert res.extras["stages"][0]["nit"] > 0
+    assert res.stages[0].nit > 0
     np.testing.assert_allclose(res.x, [*TRUTH, 1.4], rtol=1e-6)
     params.add(ms.Parameter("unused", 1.0, 0.0, 2.0, modifier=lambda s, p: None))
     seen: list[float] = []
@@ -293,8 +294,8 @@ def test_a_head_that_excites_nothing_costs_only_its_own_evaluations():
         fits[horizons] = ms.optimize(params, rf, horizons=horizons)[1]
         spent[horizons] = rf.stats.steps - before
     staged, one = fits[(0.3, 1.0)], fits[None]
-    first = staged.extras["stages"][0]
-    assert first["status"] == "gtol" and first["nit"] == 0
+    first = staged.stages[0]
+    assert first.status == "gtol" and first.nit == 0
     np.testing.assert_allclose(staged.x, one.x, rtol=1e-9)  # the same fit on the whole data
     assert spent[(0.3, 1.0)] - spent[None] == (1 + 2) * head_steps
 
@@ -310,17 +311,17 @@ def test_checkpoint_names_the_stage_and_resume_continues_there(arm2, tmp_path):
 
     _, cut = ms.optimize(params, rf, horizons=(0.3, 1.0), checkpoint=ckpt, callback=stop_at_one)
     assert cut.status == "interrupted" and cut.nit == 1
-    assert [s["horizon"] for s in cut.extras["stages"]] == [0.3, 1.0]
+    assert [s.horizon for s in cut.stages] == [0.3, 1.0]
     assert cut.fun.shape == rf(cut.x, params).shape  # the result is on the whole data
-    assert _checkpoint_horizon(ckpt) == 0.3
+    assert checkpoint_horizon(ckpt) == 0.3
     np.testing.assert_allclose(load_checkpoint(ckpt, params)[0], cut.x)
     _, resumed = ms.optimize(params, rf, horizons=(0.3, 1.0), checkpoint=ckpt, resume=True)
-    assert [s["horizon"] for s in resumed.extras["stages"]] == [0.3, 1.0]
+    assert [s.horizon for s in resumed.stages] == [0.3, 1.0]
     np.testing.assert_allclose(resumed.x, TRUTH, rtol=1e-7)
-    assert _checkpoint_horizon(ckpt) == 1.0
+    assert checkpoint_horizon(ckpt) == 1.0
     # written in the last stage: no early stage is run again
     _, again = ms.optimize(params, rf, horizons=(0.3, 1.0), checkpoint=ckpt, resume=True)
-    assert "stages" not in again.extras
+    assert not again.stages
     np.testing.assert_allclose(again.x, TRUTH, rtol=1e-7)
 
 
@@ -338,9 +339,9 @@ def test_horizons_with_every_backend(arm2, optimizer):
     rf = ms.build_residual_fn([arm2.sequences])
     _, res = ms.optimize(params, rf, optimizer=optimizer, horizons=(0.3, 1.0))
     np.testing.assert_allclose(res.x, TRUTH, rtol=1e-6)
-    first, last = res.extras["stages"]
-    assert first["nit"] > 1 and first["cost"] < 1e-3 * first["initial_cost"]  # real progress
-    assert last["nit"] <= 2  # the whole data only confirms
+    first, last = res.stages
+    assert first.nit > 1 and first.cost < 1e-3 * first.initial_cost  # real progress
+    assert last.nit <= 2  # the whole data only confirms
 
 
 def test_a_too_short_head_fails_before_any_simulation(arm2):

@@ -8,8 +8,8 @@ import scipy.optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mjsysid.fit.jacobian import fd_jacobian
 from mjsysid.fit.lm import LMOptions, levenberg_marquardt
-from mjsysid.fit.optimize import fd_jacobian
 
 T = np.linspace(0.0, 4.0, 60)
 

@@ -10,6 +10,7 @@ import pytest
 
 import mjsysid as ms
 from conftest import ARM2, BOX, DC_MOTOR, SERVO, dc_motor_truth
+from mjsysid.fit.checkpoints import load_checkpoint
 from mjsysid.fit.options import FitOptions
 from mjsysid.fit.status import MessageContext
 
@@ -197,6 +198,7 @@ def test_caller_params_not_mutated_and_silent(arm_problem, capsys):
     assert res.success and res.status in ("xtol", "gtol") and "Converged" in res.message
     assert res.nit > 0 and res.nfev > res.nit and res.njev >= 1
     assert len(res.extras["objective"]) == len(res.extras["candidate"])
+    assert res.extras["objective"] == res.history.objective
     assert all(np.shape(c) == (2,) for c in res.extras["candidate"])  # no Jacobians kept
 
 
@@ -484,7 +486,7 @@ def test_checkpoint_and_resume(arm_problem, tmp_path):
     rf = ms.build_residual_fn([arm_problem.sequences])
     ckpt = tmp_path / "fit.ckpt.npz"
     _, partial = ms.optimize(params, rf, max_iters=2, checkpoint=ckpt)
-    x_ckpt, it = ms.optimize.__globals__["load_checkpoint"](ckpt, params)
+    x_ckpt, it = load_checkpoint(ckpt, params)
     np.testing.assert_allclose(x_ckpt, partial.x)
     assert it == 2
     _, resumed = ms.optimize(params, rf, max_iters=50, checkpoint=ckpt, resume=True)
@@ -586,7 +588,7 @@ def test_keyboard_interrupt_returns_best_so_far(arm_problem, tmp_path):
     assert res.status == "interrupted" and not res.success and "best parameters" in res.message
     assert res.nit == 2
     assert res.cost == pytest.approx(min(seen)) and res.cost < res.initial_cost
-    np.testing.assert_allclose(ms.optimize.__globals__["load_checkpoint"](ckpt, params)[0], res.x)
+    np.testing.assert_allclose(load_checkpoint(ckpt, params)[0], res.x)
 
 
 def test_lm_backends_agree_and_secant_saves_evaluations(arm_problem):
@@ -605,8 +607,8 @@ def test_lm_backends_agree_and_secant_saves_evaluations(arm_problem):
     for name, res in runs.items():
         assert res.success, name
         np.testing.assert_allclose(res.x, [1.3, 0.5], rtol=1e-7, err_msg=name)
-    assert runs["lm"].optimizer == "lm" and runs["lm"].extras["secant_steps"] > 0
-    assert runs["lm_fd"].extras["secant_steps"] == 0
+    assert runs["lm"].optimizer == "lm" and runs["lm"].history.secant_steps > 0
+    assert runs["lm_fd"].history.secant_steps == 0
     assert runs["lm"].nfev < runs["lm_fd"].nfev and runs["lm"].nfev < runs["mujoco"].nfev
     # the Jacobian handed back is a finite-difference one at the solution, never a secant one
     r = rf(runs["lm"].x, params)

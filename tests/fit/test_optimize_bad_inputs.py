@@ -1,9 +1,5 @@
 """Bad inputs to optimize, refused at the start point before any iteration; and what a
-fit keeps (the caller's parameters and spec, a named error for a lost custom modifier).
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+fit keeps (the caller's parameters and spec, a named error for a lost custom modifier)."""
 
 from __future__ import annotations
 
@@ -27,7 +23,7 @@ from bad_inputs_support import (
     _start,
     _truncated_checkpoint,
     _with,
-    check_case,
+    table_test,
 )
 from conftest import Arm
 
@@ -229,9 +225,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)
 
 
 def test_custom_modifier_lost_on_load_is_named_in_a_fit(arm: Arm, tmp_path: Path):

@@ -6,39 +6,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import mujoco
 import numpy as np
 import pytest
 import yaml
 
 import mjsysid as ms
-from conftest import ARM2, excitation, simulate
+from conftest import ARM2_TRUE_MASSES, arm2_masses, arm2_truth, excitation, simulate
 from mjsysid.app.experiment import ExperimentError, bundled_examples, load_experiment
 from mjsysid.fit.confidence import compute_confidence, determined_by
 from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.fit.prior import PriorHorizonResidual, PriorResidual, prior_rows, with_prior
-from mjsysid.output.report._data import parameter_rows
+from mjsysid.output.report.content import parameter_rows
 from mjsysid.output.results import load_results, save_results
 from mjsysid.params.prior import Prior
 
-TRUE_MASSES = (1.3, 0.5)
+TRUE_MASSES = ARM2_TRUE_MASSES
 SENSORS = ["j1_pos", "j2_pos", "j1_vel", "j2_vel"]
 
 
 # -- the MuJoCo problem: two identifiable masses and one parameter without effect ---------
-def _masses(spec, model) -> ms.ParameterDict:
-    return ms.ParameterDict(
-        [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
-    )
-
-
 @pytest.fixture(scope="module")
 def arm_data():
-    spec = mujoco.MjSpec.from_string(ARM2)
-    model = spec.compile()
-    truth = _masses(spec, model)
-    truth.update_from_vector(np.array(TRUE_MASSES))
-    x0 = ms.create_initial_state(model, qpos=[0.3, -0.2])
+    spec, model, truth, x0 = arm2_truth()
     sens, control = simulate(
         spec, truth, excitation(300, model.nu, seed=0), x0, SENSORS, noise=0.01, seed=1
     )
@@ -48,7 +37,7 @@ def arm_data():
 
 def _with_ghost(spec, model, prior=None) -> ms.ParameterDict:
     """The two masses and ``ghost``, a parameter that changes nothing (no modifier)."""
-    params = _masses(spec, model)
+    params = arm2_masses(spec, model)
     params.add(ms.Parameter("ghost", 0.0, -10.0, 10.0, prior=prior))
     return params
 
@@ -82,7 +71,7 @@ def test_the_result_records_the_prior_rows(map_fit):
     params, rf, _opt, res = map_fit
     n = rf(params.as_vector(), params).size
     assert res.fun.shape == (n + 2,) and res.jac.shape == (n + 2, 3)
-    assert res.extras["prior"] == {
+    assert res.prior is not None and res.prior.to_dict() == {
         "columns": [0, 2],
         "mean": [1.0, 0.3],
         "std": [100.0, 0.05],
@@ -116,7 +105,16 @@ def test_the_wrapper_keeps_horizons_groups_and_names(map_fit):
     head = fn.head(0.3)
     assert isinstance(head, PriorHorizonResidual) and head.rows is fn.rows
     assert head(params.as_vector(), params).size < r.size
-    assert fn.sequence_labels == rf.sequence_labels  # the rest is the wrapped function's
+    # the rest is the wrapped function's
+    np.testing.assert_array_equal(fn.block_offsets, rf.block_offsets)
+    assert fn.last_divergence == rf.last_divergence
+    seen: list[object] = []
+    rf.check_params, original = seen.append, rf.check_params  # type: ignore[method-assign]
+    try:
+        fn.check_params(params)
+    finally:
+        rf.check_params = original  # type: ignore[method-assign]
+    assert seen == [params]
 
 
 # -- a linear problem where only a sum is identifiable ---------------------------------------
@@ -255,7 +253,8 @@ def test_results_and_report_say_what_determined_each_parameter(map_fit, arm_data
     save_results(tmp_path / "out", [arm_data[2]], params, opt, res, rf, confidence=conf)
     back = load_results(tmp_path / "out")
     assert back.confidence.determined_by == ["data", "data", "prior"]
-    assert back.result.extras["prior"] == res.extras["prior"]
+    assert back.result.prior is not None and res.prior is not None
+    assert back.result.prior.to_dict() == res.prior.to_dict()
     assert back.opt_params["ghost"].prior == params["ghost"].prior
     again = compute_confidence(back.result, None, params=back.opt_params)
     assert again.determined_by == ["data", "data", "prior"]

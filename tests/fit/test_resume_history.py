@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from conftest import ARM2
+from conftest import arm2_masses, arm2_truth
 from mjsysid.fit.checkpoints import checkpoint_history
 
 
@@ -16,26 +16,15 @@ class _Killed(Exception):
     """Stands in for a kill: raised from the callback after an iteration's checkpoint."""
 
 
-def _masses(spec, model) -> ms.ParameterDict:
-    return ms.ParameterDict(
-        [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
-    )
-
-
 @pytest.fixture(scope="module")
 def problem():
-    import mujoco
 
     from conftest import excitation, simulate
 
-    spec = mujoco.MjSpec.from_string(ARM2)
-    model = spec.compile()
-    truth = _masses(spec, model)
-    truth.update_from_vector([1.3, 0.5])
-    x0 = ms.create_initial_state(model, qpos=[0.3, -0.2])
+    spec, model, truth, x0 = arm2_truth()
     sens, control = simulate(spec, truth, excitation(200, model.nu), x0)
     rf = ms.build_residual_fn(ms.ModelSequences("arm2", spec, "s", x0, control, sens))
-    yield _masses(spec, model), rf
+    yield arm2_masses(spec, model), rf
     rf.close()
 
 

@@ -81,10 +81,9 @@ def test_the_context_of_a_model_and_a_fit():
     assert model_context([box]).contacts is True
     ctx = model_context([pendulum], language="python")
     assert ctx.contacts is False and ctx.dry_friction is True  # parent-child: filtered
-    result = type("R", (), {"extras": {"stages": [{}, {}], "global": {"x": 1}}})()
-    ctx = fit_context([pendulum], result, ["run#0", "run#1"], "file")
+    ctx = fit_context([pendulum], ["run#0", "run#1"], "file", staged=True, searched=True)
     assert ctx.windowed and ctx.staged and ctx.searched and ctx.language == "file"
-    assert not fit_context([pendulum], None, ["run"], "file").windowed
+    assert not fit_context([pendulum], ["run"], "file").windowed
     with pytest.raises(ValueError, match="language must be one of"):
         MessageContext("yaml")
 

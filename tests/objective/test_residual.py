@@ -447,7 +447,7 @@ def test_reused_candidate_models_stay_exact_across_calls(make_problem):
 
 
 def test_distinct_columns_matches_numpy_unique():
-    from mjsysid.objective.sim_cache import distinct_columns as _distinct_columns
+    from mjsysid.objective.candidates import distinct_columns as _distinct_columns
 
     rng = np.random.default_rng(3)
     base = rng.normal(size=(4, 5))

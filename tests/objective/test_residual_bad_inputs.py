@@ -1,12 +1,6 @@
-"""Bad inputs to build_residual_fn and the residual function: each fails at build time.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+"""Bad inputs to build_residual_fn and the residual function: each fails at build time."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +10,7 @@ from bad_inputs_support import (
     NAN,
     _case,
     _zero_column,
-    check_case,
+    table_test,
 )
 from conftest import Arm
 from mjsysid.util.limits import limits_set
@@ -126,9 +120,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)
 
 
 def test_too_many_candidates_in_one_call_are_refused_before_simulating(arm: Arm):

@@ -147,7 +147,7 @@ def custom_rollout(models, datas, control, x0, param_dicts):
         list(models), datas[0], x0, control, nstep=control.shape[1]
     )
     return [
-        ms.SystemTrajectory(
+        ms.SystemTrajectory.from_arrays(
             models[i],
             np.zeros(control.shape[1]),
             control[i],

@@ -7,7 +7,7 @@ import pytest
 
 import mjsysid as ms
 from conftest import ARM2, DC_MOTOR, dc_motor_truth
-from mjsysid.app import demo
+from mjsysid.lab import demo
 
 
 def _noisy_start(make_problem):

@@ -12,7 +12,6 @@ import pytest
 
 import mjsysid as ms
 import mjsysid.data.recording
-import mjsysid.objective.signal_plan
 import mjsysid.objective.signal_transform
 import mjsysid.output.results
 from conftest import ARM2
@@ -40,20 +39,19 @@ def test_reachable_under_signal_modifier_namespace():
 
 
 def test_module_paths_of_the_api_specification():
-    """The specification imports ``signal_modifier`` from ``_src`` and places
-    ``calculate_intervals`` and ``sweep_parameter`` in ``optimize``."""
-    import sys
+    """The specification's low-level signal functions live in ``mjsysid.signal_modifier``, and
+    ``calculate_intervals`` and ``sweep_parameter`` at the top level; the peer's private
+    ``_src`` paths are :mod:`mjsysid.compat`'s, not the core's."""
+    import importlib
 
-    from mjsysid._src.optimize import calculate_intervals, sweep_parameter
+    from mjsysid.fit.intervals import calculate_intervals
+    from mjsysid.fit.jacobian import sweep_parameter
 
-    from mjsysid._src import signal_modifier, timeseries
-
-    assert signal_modifier is sys.modules["mjsysid.signal_modifier"] is sm
-    assert timeseries is sys.modules["mjsysid.data.timeseries"]
+    assert ms.signal_modifier is sm
     assert calculate_intervals is ms.calculate_intervals
     assert sweep_parameter is ms.sweep_parameter
-    with pytest.raises(ImportError, match=r"cannot import name 'nothing' from 'mjsysid\._src'"):
-        from mjsysid._src import nothing  # noqa: F401
+    with pytest.raises(ModuleNotFoundError, match=r"mjsysid\._src"):
+        importlib.import_module("mjsysid._src")
 
 
 def test_get_sensor_indices():
@@ -139,8 +137,8 @@ def test_weighted_diff_and_normalize():
     np.testing.assert_allclose(diff[:, 0], -2.0)
     np.testing.assert_allclose(diff[:, 1], 0.0)
     norm = sm.normalize_residual(diff, ts)
-    # mujoco.sysid's scale: sqrt(sum(x**2) / (N - 1)) (docs/compat-gaps.md, decisions)
-    scale = np.sqrt(np.sum(ts.data[:, 0] ** 2) / (ts.data.shape[0] - 1))
+    # the column's RMS, sqrt(sum(x**2) / N) (mjsysid.compat has the peer's scale)
+    scale = np.sqrt(np.mean(ts.data[:, 0] ** 2))
     np.testing.assert_allclose(norm[:, 0], -2.0 / scale)
     with pytest.raises(ValueError, match="measured column 1 must not be all zeros"):
         sm.normalize_residual(diff, np.stack([np.ones(101), np.zeros(101)], axis=1))
@@ -444,7 +442,7 @@ def test_fast_apply_matches_section8_reference(make_problem, jitter, enabled):
 
 def test_fast_apply_matches_reference_in_batched_residual(make_problem, monkeypatch):
     # delayed reads with (N, 1) weights (what large problems get) instead of full-width ones
-    monkeypatch.setattr(mjsysid.objective.signal_plan, "FULL_WIDTH", 0)
+    monkeypatch.setattr(mjsysid.objective.signal_transform, "FULL_WIDTH", 0)
     p, seq = _arm_with_measurement(make_problem, delay=0.01, gain=1.3, bias=0.1)
     rng = np.random.default_rng(3)
     params = _spec_params(rng)
@@ -599,7 +597,7 @@ def test_batched_transform_on_interleaved_columns(make_problem):
     d.add(ms.Parameter("pos_bias", 0.05, -1.0, 1.0))
     t = ms.SignalTransform().delay("*_pos", d["delay"]).gain("*_vel", d["vel_gain"])
     t.bias("*_pos", d["pos_bias"])
-    from mjsysid.objective.signal_plan import as_index as _index
+    from mjsysid.objective.signal_transform import as_index as _index
 
     assert _index(rec.columns("j1_vel").tolist() + rec.columns("j2_vel").tolist()) == slice(1, 4, 2)
     fast = ms.build_residual_fn([seq], modify_residual=t.apply)

@@ -1,23 +1,14 @@
-"""Bad inputs to SignalTransform: each fails at construction or at build_residual_fn time.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+"""Bad inputs to SignalTransform: each fails at construction or at build_residual_fn time."""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
 
 import mjsysid as ms
 from bad_inputs_support import (
     ARM_SIGNALS,
     _case,
     _transform_fit,
-    check_case,
+    table_test,
 )
-from conftest import Arm
 
 CASES = [
     # ---- SignalTransform ---------------------------------------------------------------------
@@ -91,7 +82,7 @@ CASES = [
         "st-enable-sensors-given-a-string",
         lambda c: ms.SignalTransform().enable_sensors("j1_pos"),
         TypeError,
-        r"SignalTransform.enable_sensors: names must be a list of names or patterns, "
+        r"SignalTransform.enable_sensors: sensor_names must be a list of names or patterns, "
         r"got 'j1_pos'",
     ),
     _case(
@@ -125,6 +116,4 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)

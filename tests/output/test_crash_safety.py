@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import os
 import signal
@@ -35,10 +34,9 @@ import mjsysid as ms
 from conftest import ARM2, excitation, simulate
 from mjsysid.app import cli
 from mjsysid.app.experiment import bundled_examples, load_experiment
+from mjsysid.fit.checkpoints import load_checkpoint
 
 TESTS = Path(__file__).resolve().parents[1]  # tests/, where conftest.py lives
-_optimize_module = importlib.import_module("mjsysid.fit.optimize")
-load_checkpoint = _optimize_module.load_checkpoint
 
 
 class Crash(Exception):

@@ -1,4 +1,5 @@
-"""Export of what was identified: robot.yaml, the identified MJCF and URDF (round trips)."""
+"""Export of what was identified: identified.yaml, robot.yaml, the identified MJCF and URDF
+(round trips)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import yaml
 
 import mjsysid as ms
 from conftest import simulate
-from mjsysid.output.export import export_files, identified_urdf, robot_config
+from mjsysid.output.export import export_files, identified_config, identified_urdf
 
 URDF = """<?xml version="1.0"?>
 <robot name="arm">
@@ -109,9 +110,9 @@ def urdf_fit(tmp_path):
     return folder, opt, ms.apply_param_modifiers(opt, spec)
 
 
-def test_robot_yaml_holds_the_identified_values(urdf_fit):
+def test_identified_yaml_holds_the_identified_values(urdf_fit):
     folder, _opt, _model = urdf_fit
-    config = yaml.safe_load((folder / "robot.yaml").read_text(encoding="utf-8"))
+    config = yaml.safe_load((folder / "identified.yaml").read_text(encoding="utf-8"))
     assert config["joints"]["j1"]["damping"] == pytest.approx(0.3, rel=1e-4)
     assert config["joints"]["j2"]["frictionloss"] == pytest.approx(0.04, rel=1e-4)
     assert config["joints"]["j1"]["actuatorfrcrange"] == [-5.0, 5.0]
@@ -157,12 +158,17 @@ def test_identified_mjcf_holds_the_native_values(tmp_path):
     )
     params.update_from_vector([2.6, 0.006, 0.004])
     seq = _sequences(spec, "motor", params)
-    files = export_files(params, [seq])
-    config = yaml.safe_load(files["robot.yaml"])
+    identified = ms.apply_param_modifiers_spec(params, seq.spec.copy())
+    files = export_files(params, {seq.name: identified})
+    config = yaml.safe_load(files["identified.yaml"])
     m = config["actuators"]["m"]
     assert m["type"] == "dcmotor" and m["resistance"] == 2.6 and m["delay"] == 0.006
     assert m["lugre"][2] == 0.004 and m["motorconst"] == 0.05 and m["timeconst"] == 0.004
     assert "motor.urdf" not in files  # an MJCF model gets no URDF
+    robot = yaml.safe_load(files["robot.yaml"])  # a dcmotor has no place in that schema
+    assert robot["urdf"] == "motor.robot.xml" and robot["actuators"] == []
+    assert mujoco.MjModel.from_xml_string(files["motor.robot.xml"].decode()).nu == 0
+    assert "Not expressible in this schema (see identified.yaml" in files["robot.yaml"].decode()
     xml = ms.apply_param_modifiers_spec(params, spec.copy())
     xml.compile()
     reloaded = mujoco.MjModel.from_xml_string(xml.to_xml())
@@ -171,10 +177,10 @@ def test_identified_mjcf_holds_the_native_values(tmp_path):
     assert reloaded.actuator_biasprm[0, 3] == 0.004
 
 
-def test_robot_config_without_a_model_lists_the_parameters():
+def test_identified_config_without_a_model_lists_the_parameters():
     model = mujoco.MjModel.from_xml_string(MOTOR)
     params = ms.ParameterDict([ms.make_parameter("sensor_delay", model, "q*")])
-    config = robot_config(params)
+    config = identified_config(params)
     assert config["sensors"] == {"q*": {"sensor_delay": 0.0}}
     assert "joints" not in config and config["identified"]["q*_delay"]["unit"] == "s"
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
+from conftest import LIT_ARM
 from mjsysid.output import plotting
 from mjsysid.output.plotting import (
     NO_GL_HELP,
@@ -22,33 +23,11 @@ from mjsysid.output.plotting import (
 
 pytest.importorskip("matplotlib", reason="plotting needs the report extra (matplotlib)")
 
-ARM = """
-<mujoco model="arm">
-  <option timestep="0.002"/>
-  <worldbody>
-    <light pos="0 0 3"/>
-    <geom type="plane" size="1 1 0.1" rgba=".8 .8 .8 1"/>
-    <body name="link1" pos="0 0 1">
-      <joint name="j1" type="hinge" axis="0 1 0" damping="0.05"/>
-      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1.0"/>
-      <body name="link2" pos="0.3 0 0">
-        <joint name="j2" type="hinge" axis="0 1 0" damping="0.05"/>
-        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.7"/>
-        <site name="tip" pos="0.3 0 0"/>
-      </body>
-    </body>
-  </worldbody>
-  <actuator>
-    <motor name="m1" joint="j1"/>
-    <motor name="m2" joint="j2"/>
-  </actuator>
-  <sensor>
-    <jointpos name="j1_pos" joint="j1"/>
-    <jointpos name="j2_pos" joint="j2"/>
-    <framepos name="tip_pos" objtype="site" objname="tip"/>
-  </sensor>
-</mujoco>
-"""
+ARM = LIT_ARM.format(
+    tip='<site name="tip" pos="0.3 0 0"/>',
+    sensors='<jointpos name="j1_pos" joint="j1"/><jointpos name="j2_pos" joint="j2"/>'
+    '<framepos name="tip_pos" objtype="site" objname="tip"/>',
+)
 
 
 @pytest.fixture(scope="module")

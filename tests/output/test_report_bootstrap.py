@@ -6,7 +6,7 @@ import numpy as np
 
 import mjsysid as ms
 from mjsysid.fit.confidence import Confidence
-from mjsysid.output.report._data import parameter_rows
+from mjsysid.output.report.content import parameter_rows
 from mjsysid.output.report.format import interval_method, table_rows
 
 NOTE = (

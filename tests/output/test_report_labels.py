@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from mjsysid.output.report._data import Trace
-from mjsysid.output.report._figures import (
+from mjsysid.output.report.content import Trace
+from mjsysid.output.report.figures import (
     controls_figure,
     correlation_figure,
     plot_text,

@@ -1,24 +1,16 @@
-"""Bad results folders and save_results arguments: each fails early with a clear message.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+"""Bad results folders and save_results arguments: each fails early with a clear message."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 import mjsysid as ms
 from bad_inputs_support import (
     _case,
     _result,
     _truncate,
-    check_case,
+    table_test,
 )
-from conftest import Arm
 
 CASES = [
     # ---- results folders ---------------------------------------------------------------------
@@ -69,6 +61,25 @@ CASES = [
         lambda c: ms.load_results(c.summary_edit(lambda s: s.update(schema_version=2))),
         ValueError,
         r"result\.yaml: schema_version must be <= 1, got 2; upgrade mjsysid",
+    ),
+    # a foreign result.yaml: described by its keys or type, never quoted (its first 80
+    # characters were)
+    _case(
+        "results-foreign-summary",
+        lambda c: ms.load_results(
+            c.results_copy(
+                lambda f: (f / "result.yaml").write_text("user: alice\npassword: hunter2\n")
+            )
+        ),
+        ValueError,
+        r"result\.yaml must be an mjsysid results summary, got a mapping with keys "
+        r"\['user', 'password'\], no 'schema: mjsysid\.results'$",
+    ),
+    _case(
+        "results-schema-version-text",
+        lambda c: ms.load_results(c.summary_edit(lambda s: s.update(schema_version="hunter2"))),
+        ValueError,
+        r"result\.yaml: schema_version must be <= 1, got a str; upgrade mjsysid to read it$",
     ),
     _case(
         "results-python-object-tag",
@@ -192,6 +203,4 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)

@@ -103,3 +103,27 @@ def test_the_cli_names_the_holder(tmp_path: Path, capsys):
         code = main(["fit", "example:box", "--out", str(tmp_path / "res"), "-q"])
     assert code == 1
     assert f"in use by PID {os.getpid()}" in capsys.readouterr().err
+
+
+def test_an_unreadable_lock_is_a_starting_run_until_it_is_old(tmp_path: Path):
+    path = tmp_path / LOCK_FILE
+    path.write_text("")  # a crash between creating the file and writing its record
+    with pytest.raises(FolderLockedError, match=r"in use by a run that is starting"):
+        acquire(tmp_path)
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    notes: list[str] = []
+    with folder_lock(tmp_path, note=notes.append):
+        holder = read_holder(path)
+        assert holder is not None and holder.pid == os.getpid()
+    was = "an unreadable lock file, no longer running"
+    assert notes == [f"took over the stale lock of {str(tmp_path)!r} ({was})"]
+    assert not path.exists()
+
+
+def test_the_holder_written_is_the_one_read_back(tmp_path: Path):
+    me = LockHolder.me()
+    (tmp_path / LOCK_FILE).write_text(me.text())
+    holder = read_holder(tmp_path / LOCK_FILE)
+    assert holder is not None and (holder.pid, holder.host) == (me.pid, me.host)
+    assert read_holder(tmp_path / "missing.lock") is None

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import math
 
-import mujoco
 import numpy as np
 import pytest
 
 import mjsysid as ms
-from conftest import ARM2, excitation, simulate
-from mjsysid.output.validation import (
+from conftest import arm2_masses, arm2_truth, excitation, simulate
+from mjsysid.fit.validation import (
     ModelScore,
     ValidationTable,
     compare_models,
@@ -69,28 +68,18 @@ def test_verdict_names_the_lowest_bic_and_a_disagreeing_aic():
     assert "hardly tell them apart" in verdict([a, close])
 
 
-def _masses(spec, model):
-    return ms.ParameterDict(
-        [ms.body_inertia_param(spec, model, b, ms.InertiaType.Mass) for b in ("link1", "link2")]
-    )
-
-
 @pytest.fixture(scope="module")
 def problem():
     """ARM2 with data from masses (1.3, 0.5): seq0 to fit, seq1 held out; the identified
     parameters are the truth itself (no fit needed to test the table)."""
-    spec = mujoco.MjSpec.from_string(ARM2)
-    model = spec.compile()
-    true = _masses(spec, model)
-    true.update_from_vector([1.3, 0.5])
-    x0 = ms.create_initial_state(model, qpos=[0.3, -0.2])
+    spec, model, true, x0 = arm2_truth()
 
     def part(k):
         ctrl = excitation(200, model.nu, seed=k)
         sens, control = simulate(spec, true, ctrl, x0, ["j1_pos", "j2_pos"])
         return ms.ModelSequences("arm2", spec, [f"seq{k}"], [x0], [control], [sens])
 
-    start = _masses(spec, model)
+    start = arm2_masses(spec, model)
     fitted = start.copy()
     fitted.update_from_vector([1.3, 0.5])
     return model, part(0), part(1), start, fitted

@@ -1,22 +1,13 @@
 """Bad inputs to the parameter kinds (make_parameter, body_inertia_param): unknown element
-names and bounds fail early with a clear message.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+names and bounds fail early with a clear message."""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
 
 import mjsysid as ms
 from bad_inputs_support import (
     _case,
-    check_case,
+    table_test,
 )
-from conftest import Arm
 
 CASES = [
     # ---- parameter kinds: unknown element names ----------------------------------------------
@@ -93,6 +84,4 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mjsysid as ms
-from mjsysid.params.actuator_kinds import ACTUATOR_KINDS
-from mjsysid.params.kinds import KINDS
+from mjsysid.params.kinds import ACTUATOR_KINDS, KINDS
 
 DATA = Path(__file__).parent.parent / "fixtures"
 
@@ -345,6 +344,7 @@ KIND_TARGETS = {
     "joint_armature": ("j", 0.05),
     "joint_frictionloss": ("j", 0.07),
     "joint_stiffness": ("j", 1.2),
+    "joint_ref": ("j", 0.1),
     "actuator_kp": ("servo", 5.0),
     "actuator_kv": ("servo", 0.6),
     "actuator_gear": ("mot", 3.0),
@@ -380,6 +380,7 @@ def test_kind_fast_path_matches_recompile(kind):
         "pair_friction",
         "dof_invweight0",
         "actuator_acc0",
+        "qpos0",
     ):
         np.testing.assert_allclose(
             getattr(fast, field), getattr(slow, field), rtol=1e-12, atol=1e-14, err_msg=field

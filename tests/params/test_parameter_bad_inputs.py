@@ -1,16 +1,12 @@
 """Bad inputs to Parameter, ParameterDict and parameter YAML files: each fails early
-with a clear message; saved parameters keep their modifiers and metadata.
-
-The shared problems (the ``arm`` fixture) and helpers are in conftest.py and
-bad_inputs_support.py.
-"""
+with a clear message; saved parameters keep their modifiers and metadata."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import pytest
 
 import mjsysid as ms
 from bad_inputs_support import (
@@ -18,9 +14,30 @@ from bad_inputs_support import (
     NAN,
     _case,
     _set_value,
-    check_case,
+    table_test,
 )
 from conftest import Arm
+
+
+def _yaml_case(case_id: str, text: str, match: str) -> Any:
+    """A parameter file with this ``text`` is refused on loading with a ``ValueError``."""
+    return _case(
+        case_id,
+        lambda c: ms.ParameterDict.load_from_disk(c.file("p.yaml", text)),
+        ValueError,
+        match,
+    )
+
+
+def _entry_case(case_id: str, entry: str, match: str) -> Any:
+    """A parameter file whose one parameter is ``entry`` is refused with a ``ValueError``."""
+    return _case(
+        case_id,
+        lambda c: ms.ParameterDict.load_from_disk(c.params_yaml(entry)),
+        ValueError,
+        match,
+    )
+
 
 CASES = [
     # ---- Parameter and ParameterDict ---------------------------------------------------------
@@ -150,86 +167,61 @@ CASES = [
         r"'link2_mass'\]",
     ),
     # ---- parameter YAML files ----------------------------------------------------------------
-    _case(
+    _yaml_case(
         "yaml-unknown-top-level-key",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.file("p.yaml", "schema_version: 1\nparameters: []\ncomment: hi\n")
-        ),
-        ValueError,
+        "schema_version: 1\nparameters: []\ncomment: hi\n",
         r"p\.yaml: unknown top-level keys \['comment'\]",
     ),
-    _case(
+    _entry_case(
         "yaml-unknown-parameter-key",
-        lambda c: ms.ParameterDict.load_from_disk(c.params_yaml(GOOD + ", unit: kg")),
-        ValueError,
+        GOOD + ", unit: kg",
         r"p\.yaml: parameters\[0\]: unknown keys \['unit'\]; allowed: ",
     ),
-    _case(
+    _entry_case(
         "yaml-bound-wrong-type",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.params_yaml("name: a, nominal: 1.0, min_value: low, max_value: 2.0")
-        ),
-        ValueError,
+        "name: a, nominal: 1.0, min_value: low, max_value: 2.0",
         r"p\.yaml: parameters\[0\]\.min_value must be numbers, got 'low'",
     ),
-    _case(
+    _entry_case(
         "yaml-frozen-wrong-type",
-        lambda c: ms.ParameterDict.load_from_disk(c.params_yaml(GOOD + ", frozen: 'yes'")),
-        ValueError,
+        GOOD + ", frozen: 'yes'",
         r"p\.yaml: parameters\[0\]\.frozen must be true or false, got 'yes'",
     ),
-    _case(
+    _entry_case(
         "yaml-name-wrong-type",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.params_yaml("name: 3, nominal: 1.0, min_value: 0.0, max_value: 2.0")
-        ),
-        ValueError,
+        "name: 3, nominal: 1.0, min_value: 0.0, max_value: 2.0",
         r"p\.yaml: parameters\[0\]\.name must be a string, got 3",
     ),
-    _case(
+    _entry_case(
         "yaml-missing-key",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.params_yaml("name: a, nominal: 1.0, max_value: 2.0")
-        ),
-        ValueError,
+        "name: a, nominal: 1.0, max_value: 2.0",
         r"p\.yaml: parameters\[0\]: missing required key 'min_value'",
     ),
-    _case(
+    _yaml_case(
         "yaml-parameters-not-a-list",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.file("p.yaml", "schema_version: 1\nparameters: {a: 1}\n")
-        ),
-        ValueError,
+        "schema_version: 1\nparameters: {a: 1}\n",
         r"p\.yaml: parameters must be a list, got \{'a': 1\}",
     ),
-    _case(
+    _yaml_case(
         "yaml-not-a-mapping",
-        lambda c: ms.ParameterDict.load_from_disk(c.file("p.yaml", "- 1\n- 2\n")),
-        ValueError,
+        "- 1\n- 2\n",
         r"p\.yaml must be a YAML mapping, got 'list'",
     ),
-    _case(
+    _yaml_case(
         "yaml-newer-schema",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.file("p.yaml", "schema_version: 2\nparameters: []\n")
-        ),
-        ValueError,
+        "schema_version: 2\nparameters: []\n",
         r"p\.yaml: schema_version must be an integer <= 1, got 2; the file was "
         r"written by a newer mjsysid",
     ),
-    _case(
+    _yaml_case(
         "yaml-python-object-tag",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.file("p.yaml", "!!python/object/apply:os.system ['true']\n")
-        ),
-        ValueError,
+        "!!python/object/apply:os.system ['true']\n",
         r"p\.yaml': unsupported YAML tag .*python/object/apply:os\.system.*never "
         r"constructs Python objects",
     ),
-    _case(
+    _yaml_case(
         "yaml-syntax-error",
-        lambda c: ms.ParameterDict.load_from_disk(c.file("p.yaml", "parameters: [1, 2\n")),
-        ValueError,
+        "parameters: [1, 2\n",
         r"p\.yaml' is not valid YAML",
     ),
     _case(
@@ -245,34 +237,24 @@ CASES = [
         r"p\.yaml: saved parameters must match this ParameterDict, missing "
         r"\['link1_mass', 'link2_mass'\], unexpected \['a'\]",
     ),
-    _case(
+    _yaml_case(
         "yaml-foreign-schema",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.file("p.yaml", "schema: other.tool\nschema_version: 1\nparameters: []\n")
-        ),
-        ValueError,
+        "schema: other.tool\nschema_version: 1\nparameters: []\n",
         r"p\.yaml: schema must be 'mjsysid\.parameters', got 'other\.tool'",
     ),
-    _case(
+    _yaml_case(
         "yaml-schema-version-bool",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.file("p.yaml", "schema_version: true\nparameters: []\n")
-        ),
-        ValueError,
+        "schema_version: true\nparameters: []\n",
         r"p\.yaml: schema_version must be an integer <= 1, got True",
     ),
-    _case(
+    _entry_case(
         "yaml-value-outside-bounds",
-        lambda c: ms.ParameterDict.load_from_disk(c.params_yaml(GOOD + ", value: 5.0")),
-        ValueError,
+        GOOD + ", value: 5.0",
         r"p\.yaml: parameters\[0\]\.value must lie within \[0\.0, 2\.0\], got 5\.0",
     ),
-    _case(
+    _entry_case(
         "yaml-known-kind-bad-target",
-        lambda c: ms.ParameterDict.load_from_disk(
-            c.params_yaml(GOOD + ", meta: {kind: joint_damping, target: 3}")
-        ),
-        ValueError,
+        GOOD + ", meta: {kind: joint_damping, target: 3}",
         r"p\.yaml: parameters\[0\]\.meta\.target must be a joint name, got 3",
     ),
     # ---- parameter files: unwritable folder --------------------------------------------------
@@ -285,9 +267,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "exc", "match"), CASES)
-def test_bad_input(arm: Arm, tmp_path: Path, make, exc, match):
-    check_case(arm, tmp_path, make, exc, match)
+test_bad_input = table_test(CASES)
 
 
 def test_saved_parameters_keep_modifiers_and_metadata(arm: Arm, tmp_path: Path):

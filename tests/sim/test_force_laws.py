@@ -9,17 +9,15 @@ import pytest
 import mjsysid as ms
 from mjsysid.data.excitation import multisine
 from mjsysid.data.states import state_slices
-from mjsysid.sim.force_laws import (
-    CommandTorque,
+from mjsysid.sim.laws.core import ForceLaw, force_law_params, law_from_config
+from mjsysid.sim.laws.friction import (
     CoulombFriction,
-    ForceLaw,
     QuadraticDrag,
     StribeckFriction,
     ViscousFriction,
-    law_from_config,
 )
-from mjsysid.sim.law_params import force_law_params
-from mjsysid.sim.law_runtime import LawRuntime
+from mjsysid.sim.laws.motors import CommandTorque
+from mjsysid.sim.laws.runtime import LawRuntime
 from mjsysid.sim.lockstep import LockstepRollout, reference_rollout
 from mjsysid.sim.rollout import BatchRollout
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 import pytest
 from test_force_laws import CASES, PENDULUM, TWO_JOINTS, _controls, _x0
 
-from mjsysid.sim.force_laws import CoulombFriction, ViscousFriction
+from mjsysid.sim.laws.core import StepContext
+from mjsysid.sim.laws.friction import CoulombFriction, ViscousFriction
+from mjsysid.sim.laws.joint import JointLaw
 from mjsysid.sim.lockstep import PROBE_STEPS, LockstepRollout, chunk_count, reference_rollout
 from mjsysid.sim.rollout import BatchRollout
 
@@ -135,22 +138,14 @@ def test_chunk_count_follows_the_work_per_step():
     assert chunk_count(1.0, 0.0, 5, 1, 25 * us) == 1
 
 
-class _Fragile:
-    """A law that fails when a command exceeds 0.5."""
+@dataclass(frozen=True)
+class _Fragile(JointLaw):
+    """A law that raises when the command exceeds 0.5."""
 
-    name = "fragile"
-    parameters: Mapping[str, int] = {}
-
-    def bind(self, model: mujoco.MjModel) -> _Fragile:
-        return self
-
-    def forces(self, q, v, ctrl, act, values):
-        if (ctrl[:, 0] > 0.5).any():
+    def step(self, ctx: StepContext) -> dict[str, np.ndarray]:
+        if (ctx.ctrl[:, 0] > 0.5).any():
             raise FloatingPointError("fragile law failed")
-        return np.zeros_like(v)
-
-    def config(self) -> dict[str, object]:
-        return {"law": "fragile"}
+        return {}
 
 
 @pytest.mark.parametrize("bad", [0, 5])  # the calling thread's chunk, the other thread's
@@ -162,7 +157,7 @@ def test_an_error_in_any_chunk_reaches_the_caller(bad):
     ctrl = np.zeros((n, 40, model.nu))
     ctrl[bad, PROBE_STEPS + 10 :, 0] = 1.0
     with BatchRollout(2) as runner:
-        lock = LockstepRollout(runner, [_Fragile()], chunk_work=0.0)
+        lock = LockstepRollout(runner, [_Fragile("fragile", "j")], chunk_work=0.0)
         with pytest.raises(FloatingPointError, match="fragile law failed"):
             lock.run([model] * n, x0s, ctrl, [{}])
         ctrl[bad] = 0.0

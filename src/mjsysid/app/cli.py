@@ -2,10 +2,13 @@
 
 Subcommands: ``fit`` an experiment file, ``report`` a results folder, ``evaluate`` models on
 recorded data (one-step and open-loop errors), ``simulate`` a synthetic
-recording, ``examples`` to list the bundled examples, ``demo`` for the cart-pole planning demo.
+recording, ``examples`` to list the bundled examples, ``schema`` the JSON Schema of
+experiment files, ``demo`` for the cart-pole planning demo.
 Each lives in its own module of :mod:`mjsysid.app.commands` (see there for the convention a
 command module follows); this module assembles the parser from :data:`COMMANDS` and turns the
-errors a command raises into ``error: ...`` and exit status 1.
+errors a command raises into ``error: ...`` and exit status 1. Every command runs within
+:func:`~mjsysid.util.mujoco_log.mujoco_log_in`: MuJoCo's log never lands in the working
+directory, and its messages are summarised on stderr instead of printed one by one.
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ from mjsysid.app.commands import (
     examples,
     fit,
     report,
+    schema,
     simulate,
 )
 from mjsysid.app.commands.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from mjsysid.sim.rollout import RolloutDivergedError
+from mjsysid.util.mujoco_log import mujoco_log_in
 
 __all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "build_parser", "main"]
 
@@ -49,6 +54,7 @@ COMMANDS: tuple[Command, ...] = (
     capture,
     device,
     examples,
+    schema,
     demo,
 )
 
@@ -91,7 +97,8 @@ def main(
     )
     command = {c.NAME: c for c in COMMANDS}[args.command]
     try:
-        return int(command.run(args, out, err))
+        with mujoco_log_in(None):  # MuJoCo's messages: never MUJOCO_LOG.TXT here, nor stdout
+            return int(command.run(args, out, err))
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return EXIT_INTERRUPTED

@@ -47,6 +47,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from mjsysid.data.json_logs import read_json_log
 from mjsysid.data.robot_logs import LogSource, read_log_columns
 from mjsysid.data.timeseries import (
     SignalType,
@@ -92,7 +93,8 @@ def _npz_names(path: Path) -> list[str]:
 
 
 def read_columns(path: str | Path, progress: Progress | None = None) -> dict[str, np.ndarray]:
-    """All named columns of an ``.npz`` or ``.csv`` file (csv: header row, numbers below).
+    """All named columns of an ``.npz``, ``.csv`` (header row, numbers below) or ``.json``
+    file (a list of samples, :mod:`mjsysid.data.json_logs`).
 
     ``name[i]`` csv columns are gathered into one ``(N, d)`` array called ``name``. A csv
     file's data rows parsed are counted to ``progress(done, total)`` (every
@@ -112,9 +114,11 @@ def read_columns(path: str | Path, progress: Progress | None = None) -> dict[str
     suffix = path.suffix.lower()
     if suffix == ".npz":
         return _read_npz(path)
+    if suffix == ".json":
+        return read_json_log(path).columns
     if suffix != ".csv":
         raise ValueError(
-            must_be(f"recording {str(path)!r}", "a .npz or .csv file", suffix or path.name)
+            must_be(f"recording {str(path)!r}", "a .npz, .csv or .json file", suffix or path.name)
         )
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
@@ -153,8 +157,20 @@ def _read_csv_table(path: Path, progress: Progress | None = None) -> tuple[list[
     """The unique header names and the ``(N, columns)`` numbers of a csv file (the rows
     parsed counted to ``progress``)."""
     _check_csv_size(path)
-    text = path.read_text(encoding="utf-8")
-    rows = list(csv.reader(io.StringIO(text)))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{str(path)!r} must be a UTF-8 text file (a CSV), got a byte that is not UTF-8 at "
+            f"offset {e.start}; is it the right file?"
+        ) from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        rows = list(reader)
+    except csv.Error as e:  # a field over csv's limit (131072 characters), a stray quote
+        raise ValueError(
+            f"{str(path)!r} line {reader.line_num}: not readable as CSV: {e}"
+        ) from None
     if len(rows) < 2:
         raise ValueError(
             f"{str(path)!r} must have a header row and data rows, got {len(rows)} rows"
@@ -263,6 +279,9 @@ class Recording:
       notes: Other things worth telling the user, one line each (the experiment loader
         reports them as warnings): recorded initial-state columns left unused by a
         ``time_range`` that starts after the first sample.
+      inputs: The force laws' recorded inputs (``None``: none mapped), on the control's
+        timing.
+      constants: The per-recording constants: a JSON log's settings, then the ones given.
     """
 
     times: np.ndarray
@@ -273,6 +292,8 @@ class Recording:
     unused_columns: tuple[str, ...] = ()
     hints: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    inputs: TimeSeries | None = None
+    constants: dict[str, float] = field(default_factory=dict)
 
     def unused_message(self) -> str:
         """A one-line description of :attr:`unused_columns` (empty when there are none)."""
@@ -481,6 +502,8 @@ def load_recording(
     resample: float | None = None,
     jitter_tolerance: float = JITTER_TOLERANCE,
     source: LogSource | None = None,
+    inputs: Mapping[str, str] | Sequence[str] | None = None,
+    constants: Mapping[str, float] | None = None,
     progress: Progress | None = None,
 ) -> Recording:
     """Reads a recording and maps its columns onto the model's actuators and sensors.
@@ -518,6 +541,11 @@ def load_recording(
         which a :class:`~mjsysid.data.timing.TimingWarning` is issued.
       source: Read ``path`` as a robot log (MCAP file or ROS 2 bag) through this mapping
         (:mod:`mjsysid.data.robot_logs`).
+      inputs: The force laws' recorded inputs (a servo's goal, a torque-enable flag): ``{input:
+        column}`` or the names of columns read under their own names. They are commands:
+        held between rows, on the controls' timing (``command_timing``, ``resample``).
+      constants: The per-recording constants the force laws read (``{"kp": 32}``); a JSON
+        log's top-level numbers are constants too (the ones given here win).
       progress: Called as ``progress(rows parsed, rows)`` while a csv file is read (see
         :func:`read_columns`); e.g. a :class:`~mjsysid.util.progress.ProgressBar`.
 
@@ -532,12 +560,13 @@ def load_recording(
       TimingWarning: The time stamps jitter beyond ``jitter_tolerance``.
     """
     where = f"recording {str(path)!r}"
-    cols = _read_all(path, model, control, source, ignore_columns, progress)
+    cols, settings = _read_all(path, model, control, source, ignore_columns, progress)
     src = _time_axis(cols, time, time_scale, time_range, where)
     check_time_span(src.times, model.opt.timestep, where)
     if retime is not None and retime is not False:
         src.times = retime_times(src.times, None if retime is True else float(retime))
     ctrl_ts = _load_controls(model, src, control) if model.nu else None
+    inputs_ts = _load_inputs(src, inputs)
     signals = _choose_signals(model, cols, sensors)
     src.used.update(k for key in signals.chosen.values() for k in _keys(key))
     unused = _unused_columns(src, signals, ignore_columns, default=sensors is None)
@@ -545,7 +574,10 @@ def load_recording(
     hints = {c: m for c in unused if (m := _close(c, unloaded)) is not None}
     sens_ts = _load_signals(model, src, signals.chosen)
     timed = _apply_timing(
-        _Timing(sens_ts, ctrl_ts, where, src.notes), command_timing, resample, jitter_tolerance
+        _Timing(sens_ts, ctrl_ts, where, src.notes, inputs_ts),
+        command_timing,
+        resample,
+        jitter_tolerance,
     )
     sens_ts, ctrl_ts = timed.sensors, timed.control
     qpos0 = None if "initial_qpos" in src.late else cols.get("initial_qpos")
@@ -559,7 +591,43 @@ def load_recording(
         tuple(unused),
         hints,
         tuple(src.notes),
+        timed.inputs,
+        settings | _constants(constants, where),
     )
+
+
+def _load_inputs(
+    src: _Source, inputs: Mapping[str, str] | Sequence[str] | None
+) -> TimeSeries | None:
+    """The mapped input columns as one series (``None`` without)."""
+    if inputs is None:
+        return None
+    if isinstance(inputs, str):
+        raise TypeError(must_be("inputs", "a mapping of inputs to columns or a list", inputs))
+    pairs = dict(inputs) if isinstance(inputs, Mapping) else {c: c for c in inputs}
+    if not pairs:
+        return None
+    data, layout = [], []
+    for name, column in pairs.items():
+        if column not in src.cols:
+            raise KeyError(
+                f"{src.where}: inputs: no column {column!r} for input {name!r}"
+                f"{_did_you_mean(column, sorted(src.cols))}; columns: {sorted(src.cols)}"
+            )
+        values = src.column(column)
+        data.append(values)
+        layout.append((name, values.shape[1]))
+        src.used.add(column)
+    return TimeSeries.from_custom_map(src.times, np.concatenate(data, axis=1), layout)
+
+
+def _constants(constants: Mapping[str, float] | None, where: str) -> dict[str, float]:
+    out = {}
+    for name, value in (constants or {}).items():
+        if not finite_real(value):
+            raise ValueError(must_be(f"{where}: constants[{name!r}]", "a finite number", value))
+        out[str(name)] = float(value)
+    return out
 
 
 def _read_all(
@@ -569,23 +637,27 @@ def _read_all(
     source: LogSource | None,
     ignore_columns: Sequence[str],
     progress: Progress | None = None,
-) -> dict[str, np.ndarray]:
-    """The file's columns (a robot log's through ``source``); ``ignore_columns`` checked."""
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The file's columns (a robot log's through ``source``; ``ignore_columns`` checked) and
+    its settings (a JSON log's top-level numbers)."""
     where = f"recording {str(path)!r}"
     if isinstance(ignore_columns, str):
         raise TypeError(must_be("ignore_columns", "a list of column names", ignore_columns))
-    cols = (
-        read_columns(path, progress)
-        if source is None
-        else read_log_columns(path, source, hold=_control_candidates(model, control))
-    )
+    settings: dict[str, float] = {}
+    if source is not None:
+        cols = read_log_columns(path, source, hold=_control_candidates(model, control))
+    elif Path(path).suffix.lower() == ".json":
+        log = read_json_log(path)
+        cols, settings = log.columns, log.settings
+    else:
+        cols = read_columns(path, progress)
     for c in ignore_columns:
         if c not in cols:
             raise KeyError(
                 f"{where}: ignore_columns names {c!r}, which is not a column"
                 f"{_did_you_mean(c, sorted(cols))}; columns: {sorted(cols)}"
             )
-    return cols
+    return cols, settings
 
 
 @dataclass
@@ -597,12 +669,14 @@ class _Timing:
       control: The control series (``None`` without actuators).
       where: ``"recording '<path>'"`` for messages.
       notes: :attr:`Recording.notes` (appended to).
+      inputs: The force laws' recorded inputs (timed as the control).
     """
 
     sensors: TimeSeries
     control: TimeSeries | None
     where: str
     notes: list[str]
+    inputs: TimeSeries | None = None
 
 
 def _apply_timing(
@@ -616,12 +690,19 @@ def _apply_timing(
     if timing == "before" and state.control is not None:
         state.control, note = apply_command_timing(state.control, "before")
         state.notes.append(note)
+    if timing == "before" and state.inputs is not None:
+        state.inputs = apply_command_timing(state.inputs, "before")[0]
     if resample is not None:
         state.sensors, state.control = resample_recording(state.sensors, state.control, resample)
+        if state.inputs is not None:
+            held = state.inputs.get(state.sensors.times, method="zoh", hold=True)[1]
+            state.inputs = TimeSeries(state.sensors.times, held, state.inputs.signal_mapping)
     if isinstance(timing, float) and state.control is not None:
         state.control, note = apply_command_timing(state.control, timing)
         if note:
             state.notes.append(note)
+    if isinstance(timing, float) and state.inputs is not None:
+        state.inputs = apply_command_timing(state.inputs, timing)[0]
     if len(state.sensors) > 2:
         message = jitter_message(jitter_stats(state.sensors.times, tolerance), state.where)
         if message:

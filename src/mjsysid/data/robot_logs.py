@@ -28,6 +28,12 @@ Formats: ``rosbag2`` (a bag folder with ``metadata.yaml``, sqlite3 or mcap stora
 file) through the ``rosbags`` package; ``mcap`` (a ``.mcap`` file) with ROS 2 (``cdr``)
 messages through ``rosbags``, with ``json`` messages through the ``mcap`` package. Both are
 in the ``logs`` extra: ``pip install 'mjsysid[logs]'``.
+
+A damaged log is a ``ValueError`` naming the file and where: an empty, truncated or corrupt
+MCAP file (the byte offset the reader reached), a half-written ``.db3`` or bag, a message that
+is not JSON (its topic, its number and the character), nested too deeply, or a field of the
+wrong type (``must be numbers, got str``); the values in the file are never echoed. The
+messages per column are bounded by the limit ``max_rows``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import sqlite3
+import struct
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from mjsysid.util.errors import finite_real, must_be
+from mjsysid.util.limits import check_limit, get_limit
 
 __all__ = ["FORMATS", "STAMPS", "LogSource", "read_log_columns"]
 
@@ -157,31 +167,141 @@ def _rosbags_messages(path: Path, topics: set[str]) -> Iterator[tuple[str, int, 
     highlevel = _require("rosbags.highlevel", "ROS 2 bags and ROS 2 MCAP files")
     typesys = _require("rosbags.typesys", "ROS 2 bags and ROS 2 MCAP files")
     store = typesys.get_typestore(typesys.Stores.ROS2_HUMBLE)
-    with highlevel.AnyReader([path], default_typestore=store) as reader:
-        _check_topics(path, topics, {c.topic for c in reader.connections})
-        conns = [c for c in reader.connections if c.topic in topics]
-        for conn, t_ns, raw in reader.messages(connections=conns):
-            yield conn.topic, int(t_ns), reader.deserialize(raw, conn.msgtype)
+    kind = "ROS 2 bag" if path.is_dir() or path.suffix.lower() == ".db3" else "ROS 2 MCAP file"
+    errors = _reader_errors()
+    count = 0
+    try:
+        with highlevel.AnyReader([path], default_typestore=store) as reader:
+            _check_topics(path, topics, {c.topic for c in reader.connections})
+            conns = [c for c in reader.connections if c.topic in topics]
+            for conn, t_ns, raw in reader.messages(connections=conns):
+                count += 1
+                try:
+                    msg = reader.deserialize(raw, conn.msgtype)
+                except errors as e:
+                    raise ValueError(
+                        f"robot log {str(path)!r}: message {count:,} (topic {conn.topic!r}, log "
+                        f"time {int(t_ns)} ns) does not decode as {conn.msgtype}: "
+                        f"{_first_line(e)}"
+                    ) from None
+                yield conn.topic, int(t_ns), msg
+    except errors as e:
+        raise _damaged(path, kind, e, messages=count) from None
 
 
 def _mcap_encodings(path: Path) -> dict[str, str]:
     """``{topic: message encoding}`` of an MCAP file."""
     reader_mod = _require("mcap.reader", "MCAP files")
     with path.open("rb") as f:
-        summary = reader_mod.make_reader(f).get_summary()
-    if summary is None:  # pragma: no cover - files written by mcap have a summary
-        raise ValueError(f"robot log {str(path)!r}: an MCAP file without a summary section")
+        try:
+            summary = reader_mod.make_reader(f).get_summary()
+        except _reader_errors() as e:
+            raise _damaged(path, "MCAP file", e, offset=f.tell()) from None
+    if summary is None:
+        raise ValueError(
+            f"robot log {str(path)!r} must be an MCAP file with a summary section, got none "
+            "(its footer is damaged, or the recorder did not finish the file)"
+        )
     return {c.topic: c.message_encoding for c in summary.channels.values()}
 
 
 def _mcap_json_messages(path: Path, topics: set[str]) -> Iterator[tuple[str, int, Any]]:
     """``(topic, receive time ns, message dict)`` of the json-encoded MCAP ``topics``."""
     reader_mod = _require("mcap.reader", "MCAP files")
+    errors = _reader_errors()
+    count = 0
     with path.open("rb") as f:
-        for _schema, channel, message in reader_mod.make_reader(f).iter_messages(
-            topics=sorted(topics)
-        ):
-            yield channel.topic, int(message.log_time), json.loads(message.data)
+        try:
+            for _schema, channel, message in reader_mod.make_reader(f).iter_messages(
+                topics=sorted(topics)
+            ):
+                count += 1
+                t_ns = int(message.log_time)
+                yield channel.topic, t_ns, _json(path, channel.topic, count, t_ns, message.data)
+        except errors as e:
+            raise _damaged(path, "MCAP file", e, offset=f.tell(), messages=count) from None
+
+
+def _json(path: Path, topic: str, count: int, t_ns: int, data: bytes) -> Any:
+    """One message's JSON, or a ValueError naming the file, the message and the character."""
+    where = f"robot log {str(path)!r}: message {count:,} (topic {topic!r}, log time {t_ns} ns)"
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{where} must be JSON, got an error at character {e.pos}: {e.msg}"
+        ) from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{where} must be UTF-8 JSON, got a bad byte at {e.start}") from None
+    except RecursionError:
+        raise ValueError(
+            f"{where} must be JSON nested at most a few hundred levels deep, got deeper nesting"
+        ) from None
+
+
+def _first_line(e: BaseException) -> str:
+    """``Type: first line`` of an error (later lines of a reader's message may quote the
+    file, e.g. a YAML snippet of a bag's metadata)."""
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else ""
+    return (
+        type(e).__name__
+        if not first or first == type(e).__name__
+        else f"{type(e).__name__}: {first}"
+    )
+
+
+def _damaged(
+    path: Path, kind: str, e: BaseException, *, offset: int | None = None, messages: int = 0
+) -> ValueError:
+    """A reader's failure as a ValueError naming the file, the offset and the messages read."""
+    try:
+        size = path.stat().st_size if path.is_file() else None
+    except OSError:
+        size = None
+    if size == 0:
+        return ValueError(f"robot log {str(path)!r} must be {_a(kind)}, got an empty file")
+    where = []
+    if offset is not None:
+        where.append(f"at byte {offset:,}" + (f" of {size:,}" if size is not None else ""))
+    if messages:
+        where.append(f"after {messages:,} messages")
+    at = f" ({', '.join(where)})" if where else ""
+    return ValueError(
+        f"robot log {str(path)!r} must be a readable {kind}, got a truncated or damaged one"
+        f"{at}: {_first_line(e)}"
+    )
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "AEIMOU" else "a ") + noun
+
+
+def _reader_errors() -> tuple[type[BaseException], ...]:
+    """What the log readers raise on a damaged file (the optional packages' own errors where
+    they are installed); a bug of ours is none of them and still shows its traceback."""
+    errors: list[type[BaseException]] = [
+        EOFError,
+        struct.error,
+        zlib.error,
+        sqlite3.Error,
+        UnicodeDecodeError,
+        RecursionError,
+        OverflowError,
+    ]
+    for module, name in (
+        ("mcap.exceptions", "McapError"),
+        ("rosbags.highlevel", "AnyReaderError"),
+        ("rosbags.rosbag2", "ReaderError"),
+        ("rosbags.serde", "SerdeError"),
+        ("apsw", "Error"),
+        ("zstandard", "ZstdError"),
+    ):
+        try:
+            errors.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue  # not installed: it cannot raise either
+    return tuple(errors)
 
 
 def _messages(path: Path, source: LogSource, topics: set[str]) -> Iterator[tuple[str, int, Any]]:
@@ -238,8 +358,30 @@ def _value(msg: Any, fp: _FieldPath, column: str) -> np.ndarray:
             ) from None
         if index is not None:
             value = _indexed(parent, value, index, column)
-    arr = np.asarray(value, dtype=np.float64).reshape(-1)
-    return arr
+    return _numbers(value, f"source column {column!r}: field {'.'.join(n for n, _ in fp.parts)}")
+
+
+_KIND_NAMES = {"U": "str", "S": "bytes", "b": "bool", "O": "mixed values", "c": "complex"}
+
+
+def _numbers(value: Any, what: str) -> np.ndarray:
+    """``value`` as a flat float array: a number or a (nested) list of numbers; a string, a
+    bool, a mapping or a number too large for a float is refused by its type (the value
+    itself is not echoed)."""
+    try:
+        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    except (ValueError, TypeError, OverflowError):  # ragged lists
+        arr = None
+    if arr is not None and arr.dtype.kind in "iuf":
+        return arr.astype(np.float64).reshape(-1)
+    if isinstance(value, int) and not isinstance(value, bool):
+        got = "an integer too large for a float"
+    elif isinstance(value, list | tuple):
+        kind = "mixed values" if arr is None else _KIND_NAMES.get(arr.dtype.kind, arr.dtype.name)
+        got = f"a list of {kind}"
+    else:
+        got = type(value).__name__
+    raise ValueError(f"{what} must be numbers, got {got}")
 
 
 def _fields(msg: Any) -> list[str]:
@@ -273,8 +415,16 @@ def _stamp(msg: Any, topic: str, receive_ns: int, stamp: str) -> int:
         return receive_ns
     try:
         st = _get(_get(msg, "header"), "stamp")
-        return int(_get(st, "sec")) * 1_000_000_000 + int(_get(st, "nanosec"))
-    except KeyError:
+        sec, nanosec = _get(st, "sec"), _get(st, "nanosec")
+        for name, v, top in (("sec", sec, 2**62 // 1_000_000_000), ("nanosec", nanosec, 10**9 - 1)):
+            ok = isinstance(v, int | np.integer) and not isinstance(v, bool) and 0 <= v <= top
+            if not ok:
+                got = type(v).__name__ if not isinstance(v, int | np.integer) else f"{int(v):,}"
+                raise ValueError(
+                    f"header.stamp.{name} must be an integer in [0, {top:,}], got {got}"
+                )
+        return int(sec) * 1_000_000_000 + int(nanosec)
+    except (KeyError, TypeError):
         raise ValueError(
             f"topic {topic!r}: stamp: header needs messages with a header.stamp, and these "
             "have none (e.g. std_msgs); declare stamp: receive (the logger's clock)"
@@ -321,23 +471,37 @@ class _Series:
 
 
 def _collect(path: Path, source: LogSource) -> dict[str, _Series]:
-    """Every column's samples, read in one pass over the log."""
+    """Every column's samples, read in one pass over the log (at most ``max_rows`` each)."""
     paths = {c: _field_path(c, p) for c, p in source.columns.items()}
     topics = {fp.topic for fp in paths.values()}
     if source.joint_states is not None:
         topics.add(source.joint_states)
     series = {c: _Series(fp.topic) for c, fp in paths.items()}
     joints = dict(source.joints) if source.joints is not None else None
+    counts = dict.fromkeys(topics, 0)
+    limit = get_limit("max_rows")
     for topic, t_ns, msg in _messages(path, source, topics):
-        t = _stamp(msg, topic, t_ns, source.stamp)
-        for c, fp in paths.items():
-            if fp.topic == topic:
-                series[c].add(t, _value(msg, fp, c))
-        if topic == source.joint_states:
-            if joints is None:
-                joints = {str(n): str(n) for n in _get(msg, "name")}
-            _add_joint_states(series, set(paths), topic, t, msg, joints)
+        counts[topic] += 1
+        if counts[topic] > limit:
+            check_limit("max_rows", counts[topic], f"robot log {str(path)!r}: topic {topic!r}")
+        try:
+            t = _stamp(msg, topic, t_ns, source.stamp)
+            for c, fp in paths.items():
+                if fp.topic == topic:
+                    series[c].add(t, _value(msg, fp, c))
+            if topic == source.joint_states:
+                if joints is None:
+                    joints = {str(n): str(n) for n in _get(msg, "name")}
+                _add_joint_states(series, set(paths), topic, t, msg, joints)
+        except KeyError as e:
+            raise KeyError(f"{_where(path, topic, counts[topic], t_ns)}: {e.args[0]}") from None
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{_where(path, topic, counts[topic], t_ns)}: {e}") from None
     return series
+
+
+def _where(path: Path, topic: str, count: int, t_ns: int) -> str:
+    return f"robot log {str(path)!r}, message {count:,} of topic {topic!r} (log time {t_ns} ns)"
 
 
 def _add_joint_states(
@@ -350,8 +514,8 @@ def _add_joint_states(
 ) -> None:
     """``<joint>_qpos`` / ``<joint>_qvel`` samples of one JointState message."""
     names = [str(n) for n in _get(msg, "name")]
-    position = np.asarray(_get(msg, "position"), dtype=np.float64)
-    velocity = np.asarray(_get(msg, "velocity"), dtype=np.float64)
+    position = _numbers(_get(msg, "position"), f"joint_states {topic!r}: field position")
+    velocity = _numbers(_get(msg, "velocity"), f"joint_states {topic!r}: field velocity")
     for joint, name in joints.items():
         if name not in names:
             raise KeyError(

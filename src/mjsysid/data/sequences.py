@@ -15,9 +15,9 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjsysid.data.peer_stamps import warn_if_peer_stamped
 from mjsysid.data.states import state_size
 from mjsysid.data.timeseries import SignalType, TimeSeries, signal_source_indices
+from mjsysid.data.timing import warn_if_peer_stamped
 from mjsysid.util.errors import must_be, short_repr
 
 _TIME_TOL = 1e-9
@@ -92,12 +92,17 @@ class ModelSequences:
         :func:`mjsysid.split_windows` gives every window its whole recording, so the windows
         of a recording weigh each sample alike (a window near zero would otherwise be scaled
         up, its noise with it). Each must hold the same signals as that sequence.
-      allow_missing_sensors: Keyword (or, as in ``mujoco.sysid``, a ``bool`` 7th positional
-        argument). Accepted for peer code: mjsysid always lets ``sensordata`` hold a subset
-        of the model's sensors, named by its signal mapping, so it changes nothing.
+
+      inputs: Optional, one per sequence (or one for a single sequence): the recorded inputs
+        of the force laws (:mod:`mjsysid.sim.laws`): a :class:`TimeSeries` of named columns
+        (a servo's goal position, a torque-enable flag, a supply voltage) covering the
+        measured time span, held between its rows like the controls; ``None`` entries: none.
+      constants: Optional, one per sequence: ``{name: number}`` the per-recording constants
+        of the force laws (a firmware gain register, a load mass), which may differ between
+        recordings of one experiment.
 
     Measured data stamped one timestep late, as ``mujoco.sysid``'s rollout stamps it, gets a
-    :class:`~mjsysid.data.peer_stamps.PeerTimestampWarning` with the fix.
+    :class:`~mjsysid.data.timing.PeerTimestampWarning` with the fix.
 
     Attributes:
       model: The spec compiled once at construction (nominal values).
@@ -110,15 +115,23 @@ class ModelSequences:
     control: list[TimeSeries | None] | TimeSeries | None
     sensordata: list[TimeSeries] | TimeSeries
     rms_reference: list[TimeSeries | None] | None = None
-    allow_missing_sensors: bool = field(default=False, kw_only=True)
+    inputs: list[TimeSeries | None] | TimeSeries | None = field(default=None, kw_only=True)
+    constants: list[dict[str, float]] | dict[str, float] | None = field(default=None, kw_only=True)
     model: mujoco.MjModel = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         _check_name("ModelSequences name", self.name)
         if isinstance(self.rms_reference, bool | np.bool_):
-            # mujoco.sysid's 7th positional argument is allow_missing_sensors
-            self.allow_missing_sensors = bool(self.rms_reference)
-            self.rms_reference = None
+            raise TypeError(
+                must_be(
+                    f"ModelSequences {self.name!r}: rms_reference",
+                    "a list of TimeSeries (one per sequence) or None",
+                    self.rms_reference,
+                    "mujoco.sysid's 7th argument, allow_missing_sensors, is "
+                    "mjsysid.compat.ModelSequences's; mjsysid always allows a subset of the "
+                    "sensors",
+                )
+            )
         where = f"ModelSequences {self.name!r}"
         self.model = _compile(self.spec, where)
         self.sequence_name = _as_list(self.sequence_name, str)
@@ -142,6 +155,8 @@ class ModelSequences:
             self.rms_reference = _rms_references(
                 self.rms_reference, self.sequence_name, self.sensordata, where
             )
+        self.inputs = _law_inputs(self.inputs, self.sequence_name, self.sensordata, where)
+        self.constants = _law_constants(self.constants, self.sequence_name, where)
 
     # -- validation -------------------------------------------------------------------------
     def _check_names(self, where: str) -> None:
@@ -251,6 +266,11 @@ class ModelSequences:
             )
         )
 
+    def law_data(self, i: int) -> tuple[TimeSeries | None, dict[str, float]]:
+        """``(inputs, constants)`` of sequence ``i`` for the force laws."""
+        assert isinstance(self.inputs, list) and isinstance(self.constants, list)
+        return self.inputs[i], self.constants[i]
+
     def __repr__(self) -> str:
         return (
             f"ModelSequences({self.name!r}, {len(self)} sequences: "
@@ -275,6 +295,69 @@ def _compile(spec: Any, where: str) -> mujoco.MjModel:
         return spec.compile()
     except ValueError as e:
         raise ValueError(f"{where}: spec must compile, got error: {e}") from e
+
+
+def _per_sequence(value: Any, names: list[str], kind: type, what: str) -> list[Any]:
+    """``value`` as one entry per sequence: a single entry broadcast to one sequence, a list
+    of exactly one per sequence."""
+    if value is None:
+        return [None] * len(names)
+    if isinstance(value, kind):
+        if len(names) != 1:
+            raise ValueError(must_be(what, f"a list of {len(names)} entries (one per sequence)", 1))
+        return [value]
+    out = list(value)
+    if len(out) != len(names):
+        raise ValueError(must_be(what, f"{len(names)} entries (one per sequence)", len(out)))
+    return out
+
+
+def _law_inputs(
+    inputs: Any, names: list[str], sensordata: list[TimeSeries], where: str
+) -> list[TimeSeries | None]:
+    """One ``None`` or a named series covering the measured span per sequence."""
+    out = _per_sequence(inputs, names, TimeSeries, f"{where}: inputs")
+    for seq, series, meas in zip(names, out, sensordata, strict=True):
+        if series is None:
+            continue
+        what = f"{where}, sequence {seq!r}: inputs"
+        if not isinstance(series, TimeSeries):
+            raise TypeError(must_be(what, "a TimeSeries of named columns or None", series))
+        if not series.signal_mapping:
+            raise ValueError(must_be(what, "a TimeSeries with named columns", "no signal names"))
+        if not np.all(np.isfinite(series.data)):
+            raise ValueError(must_be(what, "finite numbers", "NaN or inf"))
+        t0, t1 = meas.times[0], meas.times[-1]
+        if series.times[0] > t0 + _TIME_TOL or series.times[-1] < t1 - _TIME_TOL:
+            raise ValueError(
+                must_be(
+                    f"{what} times",
+                    f"covering the sensordata span [{float(t0)!r}, {float(t1)!r}] s",
+                    f"[{float(series.times[0])!r}, {float(series.times[-1])!r}] s",
+                )
+            )
+    return out
+
+
+def _law_constants(constants: Any, names: list[str], where: str) -> list[dict[str, float]]:
+    """One ``{name: number}`` per sequence (empty where none were given)."""
+    out = _per_sequence(constants, names, dict, f"{where}: constants")
+    checked = []
+    for seq, entry in zip(names, out, strict=True):
+        what = f"{where}, sequence {seq!r}: constants"
+        entry = {} if entry is None else entry
+        if not isinstance(entry, dict):
+            raise TypeError(must_be(what, "a mapping {name: number}", entry))
+        values = {}
+        for key, value in entry.items():
+            ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+                value, bool
+            )
+            if not isinstance(key, str) or not ok or not np.isfinite(float(value)):
+                raise ValueError(must_be(f"{what}[{key!r}]", "a finite number", value))
+            values[key] = float(value)
+        checked.append(values)
+    return checked
 
 
 def _rms_references(

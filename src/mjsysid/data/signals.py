@@ -45,27 +45,31 @@ class SignalType(enum.Enum):
     """The ``ctrl`` entry of one actuator."""
 
 
-class _SignalKeyError(KeyError):
-    """A ``KeyError`` whose message prints as written (``KeyError`` would quote it)."""
+class SignalNameError(KeyError, ValueError):
+    """A signal name the model or the series does not have.
+
+    Both a ``KeyError`` (a name not found) and a ``ValueError`` (``mujoco.sysid`` raises that
+    one), so handlers written for either catch it; its message prints as written
+    (``KeyError`` alone would quote it)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
 
-def _preview(names: Sequence[str]) -> str:
+def preview_names(names: Sequence[str]) -> str:
     shown = list(names[:_LIST_LIMIT])
     more = len(names) - len(shown)
     return f"{shown}" + (f" (and {more} more)" if more > 0 else "")
 
 
-def _check_model(model: Any) -> None:
+def check_model(model: Any) -> None:
     if isinstance(model, mujoco.MjModel):
         return
     hint = "call spec.compile() first" if isinstance(model, mujoco.MjSpec) else ""
     raise TypeError(must_be("model", "a compiled mujoco.MjModel", model, hint))
 
 
-def _names(model: mujoco.MjModel, obj: mujoco.mjtObj, count: int) -> list[str]:
+def object_names(model: mujoco.MjModel, obj: mujoco.mjtObj, count: int) -> list[str]:
     return [mujoco.mj_id2name(model, obj, i) or "" for i in range(count)]
 
 
@@ -73,13 +77,13 @@ def _id(model: mujoco.MjModel, obj: mujoco.mjtObj, name: str) -> int:
     return int(mujoco.mj_name2id(model, obj, name)) if name else -1
 
 
-_QPOS_WIDTH = {
+QPOS_WIDTH = {
     int(mujoco.mjtJoint.mjJNT_FREE): 7,
     int(mujoco.mjtJoint.mjJNT_BALL): 4,
     int(mujoco.mjtJoint.mjJNT_SLIDE): 1,
     int(mujoco.mjtJoint.mjJNT_HINGE): 1,
 }
-_QVEL_WIDTH = {
+QVEL_WIDTH = {
     int(mujoco.mjtJoint.mjJNT_FREE): 6,
     int(mujoco.mjtJoint.mjJNT_BALL): 3,
     int(mujoco.mjtJoint.mjJNT_SLIDE): 1,
@@ -96,19 +100,19 @@ _SUFFIX = {
 def _state_names(model: mujoco.MjModel) -> list[str]:
     """Canonical names of the joint and activation states (``<joint>_qpos`` ...)."""
     out: list[str] = []
-    for j in _names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt):
+    for j in object_names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt):
         if j:
             out += [f"{j}_qpos", f"{j}_qvel"]
-    for a, name in enumerate(_names(model, mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu)):
+    for a, name in enumerate(object_names(model, mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu)):
         if name and model.actuator_actadr[a] >= 0:
             out.append(f"{name}_act")
     return out
 
 
-def _unknown(what: str, name: str, candidates: list[str], listing: str) -> _SignalKeyError:
+def unknown_signal(what: str, name: str, candidates: list[str], listing: str) -> SignalNameError:
     close = difflib.get_close_matches(name, [c for c in candidates if c], n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return _SignalKeyError(f"unknown {what} {name!r} {listing}{hint}")
+    return SignalNameError(f"unknown {what} {name!r} {listing}{hint}")
 
 
 def _check_has_act(model: mujoco.MjModel, aid: int) -> None:
@@ -118,19 +122,21 @@ def _check_has_act(model: mujoco.MjModel, aid: int) -> None:
         raise ValueError(
             f"actuator {aname!r} must have an activation state for MjStateAct, got none "
             f'(set dyntype, e.g. dyntype="filter", in the MJCF; activation states: '
-            f"{_preview(with_act)})"
+            f"{preview_names(with_act)})"
         )
 
 
-def _find(model: mujoco.MjModel, name: str, kind: SignalType) -> tuple[str, int]:
+def find_signal(model: mujoco.MjModel, name: str, kind: SignalType) -> tuple[str, int]:
     """Canonical name and object id (sensor/joint/actuator) of ``name`` as a ``kind`` signal."""
     if not isinstance(name, str):
         raise TypeError(must_be("signal name", "a string", name))
     if kind is SignalType.MjSensor:
         sid = _id(model, mujoco.mjtObj.mjOBJ_SENSOR, name)
         if sid < 0:
-            sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
-            raise _unknown("sensor", name, sensors, f"(model sensors: {_preview(sensors)})")
+            sensors = object_names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
+            raise unknown_signal(
+                "sensor", name, sensors, f"(model sensors: {preview_names(sensors)})"
+            )
         return name, sid
     if kind in (SignalType.MjStateQPos, SignalType.MjStateQVel):
         suffix = _SUFFIX[kind]
@@ -138,14 +144,14 @@ def _find(model: mujoco.MjModel, name: str, kind: SignalType) -> tuple[str, int]
         if jid < 0 and name.endswith(suffix):
             jid = _id(model, mujoco.mjtObj.mjOBJ_JOINT, name[: -len(suffix)])
         if jid < 0:
-            joints = [j for j in _names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt) if j]
+            joints = [j for j in object_names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt) if j]
             cands = joints + [j + suffix for j in joints]
-            raise _unknown(
+            raise unknown_signal(
                 "joint",
                 name,
                 cands,
                 f"for {kind.name} (pass a joint name or '<joint>{suffix}'; model joints: "
-                f"{_preview(joints)})",
+                f"{preview_names(joints)})",
             )
         return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, jid) + suffix, jid
     if kind in (SignalType.MjStateAct, SignalType.MjCtrl):
@@ -153,13 +159,13 @@ def _find(model: mujoco.MjModel, name: str, kind: SignalType) -> tuple[str, int]
         aid = _id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
         if aid < 0 and name.endswith(suffix):
             aid = _id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, name[: -len(suffix)])
-        actuators = [a for a in _names(model, mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu) if a]
+        actuators = [a for a in object_names(model, mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu) if a]
         if aid < 0:
-            raise _unknown(
+            raise unknown_signal(
                 "actuator",
                 name,
                 actuators + [a + suffix for a in actuators],
-                f"for {kind.name} (model actuators: {_preview(actuators)})",
+                f"for {kind.name} (model actuators: {preview_names(actuators)})",
             )
         aname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, aid)
         if kind is SignalType.MjStateAct:
@@ -173,19 +179,19 @@ def _find(model: mujoco.MjModel, name: str, kind: SignalType) -> tuple[str, int]
     raise TypeError(must_be("signal type", "a SignalType", kind))
 
 
-def _width(model: mujoco.MjModel, kind: SignalType, oid: int) -> int:
+def signal_width(model: mujoco.MjModel, kind: SignalType, oid: int) -> int:
     if kind is SignalType.MjSensor:
         return int(model.sensor_dim[oid])
     if kind is SignalType.MjStateQPos:
-        return _QPOS_WIDTH[int(model.jnt_type[oid])]
+        return QPOS_WIDTH[int(model.jnt_type[oid])]
     if kind is SignalType.MjStateQVel:
-        return _QVEL_WIDTH[int(model.jnt_type[oid])]
+        return QVEL_WIDTH[int(model.jnt_type[oid])]
     if kind is SignalType.MjStateAct:
         return int(model.actuator_actnum[oid])
     return 1  # MjCtrl
 
 
-def _resolve_plain(model: mujoco.MjModel, name: str) -> tuple[str, SignalType, int]:
+def resolve_plain_name(model: mujoco.MjModel, name: str) -> tuple[str, SignalType, int]:
     """Canonical name, type and object id of a plain signal name (see resolve_signal_name)."""
     if not isinstance(name, str):
         raise TypeError(must_be("signal name", "a string", name))
@@ -208,7 +214,7 @@ def _resolve_plain(model: mujoco.MjModel, name: str) -> tuple[str, SignalType, i
                 oid = _id(model, mujoco.mjtObj.mjOBJ_JOINT, base)
                 if oid >= 0:
                     return name, kind, oid
-    sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
+    sensors = object_names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
     states = _state_names(model)
     hint = ""
     if _id(model, mujoco.mjtObj.mjOBJ_JOINT, name) >= 0:
@@ -218,12 +224,12 @@ def _resolve_plain(model: mujoco.MjModel, name: str) -> tuple[str, SignalType, i
             f"; {name!r} is an actuator: pass ({name!r}, SignalType.MjCtrl) for its control"
             f" or '{name}_act' for its activation"
         )
-    raise _unknown(
+    raise unknown_signal(
         "signal",
         name,
         sensors + states,
-        f"(not a sensor or a state of the model{hint}; sensors: {_preview(sensors)}; "
-        f"joint/activation states: {_preview(states)})",
+        f"(not a sensor or a state of the model{hint}; sensors: {preview_names(sensors)}; "
+        f"joint/activation states: {preview_names(states)})",
     )
 
 
@@ -241,8 +247,8 @@ def resolve_signal_name(model: mujoco.MjModel, name: str) -> tuple[str, SignalTy
         closest name.
       ValueError: ``"<actuator>_act"`` for an actuator without activation state.
     """
-    _check_model(model)
-    canonical, kind, _ = _resolve_plain(model, name)
+    check_model(model)
+    canonical, kind, _ = resolve_plain_name(model, name)
     return canonical, kind
 
 
@@ -266,11 +272,11 @@ def signal_source_indices(model: mujoco.MjModel, name: str, signal_type: SignalT
       ValueError: ``CustomObs`` (no model source), or ``MjStateAct`` for an actuator without
         activation state.
     """
-    _check_model(model)
+    check_model(model)
     if not isinstance(signal_type, SignalType):
         raise TypeError(must_be("signal_type", "a SignalType", signal_type))
-    _, oid = _find(model, name, signal_type)
-    width = _width(model, signal_type, oid)
+    _, oid = find_signal(model, name, signal_type)
+    width = signal_width(model, signal_type, oid)
     if signal_type is SignalType.MjSensor:
         start = int(model.sensor_adr[oid])
     elif signal_type is SignalType.MjStateQPos:

@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.data.model_mappings import state_entries
+from mjsysid.data.signal_layout import state_entries
 from mjsysid.data.signals import SignalType
 from mjsysid.util.errors import must_be, require_model
 

@@ -41,12 +41,19 @@ Immutability
     The constructor stores read-only float64 copies of ``times`` and ``data``; every method
     returns a new series. ``signal_mapping`` is a plain ``dict`` whose index arrays are
     read-only; treat the dict as read-only too (derived series may share it).
+
+Validation of a :class:`~mjsysid.data.timeseries.TimeSeries`: arrays, mappings, query times.
+
+Messages follow mjsysid's ``"X must be E, got G"`` form and carry the key words of
+``mujoco.sysid``'s messages (``Empty``, ``1D``, ``Length``) so that code matching either
+toolbox's errors keeps working.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +61,6 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.data import model_mappings
 from mjsysid.data.interpolation import (
     Interpolation,
     InterpolationMethod,
@@ -62,7 +68,11 @@ from mjsysid.data.interpolation import (
     method_degree,
 )
 from mjsysid.data.signal_layout import (
+    Layout,
     check_layout_width,
+    compute_all_control_mapping,
+    compute_all_sensor_mapping,
+    compute_all_state_mappings,
     consecutive_mapping,
     control_layout,
     custom_layout,
@@ -70,25 +80,14 @@ from mjsysid.data.signal_layout import (
     sensor_layout,
 )
 from mjsysid.data.signals import (
+    SignalNameError,
     SignalType,
-    _check_model,
-    _preview,
-    _SignalKeyError,
-    _unknown,
+    check_model,
     mapping_key,
+    preview_names,
     resolve_signal_name,
     signal_source_indices,
-)
-from mjsysid.data.timeseries_checks import (
-    as_2d,
-    check_duration,
-    in_span,
-    query_times,
-    resample_grid,
-    time_tol,
-    validated_arrays,
-    validated_mapping,
-    width,
+    unknown_signal,
 )
 from mjsysid.data.timeseries_files import (
     TIMESERIES_SCHEMA_VERSION as TIMESERIES_SCHEMA_VERSION,
@@ -101,6 +100,7 @@ from mjsysid.data.timeseries_files import (
     save_series_csv,
     save_series_npz,
 )
+from mjsysid.util.errors import first_bad_index, must_be
 
 __all__ = [
     "DtStatistics",
@@ -115,6 +115,228 @@ __all__ = [
     "resolve_signal_name",
     "signal_source_indices",
 ]
+
+REL_TIME_TOL = 1e-12
+"""Times within ``REL_TIME_TOL * max(1, |t0|, |t_end|)`` of the span or a sample count as on it."""
+
+
+class ResampleArgumentError(TypeError, ValueError):
+    """``resample`` got neither (or both) of ``new_times`` and ``target_dt``.
+
+    Both a ``TypeError`` (mjsysid's contract: a wrong call) and a ``ValueError`` (what
+    ``mujoco.sysid`` raises), so handlers written for either catch it.
+    """
+
+
+def as_float_array(name: str, value: Any) -> np.ndarray:
+    """A float64 copy of ``value``; refuses bool, complex, strings and objects."""
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # ragged nested lists
+        raise ValueError(must_be(name, "a rectangular array (rows of one length)", value)) from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(must_be(name, "a real numeric array", arr))
+    return np.array(arr, dtype=np.float64, copy=True)
+
+
+def check_times(name: str, times: np.ndarray) -> None:
+    """Checks that ``times`` (float64) is 1-D, non-empty, finite and strictly increasing."""
+    if times.ndim != 1:
+        raise ValueError(
+            f"{name} must be a 1-D array, got shape {times.shape}: a TimeSeries needs 1D "
+            f"{name}, one per sample"
+        )
+    if times.shape[0] == 0:
+        raise ValueError(
+            f"{name} must have at least one sample, got 0 (Empty arrays are not allowed in "
+            "TimeSeries)"
+        )
+    bad = ~np.isfinite(times)
+    if bad.any():
+        i = first_bad_index(bad)
+        raise ValueError(f"{name} must be finite, got {times[i]} at index {i}")
+    if times.shape[0] > 1:
+        step = np.diff(times)
+        bad = step <= 0.0
+        if bad.any():
+            i = first_bad_index(bad) + 1
+            raise ValueError(
+                f"{name} must be strictly increasing, got {name}[{i}]={float(times[i])!r} <= "
+                f"{name}[{i - 1}]={float(times[i - 1])!r}"
+            )
+
+
+def validated_arrays(times: Any, data: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Read-only float64 copies of ``times`` (N,) and ``data`` (N,) or (N, D), fully checked.
+
+    1-D ``data`` stays 1-D (one signal; see :func:`as_2d` for the ``(N, 1)`` view).
+    """
+    t = as_float_array("times", times)
+    check_times("times", t)
+    d = as_float_array("data", data)
+    if d.ndim not in (1, 2):
+        raise ValueError(f"data must be a 1-D (N,) or 2-D (N, D) array, got shape {d.shape}")
+    if d.shape[0] != t.shape[0]:
+        raise ValueError(
+            f"times and data must have the same length, got {t.shape[0]} and {d.shape[0]} "
+            f"(Length of times ({t.shape[0]}) and data ({d.shape[0]}) must match)"
+        )
+    bad = ~np.isfinite(d)
+    if bad.any():
+        row, col = divmod(first_bad_index(bad), 1 if d.ndim == 1 else d.shape[1])
+        value = d[row] if d.ndim == 1 else d[row, col]
+        raise ValueError(f"data must be finite, got {value} at row {row}, column {col}")
+    t.flags.writeable = False
+    d.flags.writeable = False
+    return t, d
+
+
+def as_2d(data: np.ndarray) -> np.ndarray:
+    """``data`` as ``(N, D)``: 1-D ``(N,)`` data becomes a one-column view ``(N, 1)``."""
+    return data[:, None] if data.ndim == 1 else data
+
+
+def width(data: np.ndarray) -> int:
+    """Number of columns D of ``(N,)`` (1) or ``(N, D)`` data."""
+    return 1 if data.ndim == 1 else int(data.shape[1])
+
+
+def _mapping_entry(name: Any, entry: Any, dim: int) -> tuple[SignalType, np.ndarray]:
+    """One checked ``(SignalType, read-only int indices)`` entry of a signal mapping."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(must_be("signal_mapping keys", "non-empty strings", name))
+    what = f"signal_mapping[{name!r}]"
+    if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+        raise TypeError(must_be(what, "a (SignalType, indices) pair", entry))
+    kind, idx = entry
+    if not isinstance(kind, SignalType):
+        raise TypeError(
+            must_be(f"{what} type", f"a SignalType ({', '.join(s.name for s in SignalType)})", kind)
+        )
+    arr = np.asarray(idx)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(must_be(f"{what} indices", "a non-empty 1-D array", arr))
+    if arr.dtype.kind not in "iu":
+        raise TypeError(must_be(f"{what} indices", "integers", arr))
+    arr = np.array(arr, dtype=np.intp, copy=True)
+    bad = (arr < 0) | (arr >= dim)
+    if bad.any():
+        j = first_bad_index(bad)
+        raise ValueError(
+            f"{what} indices must be data columns in [0, {dim}), got {int(arr[j])} at position {j}"
+        )
+    arr.flags.writeable = False
+    return kind, arr
+
+
+def validated_mapping(mapping: Any, dim: int) -> SignalMapping:
+    """A fresh mapping with read-only int index arrays; checks range and column ownership.
+
+    Index entries may be arrays, lists or single ints (each becomes a 1-D int array).
+    """
+    if not isinstance(mapping, Mapping):
+        raise TypeError(must_be("signal_mapping", "a dict {name: (SignalType, indices)}", mapping))
+    out: SignalMapping = {}
+    owner: dict[int, str] = {}
+    for name, entry in mapping.items():
+        kind, arr = _mapping_entry(name, entry, dim)
+        for col in arr.tolist():
+            if col in owner:
+                other = owner[col]
+                who = f"twice by {name!r}" if other == name else f"by {other!r} and {name!r}"
+                raise ValueError(
+                    f"signal_mapping column {col} must belong to one signal only, got claimed {who}"
+                )
+            owner[col] = name
+        out[name] = (kind, arr)
+    return out
+
+
+def uniform_grid(t0: float, t1: float, target_dt: Any) -> np.ndarray:
+    """``t0 + k * target_dt`` up to at most ``t1`` [s] (the grid of ``resample(target_dt=)``).
+
+    ``mujoco.sysid`` uses ``linspace(t0, t1, ceil((t1 - t0) / dt) + 1)`` instead, which keeps
+    ``t1`` but whose step is not ``dt`` (0.1333 s for a 0.4 s span at ``dt = 0.15``); here the
+    step is the one asked for.
+    """
+    dt = float(target_dt) if isinstance(target_dt, (int, float, np.number)) else math.nan
+    if isinstance(target_dt, bool) or not (math.isfinite(dt) and dt > 0):
+        raise ValueError(must_be("target_dt", "a finite positive number", target_dt))
+    steps = math.floor((t1 - t0) / dt + 1e-9)
+    grid = t0 + dt * np.arange(steps + 1, dtype=np.float64)
+    if grid[-1] > t1:  # float noise only: the 1e-9 slack above is far below dt
+        grid[-1] = t1
+    if grid.shape[0] > 1 and not np.all(np.diff(grid) > 0):
+        raise ValueError(must_be("target_dt", f"resolvable at times near {t1!r}", target_dt))
+    return grid
+
+
+def resample_grid(times: np.ndarray, new_times: Any, target_dt: Any) -> np.ndarray:
+    """The grid of ``resample``: ``new_times`` checked, or the uniform grid of ``target_dt``.
+
+    Raises:
+      ResampleArgumentError: Neither or both given.
+      ValueError: Bad ``new_times`` or ``target_dt``.
+    """
+    if (new_times is None) == (target_dt is None):
+        raise ResampleArgumentError(
+            "resample needs exactly one of new_times or target_dt, got "
+            + ("neither" if new_times is None else "both")
+        )
+    if target_dt is not None:
+        return uniform_grid(float(times[0]), float(times[-1]), target_dt)
+    grid = as_float_array("new_times", new_times)
+    check_times("new_times", grid)
+    return grid
+
+
+def time_tol(times: np.ndarray) -> float:
+    """The float-noise tolerance [s] of a series with these ``times`` (see REL_TIME_TOL)."""
+    return REL_TIME_TOL * max(1.0, abs(float(times[0])), abs(float(times[-1])))
+
+
+def query_times(name: str, t: Any) -> np.ndarray:
+    """``t`` as a float64 scalar (0-D) or 1-D array."""
+    arr = as_float_array(name, t)
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be a scalar or a 1-D array, got shape {arr.shape}")
+    return arr
+
+
+def in_span(times: np.ndarray, name: str, t: np.ndarray, hold: bool) -> np.ndarray:
+    """``t`` checked finite and inside the span of ``times`` (or clipped to it when ``hold``)."""
+    bad = ~np.isfinite(t)
+    if bad.any():
+        i = first_bad_index(bad)
+        where = "" if t.ndim == 0 else f"[{i}]"
+        raise ValueError(f"{name} must be finite, got {name}{where}={float(t.ravel()[i])!r}")
+    t0, t1 = times[0], times[-1]
+    if not hold:
+        tol = time_tol(times)
+        bad = (t < t0 - tol) | (t > t1 + tol)
+        if bad.any():
+            i = first_bad_index(bad)
+            where = "" if t.ndim == 0 else f"[{i}]"
+            raise ValueError(
+                f"{name} must lie within the series span [{float(t0)!r}, {float(t1)!r}], got "
+                f"{name}{where}={float(t.ravel()[i])!r}; no extrapolation is done (trim the "
+                "times, or pass hold=True to hold the end values)"
+            )
+    return np.clip(t, t0, t1)
+
+
+def check_duration(name: str, value: Any) -> float:
+    """``value`` as a finite float ``>= 0`` [s]."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.number))
+        or not (math.isfinite(float(value)) and float(value) >= 0)
+    ):
+        raise ValueError(must_be(name, "a finite number >= 0 (seconds)", value))
+    return float(value)
+
 
 SignalMappingType = SignalMapping
 """``mujoco.sysid``'s name of :data:`SignalMapping`: ``dict[str, (SignalType, indices)]``."""
@@ -257,15 +479,15 @@ class TimeSeries:
 
         Mapping keys are canonical names (``"<joint>_qpos"``, ``"<actuator>_act"``, ...).
         """
-        t, d = validated_arrays(times, data)
-        _check_model(model)
-        if names is None:
-            layout = sensor_layout(model)
-        else:
-            allowed = tuple(k for k in SignalType if k is not SignalType.CustomObs)
-            layout = model_layout(model, names, allowed, None)
-        check_layout_width(width(d), layout)
-        return cls.trusted(t, d, consecutive_mapping(layout))
+        allowed = tuple(k for k in SignalType if k is not SignalType.CustomObs)
+        return cls._laid_out(
+            times,
+            data,
+            model,
+            lambda: (
+                sensor_layout(model) if names is None else model_layout(model, names, allowed, None)
+            ),
+        )
 
     @classmethod
     def from_control_names(
@@ -285,12 +507,31 @@ class TimeSeries:
             model order. Mapping keys are ``"<actuator>_ctrl"`` (``mujoco.sysid``'s names);
             lookups by the bare actuator name keep working.
         """
+        return cls._laid_out(
+            times,
+            data,
+            model,
+            lambda: (
+                control_layout(model)
+                if names is None
+                else model_layout(model, names, (SignalType.MjCtrl,), SignalType.MjCtrl)
+            ),
+        )
+
+    @classmethod
+    def _laid_out(
+        cls,
+        times: npt.ArrayLike,
+        data: npt.ArrayLike,
+        model: mujoco.MjModel,
+        layout_of: Callable[[], Layout],
+    ) -> TimeSeries:
+        """The series of ``data (N, D)`` at ``times (N,)`` (s), its columns laid out by
+        ``layout_of()`` (called once the arrays and ``model`` are checked; its width must be
+        ``D``)."""
         t, d = validated_arrays(times, data)
-        _check_model(model)
-        if names is None:
-            layout = control_layout(model)
-        else:
-            layout = model_layout(model, names, (SignalType.MjCtrl,), SignalType.MjCtrl)
+        check_model(model)
+        layout = layout_of()
         check_layout_width(width(d), layout)
         return cls.trusted(t, d, consecutive_mapping(layout))
 
@@ -321,9 +562,9 @@ class TimeSeries:
         int arrays (``mujoco.sysid``'s factory of that name)."""
         return TimeSeries(np.asarray(times), np.asarray(data), signal_mapping)
 
-    compute_all_state_mappings = staticmethod(model_mappings.compute_all_state_mappings)
-    compute_all_sensor_mapping = staticmethod(model_mappings.compute_all_sensor_mapping)
-    compute_all_control_mapping = staticmethod(model_mappings.compute_all_control_mapping)
+    compute_all_state_mappings = staticmethod(compute_all_state_mappings)
+    compute_all_sensor_mapping = staticmethod(compute_all_sensor_mapping)
+    compute_all_control_mapping = staticmethod(compute_all_control_mapping)
 
     # ---------------------------------------------------------------- inspection
 
@@ -365,14 +606,14 @@ class TimeSeries:
         """The mapping key of signal ``name`` (a control also by its actuator name)."""
         mapping = self.signal_mapping
         if mapping is None:
-            raise _SignalKeyError(
+            raise SignalNameError(
                 f"signal {name!r} must be in signal_mapping, got a series without a mapping "
                 "(build it with from_names/from_control_names/from_custom_map)"
             )
         key = mapping_key(mapping, name)
         if key is None:
             known = list(mapping)
-            raise _unknown("signal", name, known, f"(known signals: {_preview(known)})")
+            raise unknown_signal("signal", name, known, f"(known signals: {preview_names(known)})")
         return key
 
     def _entry(self, name: str) -> tuple[SignalType, np.ndarray]:
@@ -402,7 +643,7 @@ class TimeSeries:
 
     def __repr__(self) -> str:
         t0, t1 = self.span
-        names = "None" if self.signal_mapping is None else _preview(self.names)
+        names = "None" if self.signal_mapping is None else preview_names(self.names)
         return (
             f"TimeSeries(N={len(self)}, D={self.dim}, span=[{t0:.6g}, {t1:.6g}] s, signals={names})"
         )

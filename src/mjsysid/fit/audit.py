@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -229,7 +230,10 @@ def _unit_directions(
     norms = np.maximum(norms, 1e-12 * max(float(norms.max(initial=0.0)), 1e-300))
     U = Vt[weak] * scales * norms
     U = U / np.maximum(np.linalg.norm(U, axis=1, keepdims=True), 1e-300)
-    return U * np.where(U[np.arange(len(U)), np.argmax(np.abs(U), axis=1)] >= 0, 1.0, -1.0)[:, None]
+    return cast(
+        np.ndarray,
+        U * np.where(U[np.arange(len(U)), np.argmax(np.abs(U), axis=1)] >= 0, 1.0, -1.0)[:, None],
+    )
 
 
 def _combinations(

@@ -102,9 +102,6 @@ def checkpoint_horizon(path: Path) -> float:
     return float(z["horizon"]) if "horizon" in z else 1.0
 
 
-_checkpoint_horizon = checkpoint_horizon  # (tests import this name)
-
-
 def origin_path(checkpoint: Path) -> Path:
     """The file next to ``checkpoint`` that keeps the totals of the runs before it."""
     return checkpoint.with_name(checkpoint.stem + "_origin.yaml")

@@ -22,6 +22,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import mujoco
 import numpy as np
@@ -44,6 +45,9 @@ __all__ = ["DESIGN_SIGNALS", "Design", "DesignProblem", "design_excitation", "ev
 DESIGN_SIGNALS = ("multisine", "prbs")
 _NCOMP = 8  # multisine components per actuator
 _PENALTY = 1e9  # a violating candidate ranks below every one within the limits
+MIN_POPSIZE = 4
+"""Fewest candidates per generation: CMA-ES adapts from the better half of a generation,
+and one parent gives it no rank-μ update (``cmaes`` divides by zero below 4)."""
 
 
 @dataclass
@@ -89,7 +93,7 @@ class DesignProblem:
     @property
     def n(self) -> int:
         """Control steps."""
-        return max(2, round(self.duration / self.model.opt.timestep))
+        return int(max(2, round(self.duration / self.model.opt.timestep)))
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ class Design:
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
+    return cast(np.ndarray, 1.0 / (1.0 + np.exp(-z)))
 
 
 def _unit_multisine(z: np.ndarray, n: int, nu: int, dt: float) -> np.ndarray:
@@ -186,7 +190,7 @@ def _controls(problem: DesignProblem, signal: str, z: np.ndarray) -> np.ndarray:
         z, problem.n, m.nu, m.opt.timestep
     )
     assert problem.center is not None and problem.amplitude is not None
-    return problem.center + problem.amplitude * unit
+    return cast(np.ndarray, problem.center + problem.amplitude * unit)
 
 
 def violation(problem: DesignProblem, state: np.ndarray, control: np.ndarray) -> float:
@@ -325,7 +329,7 @@ def design_excitation(
       signal: ``"multisine"`` (amplitudes, band and phases free) or ``"prbs"`` (amplitudes,
         hold times and the sequence free).
       generations, popsize: Search budget: ``generations·popsize`` candidates, each one
-        ``p + 1`` rollouts of ``duration``.
+        ``p + 1`` rollouts of ``duration`` (``popsize`` >= :data:`MIN_POPSIZE`).
       seed: Random seed of the search.
 
     Returns:
@@ -334,6 +338,15 @@ def design_excitation(
     """
     if signal not in DESIGN_SIGNALS:
         raise ValueError(must_be("signal", f"one of {list(DESIGN_SIGNALS)}", signal))
+    if isinstance(popsize, bool) or not isinstance(popsize, int) or popsize < MIN_POPSIZE:
+        raise ValueError(
+            must_be(
+                "popsize",
+                f"an integer >= {MIN_POPSIZE} (CMA-ES adapts from the better half of each "
+                "generation: at least 2 parents)",
+                popsize,
+            )
+        )
     best = _search(problem, signal, generations, popsize, seed)
     m = problem.model
     dt, n, nu = m.opt.timestep, problem.n, m.nu

@@ -3,24 +3,292 @@
 A short horizon costs less per evaluation and its cost landscape has fewer local minima (a
 trajectory drifts less), so an early stage brings the fit near the solution cheaply
 (see ``horizons`` of :func:`mjsysid.fit.optimize.optimize`).
+
+One stage of a fit: a backend run on one horizon of the data, from one start point.
+
+An early stage (``last=False``) also ends after an iteration that cut its cost by less than
+``1 − STAGE_SLOW`` (status ``"slowed"``), and is skipped (status ``"skipped"``, nothing but
+its residual at the start evaluated) when its cost there is below its ``skip_below``; only
+the last stage computes the residual and Jacobian at its solution.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 import numpy as np
 
-from mjsysid.fit.checkpoints import History
-from mjsysid.fit.jacobian import CountedResidual, ResidualFn
-from mjsysid.fit.options import check_horizons
-from mjsysid.fit.stage import Stage, StagePlan, StageSettings, fit_stage
-from mjsysid.fit.status import Status
-from mjsysid.objective.protocols import HorizonResidualFn
+from mjsysid.fit.backends import BACKENDS, BackendCall, BackendResult
+from mjsysid.fit.checkpoints import History, write_checkpoint
+from mjsysid.fit.jacobian import CountedResidual, JacobianCache, describe_nonfinite, fd_jacobian
+from mjsysid.fit.lm import LMOptions, predicted_decrease
+from mjsysid.fit.options import FitOptions, check_horizons
+from mjsysid.fit.result import StageSummary
+from mjsysid.fit.status import Status, honest_status
+from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
+
+logger = logging.getLogger("mjsysid.fit.optimize")
+
+FTOL_ITERS = 3  # the ftol test: this many consecutive iterations below ftol
+STAGE_SLOW = 0.9  # an early horizon stage ends after a step that cut its cost by < 10 %
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """The validated options of one :func:`~mjsysid.fit.optimize.optimize` call and what it
+    knows of the problem, shared by its horizon stages.
+
+    Attributes:
+      options: The fit's options. lm_options: Those of the ``"lm"`` backend.
+      names: Label of every free entry. bounds: ``(lo, hi)``, each ``(p,)``.
+      out: Stream for progress lines. ckpt: Checkpoint path, or ``None``.
+    """
+
+    options: FitOptions
+    lm_options: LMOptions
+    names: list[str]
+    bounds: tuple[np.ndarray, np.ndarray]
+    out: TextIO
+    ckpt: Path | None
+
+
+@dataclass
+class Stage:
+    """What one horizon stage ended with (``r`` and ``J`` only for the last stage)."""
+
+    horizon: float
+    x: np.ndarray
+    cost0: float
+    cost: float
+    status: Status
+    nit: int
+    nfev: int
+    njev: int
+    nsecant: int
+    history_obj: list[float]
+    history_x: list[np.ndarray]
+    r: np.ndarray | None = None
+    J: np.ndarray | None = None
+
+    def summary(self) -> StageSummary:
+        """The stage's record in the result (costs on this stage's data)."""
+        return StageSummary(
+            self.horizon, self.status, self.nit, self.nfev, self.cost0, self.cost,
+            [float(c) for c in self.history_obj],
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """Where a stage sits in the fit: its ``horizon``, whether it is the ``last``, the
+    iterations before it (``start_iter``), the parameter-effect check (``"error"``, ``"warn"``
+    or ``None``), the cost below which it is skipped (``skip_below``) and, for a stage
+    resumed from a checkpoint written in it, its iterations before the interruption
+    (``earlier``, prepended to its history); for the last stage after shorter ones, the whole
+    data's cost at the fit's start (``start_cost``: the yardstick of round-off at an exact
+    fit, where this stage may start already at round-off)."""
+
+    horizon: float
+    last: bool
+    start_iter: int
+    check_effect: str | None
+    skip_below: float | None = None
+    earlier: History | None = None
+    start_cost: float | None = None
+
+
+class _Converged(Exception):
+    """Raised from the iteration recorder to end a stage early: ``reason`` ``"ftol"`` (a cost
+    plateau) or ``"slowed"`` (an early horizon stage gaining less than 10 % per iteration)."""
+
+    def __init__(self, iteration: int, reason: Status) -> None:
+        super().__init__(iteration, reason)
+        self.iteration, self.reason = iteration, reason
+
+
+@dataclass
+class _Recorder:
+    """The state a stage keeps across iterations: history, best point, the ftol count.
+
+    Called by the backend after every accepted iteration; writes the checkpoint, prints the
+    progress line, calls the user's callback, and raises :class:`_Converged` to end the stage.
+    """
+
+    s: StageSettings
+    plan: StagePlan
+    best_x: np.ndarray
+    best_cost: float
+    history_obj: list[float] = field(default_factory=list)
+    history_x: list[np.ndarray] = field(default_factory=list)
+    small: int = 0  # consecutive iterations with a relative reduction below ftol
+    done: int = 0  # iterations completed (for an interrupted fit)
+
+    @property
+    def _steps(self) -> bool:  # iterations follow accepted steps (not scipy's calls)
+        return self.s.options.optimizer in ("lm", "mujoco")
+
+    def __call__(self, it: int, x: np.ndarray, cost: float) -> None:
+        self.done = it
+        previous = self.history_obj[-1]
+        ftol = self.s.options.ftol
+        if self._steps and ftol > 0 and np.isfinite(previous) and previous > 0:
+            self.small = self.small + 1 if (previous - cost) <= ftol * previous else 0
+        self.history_obj.append(cost)
+        self.history_x.append(x.copy())
+        if cost <= self.best_cost:
+            self.best_x, self.best_cost = x.copy(), cost
+        self._report(it, x, cost)
+        if self.small >= FTOL_ITERS:
+            raise _Converged(it, Status.FTOL)
+        if self._steps and not self.plan.last and cost > STAGE_SLOW * previous:
+            raise _Converged(it, Status.SLOWED)
+
+    def _report(self, it: int, x: np.ndarray, cost: float) -> None:
+        s, plan = self.s, self.plan
+        n = plan.start_iter + it
+        if s.ckpt is not None:
+            history = History(self.history_obj, self.history_x)
+            write_checkpoint(s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon, history)
+        if s.options.verbose:
+            label = "" if plan.horizon == 1.0 else f"first {100.0 * plan.horizon:g} %  "
+            print(f"{label}iter {n:4d}  cost {cost:.6e}", file=s.out)
+        if s.options.callback is not None:
+            s.options.callback(n, x, cost)
+
+
+def _start_residual(fn: CountedResidual, residual_fn: Any, x0: np.ndarray) -> np.ndarray:
+    r0 = fn(x0)
+    if not np.all(np.isfinite(r0)):
+        raise ValueError(
+            f"the residual must be finite at the start point, got a non-finite value at "
+            f"{describe_nonfinite(residual_fn, r0)}; check the data and the initial parameters"
+        )
+    return r0
+
+
+def _check_effect(J0: np.ndarray, names: list[str], mode: str | None) -> None:
+    """Parameters with a zero Jacobian column: an error (``"error"``) or a warning."""
+    if mode is None:
+        return
+    dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
+    if dead.size:
+        msg = (
+            f"parameters {[names[i] for i in dead.tolist()]} have no effect on the "
+            "residual at the start point (zero Jacobian column): check their modifiers and "
+            "that the data excite them (a centre-of-mass entry along a hinge axis never moves "
+            "anything), freeze them, or fit anyway with allow_no_effect=True (a warning "
+            "instead of this error; their intervals are then infinite)"
+        )
+        if mode == "error":
+            raise ValueError(msg)
+        logger.warning(msg)
+
+
+def _run_backend(call: BackendCall, rec: _Recorder) -> BackendResult:
+    """The backend's result, or the best point so far when the recorder ended the stage or
+    the user interrupted it."""
+    if call.max_iters == 0:
+        return BackendResult(call.x0, Status.MAX_ITERS, 0)
+    try:
+        return BACKENDS[call.options.optimizer](call)
+    except _Converged as stop:
+        return BackendResult(rec.best_x, stop.reason, stop.iteration)
+    except KeyboardInterrupt:
+        logger.warning("optimisation interrupted; returning the best parameters found so far")
+        return BackendResult(rec.best_x, Status.INTERRUPTED, rec.done)
+
+
+def fit_stage(
+    residual_fn: ResidualFn,
+    params: ParameterDict,
+    x0: np.ndarray,
+    s: StageSettings,
+    plan: StagePlan,
+) -> Stage:
+    """Runs the backend on ``residual_fn`` from ``x0`` (see the module docstring)."""
+    eps = float(s.options.eps)
+    fn = CountedResidual(residual_fn, params)
+    r0 = _start_residual(fn, residual_fn, x0)
+    cost0 = 0.5 * float(r0 @ r0)
+    if plan.skip_below is not None and cost0 < plan.skip_below:
+        return Stage(
+            plan.horizon, x0, cost0, cost0, Status.SKIPPED, 0, fn.nfev, 0, 0, [cost0], [x0]
+        )
+    J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
+    _check_effect(J0, s.names, plan.check_effect)
+    seed = _seeded(plan.earlier, x0, cost0)
+    rec = _Recorder(s, plan, x0.copy(), cost0, seed.objective, seed.candidates)
+    jacobian = JacobianCache(fn, s.bounds, eps)
+    jacobian.seed(x0, J0)
+    remaining = max(s.options.max_iters - plan.start_iter, 0)
+    call = BackendCall(fn, jacobian, x0, r0, J0, s.bounds, s.options, s.lm_options, remaining, rec)
+    res = _run_backend(call, rec)
+    stage = Stage(
+        plan.horizon, res.x, cost0, rec.best_cost, res.status, res.nit, 0, 0, res.nsecant,
+        rec.history_obj, rec.history_x,
+    )  # fmt: skip
+    if plan.last:
+        _finish_last(stage, fn, jacobian, rec)
+    stage.nfev, stage.njev = fn.nfev, 1 + jacobian.njev + res.njev
+    return stage
+
+
+def _seeded(earlier: History | None, x0: np.ndarray, cost0: float) -> History:
+    """A stage's history at its start: ``[cost0]``, after the checkpoint's history of the
+    same stage when it resumes one (its last entry is the start itself when it is
+    ``cost0``, as for the ``"lm"`` backend, whose accepted costs only fall)."""
+    if earlier is None:
+        return History([cost0], [x0.copy()])
+    obj, cand = list(earlier.objective), [c.copy() for c in earlier.candidates]
+    if not np.isclose(obj[-1], cost0, rtol=1e-9, atol=0.0):
+        obj.append(cost0)
+        cand.append(x0.copy())
+    return History(obj, cand)
+
+
+def _finish_last(
+    stage: Stage, fn: CountedResidual, jacobian: JacobianCache, rec: _Recorder
+) -> None:
+    """The last stage's residual, cost and Jacobian at its solution."""
+    x_hat = stage.x
+    r_hat = fn(x_hat)
+    if not np.all(np.isfinite(r_hat)):  # cannot happen for accepted steps; be explicit
+        x_hat, r_hat = rec.best_x, fn(rec.best_x)
+    stage.x, stage.r = x_hat, r_hat
+    stage.cost = 0.5 * float(r_hat @ r_hat)
+    stage.J = jacobian(x_hat, r_hat)
+    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost)
+
+
+def _judge_stop(
+    stage: Stage, bounds: tuple[np.ndarray, np.ndarray], start_cost: float | None = None
+) -> None:
+    """Renames an xtol/ftol stop that is no minimum ``"small_step"`` (see
+    :func:`~mjsysid.fit.status.honest_status`) and logs the predicted decrease."""
+    if stage.status not in (Status.XTOL, Status.FTOL):
+        return
+    assert stage.J is not None and stage.r is not None
+    predicted = predicted_decrease(stage.J, stage.r, stage.x, bounds)
+    cost0 = max(stage.cost0, start_cost or 0.0)
+    judged = honest_status(stage.status, stage.cost, predicted, cost0)
+    if judged is not stage.status:
+        logger.warning(
+            "the fit stopped on %s at cost %.6g, but the linearised model still predicts a "
+            "decrease of %.3g (%.1f %% of the cost): not converged (status small_step): the "
+            "fit's message says what to try",
+            stage.status.value,
+            stage.cost,
+            predicted,
+            100.0 * predicted / stage.cost if stage.cost > 0 else float("inf"),
+        )
+        stage.status = judged
+
 
 # horizons="auto": the early stages, each used only if every sequence keeps this many samples
 AUTO_HORIZONS = (0.1, 0.3)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -295,7 +295,7 @@ def _covariance(Jm: np.ndarray, var: np.ndarray, cutoffs: _Cutoffs) -> np.ndarra
     cov[unident, :] = np.nan
     cov[:, unident] = np.nan
     cov[unident, unident] = np.inf
-    return cov
+    return cast(np.ndarray, cov)
 
 
 def _unidentifiable(eig: _Eigen, cutoffs: _Cutoffs) -> np.ndarray:
@@ -314,7 +314,9 @@ def _unidentifiable(eig: _Eigen, cutoffs: _Cutoffs) -> np.ndarray:
     if not null.size:
         return np.zeros(eig.V.shape[0], dtype=bool)
     share = np.einsum("ij,ij->i", null, null)
-    return (np.sqrt(share) > cutoffs.v_zero) & (share > eig.cut * np.diag(eig.pinv))
+    return cast(
+        np.ndarray, (np.sqrt(share) > cutoffs.v_zero) & (share > eig.cut * np.diag(eig.pinv))
+    )
 
 
 def _number(name: str, value: Any, expected: str) -> float:

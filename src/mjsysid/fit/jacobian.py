@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from mjsysid.objective.protocols import DescribedResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -21,31 +22,12 @@ from mjsysid.util.errors import must_be
 logger = logging.getLogger("mjsysid.fit.optimize")
 
 
-class ResidualFn(Protocol):
-    """``residual_fn(x, params)``: ``(p,) -> (n,)`` and ``(p, k) -> (n, k)``.
-
-    It may also return what ``mujoco.sysid``'s residual functions do, ``(residuals,
-    predictions, records)`` with ``residuals`` a list of arrays (one per sequence): the
-    arrays are stacked along their first axis (:func:`residual_array`).
-    """
-
-    def __call__(self, x: np.ndarray, params: ParameterDict, /) -> Any: ...
-
-
 def residual_array(out: Any) -> np.ndarray:
     """What a residual function returned, as one float array.
 
-    An array stays as it is; a ``(residuals, predictions, records)`` triple (the
-    ``mujoco.sysid`` convention: a tuple of three whose first entry is a list, or whose entries
-    are not all arrays) is reduced to ``residuals``; a list or tuple of arrays (one per
-    sequence, each ``(n_i,)`` or ``(n_i, k)``) is concatenated along the first axis.
+    An array stays as it is; a list or tuple of arrays (one per sequence, each ``(n_i,)`` or
+    ``(n_i, k)``) is concatenated along the first axis.
     """
-    if (
-        isinstance(out, tuple)
-        and len(out) == 3
-        and (isinstance(out[0], list | tuple) or not all(isinstance(o, np.ndarray) for o in out))
-    ):
-        out = out[0]
     if isinstance(out, list | tuple):
         parts = [np.asarray(part, dtype=np.float64) for part in out]
         if not parts:
@@ -84,7 +66,7 @@ class CountedResidual:
                 hit = np.flatnonzero(np.all(Xk == X2, axis=0)) if len(Xk) == len(X2) else ()
                 if len(hit):
                     r = Rk[:, hit[:1]].copy()
-                    return r[:, 0] if flat else r
+                    return cast(np.ndarray, r[:, 0] if flat else r)
         r = residual_array(self.residual_fn(X2, self.params))
         if r.ndim == 1:
             r = r[:, None]
@@ -121,7 +103,7 @@ class CountedResidual:
 def _fd_steps(x: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
     """``h_i = ±ε·max(1, |x_i|)``, negative where the forward step would leave ``hi``."""
     h = eps * np.maximum(1.0, np.abs(x))
-    return np.where(x + h > hi, -h, h)
+    return cast(np.ndarray, np.where(x + h > hi, -h, h))
 
 
 def fd_jacobian(
@@ -168,7 +150,7 @@ def fd_jacobian(
                 still.tolist(),
             )
             J[:, still] = 0.0
-    return J
+    return cast(np.ndarray, J)
 
 
 ROUGH_FACTORS = (100.0, 1e4)  # larger steps tried for a column that is not stable
@@ -180,7 +162,7 @@ def _agree(a: np.ndarray, b: np.ndarray, rtol: float, atol: np.ndarray) -> np.nd
     or by less than ``atol`` (``(p,)``, the round-off floor of the smaller step)."""
     diff = np.linalg.norm(a - b, axis=0)
     big = np.maximum(np.linalg.norm(a, axis=0), np.linalg.norm(b, axis=0))
-    return (diff <= rtol * big) | (diff <= atol)
+    return cast(np.ndarray, (diff <= rtol * big) | (diff <= atol))
 
 
 def rough_columns(
@@ -277,10 +259,9 @@ class JacobianCache:
 
 def describe_nonfinite(residual_fn: Any, r: np.ndarray) -> str:
     i = int(np.flatnonzero(~np.isfinite(r))[0])
-    where = (
-        residual_fn.describe_index(i) if hasattr(residual_fn, "describe_index") else f"entry {i}"
-    )
-    extra = getattr(residual_fn, "last_divergence", [])
+    if not isinstance(residual_fn, DescribedResidualFn):
+        return f"entry {i}"
+    where, extra = residual_fn.describe_index(i), residual_fn.last_divergence
     return f"{where}" + (f" ({'; '.join(extra[:3])})" if extra else "")
 
 
@@ -312,4 +293,4 @@ def sweep_parameter(
     X = np.repeat(params.as_vector()[:, None], vals.size, axis=1)
     X[labels.index(name)] = vals
     R = residual_array(residual_fn(X, params))
-    return 0.5 * np.sum(R**2, axis=0)
+    return cast(np.ndarray, 0.5 * np.sum(R**2, axis=0))

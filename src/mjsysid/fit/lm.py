@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import mujoco
 import numpy as np
@@ -208,7 +208,7 @@ def _broyden(J: np.ndarray, JtJ: np.ndarray | None, s: np.ndarray, dr: np.ndarra
     if not np.shares_memory(out, a):  # the wrapper had to copy: write the result back
         a[...] = out
     if JtJ is None or Jtu is None:
-        return J.T @ J
+        return cast(np.ndarray, J.T @ J)
     return JtJ + np.outer(Jtu, v) + np.outer(v, Jtu) + float(u @ u) * np.outer(v, v)
 
 

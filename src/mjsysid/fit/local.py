@@ -3,18 +3,26 @@
 :func:`run_fit` is :func:`mjsysid.fit.optimize.optimize` without its optional outer stages
 (a global search, multi-start, a Dask cluster): the start checks, the horizon stages and the
 backend, with every option in one validated :class:`~mjsysid.fit.options.FitOptions`, and
-the one result type, :class:`OptimizeResult`. The outer stages
-(:mod:`~mjsysid.fit.global_search`, :mod:`~mjsysid.fit.multistart`) call it through
-:func:`fit_local`, so nothing below :mod:`mjsysid.fit.optimize` imports it.
+the one result type, :class:`~mjsysid.fit.result.OptimizeResult`. The outer stages
+(:mod:`~mjsysid.fit.search`) call it.
+
+How well a fit is posed at its start: ``cond(JᵀJ)`` (``FitOptions.check_conditioning``).
+
+The Gauss-Newton model of every backend solves with ``H = JᵀJ``; its condition number
+``κ(JᵀJ) = κ(J)² = (σ_max/σ_min)²`` (singular values of ``J``) says how many digits a step
+can lose: about ``log10 κ`` of the 16 of double precision. Above :data:`CONDITION_WARN`
+the start is reported with a logged warning, the advice of
+``mujoco.sysid``'s check: scale the parameters (``x_scale='jac'``) or regularise.
+
+Checks of a fit's start: the free parameters, entry by entry, before any simulation.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,90 +34,169 @@ from mjsysid.fit.checkpoints import (
     load_checkpoint,
     write_checkpoint,
 )
-from mjsysid.fit.conditioning import start_condition
-from mjsysid.fit.horizons import StagedFit, resolve_horizons, run_stages
-from mjsysid.fit.jacobian import ResidualFn
+from mjsysid.fit.horizons import StagedFit, StageSettings, resolve_horizons, run_stages
+from mjsysid.fit.jacobian import CountedResidual, fd_jacobian
 from mjsysid.fit.lm import LMOptions
 from mjsysid.fit.options import FitOptions, check_x_scale
-from mjsysid.fit.stage import StageSettings
-from mjsysid.fit.start import check_start
+from mjsysid.fit.result import FitHistory, OptimizeResult
 from mjsysid.fit.status import CONVERGED, message
+from mjsysid.objective.protocols import DescribedResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
-__all__ = ["OptimizeResult", "fit_local", "run_fit"]
+__all__ = ["check_start", "run_fit", "start_condition"]
+
+
+def _free_arrays(p: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(value, min_value, max_value)`` of a parameter as float arrays of its shape."""
+    arrays = []
+    for field_name in ("value", "min_value", "max_value"):
+        arr = np.asarray(getattr(p, field_name))
+        if arr.dtype.kind not in "iuf" or arr.shape != p.shape:
+            raise ValueError(
+                must_be(
+                    f"initial_params: {p.name}.{field_name}",
+                    f"a float array of shape {p.shape}",
+                    arr,
+                )
+            )
+        arrays.append(arr.astype(np.float64))
+    return arrays[0], arrays[1], arrays[2]
+
+
+def _check_entry(label: str, x: float, lo: float, hi: float) -> None:
+    """One free entry: numeric bounds, ``lo < hi``, a finite start."""
+    if np.isnan(lo) or np.isnan(hi):
+        raise ValueError(
+            f"initial_params: {label} must have bounds that are numbers (+-inf "
+            f"allowed), got [{float(lo)!r}, {float(hi)!r}]; fix min_value/max_value"
+        )
+    if not lo < hi:
+        fix = (
+            "freeze it to keep it fixed (frozen: true in an experiment file, frozen=True in "
+            "Python), or widen its bounds"
+            if lo == hi
+            else "fix the bounds"
+        )
+        raise ValueError(
+            f"initial_params: {label} must have min_value < max_value to be "
+            f"optimized, got [{float(lo)!r}, {float(hi)!r}]; {fix}"
+        )
+    if not np.isfinite(x):
+        raise ValueError(
+            f"initial_params: {label} must start at a finite value, got "
+            f"{float(x)!r}; set its value (or call reset())"
+        )
+
+
+def _check_free_parameters(params: ParameterDict) -> None:
+    """Checks what the optimizer will see of every non-frozen parameter, entry by entry.
+
+    ``Parameter`` validates its bounds and nominal when it is created, but ``frozen``, the
+    bound arrays and ``value`` can change afterwards (unfreezing a parameter whose bounds are
+    equal, writing into ``p.min_value`` or ``p.value`` in place), and a backend handed such a
+    point fails far from the cause (a MuJoCo ``FatalError`` for equal bounds, "converged"
+    after 0 iterations, "x must be finite"). The error names the parameter, and the entry of
+    a vector parameter. Checked for each entry: the bounds are numbers (``±inf`` allowed, not
+    NaN), ``min_value < max_value``, the start is finite and within the bounds, and, for a
+    kind with a physical lower limit (see :mod:`mjsysid.params.kinds`), ``min_value`` is not
+    below it.
+    """
+    from mjsysid.params.kinds import KINDS  # local import: param_kinds builds on parameter
+
+    for p in params.non_frozen():
+        x, lo, hi = _free_arrays(p)
+
+        def label(i: int, name: str = p.name, size: int = p.size) -> str:
+            return name if size == 1 else f"{name}[{i}]"
+
+        for i in range(p.size):
+            _check_entry(label(i), x[i], lo[i], hi[i])
+        kind_name = p.meta.get("kind")
+        kind = KINDS.get(kind_name) if isinstance(kind_name, str) else None
+        if kind is not None and kind.lower is not None:
+            below = np.flatnonzero(lo < kind.lower)
+            if below.size:
+                i = int(below[0])
+                raise ValueError(
+                    f"initial_params: {label(i)} must have min_value >= {kind.lower!r} "
+                    f"({kind_name}: {kind.lower_reason}), got {float(lo[i])!r}; a fit "
+                    "must not reach values that are not physical, raise min_value"
+                )
+
+
+def check_start(params: ParameterDict, optimizer: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x0, lo, hi)``, each ``(p,)``, of a valid start (``ValueError``/``TypeError``
+    naming the parameter otherwise; ``"mujoco"`` needs finite bounds)."""
+    if not isinstance(params, ParameterDict):
+        raise TypeError(must_be("initial_params", "a ParameterDict", type(params).__name__))
+    if len(params) == 0:
+        raise ValueError(must_be("initial_params", "a non-empty ParameterDict", "an empty one"))
+    if params.size == 0:
+        raise ValueError(
+            f"initial_params must have at least one non-frozen parameter, got "
+            f"{len(params)} parameters, all frozen: {params.keys()}"
+        )
+    _check_free_parameters(params)
+    x0 = params.as_vector()
+    lo, hi = params.get_bounds()
+    names = params.get_non_frozen_parameter_names()
+    out = np.flatnonzero((x0 < lo) | (x0 > hi))
+    if out.size:
+        i = out[0]
+        raise ValueError(
+            f"initial_params: {names[i]} must start within its bounds "
+            f"[{float(lo[i])!r}, {float(hi[i])!r}], got "
+            f"{float(x0[i])!r}; mjsysid does not clip silently, fix the value or the bounds"
+        )
+    if optimizer == "mujoco":
+        inf = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
+        if inf.size:
+            raise ValueError(
+                f"optimizer 'mujoco' needs finite bounds, got infinite bounds for "
+                f"{[names[i] for i in inf]}; give them finite bounds or use optimizer='scipy'"
+            )
+    return x0, lo, hi
+
+
+logger = logging.getLogger("mjsysid.fit.optimize")
+
+CONDITION_WARN = 1e10  # cond(JᵀJ) above this is reported
+
+
+def start_condition(
+    residual_fn: ResidualFn,
+    params: ParameterDict,
+    x0: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    eps: float,
+) -> float:
+    """``cond(JᵀJ)`` at ``x0`` from one forward-difference Jacobian (``p + 1`` candidates),
+    logged at WARNING when it exceeds :data:`CONDITION_WARN` (``inf`` for a singular one).
+
+    Args:
+      residual_fn: The fit's residual. params: Its parameters (not modified).
+      x0: ``(p,)`` start. bounds: ``(lo, hi)``, each ``(p,)``. eps: Relative step.
+    """
+    fn = CountedResidual(residual_fn, params.copy())
+    r0 = fn(x0)
+    if not np.all(np.isfinite(r0)):
+        return float("nan")  # the fit itself reports where
+    J = fd_jacobian(fn, x0, r0, bounds, eps)
+    sv = np.linalg.svd(J, compute_uv=False)  # descending, min(n, p) of them
+    singular = J.shape[0] < J.shape[1] or sv[-1] == 0
+    cond = float("inf") if singular else float((sv[0] / sv[-1]) ** 2)
+    if not cond <= CONDITION_WARN:
+        logger.warning(
+            "cond(J^T J) ~ %.1e at the starting point; the problem may be ill-conditioned. "
+            "Consider x_scale='jac' or regularizing (or freeze parameters the data do not "
+            "determine).",
+            cond,
+        )
+    return cond
+
 
 logger = logging.getLogger("mjsysid.fit.optimize")  # the driver's logger, as before the split
-
-
-@dataclass
-class OptimizeResult:
-    """What :func:`optimize` found.
-
-    Read by attribute or, like a ``scipy.optimize.OptimizeResult`` (what ``mujoco.sysid``
-    returns), by key: ``result["x"] is result.x``, ``"jac" in result``, ``keys()``,
-    ``items()``, ``get()``.
-
-    Attributes:
-      x: ``(p,)`` solution vector (non-frozen parameters, vector order).
-      cost: ``½‖r(x)‖²`` at the solution. initial_cost: the same at the start.
-      fun: ``(n,)`` residual at the solution.
-      jac: ``(n, p)`` Jacobian at the solution (used for confidence intervals).
-      grad: ``(p,)`` gradient ``Jᵀr`` at the solution.
-      status: A :class:`~mjsysid.fit.status.Status` value, as a plain string: ``"xtol"``,
-        ``"gtol"``, ``"ftol"``, ``"stalled"`` (``"lm"``: a non-smooth cost stopped
-        improving), ``"max_iters"``, ``"no_improvement"``, ``"factorization_failed"`` or
-        ``"interrupted"``.
-      success: Whether a convergence test was met.
-      message: What happened and what to do next, in words.
-      nfev: Candidate evaluations (columns of residual calls, Jacobian columns included).
-      njev: Jacobian evaluations. nit: iterations.
-      wall_time: Seconds spent in :func:`optimize`.
-      parameter_names: Label of every entry of ``x``.
-      optimizer: Backend name.
-      extras: ``{"objective": [...], "candidate": [...]}`` per iteration (scalars and
-        ``(p,)`` vectors only; memory does not grow with the residual size; after a resume
-        they include the iterations before it, kept in the checkpoint). With horizon
-        stages these are the last (whole-data) stage's, like ``cost``; ``extras["stages"]``
-        holds every stage's summary, its costs per iteration (on its part of the data) in
-        ``"objective"``.
-    """
-
-    x: np.ndarray
-    cost: float
-    fun: np.ndarray
-    jac: np.ndarray
-    grad: np.ndarray
-    status: str
-    success: bool
-    message: str
-    nfev: int
-    njev: int
-    nit: int
-    initial_cost: float
-    wall_time: float
-    parameter_names: list[str]
-    optimizer: str
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    # -- read like a scipy.optimize.OptimizeResult (a dict with attribute access) ---------------
-    def keys(self) -> list[str]:
-        """The field names (``x``, ``cost``, ``fun``, ``jac``, ``grad``, ...)."""
-        return [f.name for f in fields(self)]
-
-    def items(self) -> list[tuple[str, Any]]:
-        return [(k, getattr(self, k)) for k in self.keys()]
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.keys():
-            raise KeyError(f"OptimizeResult has no field {key!r}; fields: {self.keys()}")
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.keys()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in self.keys() else default
 
 
 def _settings(
@@ -179,20 +266,14 @@ def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -
     cost0 = stage.cost0 if fit.full is None else fit.initial_cost
     if opts.verbose:
         print(f"{text} cost {cost0:.6e} -> {stage.cost:.6e} in {nit} iterations", file=s.out)
-    extras: dict[str, Any] = {
-        "objective": stage.history_obj,
-        "candidate": stage.history_x,
-        "secant_steps": sum(st.nsecant for st in done),
-    }
-    if len(done) > 1:
-        extras["stages"] = [st.summary() for st in done]
+    history = FitHistory(stage.history_obj, stage.history_x, sum(st.nsecant for st in done))
     return OptimizeResult(
         x=stage.x,
         cost=stage.cost,
         fun=stage.r,
         jac=stage.J,
         grad=stage.J.T @ stage.r,
-        status=stage.status.value,
+        status=stage.status,
         success=stage.status in CONVERGED,
         message=text,
         nfev=sum(st.nfev for st in done) + (fit.full.nfev if fit.full is not None else 0),
@@ -202,31 +283,26 @@ def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -
         wall_time=time.perf_counter() - t_start,
         parameter_names=s.names,
         optimizer=opts.optimizer,
-        extras=extras,
+        history=history,
+        stages=[st.summary() for st in done] if len(done) > 1 else [],
     )
 
 
 def run_fit(
-    initial_params: ParameterDict,
-    residual_fn: ResidualFn,
-    options: FitOptions,
-    *,
-    check_conditioning: bool = False,
+    initial_params: ParameterDict, residual_fn: ResidualFn, options: FitOptions
 ) -> tuple[ParameterDict, OptimizeResult]:
-    """:func:`optimize` with its options given as one :class:`FitOptions`."""
+    """The local fit: start checks, the horizon stages and the backend, with ``options``
+    (its outer stages, ``global_search`` and ``starts``, are :mod:`~mjsysid.fit.search`'s)."""
     t_start = time.perf_counter()
-    if not isinstance(check_conditioning, bool | np.bool_):
-        raise TypeError(must_be("check_conditioning", "True or False", check_conditioning))
     if not callable(residual_fn):
         raise TypeError(must_be("residual_fn", "callable residual_fn(x, params)", residual_fn))
     params = initial_params.copy() if isinstance(initial_params, ParameterDict) else initial_params
     x0, lo, hi = check_start(params, options.optimizer)
     check_x_scale(options.x_scale, x0.shape)
     s = _settings(options, params, lo, hi)
-    check_params = getattr(residual_fn, "check_params", None)
-    if callable(check_params):
-        check_params(params)
-    if check_conditioning:
+    if isinstance(residual_fn, DescribedResidualFn):
+        residual_fn.check_params(params)
+    if options.check_conditioning:
         start_condition(residual_fn, params, x0, (lo, hi), float(options.eps))
     horizons = list(resolve_horizons(options.horizons, residual_fn, options.optimizer, params))
     start = _resume(_Start(x0, 0, horizons), s, params)
@@ -249,24 +325,3 @@ def run_fit(
     if options.verbose:  # the table mujoco.sysid's verbose logs
         logger.info("%s", opt_params.compare_parameters(x0, result.x))
     return opt_params, result
-
-
-_FIT_FIELDS = frozenset(f.name for f in dataclasses.fields(FitOptions))
-
-
-def fit_local(
-    initial_params: ParameterDict,
-    residual_fn: ResidualFn,
-    *,
-    check_conditioning: bool = False,
-    **options: Any,
-) -> tuple[ParameterDict, OptimizeResult]:
-    """:func:`run_fit` with its options as :func:`~mjsysid.fit.optimize.optimize`'s keywords
-    (the backend's own options among them)."""
-    known = {k: v for k, v in options.items() if k in _FIT_FIELDS}
-    backend = {k: v for k, v in options.items() if k not in _FIT_FIELDS}
-    if backend:
-        known["backend_options"] = {**known.get("backend_options", {}), **backend}
-    return run_fit(
-        initial_params, residual_fn, FitOptions(**known), check_conditioning=check_conditioning
-    )

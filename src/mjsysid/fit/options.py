@@ -9,6 +9,7 @@ test off; ``eps`` is finite and ``> 0``).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -20,9 +21,12 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid.fit.status import MessageContext
-from mjsysid.util.errors import finite_real, must_be, short_repr
+from mjsysid.sim.rollout import ROLLOUTS
+from mjsysid.util.errors import finite_real, must_be, short_repr, yaml_number
 
 OPTIMIZERS = ("lm", "mujoco", "scipy", "scipy_parallel_fd")
+#: The methods of the global stage (:func:`mjsysid.fit.search.global_search`).
+METHODS = ("cmaes",)
 
 _SCIPY_OPTIONS = (
     "method",
@@ -132,6 +136,111 @@ def check_x_scale(x_scale: Any, shape: tuple[int, ...]) -> None:
         )
 
 
+def _positive_int(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(must_be(name, "a positive integer or None (the default)", value))
+    return int(value)
+
+
+@dataclass(frozen=True)
+class GlobalSearchOptions:
+    """Settings of the global stage, :func:`~mjsysid.fit.search.global_search` (validated on
+    creation).
+
+    Attributes:
+      method: ``"cmaes"`` (the only one so far).
+      population: Candidates per generation ``λ``; default ``4 + ⌊3 ln p⌋`` (CMA-ES's), at
+        least 2.
+      budget: Residual evaluations (columns) of the whole search; default ``max(1000,
+        200·p)``. Whole generations only: the search stops before one would exceed it.
+      sigma: Initial step size as a fraction of the box (normalised coordinates); default
+        0.3, at most 1.
+      seed: Seed of the sampling (the same seed and options give the same search).
+      tol_spread: Stop when the population's spread (``σ·√max diag C``, a fraction of the
+        box) falls below this; 0 disables the test.
+    """
+
+    method: str = "cmaes"
+    population: int | None = None
+    budget: int | None = None
+    sigma: float | None = None
+    seed: int = 0
+    tol_spread: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(
+                must_be("global_search: method", f"one of {list(METHODS)}", self.method)
+            )
+        pop = _positive_int("global_search: population", self.population)
+        if pop is not None and pop < 2:
+            raise ValueError(must_be("global_search: population", "an integer >= 2", pop))
+        _positive_int("global_search: budget", self.budget)
+        if self.sigma is not None and not (finite_real(self.sigma) and 0 < self.sigma <= 1):
+            raise ValueError(
+                must_be(
+                    "global_search: sigma",
+                    "a fraction of the box in (0, 1] or None (default 0.3)",
+                    self.sigma,
+                )
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
+            raise ValueError(must_be("global_search: seed", "an integer", self.seed))
+        if self.seed < 0:
+            raise ValueError(must_be("global_search: seed", "an integer >= 0", self.seed))
+        if not (finite_real(self.tol_spread) and 0 <= self.tol_spread < 1):
+            raise ValueError(
+                must_be("global_search: tol_spread", "a number in [0, 1)", self.tol_spread)
+            )
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> GlobalSearchOptions:
+        """From an experiment file's ``optimizer`` mapping: ``global`` (the method),
+        ``population``, ``budget``, ``sigma``, ``seed``, ``tol_spread``."""
+        known = {"global", "population", "budget", "sigma", "seed", "tol_spread"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(must_be("global_search options", f"keys of {sorted(known)}", unknown))
+        kw = {k: v for k, v in options.items() if k != "global"}
+        return cls(method=options.get("global", "cmaes"), **kw)
+
+    def population_for(self, p: int) -> int:
+        """``λ`` for ``p`` free parameters."""
+        return self.population or max(2, 4 + math.floor(3 * math.log(p)))
+
+    def budget_for(self, p: int) -> int:
+        """The evaluation budget for ``p`` free parameters."""
+        return self.budget or max(1000, 200 * p)
+
+    def sigma0(self) -> float:
+        """The initial step size (a fraction of the box)."""
+        return 0.3 if self.sigma is None else float(self.sigma)
+
+
+def as_global_options(value: object) -> GlobalSearchOptions:
+    """What ``optimize(..., global_search=...)`` accepts, as :class:`GlobalSearchOptions`:
+    the options themselves, a method name (``"cmaes"``), ``True`` (the defaults) or an
+    experiment file's mapping (``{"global": "cmaes", "population": 12, ...}``)."""
+    if isinstance(value, GlobalSearchOptions):
+        return value
+    if value is True:
+        return GlobalSearchOptions()
+    if isinstance(value, str):
+        return GlobalSearchOptions(method=value)
+    if isinstance(value, Mapping):
+        return GlobalSearchOptions.from_mapping(value)
+    raise TypeError(
+        must_be(
+            "global_search",
+            "a GlobalSearchOptions, 'cmaes', True or a mapping such as {'global': 'cmaes', "
+            "'budget': 2000}",
+            value,
+        )
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class FitOptions:
     """Everything :func:`~mjsysid.fit.optimize.optimize` takes besides the problem.
@@ -197,6 +306,20 @@ class FitOptions:
       backend_options: Options passed on to the backend itself, by name (``loss="soft_l1"``
         for ``"scipy"``); the names each backend takes are :data:`BACKEND_OPTIONS` (an unknown
         one is a ``TypeError``).
+      check_conditioning: Compute one extra finite-difference Jacobian at the start and log a
+        warning when ``cond(JᵀJ)`` is large (:func:`~mjsysid.fit.local.start_condition`).
+      global_search: A global stage before the local fit (:class:`GlobalSearchOptions`; also
+        given as ``"cmaes"``, ``True`` or an experiment mapping, see
+        :func:`as_global_options`): CMA-ES, each generation one batched call, the local fit
+        from its best candidate (the ``global`` extra). ``None``: no global stage.
+      starts: Local fits from this many starts (the nominal and Latin-hypercube points in the
+        bounds; :func:`~mjsysid.fit.search.multistart`); ``None``: one. Not together with
+        ``global_search``. starts_seed: Their random seed.
+      rollout: Where the populations of the outer stage are simulated: ``"cpu"`` (default,
+        the residual function's own rollouts) or ``"warp"`` (the global stage's
+        generations and the starts' first evaluation as MuJoCo Warp worlds, float32, on
+        Warp's default device; :mod:`mjsysid.sim.warp`, the ``warp`` extra). The local
+        fits stay on the CPU.
 
     Raises (on construction):
       ValueError, TypeError: An option out of range or of the wrong type; the message
@@ -222,10 +345,18 @@ class FitOptions:
     output: TextIO | None = None
     messages: MessageContext | None = None
     backend_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    check_conditioning: bool = False
+    global_search: GlobalSearchOptions | None = None
+    starts: int | None = None
+    starts_seed: int = 0
+    rollout: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(must_be("optimizer", f"one of {list(OPTIMIZERS)}", self.optimizer))
+        if self.rollout not in ROLLOUTS:
+            raise ValueError(must_be("rollout", f"one of {list(ROLLOUTS)}", self.rollout))
+        self._check_outer()
         object.__setattr__(
             self, "backend_options", check_backend_options(self.optimizer, self.backend_options)
         )
@@ -237,7 +368,7 @@ class FitOptions:
                 must_be("callback", "callable callback(iteration, x, cost) or None", self.callback)
             )
         self._check_numbers()
-        for name in ("verbose", "secant", "allow_no_effect", "resume"):
+        for name in ("verbose", "secant", "allow_no_effect", "resume", "check_conditioning"):
             if not isinstance(getattr(self, name), bool | np.bool_):
                 raise TypeError(must_be(name, "True or False", getattr(self, name)))
         if self.output is not None and not callable(getattr(self.output, "write", None)):
@@ -253,6 +384,56 @@ class FitOptions:
         object.__setattr__(self, "horizons", check_horizons(self.horizons))
         if self.resume and self.checkpoint is None:
             raise ValueError(must_be("checkpoint", "a path when resume=True", None))
+
+    def _check_outer(self) -> None:
+        """The outer stages: one global stage or several starts, not both."""
+        g = self.global_search
+        if g is not None and not isinstance(g, GlobalSearchOptions):
+            object.__setattr__(
+                self, "global_search", as_global_options(g) if g is not False else None
+            )
+        s = self.starts
+        if s is not None and (isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 1):
+            raise ValueError(must_be("starts", "a positive integer or None", s))
+        seed = self.starts_seed
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(must_be("starts_seed", "an integer >= 0", seed))
+        if self.global_search is not None and self.starts is not None:
+            raise ValueError(
+                must_be(
+                    "global_search and starts",
+                    "one or the other (a global stage, or multi-start local fits)",
+                    {"global_search": self.global_search, "starts": self.starts},
+                )
+            )
+
+    @classmethod
+    def with_keywords(cls, base: FitOptions | None = None, **keywords: Any) -> FitOptions:
+        """``base`` (default: the defaults) with ``keywords`` changed, validated once.
+
+        A keyword is a field of this class, or an option of the chosen backend
+        (:data:`BACKEND_OPTIONS`; ``loss="soft_l1"`` for ``"scipy"``), which goes into
+        :attr:`backend_options`.
+
+        Raises:
+          TypeError: A name that is neither (with the closest known names).
+        """
+        base = base if base is not None else cls()
+        fields = {f.name for f in dataclasses.fields(cls)}
+        optimizer = keywords.get("optimizer", base.optimizer)
+        backend_names = set(BACKEND_OPTIONS.get(optimizer, ()))
+        own = {k: v for k, v in keywords.items() if k in fields}
+        backend = {k: v for k, v in keywords.items() if k in backend_names and k not in fields}
+        unknown = sorted(set(keywords) - set(own) - set(backend))
+        if unknown:
+            raise TypeError(_unknown_options(unknown, fields | backend_names, optimizer))
+        if backend:
+            own["backend_options"] = {
+                **base.backend_options,
+                **own.get("backend_options", {}),
+                **backend,
+            }
+        return dataclasses.replace(base, **own) if own else base
 
     def _check_numbers(self) -> None:
         if not (finite_real(self.eps) and self.eps > 0):
@@ -318,17 +499,20 @@ class FitOptions:
         except (TypeError, ValueError) as e:  # the message starts with the option's name
             raise ValueError(f"{where}.{e}") from None
 
-    def as_keywords(self) -> dict[str, Any]:
-        """These options as :func:`~mjsysid.fit.optimize.optimize`'s keywords (the backend's
-        own options spread out among them)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        backend = out.pop("backend_options")
-        return {**out, **backend}
-
     def given(self, mapping: Mapping[str, Any]) -> dict[str, Any]:
         """The options of ``mapping`` other than ``method`` and ``max_iters``, as held here
         (``{"horizons": (0.3, 1.0)}``), to pass on as keywords."""
         return {k: getattr(self, k) for k in self.MAPPING_KEYS[2:] if k in mapping}
+
+
+def _unknown_options(unknown: list[str], known: set[str], optimizer: str) -> str:
+    """The message of an option name no one takes, with the closest known names."""
+    close = sorted({m for u in unknown for m in difflib.get_close_matches(u, known, n=2)})
+    hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else (
+        f"the options are FitOptions' fields and the {optimizer!r} backend's own "
+        f"{list(BACKEND_OPTIONS.get(optimizer, ()))}"
+    )  # fmt: skip
+    return must_be("optimize() options", "names of FitOptions or the backend", unknown, hint)
 
 
 _HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
@@ -356,7 +540,7 @@ class _MappingReader:
         if not isinstance(value, kind) or isinstance(value, bool):
             names = kind.__name__
             if kind is float and isinstance(value, str) and _is_float_text(value):
-                names += f" (YAML reads {value} as text: write it with a dot, e.g. 1.0e-3)"
+                names += f" (YAML reads {value} as text: write {yaml_number(value)})"
             raise self.err(key, names, value)
         return value
 
@@ -373,7 +557,7 @@ class _MappingReader:
             raise self.err("horizons", _HORIZONS, hs)
         return tuple(hs)
 
-    def _numbers(self, raw: int | float | list) -> list[float]:
+    def _numbers(self, raw: int | float | list[Any]) -> list[float]:
         out = []
         for i, v in enumerate(raw if isinstance(raw, list) else [raw]):
             if isinstance(v, bool) or not isinstance(v, int | float | str):

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from mjsysid.fit.jacobian import ResidualFn, residual_array
-from mjsysid.objective.protocols import HorizonResidualFn
+from mjsysid.fit.jacobian import residual_array
+from mjsysid.objective.protocols import DescribedResidualFn, HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -59,7 +59,7 @@ class PriorRows:
 
     def residual(self, X: np.ndarray) -> np.ndarray:
         """``(m, k)`` rows ``(X[c] − μ)/σ`` of ``k`` candidates ``X`` of shape ``(p, k)``."""
-        return (X[self.columns] - self.mean[:, None]) / self.std[:, None]
+        return cast(np.ndarray, (X[self.columns] - self.mean[:, None]) / self.std[:, None])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (``result.extras["prior"]``, ``result.yaml``)."""
@@ -116,9 +116,10 @@ class PriorResidual:
     """``residual_fn`` with the prior rows appended: ``(p, k) -> (n + m, k)``, ``(p,) ->
     (n + m,)``.
 
-    What a fit or a report asks of the wrapped function (``predict``, ``check_params``,
-    ``sequence_labels``, ``last_divergence``, ...) is answered by it; :meth:`signal_groups`
-    gives the prior rows a group of their own and :meth:`describe_index` names them.
+    It is a :class:`~mjsysid.objective.protocols.DescribedResidualFn`: what a fit asks of the
+    wrapped function (``check_params``, ``last_divergence``, ``block_offsets``) is answered by
+    it when it says (else a neutral answer); :meth:`signal_groups` gives the prior rows a
+    group of their own and :meth:`describe_index` names them.
     """
 
     def __init__(self, residual_fn: ResidualFn, rows: PriorRows) -> None:
@@ -137,25 +138,44 @@ class PriorResidual:
         out = np.concatenate([r, self.rows.residual(X2)], axis=0)
         return out[:, 0] if flat else out
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ("inner", "rows", "data_size"):  # (not yet set: no recursion)
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    # -- DescribedResidualFn: what the intervals and the reports read -----------------------
+    @property
+    def described(self) -> DescribedResidualFn | None:
+        """The wrapped function, when it says where its entries come from."""
+        return self.inner if isinstance(self.inner, DescribedResidualFn) else None
 
-    # -- what the intervals and the reports read ---------------------------------------------
+    @property
+    def last_divergence(self) -> list[str]:
+        inner = self.described
+        return list(inner.last_divergence) if inner is not None else []
+
+    @property
+    def block_offsets(self) -> np.ndarray:
+        """The wrapped function's blocks (one block without them); the prior rows after the
+        last block belong to none."""
+        inner = self.described
+        if inner is not None:
+            return np.asarray(inner.block_offsets)
+        return np.array([0, self.data_size or 0], dtype=np.int64)
+
+    def check_params(self, params: ParameterDict) -> None:
+        inner = self.described
+        if inner is not None:
+            inner.check_params(params)
+
     def signal_groups(self) -> np.ndarray | None:
         """``(n + m,)`` labels: the wrapped function's (or one group for all data rows when it
         has none), then one more for the prior rows."""
-        fn = getattr(self.inner, "signal_groups", None)
-        groups = fn() if callable(fn) else None
+        inner = self.described
+        groups = inner.signal_groups() if inner is not None else None
         return append_prior_group(groups, self.data_size, self.rows.size)
 
     def describe_index(self, i: int) -> str:
         n = self.data_size
         if n is not None and i >= n:
             return f"the prior on {self.rows.names[i - n]}"
-        fn = getattr(self.inner, "describe_index", None)
-        return str(fn(i)) if callable(fn) else f"entry {i}"
+        inner = self.described
+        return inner.describe_index(i) if inner is not None else f"entry {i}"
 
     def __repr__(self) -> str:
         return f"PriorResidual({self.inner!r}, priors on {self.rows.names})"
@@ -166,17 +186,20 @@ class PriorHorizonResidual(PriorResidual):
     (:class:`~mjsysid.objective.protocols.HorizonResidualFn`): every head keeps the prior
     rows."""
 
+    def __init__(self, residual_fn: HorizonResidualFn, rows: PriorRows) -> None:
+        super().__init__(residual_fn, rows)
+        self.horizon_fn = residual_fn
+
     def supports_horizons(self, params: ParameterDict | None = None) -> bool:
-        fn = getattr(self.inner, "supports_horizons", None)
-        return bool(fn(params)) if callable(fn) else False
+        return bool(self.horizon_fn.supports_horizons(params))
 
     def horizon_samples(self, fraction: float, params: ParameterDict | None = None) -> list[int]:
-        return list(self.inner.horizon_samples(fraction, params))  # type: ignore[attr-defined]
+        return list(self.horizon_fn.horizon_samples(fraction, params))
 
     def head(self, fraction: float) -> PriorHorizonResidual:
         """The head of the wrapped residual, with the same prior rows."""
-        head = self.inner.head(fraction)  # type: ignore[attr-defined]
-        return self if head is self.inner else PriorHorizonResidual(head, self.rows)
+        head = self.horizon_fn.head(fraction)
+        return self if head is self.horizon_fn else PriorHorizonResidual(head, self.rows)
 
 
 def append_prior_group(groups: Any, n: int | None, m: int) -> np.ndarray | None:

@@ -133,19 +133,19 @@ def model_context(
 
 
 def fit_context(
-    models: Iterable[Any], result: Any, sequence_names: Iterable[str], language: str
+    models: Iterable[Any],
+    sequence_names: Iterable[str],
+    language: str,
+    *,
+    staged: bool = False,
+    searched: bool = False,
 ) -> MessageContext:
     """The :class:`MessageContext` of a finished fit: its models, whether its sequences
     are shooting windows (names ``"<name>#k"``), whether it ran in horizon stages
-    (``result.extras["stages"]``) or had a global stage or several starts."""
-    extras = getattr(result, "extras", None) or {}
+    (``staged``: ``result.stages``) or had a global stage or several starts (``searched``)."""
     windowed = any(re.fullmatch(r".*#\d+", str(n)) for n in sequence_names)
     return model_context(
-        models,
-        language=language,
-        windowed=windowed,
-        staged=len(extras.get("stages") or ()) > 1,
-        searched=bool(extras.get("global") or extras.get("multistart")),
+        models, language=language, windowed=windowed, staged=staged, searched=searched
     )
 
 

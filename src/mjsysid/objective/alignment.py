@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import mujoco
 import numpy as np
@@ -83,6 +83,11 @@ class PreparedSequence:
     all_sensors: bool  # the measured columns are all model sensors in model order
     column_labels: list[str] = field(default_factory=list)
     rms_ref: TimeSeries | None = None  # what normalises it, when not its own data (a window)
+    # the force laws' data: recorded inputs held on the grid (nstep,) each, per-recording
+    # constants, and whether a recorded command row starts at each step (nstep,)
+    law_inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    law_constants: dict[str, float] = field(default_factory=dict)
+    new_command: np.ndarray | None = None
 
     @property
     def nstep(self) -> int:
@@ -144,6 +149,8 @@ def sequence_head(seq: PreparedSequence, fraction: float) -> PreparedSequence:
         interp_i=interp_i,
         interp_w=interp_w,
         identity_grid=seq.identity_grid and n == nstep,
+        law_inputs={k: v[:nstep] for k, v in seq.law_inputs.items()},
+        new_command=None if seq.new_command is None else seq.new_command[:nstep],
     )
 
 
@@ -184,6 +191,7 @@ def prepare_sequence(
     interp_i, interp_w = linear_weights(t0, dt, nstep, meas.times)
     scale = _column_scale(meas, sensor_weights, normalize, rms_ref, label)
     on_grid = bool(np.all(np.abs(interp_w) < 1e-9))
+    inputs_ts, constants = ms.law_data(si)
     return PreparedSequence(
         mi,
         si,
@@ -204,7 +212,34 @@ def prepare_sequence(
         src.all_sensors(model.nsensordata),
         src.labels,
         rms_ref,
+        _grid_inputs(inputs_ts, grid),
+        dict(constants),
+        _command_rows(ctrl_ts, grid),
     )
+
+
+def _grid_inputs(inputs: TimeSeries | None, grid: np.ndarray) -> dict[str, np.ndarray]:
+    """``{name: (nstep,)}`` the force laws' recorded inputs held on the ``grid`` (zero-order
+    hold: an input row acts until the next one)."""
+    if inputs is None or not inputs.signal_mapping:
+        return {}
+    rows = zoh_indices(inputs.times, grid)
+    data = inputs.data if inputs.data.ndim > 1 else inputs.data[:, None]
+    return {
+        name: np.ascontiguousarray(data[rows, int(cols[0])], dtype=np.float64)
+        for name, (_, cols) in inputs.signal_mapping.items()
+    }
+
+
+def _command_rows(ctrl: TimeSeries | None, grid: np.ndarray) -> np.ndarray | None:
+    """``(nstep,)`` whether a recorded command row starts at each grid step (the first step
+    always); ``None`` without a control series."""
+    if ctrl is None:
+        return None
+    rows = zoh_indices(ctrl.times, grid)
+    out = np.ones(grid.size, dtype=bool)
+    out[1:] = rows[1:] != rows[:-1]
+    return out
 
 
 class _Recorded(NamedTuple):
@@ -308,7 +343,7 @@ def _grid_controls(
     assert ctrl_ts is not None
     cols = ms.control_columns(si)
     if control_interpolation == "zoh":
-        return ctrl_ts.data[zoh_indices(ctrl_ts.times, grid)][:, cols]
+        return cast(np.ndarray, ctrl_ts.data[zoh_indices(ctrl_ts.times, grid)][:, cols])
     return np.stack([np.interp(grid, ctrl_ts.times, ctrl_ts.data[:, c]) for c in cols], axis=1)
 
 

@@ -5,6 +5,10 @@ A structure is the names, freezing, modifiers, bounds and targets of a :class:`P
 of the parameters, fresh working specs and a :class:`Layout` (which rows of ``x`` change the
 model, the simulation, each sequence's initial state); :class:`ParameterStructure` rebuilds
 them when the structure changes.
+
+Which measured signal and time each residual entry belongs to (diagnostics).
+
+Checks of the force laws given to a residual function and of their parameters.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.initial_state import INITIAL_KINDS, initial_state_overrides
 from mjsysid.params.apply import WritePlan, supports_model_edits
 from mjsysid.params.parameter import Parameter, ParameterDict, check_modifiers_present
+from mjsysid.sim.laws.core import ForceLaw, parameter_name
+from mjsysid.sim.lockstep import bind_laws
+from mjsysid.util.errors import must_be
 
 _LAYOUT_META = ("kind", "target", "joint", "actuator")
 _INERTIAL_KINDS = ("body_mass", "body_mass_ipos", "body_inertia")
@@ -238,3 +245,120 @@ class ParameterStructure:
             self.work, self.key, self.layout = work, key, layout
         assert self.work is not None and self.layout is not None
         return self.work, self.layout
+
+
+def describe_entry(
+    sequences: Sequence[PreparedSequence], offsets: np.ndarray, i: int, built_in: bool
+) -> str:
+    """Which model, sequence, signal and time residual entry ``i`` belongs to.
+
+    Args:
+      sequences: The sequences, in residual order. offsets: ``(nseq + 1,)`` block starts.
+      built_in: The blocks are the built-in residual (else a block is described by sample
+        and column only where its size is that of the measured data).
+    """
+    b = int(np.searchsorted(offsets, i, side="right") - 1)
+    if b < 0 or b >= len(sequences):
+        return f"residual entry {i}"
+    seq = sequences[b]
+    local = i - int(offsets[b])
+    ncol = seq.meas.data.shape[1]
+    if built_in or offsets[b + 1] - offsets[b] == seq.meas.data.size:
+        row, col = divmod(local, ncol)
+        if row < seq.meas.times.size:
+            return (
+                f"{seq.label}, signal {seq.column_labels[col]!r} at t={seq.meas.times[row]:.6g} s"
+            )
+    return f"{seq.label}, residual entry {local}"
+
+
+def signal_ids(sequences: Sequence[PreparedSequence]) -> np.ndarray:
+    """``(n,)`` id of the measured signal behind each entry of the built-in residual."""
+    ids: dict[str, int] = {}
+    parts = []
+    for seq in sequences:
+        col_ids = np.empty(seq.meas.data.shape[1], dtype=np.int64)
+        assert seq.meas.signal_mapping is not None
+        for sig, (_, cols) in seq.meas.signal_mapping.items():
+            col_ids[cols] = ids.setdefault(sig, len(ids))
+        parts.append(np.tile(col_ids, seq.meas.times.size))
+    return np.concatenate(parts)
+
+
+def law_parameter_names(laws: Sequence[ForceLaw]) -> list[str]:
+    """The full names of the parameters of ``laws``."""
+    return [parameter_name(law, k) for law in laws for k in law.parameters]
+
+
+def checked_laws(
+    laws: Sequence[ForceLaw], models_sequences: Sequence[ModelSequences], custom: object
+) -> list[ForceLaw]:
+    """The force laws, checked against every model (and refused with a custom rollout)."""
+    out = list(laws)
+    for law in out:
+        if not isinstance(law, ForceLaw):
+            raise TypeError(must_be("force_laws", "a sequence of ForceLaw", law))
+    if out and custom is not None:
+        raise ValueError("force_laws cannot be combined with custom_rollout: apply them there")
+    names = [law.name for law in out]
+    if len(set(names)) != len(names):
+        raise ValueError(must_be("force law names", "unique", names))
+    for ms in models_sequences:
+        bind_laws(out, ms.model)
+        _check_law_data(out, ms)
+    return out
+
+
+def _check_law_data(laws: Sequence[ForceLaw], ms: ModelSequences) -> None:
+    """Every sequence holds the recorded inputs and the constants the laws read.
+
+    Raises:
+      ValueError: One is missing (the law, the sequence and the names given are said).
+    """
+    for i, seq in enumerate(ms.sequence_name):
+        inputs, constants = ms.law_data(i)
+        have = set(inputs.names) if inputs is not None else set()
+        for law in laws:
+            missing = [k for k in law.inputs if k not in have]
+            if missing:
+                raise ValueError(
+                    must_be(
+                        f"{ms.name}/{seq}: inputs",
+                        f"the recorded inputs {list(law.inputs)} that force law {law.name!r} reads",
+                        sorted(have),
+                        f"missing {missing}: give ModelSequences(..., inputs=...) (experiment "
+                        "file: a sequence's inputs: {name: column})",
+                    )
+                )
+            absent = [k for k in law.constants if k not in constants]
+            if absent:
+                raise ValueError(
+                    must_be(
+                        f"{ms.name}/{seq}: constants",
+                        f"the per-recording constants {list(law.constants)} that force law "
+                        f"{law.name!r} reads",
+                        sorted(constants),
+                        f"missing {absent}: give ModelSequences(..., constants={{...}}) "
+                        "(experiment file: a sequence's constants: {name: value})",
+                    )
+                )
+
+
+def check_law_params(laws: Sequence[ForceLaw], params: ParameterDict) -> None:
+    """Every parameter of every law is in ``params`` with its declared size.
+
+    Raises:
+      KeyError: One is missing (declare them with ``force_law_params``).
+    """
+    for law in laws:
+        for key, spec in law.parameters.items():
+            name = parameter_name(law, key)
+            if name not in params.keys():
+                raise KeyError(
+                    f"force law {law.name!r} needs parameter {name!r}; add "
+                    "force_law_params(law, nominal) to the parameters"
+                )
+            if params[name].size != spec.size:
+                raise ValueError(
+                    must_be(f"parameter {name!r} size", str(spec.size), params[name].size)
+                )

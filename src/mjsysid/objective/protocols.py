@@ -1,7 +1,11 @@
-"""Named callback protocols used across mjsysid.
+"""The seams of mjsysid as named protocols: the user's callbacks and what a fit asks of a
+residual function.
 
 Each protocol documents the exact call signature mjsysid uses, so type checkers and readers
-know what a callback receives and must return.
+know what a callback receives and must return. The stages meet here, never at each other's
+attributes: a fit asks a residual function for more than its values only through a
+``runtime_checkable`` protocol (:class:`DescribedResidualFn`, :class:`HorizonResidualFn`,
+:class:`BatchResidualModifier`), checked with ``isinstance``.
 """
 
 from __future__ import annotations
@@ -14,18 +18,65 @@ import numpy as np
 
 from mjsysid.data.timeseries import TimeSeries
 from mjsysid.params.parameter import ModelModifierFn, ModifierFn, ParameterDict
-from mjsysid.sim.rollout import SystemTrajectory
+from mjsysid.sim.trajectory import SystemTrajectory
 
 __all__ = [
     "BatchResidualModifier",
     "BuildModelFn",
     "CustomRolloutFn",
+    "DescribedResidualFn",
+    "DeviceResidualFn",
     "HorizonResidualFn",
     "ModelModifierFn",
     "ModifierFn",
     "ModifyResidualFn",
+    "ResidualFn",
     "batch_modifier",
 ]
+
+
+class ResidualFn(Protocol):
+    """``residual_fn(x, params)``: ``(p,) -> (n,)`` and ``(p, k) -> (n, k)``, the residual of
+    one candidate or of ``k`` candidates (columns) at once.
+
+    It may also return a list of arrays (one per sequence): they are stacked along their
+    first axis (:func:`~mjsysid.fit.jacobian.residual_array`). (``mujoco.sysid``'s residual
+    functions return ``(residuals, predictions, records)``: :mod:`mjsysid.compat` takes
+    those.)
+    """
+
+    def __call__(self, x: np.ndarray, params: ParameterDict, /) -> Any: ...
+
+
+@runtime_checkable
+class DescribedResidualFn(Protocol):
+    """A residual function that says where its entries come from:
+    :class:`~mjsysid.ResidualFunction` (and the wrappers of one) implements it.
+
+    A fit asks it, through this protocol only, to check the parameters before simulating,
+    to name the entry a non-finite value came from, for the signal of every entry (noise
+    estimates per signal) and for the blocks (sequences or windows: the block bootstrap).
+    """
+
+    last_divergence: list[str]
+    """Messages about the candidates whose simulation diverged in the last call."""
+
+    @property
+    def block_offsets(self) -> np.ndarray:
+        """``(B + 1,)`` first residual row of every block (sequence or window), then ``n``."""
+        ...
+
+    def describe_index(self, i: int) -> str:
+        """The sequence, signal and time of residual entry ``i``, in words."""
+        ...
+
+    def signal_groups(self) -> np.ndarray | None:
+        """``(n,)`` signal label of every residual entry (``None``: one group)."""
+        ...
+
+    def check_params(self, params: ParameterDict) -> None:
+        """Raises when ``params`` lacks a parameter the residual needs (a delay, a law's)."""
+        ...
 
 
 class BuildModelFn(Protocol):
@@ -173,4 +224,20 @@ class HorizonResidualFn(Protocol):
 
     def head(self, fraction: float) -> HorizonResidualFn:
         """The residual of the first ``fraction`` of every sequence."""
+        ...
+
+
+@runtime_checkable
+class DeviceResidualFn(Protocol):
+    """A batched residual function whose rollouts can run elsewhere than on the CPU.
+
+    The outer stages of a fit (:mod:`mjsysid.fit.search`) ask it, through this protocol
+    only, for the same residual with its populations simulated on another backend
+    (:data:`mjsysid.sim.rollout.ROLLOUTS`). :class:`~mjsysid.ResidualFunction` implements it.
+    """
+
+    def __call__(self, x: np.ndarray, params: ParameterDict, /) -> np.ndarray: ...
+
+    def on_backend(self, backend: str) -> ResidualFn:
+        """The same residual with its rollouts on ``backend`` (``"cpu"``: itself)."""
         ...

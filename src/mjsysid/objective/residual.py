@@ -16,18 +16,18 @@ Evaluation of ``k`` candidates (``x`` of shape ``(p, k)``) is batched:
 1. Candidates that differ only in parameters without a model modifier (sensor delay, gain,
    bias, ...) share one simulation: only distinct *physics* sub-vectors are simulated, and
    the simulations of the last small call (a trial step) are kept for the next one (the
-   signal-only columns of the Jacobian that follows; :mod:`mjsysid.objective.sim_cache`).
+   signal-only columns of the Jacobian that follows; :mod:`mjsysid.objective.candidates`).
 2. Each distinct candidate model is built once per ModelSequences
-   (:mod:`mjsysid.objective.candidate_models`): by writing values into a pooled model reused
+   (:mod:`mjsysid.objective.candidates`): by writing values into a pooled model reused
    between calls when every active parameter offers that exact fast path, else by running
    the spec modifiers on a private working spec and compiling it once.
 3. All candidates × sequences of one ModelSequences (of equal length) run in one call of a
    persistent multithreaded rollout with reused ``MjData``
-   (:mod:`mjsysid.objective.candidate_rollouts`).
+   (:mod:`mjsysid.objective.candidates`).
 4. Predictions are gathered and interpolated with index maps precomputed per sequence
    (:mod:`mjsysid.objective.alignment`, :mod:`mjsysid.objective.predictions`), vectorised
    over candidates; a :class:`SignalTransform` gets all candidates of a sequence in one call
-   (:mod:`mjsysid.objective.residual_blocks`).
+   (:mod:`mjsysid.objective.predictions`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import fnmatch
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import mujoco
 import numpy as np
@@ -50,12 +50,35 @@ from mjsysid.objective.alignment import (
     prepare_sequence,
     sequence_head,
 )
-from mjsysid.objective.candidate_models import CandidateModels
-from mjsysid.objective.candidate_rollouts import CandidateRollouts
+from mjsysid.objective.candidates import (
+    CandidateModels,
+    CandidateRollouts,
+    DistinctColumns,
+    ResidualStats,
+    SimBatch,
+    SimulationCache,
+    distinct_columns,
+    sim_rows,
+    stacked,
+)
 from mjsysid.objective.control_transform import ControlTransform
-from mjsysid.objective.law_checks import check_law_params, checked_laws, law_parameter_names
-from mjsysid.objective.layout import Layout, ParameterStructure, masks
-from mjsysid.objective.predictions import SequencePrediction, gather
+from mjsysid.objective.layout import (
+    Layout,
+    ParameterStructure,
+    check_law_params,
+    checked_laws,
+    describe_entry,
+    law_parameter_names,
+    masks,
+    signal_ids,
+)
+from mjsysid.objective.predictions import (
+    SequencePrediction,
+    batched_block,
+    custom_block,
+    default_block,
+    gather,
+)
 from mjsysid.objective.protocols import (
     BatchResidualModifier,
     BuildModelFn,
@@ -63,21 +86,10 @@ from mjsysid.objective.protocols import (
     ModifyResidualFn,
     batch_modifier,
 )
-from mjsysid.objective.residual_blocks import batched_block, custom_block, default_block
-from mjsysid.objective.residual_index import describe_entry, signal_ids
-from mjsysid.objective.residual_stats import ResidualStats
-from mjsysid.objective.sim_cache import (
-    DistinctColumns,
-    SimBatch,
-    SimulationCache,
-    distinct_columns,
-    sim_rows,
-    stacked,
-)
 from mjsysid.params.apply import apply_param_modifiers
 from mjsysid.params.parameter import ParameterDict
-from mjsysid.sim.force_laws import ForceLaw
-from mjsysid.sim.rollout import BatchRollout
+from mjsysid.sim.laws.core import ForceLaw
+from mjsysid.sim.rollout import ROLLOUTS, BatchRollout
 from mjsysid.util.errors import must_be
 from mjsysid.util.limits import check_limit
 
@@ -425,7 +437,7 @@ class ResidualFunction:
     @property
     def block_offsets(self) -> np.ndarray:
         """Start of each sequence's block in the residual vector (length nseq + 1)."""
-        return self._offsets.copy()
+        return cast(np.ndarray, self._offsets.copy())
 
     def simulates(self, params: ParameterDict) -> bool:
         """Whether a free parameter of ``params`` changes the simulation (else one rollout
@@ -488,6 +500,31 @@ class ResidualFunction:
         view._structure = copy.copy(self._structure)  # its own current structure
         view._sim_cache = SimulationCache()
         view._rollouts = self._rollouts.fresh()
+        view.last_divergence = []
+        return view
+
+    def on_backend(self, backend: str) -> ResidualFunction:
+        """This residual with its rollouts on ``backend``: ``"cpu"`` returns this function
+        itself; ``"warp"`` a view whose candidates are simulated as MuJoCo Warp worlds on
+        Warp's default device (:class:`~mjsysid.sim.warp.WarpRollout`: float32, for
+        populations, not for finite differences; the ``warp`` extra). The view shares this
+        function's candidate models and :attr:`stats` (use one at a time).
+
+        Raises:
+          ValueError: An unknown backend, or a custom rollout (which runs on the CPU).
+          ImportError: ``"warp"`` without MuJoCo Warp installed.
+        """
+        if backend not in ROLLOUTS:
+            raise ValueError(must_be("backend", f"one of {list(ROLLOUTS)}", backend))
+        if backend == "cpu":
+            return self
+        if self.custom_rollout is not None:
+            raise ValueError(
+                must_be("a residual function on the Warp backend", "no custom_rollout", "one")
+            )
+        view = copy.copy(self)
+        view._sim_cache = SimulationCache()
+        view._rollouts = self._rollouts.on_device(backend)
         view.last_divergence = []
         return view
 
@@ -659,13 +696,6 @@ def _check_callables(modify_residual: object, custom_rollout: object, build_mode
             raise TypeError(must_be(what, "callable or None", fn))
 
 
-def _thread_count(nthread: int | None, n_threads: int | None) -> int | None:
-    """``nthread``, or the peer's spelling ``n_threads``."""
-    if n_threads is not None and nthread is not None and nthread != n_threads:
-        raise TypeError("build_residual_fn() got both nthread and n_threads")
-    return nthread if n_threads is None else n_threads
-
-
 def build_residual_fn(
     models_sequences: Sequence[ModelSequences] | ModelSequences,
     modify_residual: ModifyResidualFn | None = None,
@@ -679,9 +709,6 @@ def build_residual_fn(
     nthread: int | None = None,
     fast_model_edits: bool = True,
     control_transform: ControlTransform | None = None,
-    n_threads: int | None = None,
-    return_pred_all: bool = False,
-    resample_true: bool = True,
     force_laws: Sequence[ForceLaw] = (),
 ) -> ResidualFunction:
     """Builds the batched residual function ``residual_fn(x, params)``.
@@ -702,12 +729,11 @@ def build_residual_fn(
         its columns (:func:`~mjsysid.signal_modifier.signal_rms`); ``"column"``: by each
         column's RMS (:func:`~mjsysid.signal_modifier.column_rms`); ``False``: none.
       control_interpolation: ``"zoh"`` (zero-order hold, default) or ``"linear"``.
-      nthread: Rollout threads (default: all CPUs); ``n_threads`` is the peer's spelling.
+      nthread: Rollout threads (default: all CPUs).
       fast_model_edits: The compiled-model fast path.
       control_transform: Deadbands, direction-dependent gains and offsets applied to every
         candidate's recorded controls (a :class:`mjsysid.ControlTransform`).
-      return_pred_all, resample_true: ``mujoco.sysid``'s keywords; they change nothing.
-      force_laws: :class:`~mjsysid.sim.force_laws.ForceLaw` s applied as ``qfrc_applied``
+      force_laws: :class:`~mjsysid.sim.laws.core.ForceLaw` s applied as ``qfrc_applied``
         before every step; ``params`` holds their parameters (docs/force-laws.md).
 
     Returns:
@@ -725,7 +751,7 @@ def build_residual_fn(
         enabled_observations=enabled_observations,
         normalize=normalize,
         control_interpolation=control_interpolation,
-        nthread=_thread_count(nthread, n_threads),
+        nthread=nthread,
         fast_model_edits=fast_model_edits,
         control_transform=control_transform,
         force_laws=force_laws,

@@ -16,9 +16,8 @@ length then does not depend on the delay values, and no sample ever reads an ext
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import mujoco
 import numpy as np
@@ -27,31 +26,6 @@ import numpy.typing as npt
 from mjsysid.data.timeseries import TimeSeries
 from mjsysid.params.parameter import Parameter
 from mjsysid.util.errors import must_be
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def keyword_aliases(**old_to_new: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """Lets a function keep accepting its former keyword names (``old=`` means ``new=``).
-
-    The signal functions take ``mujoco.sysid``'s keyword names (``sensor_name``, ``gain``,
-    ...); mjsysid's earlier ones (``name``, ``param``, ...) keep working through this.
-    """
-
-    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        @functools.wraps(fn)
-        def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            for old, new in old_to_new.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(f"{fn.__name__}() got both {old!r} and {new!r}")
-                    kwargs[new] = kwargs.pop(old)
-            return fn(*args, **kwargs)
-
-        return inner
-
-    return wrap
 
 
 def get_sensor_indices(
@@ -80,7 +54,7 @@ def get_sensor_indices(
     return sorted(out) if sort else out
 
 
-def _value_of(param: Parameter | npt.ArrayLike) -> np.ndarray:
+def parameter_value(param: Parameter | npt.ArrayLike) -> np.ndarray:
     return (
         param.value
         if isinstance(param, Parameter)
@@ -90,7 +64,7 @@ def _value_of(param: Parameter | npt.ArrayLike) -> np.ndarray:
 
 def _scaled(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike, op: str) -> TimeSeries:
     cols = ts.columns(name)
-    v = _value_of(param)
+    v = parameter_value(param)
     if v.size not in (1, cols.size):
         raise ValueError(must_be(f"{op} value for {name!r}", f"1 or {cols.size} entries", v))
     data = np.array(ts.data, dtype=np.float64)
@@ -101,28 +75,25 @@ def _scaled(ts: TimeSeries, name: str, param: Parameter | npt.ArrayLike, op: str
     return TimeSeries.trusted(ts.times, data, ts.signal_mapping)
 
 
-@keyword_aliases(name="sensor_name", param="gain")
 def apply_gain(ts: TimeSeries, sensor_name: str, gain: Parameter | npt.ArrayLike) -> TimeSeries:
     """Multiplies the columns of signal ``sensor_name`` by ``gain.value`` (scalar or per
-    column); a new series, ``ts`` is untouched. (Formerly ``name=``/``param=``, still
-    accepted.)"""
+    column); a new series, ``ts`` is untouched."""
     return _scaled(ts, sensor_name, gain, "gain")
 
 
-@keyword_aliases(name="sensor_name", param="bias")
 def apply_bias(ts: TimeSeries, sensor_name: str, bias: Parameter | npt.ArrayLike) -> TimeSeries:
     """Adds ``bias.value`` (scalar or per column) to the columns of signal ``sensor_name``;
-    a new series. (Formerly ``name=``/``param=``, still accepted.)"""
+    a new series."""
     return _scaled(ts, sensor_name, bias, "bias")
 
 
-def _interp_columns(times: np.ndarray, data: np.ndarray, query: np.ndarray) -> np.ndarray:
+def interp_columns(times: np.ndarray, data: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Linear interpolation of every column of ``data`` at ``query`` (inside the span)."""
     i = np.clip(np.searchsorted(times, query, side="right") - 1, 0, max(times.size - 2, 0))
     if times.size == 1:
         return np.repeat(data[:1], query.size, axis=0)
     w = ((query - times[i]) / (times[i + 1] - times[i]))[:, None]
-    return data[i] * (1.0 - w) + data[i + 1] * w
+    return cast(np.ndarray, data[i] * (1.0 - w) + data[i + 1] * w)
 
 
 def check_inside(
@@ -149,7 +120,6 @@ def _query_times(times: npt.ArrayLike, what: str) -> np.ndarray:
     return query
 
 
-@keyword_aliases(name="sensor_name", param="delay")
 def apply_delay(
     ts: TimeSeries,
     sensor_name: str,
@@ -163,11 +133,11 @@ def apply_delay(
     Every ``t − d`` must lie inside the series: on its own times a delay ``d > 0`` has no value
     for the first ``d`` seconds (``d < 0``: the last), so pass the times to compare at, e.g.
     the measured times cropped by :func:`apply_delayed_ts_window` for the delay bounds.
-    (``mjsysid.apply_delay`` at top level is :func:`mjsysid.objective.peer_signals.apply_delay`,
-    which holds the end values as ``mujoco.sysid`` does.)
+    (``mujoco.sysid``'s function of this name holds the end values instead:
+    :mod:`mjsysid.compat` has that one.)
     """
     name = sensor_name
-    d = float(_value_of(delay)[0])
+    d = float(parameter_value(delay)[0])
     cols = ts.columns(name)
     query = ts.times if times is None else _query_times(times, "apply_delay: times")
     if times is not None:
@@ -182,8 +152,8 @@ def apply_delay(
     if times is None:
         data = np.array(ts.data, dtype=np.float64)
     else:
-        data = _interp_columns(ts.times, ts.data, query)
-    data[:, cols] = _interp_columns(ts.times, ts.data[:, cols], query - d)
+        data = interp_columns(ts.times, ts.data, query)
+    data[:, cols] = interp_columns(ts.times, ts.data[:, cols], query - d)
     return TimeSeries.trusted(query, data, ts.signal_mapping)
 
 
@@ -194,21 +164,18 @@ def delay_window(ref_times: np.ndarray, min_delay: float, max_delay: float) -> t
     return float(ref_times[0] + max(max_delay, 0.0)), float(ref_times[-1] + min(min_delay, 0.0))
 
 
-@keyword_aliases(ts_ref="ts_delayed")
 def apply_delayed_ts_window(
     ts: TimeSeries, ts_delayed: TimeSeries, min_delay: float, max_delay: float
 ) -> TimeSeries:
     """Keeps the samples of ``ts`` at which ``ts_delayed`` can be read with any delay in range.
 
     The window is ``[p₀ + max(d_max, 0), p₁ + min(d_min, 0)]`` (module docstring), at least 2
-    samples. ``mujoco.sysid``'s function of this name keeps ``t + d_min >= p₀`` and
-    ``t + d_max <= p₁`` instead; ``mjsysid.apply_delayed_ts_window`` at top level is that one
-    (:mod:`mjsysid.objective.peer_signals`).
+    samples. (``mujoco.sysid``'s function of this name keeps ``t + d_min >= p₀`` and
+    ``t + d_max <= p₁`` instead: :mod:`mjsysid.compat` has that one.)
 
     Args:
       ts: Usually the measured series.
-      ts_delayed: Usually the prediction (its span bounds what can be read; formerly
-        ``ts_ref``, still accepted).
+      ts_delayed: Usually the prediction (its span bounds what can be read).
       min_delay, max_delay: Delay bounds (s); 0 is always included.
 
     Raises:
@@ -259,7 +226,7 @@ def apply_resample_and_delay(
     for d, cols in groups.items():
         q = query - sign * d
         check_inside(ts.times, q, f"apply_resample_and_delay (delay {d!r} s)")
-        out[:, cols] = _interp_columns(ts.times, ts.data[:, cols], q)
+        out[:, cols] = interp_columns(ts.times, ts.data[:, cols], q)
     return TimeSeries.trusted(query, out, ts.signal_mapping)
 
 
@@ -292,7 +259,6 @@ def prepare_sensor_weights(
     return _column_weights(None, model, sensor_weights, int(n_sensors))
 
 
-@keyword_aliases(predicted="predicted_data", measured="measured_data", weights="sensor_weights")
 def weighted_diff(
     predicted_data: TimeSeries | npt.ArrayLike,
     measured_data: TimeSeries | npt.ArrayLike,
@@ -302,10 +268,9 @@ def weighted_diff(
     """``(measured − predicted) · w`` column-wise, shape ``(N, D)``.
 
     Args:
-      predicted_data, measured_data: Series (or ``(N, D)`` arrays) on the same times
-        (formerly ``predicted``/``measured``, still accepted).
+      predicted_data, measured_data: Series (or ``(N, D)`` arrays) on the same times.
       model: Needed to name columns of plain arrays (all sensors, model order).
-      sensor_weights: ``{signal_name: weight}`` (scalar or per column; formerly ``weights``).
+      sensor_weights: ``{signal_name: weight}`` (scalar or per column).
     """
     predicted, measured, weights = predicted_data, measured_data, sensor_weights
     p = (
@@ -322,7 +287,10 @@ def weighted_diff(
         raise ValueError(
             must_be("weighted_diff: predicted", f"the measured shape {m.shape}", f"shape {p.shape}")
         )
-    return (m - p) * _column_weights(measured, model, weights, m.shape[-1] if m.ndim > 1 else 1)
+    return cast(
+        np.ndarray,
+        (m - p) * _column_weights(measured, model, weights, m.shape[-1] if m.ndim > 1 else 1),
+    )
 
 
 def signal_rms(measured: TimeSeries, label: str = "sensordata") -> np.ndarray:
@@ -348,7 +316,7 @@ def signal_rms(measured: TimeSeries, label: str = "sensordata") -> np.ndarray:
             f"{label}: measured signal {owner!r} must not be all zeros to be RMS-normalised, got "
             "only zeros; drop it (enabled_observations / enable_sensors), or pass normalize=False"
         )
-    return rms
+    return cast(np.ndarray, rms)
 
 
 def column_rms(measured: TimeSeries, label: str = "sensordata") -> np.ndarray:
@@ -364,22 +332,18 @@ def column_rms(measured: TimeSeries, label: str = "sensordata") -> np.ndarray:
     return np.where(column >= 1e-3 * signal, column, signal)
 
 
-@keyword_aliases(measured="measured_data")
 def normalize_residual(
     residual: npt.ArrayLike, measured_data: TimeSeries | npt.ArrayLike
 ) -> np.ndarray:
-    """Divides each residual column by ``sqrt(Σ_k m_k² / (N − 1))`` of that measured column.
-
-    That is ``mujoco.sysid``'s scale (its docstring calls it the standard deviation; it is the
-    root of the sum of squares over ``N − 1``, the mean not subtracted), kept so residuals
-    match. The fit's own normalisation is :func:`signal_rms`/:func:`column_rms`.
+    """Divides each residual column by the RMS of that measured column,
+    ``sqrt(Σ_k m_k² / N)`` (the mean not subtracted: a signal's size, not its spread).
 
     Args:
       residual: ``(N, D)`` residual.
-      measured_data: ``(N, D)`` measured series or array, ``N >= 2`` (formerly ``measured``).
+      measured_data: ``(N, D)`` measured series or array.
 
     Raises:
-      ValueError: Fewer than 2 rows, or a measured column of zeros (its scale is 0).
+      ValueError: No rows, or a measured column of zeros (its RMS is 0).
     """
     r = np.asarray(residual, dtype=np.float64)
     m = (
@@ -387,18 +351,16 @@ def normalize_residual(
         if isinstance(measured_data, TimeSeries)
         else np.asarray(measured_data, dtype=np.float64)
     )
-    if m.shape[0] < 2:
-        raise ValueError(
-            must_be("normalize_residual: measured_data", "at least 2 rows", m.shape[0])
-        )
-    rms = np.sqrt(np.sum(np.square(m), axis=0) / (m.shape[0] - 1))
+    if m.shape[0] < 1:
+        raise ValueError(must_be("normalize_residual: measured_data", "at least 1 row", 0))
+    rms = np.sqrt(np.mean(np.square(m), axis=0))
     zero = np.flatnonzero(rms == 0)
     if zero.size:
         raise ValueError(
             f"normalize_residual: measured column {int(zero[0])} must not be all zeros (RMS 0 "
             "would divide by zero); drop it or use an explicit weight instead"
         )
-    return r / rms
+    return cast(np.ndarray, r / rms)
 
 
 def apply_time_window(ts: TimeSeries, min_t: float, max_t: float) -> TimeSeries:

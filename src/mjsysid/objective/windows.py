@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import mujoco
 import numpy as np
@@ -115,6 +116,7 @@ def split_windows(
         t = meas.times
         positions = _scalar_position_columns(model, meas)
         activation = _nominal_activation(ms, si) if model.na else None
+        inputs, constants = ms.law_data(si)
         for k, (s, end) in enumerate(_window_spans(t, window, overlap, min_samples)):
             keep = (t >= s - 1e-12) & (t <= end + 1e-12)
             sub = TimeSeries(t[keep], meas.data[keep], meas.signal_mapping)
@@ -124,7 +126,7 @@ def split_windows(
                 start_state = _window_start(
                     model, meas, sub, positions, activation, velocity_samples, name
                 )
-            out.add(f"{name}#{k}", start_state, ctrl, sub, ref)
+            out.add(f"{name}#{k}", start_state, ctrl, sub, ref, inputs, constants)
     return out.sequences(ms)
 
 
@@ -140,13 +142,16 @@ def _check_window_args(window: float, overlap: float, velocity_samples: int) -> 
 
 @dataclass
 class _Windows:
-    """The windows made so far: names, initial states, controls, measurements, RMS refs."""
+    """The windows made so far: names, initial states, controls, measurements, RMS refs,
+    the force laws' recorded inputs and constants (their recording's)."""
 
     names: list[str] = field(default_factory=list)
     x0s: list[np.ndarray] = field(default_factory=list)
     ctrls: list[TimeSeries | None] = field(default_factory=list)
     senss: list[TimeSeries] = field(default_factory=list)
     refs: list[TimeSeries | None] = field(default_factory=list)
+    inputs: list[TimeSeries | None] = field(default_factory=list)
+    constants: list[dict[str, float]] = field(default_factory=list)
 
     def add(
         self,
@@ -155,18 +160,23 @@ class _Windows:
         ctrl: TimeSeries | None,
         sens: TimeSeries,
         ref: TimeSeries | None,
+        inputs: TimeSeries | None,
+        constants: dict[str, float],
     ) -> None:
         self.names.append(name)
         self.x0s.append(x0)
         self.ctrls.append(ctrl)
         self.senss.append(sens)
         self.refs.append(ref)
+        self.inputs.append(inputs)
+        self.constants.append(constants)
 
     def sequences(self, ms: ModelSequences) -> ModelSequences:
         """The windows as the sequences of a copy of ``ms``."""
         return ModelSequences(
-            ms.name, ms.spec, self.names, self.x0s, self.ctrls, self.senss, rms_reference=self.refs
-        )
+            ms.name, ms.spec, self.names, self.x0s, self.ctrls, self.senss, rms_reference=self.refs,
+            inputs=self.inputs, constants=self.constants,
+        )  # fmt: skip
 
 
 def _window_spans(
@@ -230,7 +240,7 @@ def _nominal_activation(ms: ModelSequences, si: int) -> Callable[[float], np.nda
 
     def activation(t: float) -> np.ndarray:
         k = int(np.clip(np.searchsorted(grid, t + 1e-9 * dt) - 1, 0, len(grid) - 1))
-        return acts[k].copy()
+        return cast(np.ndarray, acts[k].copy())
 
     return activation
 

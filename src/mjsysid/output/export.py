@@ -1,15 +1,18 @@
-"""Export what was identified: a plain robot config (``robot.yaml``) and an identified URDF.
+"""Export what was identified: every value with its unit (``identified.yaml``), the robot
+config hobby projects load (``robot.yaml``) and an identified URDF.
 
 The identified MJCF (``<name>.xml``) is written by :func:`mjsysid.output.results.save_results`
 from the modified spec; it holds every native value. This module adds:
 
-- :func:`robot_config`: the joint and actuator values of the identified model, by element
-  name, plus the signal-side transforms (control deadband/gain/offset, sensor delay/gain/
-  bias) that have no place in a model file, with a ``units`` table. Plain YAML types only.
+- :func:`identified_config`: every identified parameter (force laws' included) with its unit,
+  the joint and actuator values of the identified model by element name, and the
+  signal-side transforms (control deadband/gain/offset, sensor delay/gain/bias) that have no
+  place in a model file. Plain YAML types only; window starts are not in it.
+- :func:`~mjsysid.output.robot_yaml.robot_yaml`: ``robot.yaml`` in the hobby schema.
 - :func:`identified_urdf`: a copy of the source URDF whose ``<inertial>`` (mass, origin,
   inertia), ``<dynamics damping friction>`` and ``<limit lower upper effort>`` hold the
   identified model's values.
-- :func:`export_files`: both, as the files of a results folder.
+- :func:`export_files`: all of them, as the files of a results folder.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ import mujoco
 import numpy as np
 import yaml
 
-from mjsysid.data.sequences import ModelSequences
-from mjsysid.params.apply import apply_param_modifiers_spec
+from mjsysid.objective.initial_state import INITIAL_KINDS
+from mjsysid.output.robot_yaml import robot_yaml
 from mjsysid.params.kinds import KINDS
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.util.mjcf_text import spec_xml
+from mjsysid.util.results_files import IDENTIFIED_YAML, ROBOT_YAML
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +152,8 @@ def _signal_values(params: ParameterDict, prefix: str) -> dict[str, dict[str, fl
     return out
 
 
-def robot_config(params: ParameterDict, model: mujoco.MjModel | None = None) -> dict[str, Any]:
-    """The identified joint and actuator values as a plain dictionary (for ``robot.yaml``).
+def identified_config(params: ParameterDict, model: mujoco.MjModel | None = None) -> dict[str, Any]:
+    """Every identified value with its unit, as a plain dictionary (``identified.yaml``).
 
     Args:
       params: The identified parameters (``opt_params``).
@@ -167,13 +172,18 @@ def robot_config(params: ParameterDict, model: mujoco.MjModel | None = None) -> 
     identified: dict[str, Any] = {}
     for p in params.values():
         kind = p.meta.get("kind")
+        if kind in INITIAL_KINDS:
+            continue  # window starts: states of the recordings, not of the robot
         kind_def = KINDS.get(kind) if isinstance(kind, str) else None
         value = [_f(v) for v in p.value]
+        unit = p.meta.get("unit")  # a force law's parameter declares its own
+        if not isinstance(unit, str):
+            unit = kind_def.unit if kind_def is not None else _BODY_UNITS.get(str(kind), "")
         identified[p.name] = {
             "kind": kind,
             "target": p.meta.get("target"),
             "value": value[0] if len(value) == 1 else value,
-            "unit": kind_def.unit if kind_def is not None else _BODY_UNITS.get(str(kind), ""),
+            "unit": unit,
         }
     out: dict[str, Any] = {"identified": identified}
     if model is not None:
@@ -299,32 +309,52 @@ def identified_urdf(urdf: str, model: mujoco.MjModel) -> str:
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
 
+def bare_mjcf(spec: mujoco.MjSpec) -> str:
+    """The MJCF text of ``spec`` without its actuators (and the sensors of actuators): the
+    robot description ``robot.yaml`` adds its actuators to, as it does to a URDF."""
+    bare = spec.copy()
+    for sensor in list(bare.sensors):
+        if sensor.objtype == mujoco.mjtObj.mjOBJ_ACTUATOR:
+            bare.delete(sensor)
+    for actuator in list(bare.actuators):
+        bare.delete(actuator)
+    return spec_xml(bare)
+
+
 def export_files(
     params: ParameterDict,
-    models_sequences: Sequence[ModelSequences],
+    specs: Mapping[str, mujoco.MjSpec],
     model_files: Mapping[str, str | Path] | None = None,
 ) -> dict[str, bytes]:
     """The export files of a results folder, by file name.
 
     Args:
       params: The identified parameters.
-      models_sequences: The fitted models; one model gives ``robot.yaml``, several give
-        ``<name>.robot.yaml`` each.
-      model_files: The source file of each model, by ``ModelSequences.name`` (optional); a
-        ``.urdf`` one gives ``<name>.urdf`` (:func:`identified_urdf`).
+      specs: The identified spec of every fitted model, by ``ModelSequences.name``.
+      model_files: The source file of each model, by name (optional); a ``.urdf`` one gives
+        ``<name>.urdf`` (:func:`identified_urdf`).
 
     Returns:
-      ``{file name: bytes}``.
+      ``{file name: bytes}``: ``identified.yaml`` and ``robot.yaml`` (``<name>.identified.yaml``
+      and ``<name>.robot.yaml`` each when several models were fitted); ``<name>.urdf`` for a
+      URDF model, else ``<name>.robot.xml``, the identified MJCF without actuators, which
+      ``robot.yaml`` names as its robot description.
     """
     files: dict[str, bytes] = {}
     sources = dict(model_files or {})
-    for ms in models_sequences:
-        model = apply_param_modifiers_spec(params, ms.spec.copy()).compile()
-        config = yaml.safe_dump(robot_config(params, model), sort_keys=False, allow_unicode=True)
-        name = "robot.yaml" if len(models_sequences) == 1 else f"{ms.name}.robot.yaml"
-        files[name] = config.encode("utf-8")
-        source = sources.get(ms.name)
+    for name, spec in specs.items():
+        model = spec.compile()
+        prefix = "" if len(specs) == 1 else f"{name}."
+        config = identified_config(params, model)
+        text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+        files[prefix + IDENTIFIED_YAML] = text.encode("utf-8")
+        source = sources.get(name)
         if source is not None and Path(source).suffix.lower() == ".urdf":
-            text = Path(source).read_text(encoding="utf-8")
-            files[f"{ms.name}.urdf"] = identified_urdf(text, model).encode("utf-8")
+            urdf = Path(source).read_text(encoding="utf-8")
+            robot_file = f"{name}.urdf"
+            files[robot_file] = identified_urdf(urdf, model).encode("utf-8")
+        else:
+            robot_file = f"{name}.robot.xml"
+            files[robot_file] = bare_mjcf(spec).encode("utf-8")
+        files[prefix + ROBOT_YAML] = robot_yaml(params, model, robot_file).encode("utf-8")
     return files

@@ -14,15 +14,23 @@ otherwise tries ``glfw`` (only when ``DISPLAY`` is set), then ``egl``, then ``os
 binds one platform per process, so the first backend that loads fixes the choice for the
 process. When none works, a :class:`RuntimeError` says how to enable one.
 
+Nothing is written into the user's home folder: Mesa (``llvmpipe``, OSMesa, EGL on Mesa) keeps
+compiled shaders in ``~/.cache/mesa_shader_cache``, the home folder found from the password
+database (not ``$HOME``) or ``$XDG_CACHE_HOME``. The cache is turned off while the context (and
+so Mesa's screen, which decides on the cache) is created, through ``MESA_SHADER_CACHE_DISABLE``
+set for that moment only and then removed again; a cache the user chose
+(``MESA_SHADER_CACHE_DIR`` or ``MESA_SHADER_CACHE_DISABLE`` set) is left as it is.
+
 matplotlib is imported lazily (``pip install 'mjsysid[report]'``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import platform
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -260,6 +268,26 @@ def gl_backend_candidates() -> list[tuple[str, GLContextFactory]]:
     return [(n, _backend_factory(n)) for n in names]
 
 
+_SHADER_CACHE = ("MESA_SHADER_CACHE_DISABLE", "MESA_GLSL_CACHE_DISABLE")
+_USER_CACHE = (*_SHADER_CACHE, "MESA_SHADER_CACHE_DIR", "MESA_GLSL_CACHE_DIR")
+
+
+@contextlib.contextmanager
+def _no_shader_cache() -> Iterator[None]:
+    """Mesa's on-disk shader cache off within the block (see the module docstring); the
+    environment is as it was after it."""
+    if any(name in os.environ for name in _USER_CACHE):
+        yield  # the user chose where (or whether) Mesa caches
+        return
+    for name in _SHADER_CACHE:
+        os.environ[name] = "true"
+    try:
+        yield
+    finally:
+        for name in _SHADER_CACHE:
+            os.environ.pop(name, None)
+
+
 def create_gl_context(width: int, height: int) -> tuple[str, GLContext]:
     """Creates and makes current an offscreen OpenGL context.
 
@@ -278,8 +306,9 @@ def create_gl_context(width: int, height: int) -> tuple[str, GLContext]:
     failures = []
     for name, factory in candidates:
         try:
-            ctx = factory(width, height)
-            ctx.make_current()
+            with _no_shader_cache():  # nothing written to ~/.cache by Mesa
+                ctx = factory(width, height)
+                ctx.make_current()
         except Exception as e:  # GL backends fail with ImportError, OSError, GLError, ...
             failures.append(f"{name}: {type(e).__name__}: {e}".strip())
             continue

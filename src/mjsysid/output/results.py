@@ -28,13 +28,23 @@ import yaml
 
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.confidence import Confidence, compute_confidence
-from mjsysid.fit.optimize import OptimizeResult
+from mjsysid.fit.prior import PriorRows
+from mjsysid.fit.result import FitHistory, OptimizeResult, StageSummary
+from mjsysid.fit.status import Status
 from mjsysid.output.export import export_files
 from mjsysid.params.apply import apply_param_modifiers_spec
 from mjsysid.params.parameter import ParameterDict
-from mjsysid.util.errors import must_be
+from mjsysid.util.errors import must_be, short_repr
 from mjsysid.util.files import atomic_write_files, load_npz, npz_bytes, read_yaml
 from mjsysid.util.mjcf_text import spec_xml
+from mjsysid.util.results_files import (
+    CONFIDENCE_NPZ,
+    CONFIDENCE_YAML,
+    PARAMS_X0,
+    PARAMS_X_HAT,
+    RESULT_NPZ,
+    RESULT_YAML,
+)
 
 RESULTS_SCHEMA_VERSION = 1
 
@@ -106,19 +116,6 @@ class Results:
     summary: dict[str, Any]
 
 
-def _plain(stage: dict[str, Any]) -> dict[str, Any]:
-    """A horizon-stage summary with plain Python values (for YAML)."""
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, str):
-            return v
-        if isinstance(v, list | tuple):
-            return [plain(e) for e in v]
-        return float(v) if isinstance(v, float) else int(v)
-
-    return {k: plain(v) for k, v in stage.items()}
-
-
 def _versions() -> dict[str, str]:
     from mjsysid._version import __version__
 
@@ -168,15 +165,15 @@ def _check_save_arguments(
 
 
 def _result_npz(opt_result: OptimizeResult) -> bytes:
-    cand = opt_result.extras.get("candidate") or []
+    h = opt_result.history
     return npz_bytes(
         {
             "x": opt_result.x,
             "fun": opt_result.fun,
             "jac": opt_result.jac,
             "grad": opt_result.grad,
-            "objective": np.asarray(opt_result.extras.get("objective", []), dtype=np.float64),
-            "candidate": (np.stack(cand) if len(cand) else np.zeros((0, opt_result.x.size))),
+            "objective": np.asarray(h.objective, dtype=np.float64),
+            "candidate": np.stack(h.candidate) if h.candidate else np.zeros((0, opt_result.x.size)),
             "schema_version": np.array(RESULTS_SCHEMA_VERSION),
         }
     )
@@ -198,8 +195,8 @@ def _confidence_files(conf: Confidence, alpha: float) -> dict[str, bytes]:
     if conf.interval is not None:  # a bootstrap's percentile ends, (p, 2)
         arrays["interval"] = np.asarray(conf.interval, dtype=np.float64)
     return {
-        "confidence.npz": npz_bytes(arrays),
-        "confidence.yaml": _dump(conf.to_dict()),
+        CONFIDENCE_NPZ: npz_bytes(arrays),
+        CONFIDENCE_YAML: _dump(conf.to_dict()),
     }
 
 
@@ -211,7 +208,7 @@ def _summary(
         "schema": "mjsysid.results",
         "schema_version": RESULTS_SCHEMA_VERSION,
         "optimizer": opt_result.optimizer,
-        "status": opt_result.status,
+        "status": opt_result.status.value,
         "success": opt_result.success,
         "message": opt_result.message,
         "initial_cost": float(opt_result.initial_cost),
@@ -221,21 +218,17 @@ def _summary(
         "njev": int(opt_result.njev),
         "wall_time": float(opt_result.wall_time),
         "parameter_names": list(opt_result.parameter_names),
-        **(
-            {"stages": [_plain(st) for st in opt_result.extras["stages"]]}
-            if opt_result.extras.get("stages")
-            else {}
-        ),
-        **({"prior": opt_result.extras["prior"]} if opt_result.extras.get("prior") else {}),
+        **({"stages": [st.summary() for st in opt_result.stages]} if opt_result.stages else {}),
+        **({"prior": opt_result.prior.to_dict()} if opt_result.prior is not None else {}),
         "models": models,
         "sequences": {ms.name: list(ms.sequence_name) for ms in ms_list},
         "versions": _versions(),
         "files": [
-            "params_x_0.yaml",
-            "params_x_hat.yaml",
-            "result.npz",
-            "confidence.npz",
-            "confidence.yaml",
+            PARAMS_X0,
+            PARAMS_X_HAT,
+            RESULT_NPZ,
+            CONFIDENCE_NPZ,
+            CONFIDENCE_YAML,
             *models.values(),
         ],
     }
@@ -265,8 +258,9 @@ def save_results(
       confidence: The intervals, when already computed (at level ``1 - alpha``, with
         ``params=opt_params``); default: computed here.
       model_files: The source file of each model by name (optional): a URDF one also gets an
-        identified ``<name>.urdf``. ``robot.yaml`` (joint and actuator values) is always
-        written; see :mod:`mjsysid.output.export`.
+        identified ``<name>.urdf``. ``identified.yaml`` (every identified value with its
+        unit) and ``robot.yaml`` (the hobby robot-config schema) are always written; see
+        :mod:`mjsysid.output.export`.
 
     Returns:
       The folder path.
@@ -274,33 +268,53 @@ def save_results(
     Raises:
       OSError: The folder cannot be created or written (message names the path).
     """
-    folder = Path(experiment_results_folder)
     ms_list = _check_save_arguments(models_sequences, initial_params, opt_params, opt_result)
-    files: dict[str, bytes] = {
-        "params_x_0.yaml": _dump(initial_params.to_dict()),
-        "params_x_hat.yaml": _dump(opt_params.to_dict()),
-        "result.npz": _result_npz(opt_result),
-    }
     conf = confidence
     if conf is None or conf.at_bound is None:
         conf = compute_confidence(opt_result, residual_fn, alpha, opt_params)
-    files.update(_confidence_files(conf, alpha))
+    identified = {ms.name: apply_param_modifiers_spec(opt_params, ms.spec.copy()) for ms in ms_list}
+    return write_results(
+        Path(experiment_results_folder), ms_list, initial_params, opt_params, opt_result,
+        conf, identified, model_files,
+    )  # fmt: skip
+
+
+def write_results(
+    folder: Path,
+    ms_list: Sequence[ModelSequences],
+    initial_params: ParameterDict,
+    opt_params: ParameterDict,
+    opt_result: OptimizeResult,
+    confidence: Confidence,
+    identified: Mapping[str, mujoco.MjSpec],
+    model_files: Mapping[str, str | Path] | None = None,
+) -> Path:
+    """Writes a results folder of numbers already computed (it computes nothing): the
+    parameters, the result, the intervals, the identified spec of every model (``identified``,
+    by name) and the export files; ``result.yaml`` last. Returns the folder."""
+    files: dict[str, bytes] = {
+        PARAMS_X0: _dump(initial_params.to_dict()),
+        PARAMS_X_HAT: _dump(opt_params.to_dict()),
+        RESULT_NPZ: _result_npz(opt_result),
+    }
+    files.update(_confidence_files(confidence, confidence.alpha))
     models: dict[str, str] = {}
     for ms in ms_list:
-        spec = apply_param_modifiers_spec(opt_params, ms.spec.copy())
-        files[f"{ms.name}.xml"] = spec_xml(spec).encode("utf-8")  # (every digit identified)
+        files[f"{ms.name}.xml"] = spec_xml(identified[ms.name]).encode("utf-8")  # every digit
         models[ms.name] = f"{ms.name}.xml"
-    files.update(export_files(opt_params, ms_list, model_files))
-    files["result.yaml"] = _dump(_summary(opt_result, ms_list, models))
+    files.update(
+        export_files(opt_params, {m.name: identified[m.name] for m in ms_list}, model_files)
+    )
+    files[RESULT_YAML] = _dump(_summary(opt_result, ms_list, models))
     # Nothing in the folder changes until every file is on disk; result.yaml goes in last.
-    return atomic_write_files(folder, files, commit="result.yaml")
+    return atomic_write_files(folder, files, commit=RESULT_YAML)
 
 
 def _read_summary(folder: Path) -> dict[str, Any]:
     """``result.yaml`` of ``folder``, checked (FileNotFoundError, ValueError)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"no such results folder: {str(folder)!r}")
-    summary_path = folder / "result.yaml"
+    summary_path = folder / RESULT_YAML
     if not summary_path.is_file():
         raise FileNotFoundError(
             f"{str(folder)!r} has no result.yaml: it is not a results folder, or saving was "
@@ -308,12 +322,19 @@ def _read_summary(folder: Path) -> dict[str, Any]:
         )
     summary = read_yaml(summary_path)
     if not isinstance(summary, dict) or summary.get("schema") != "mjsysid.results":
-        raise ValueError(must_be(f"{summary_path}", "an mjsysid results summary", summary))
+        # (a mapping or nothing: read_yaml refuses the rest) told by its keys, never quoted
+        got = "an empty file"
+        if summary is not None:
+            keys = ", ".join(short_repr(str(k), 30) for k in list(summary)[:8])
+            more = f" and {len(summary) - 8} more" if len(summary) > 8 else ""
+            got = f"a mapping with keys [{keys}]{more}, no 'schema: mjsysid.results'"
+        raise ValueError(f"{summary_path} must be an mjsysid results summary, got {got}")
     version = summary.get("schema_version")
     if not isinstance(version, int) or version > RESULTS_SCHEMA_VERSION:
+        shown = version if isinstance(version, int) else f"a {type(version).__name__}"
         raise ValueError(
             f"{summary_path}: schema_version must be <= {RESULTS_SCHEMA_VERSION}, got "
-            f"{version!r}; upgrade mjsysid to read it"
+            f"{shown}; upgrade mjsysid to read it"
         )
     _check_summary(summary, summary_path)
     missing = [f for f in summary["files"] if not (folder / f).is_file()]
@@ -327,9 +348,9 @@ def _check_shapes(folder: Path, z: dict[str, Any], c: dict[str, Any], names: Seq
     p = len(names)
     n = int(np.asarray(z["fun"]).size)
     for file, arrays, shapes in (
-        ("result.npz", z, {"x": (p,), "fun": (n,), "jac": (n, p), "grad": (p,)}),
+        (RESULT_NPZ, z, {"x": (p,), "fun": (n,), "jac": (n, p), "grad": (p,)}),
         (
-            "confidence.npz",
+            CONFIDENCE_NPZ,
             c,
             {
                 "half_widths": (p,),
@@ -366,7 +387,7 @@ def _optimize_result(
         fun=z["fun"],
         jac=z["jac"],
         grad=z["grad"],
-        status=str(summary["status"]),
+        status=Status(summary["status"]),
         success=bool(summary["success"]),
         message=str(summary["message"]),
         nfev=int(summary["nfev"]),
@@ -376,12 +397,11 @@ def _optimize_result(
         wall_time=float(summary["wall_time"]),
         parameter_names=names,
         optimizer=str(summary["optimizer"]),
-        extras={
-            "objective": list(z.get("objective", np.zeros(0))),
-            "candidate": list(cand),
-            **({"stages": summary["stages"]} if summary.get("stages") else {}),
-            **({"prior": summary["prior"]} if summary.get("prior") else {}),
-        },
+        history=FitHistory(
+            [float(c) for c in z.get("objective", np.zeros(0))], [np.asarray(c) for c in cand]
+        ),
+        stages=[StageSummary.from_summary(st) for st in summary.get("stages", [])],
+        prior=PriorRows.from_dict(summary["prior"]) if summary.get("prior") else None,
     )
 
 
@@ -412,16 +432,16 @@ def load_results(folder: str | Path) -> Results:
     """
     folder = Path(folder)
     summary = _read_summary(folder)
-    z = load_npz(folder / "result.npz", required=("x", "fun", "jac", "grad"))
-    c = load_npz(folder / "confidence.npz", required=("covariance", "half_widths", "alpha"))
+    z = load_npz(folder / RESULT_NPZ, required=("x", "fun", "jac", "grad"))
+    c = load_npz(folder / CONFIDENCE_NPZ, required=("covariance", "half_widths", "alpha"))
     names = list(summary["parameter_names"])
     _check_shapes(folder, z, c, names)
     result = _optimize_result(summary, z, names)
     conf = _confidence(c, z["x"], names, result.success)
     return Results(
         folder=folder,
-        initial_params=ParameterDict.load_from_disk(folder / "params_x_0.yaml"),
-        opt_params=ParameterDict.load_from_disk(folder / "params_x_hat.yaml"),
+        initial_params=ParameterDict.load_from_disk(folder / PARAMS_X0),
+        opt_params=ParameterDict.load_from_disk(folder / PARAMS_X_HAT),
         result=result,
         confidence=conf,
         model_files={k: folder / v for k, v in summary.get("models", {}).items()},

@@ -13,25 +13,9 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
-# The body-inertia helpers are re-exported here, where ``mujoco.sysid``'s ``model_modifier``
-# has them (``mjsysid._src.model_modifier`` is this module).
-from mjsysid.params.inertia import InertiaType as InertiaType
-from mjsysid.params.inertia import apply_body_inertia as apply_body_inertia
-from mjsysid.params.inertia import body_inertia_param as body_inertia_param
-from mjsysid.params.inertia_math import cholesky_decompose_upper as cholesky_decompose_upper
-from mjsysid.params.inertia_math import inertia_to_fullinertia as inertia_to_fullinertia
-from mjsysid.params.inertia_math import pi_from_theta as pi_from_theta
-from mjsysid.params.inertia_math import pseudoinertia_from_pi as pseudoinertia_from_pi
-from mjsysid.params.inertia_math import skew as skew
-from mjsysid.params.inertia_math import theta_from_pseudoinertia as theta_from_pseudoinertia
-from mjsysid.params.inertia_spec import apply_body_mass_ipos as apply_body_mass_ipos
-from mjsysid.params.inertia_spec import apply_body_theta_inertia as apply_body_theta_inertia
-from mjsysid.params.inertia_spec import pi_from_body as pi_from_body
-from mjsysid.params.inertia_spec import scale_body_inertia as scale_body_inertia
-from mjsysid.params.inertia_spec import theta_inertia_from_body as theta_inertia_from_body
 from mjsysid.params.parameter import Parameter, ParameterDict, check_modifiers_present
-from mjsysid.params.targets import FieldWriter, element_id
-from mjsysid.util.errors import must_be, require_model, short_repr
+from mjsysid.params.targets import FieldWriter
+from mjsysid.util.errors import must_be, short_repr
 
 
 class ModifierError(ValueError):
@@ -313,47 +297,6 @@ def apply_pdgain(spec: mujoco.MjSpec, actuator_name: str, value: object) -> mujo
     apply_pgain(spec, actuator_name, arr[0])
     apply_dgain(spec, actuator_name, arr[1])
     return spec
-
-
-def is_position_actuator(actuator: object) -> bool:
-    """Whether ``actuator`` (``spec.actuator(name)`` or ``model.actuator(name)``) is a
-    position servo: fixed gain, affine bias with ``biasprm[1] == -gainprm[0]`` (what
-    ``<position>`` makes). Works on compiled models too (``mujoco.sysid``'s answers ``False``
-    for every model actuator)."""
-    try:
-        gaintype = int(np.asarray(actuator.gaintype).reshape(-1)[0])  # type: ignore[attr-defined]
-        biastype = int(np.asarray(actuator.biastype).reshape(-1)[0])  # type: ignore[attr-defined]
-        gain = np.asarray(actuator.gainprm, dtype=np.float64).reshape(-1)  # type: ignore[attr-defined]
-        bias = np.asarray(actuator.biasprm, dtype=np.float64).reshape(-1)  # type: ignore[attr-defined]
-    except AttributeError:
-        raise TypeError(
-            must_be("actuator", "a spec or model actuator (spec.actuator(name))", actuator)
-        ) from None
-    return (
-        gaintype == int(mujoco.mjtGain.mjGAIN_FIXED)
-        and biastype == int(mujoco.mjtBias.mjBIAS_AFFINE)
-        and bool(bias[1] == -gain[0])
-    )
-
-
-def get_actuator_pd_gains(model: mujoco.MjModel, actuator_name: str) -> tuple[float, float]:
-    """``(kp, kv)`` of position actuator ``actuator_name`` of a compiled model: ``gainprm[0]``
-    and ``-biasprm[2]``.
-
-    Raises:
-      KeyError: No such actuator (the message lists them).
-      ValueError: It is not a position actuator (:func:`is_position_actuator`).
-    """
-    require_model(model)
-    i = element_id(model, "actuator", actuator_name)
-    act = model.actuator(i)
-    if not is_position_actuator(act):
-        raise ValueError(
-            f"actuator {actuator_name!r} must be a position actuator (fixed gain, affine bias "
-            f"with biasprm[1] = -gainprm[0]) to have P/D gains, got gainprm[0]="
-            f"{float(act.gainprm[0])!r}, biasprm[:3]={act.biasprm[:3].tolist()}"
-        )
-    return float(act.gainprm[0]), float(-act.biasprm[2])
 
 
 # -- visuals ----------------------------------------------------------------------------------

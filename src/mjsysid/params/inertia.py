@@ -57,6 +57,15 @@ fast-path model agrees with a recompiled one to solver tolerance unless the call
 
 Models compiled with ``settotalmass``, ``inertiafromgeom="true"`` or ``alignfree`` (for a free
 body) are refused: there the compiler rescales or overrides what a modifier writes.
+
+Reading and writing one spec body's inertia directly: the helpers of ``mujoco.sysid``.
+
+These take and return an ``MjSpec`` (the peer's ``model_modifier`` functions, under its names)
+and work on bodies with or without an explicit ``<inertial>``: a body whose inertia MuJoCo
+infers from its geoms is first given the inertial the compiler infers, so what is written
+afterwards is what a compiled model holds. Parameters for a fit come from
+:func:`mjsysid.params.inertia.body_inertia_param`; the maths is
+:mod:`mjsysid.params.inertia_math`.
 """
 
 from __future__ import annotations
@@ -73,13 +82,13 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid.params.inertia_math import (
-    _mass_and_inertia,
-    _principal,
-    _quat_to_mat,
     inertial_from_pseudo_inertia,
     inertial_from_theta,
+    mass_and_inertia,
+    principal_axes,
     pseudo_inertia_from_inertial,
     pseudo_inertia_from_theta,
+    quat_to_mat,
     theta_from_inertial,
     theta_from_pseudo_inertia,
 )
@@ -98,6 +107,7 @@ __all__ = [
     "pseudo_inertia_from_theta",
     "theta_from_inertial",
     "theta_from_pseudo_inertia",
+    "write_body_theta",
 ]
 
 
@@ -151,7 +161,7 @@ def full_inertia_from_model(
         b = int(body)
         if not 0 <= b < model.nbody:
             raise ValueError(must_be("body", f"a body id in [0, {model.nbody})", body))
-    rot = _quat_to_mat(model.body_iquat[b])
+    rot = quat_to_mat(model.body_iquat[b])
     i_c = rot @ np.diag(model.body_inertia[b]) @ rot.T
     return float(model.body_mass[b]), model.body_ipos[b].copy(), 0.5 * (i_c + i_c.T)
 
@@ -188,8 +198,8 @@ def _make_compute(kind: InertiaType, meta: dict[str, Any]) -> Callable[[np.ndarr
             th = value.tolist()
             if len(th) != 10 or not all(map(math.isfinite, th)):
                 raise ValueError(must_be("theta", "10 finite values", value))
-            m, i_c = _mass_and_inertia(th)
-            eigval, quat = _principal(np.array(i_c))
+            m, i_c = mass_and_inertia(th)
+            eigval, quat = principal_axes(np.array(i_c))
             return m, value[7:10].copy(), eigval, quat
 
         return compute_pseudo
@@ -214,6 +224,13 @@ def _make_compute(kind: InertiaType, meta: dict[str, Any]) -> Callable[[np.ndarr
     return compute
 
 
+def write_body_theta(body: Any, theta: npt.ArrayLike) -> None:
+    """Writes the inertia of log-Cholesky ``theta`` ``(10,)`` into spec body ``body``: mass,
+    ``ipos`` and the principal moments and axes (``fullinertia`` unset, so it compiles)."""
+    th = np.asarray(theta, dtype=np.float64).reshape(-1)
+    _write_spec(body, _make_compute(InertiaType.Pseudo, {})(th))
+
+
 def _write_spec(body: Any, values: Inertial) -> None:
     mass, ipos, inertia, iquat = values
     body.explicitinertial = True
@@ -228,7 +245,7 @@ def _write_spec(body: Any, values: Inertial) -> None:
 # Plain floats (finite: model fields): for 3-4 values NumPy's per-call cost is several times
 # the comparison's.
 def _same_vec(a: Sequence[float], b: Sequence[float]) -> bool:
-    return max(map(abs, map(operator.sub, a, b))) < _FRAME_EPS
+    return bool(max(map(abs, map(operator.sub, a, b))) < _FRAME_EPS)
 
 
 def _same_quat(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -586,7 +603,7 @@ def _pseudo_box(
 
 @dataclass(frozen=True)
 class _Bounds:
-    """The bound options of :func:`body_inertia_param`, peer keywords resolved."""
+    """The bound options of :func:`body_inertia_param`."""
 
     mass: tuple[float, float]
     com: np.ndarray
@@ -594,43 +611,20 @@ class _Bounds:
     shear: np.ndarray | None
 
 
-def _either(peer: str, peer_value: Any, own: str, own_value: Any, default: Any) -> Any:
-    """The value of a bound given by its ``mujoco.sysid`` or its mjsysid keyword (not both)."""
-    if peer_value is None:
-        return default if own_value is None else own_value
-    if own_value is not None:
-        raise TypeError(
-            f"body_inertia_param takes {peer} or {own} (the same bound, by its mujoco.sysid "
-            "and its mjsysid name), not both"
-        )
-    return peer_value
-
-
-def _resolve_bounds(peer: dict[str, Any], own: dict[str, Any]) -> _Bounds:
-    """``peer``: ``mass_bound_mult``, ``ipos_bound_off``, ``stretch_bound_mult``,
-    ``shear_bound_off``; ``own``: ``mass_bounds``, ``com_bounds``, ``pseudo_bounds``."""
-    mass = _either(
-        "mass_bound_mult", peer["mass_bound_mult"], "mass_bounds", own["mass_bounds"], (0.1, 10.0)
-    )
-    com = _either("ipos_bound_off", peer["ipos_bound_off"], "com_bounds", own["com_bounds"], 0.05)
-    stretch = _either(
-        "stretch_bound_mult",
-        peer["stretch_bound_mult"],
-        "pseudo_bounds",
-        own["pseudo_bounds"],
-        2.0,
-    )
+def _resolve_bounds(
+    mass_bounds: Any, com_bounds: Any, pseudo_bounds: Any, shear_bounds: Any
+) -> _Bounds:
+    """The bound options of :func:`body_inertia_param`, defaults filled in and checked."""
+    mass = (0.1, 10.0) if mass_bounds is None else mass_bounds
+    com = 0.05 if com_bounds is None else com_bounds
+    stretch = 2.0 if pseudo_bounds is None else pseudo_bounds
     if np.ndim(stretch) != 0:
-        raise ValueError(
-            must_be("stretch_bound_mult", "one factor f > 1 (d_i within ± ln f)", stretch)
-        )
-    shear = peer["shear_bound_off"]
+        raise ValueError(must_be("pseudo_bounds", "one factor f > 1 (d_i within ± ln f)", stretch))
+    shear = shear_bounds
     if shear is not None:
         shear = np.broadcast_to(np.asarray(shear, dtype=np.float64), (3,)).copy()
         if not np.all(np.isfinite(shear) & (shear >= 0)):
-            raise ValueError(
-                must_be("shear_bound_off", "a half-width >= 0 [m] or 3 of them", shear)
-            )
+            raise ValueError(must_be("shear_bounds", "a half-width >= 0 [m] or 3 of them", shear))
     return _Bounds(_bounds_pair(mass), _com_margin(com), float(stretch), shear)
 
 
@@ -657,27 +651,20 @@ def body_inertia_param(
     body_name: str,
     inertia_type: InertiaType | str = InertiaType.Mass,
     scale_rot_inertia: bool = True,
-    mass_bound_mult: npt.ArrayLike | None = None,
-    ipos_bound_off: float | npt.ArrayLike | None = None,
-    stretch_bound_mult: float | None = None,
-    shear_bound_off: float | npt.ArrayLike | None = None,
-    param_name: str | None = None,
-    modifier: ModifierFn | None = None,
     *,
     mass_bounds: tuple[float, float] | None = None,
     com_bounds: float | npt.ArrayLike | None = None,
     pseudo_bounds: float | None = None,
+    shear_bounds: float | npt.ArrayLike | None = None,
+    param_name: str | None = None,
+    modifier: ModifierFn | None = None,
     frozen: bool = False,
 ) -> Parameter:
     """A parameter for the inertia of one body (see the module docstring for the maths).
 
-    The arguments are in ``mujoco.sysid``'s order, with its keywords; its defaults differ
-    (``InertiaType.MassIpos``, ``scale_rot_inertia=False``): a call written for it without
-    ``inertia_type`` gets mjsysid's ``Mass`` parameter here, so pass both to be explicit.
-    Each ``mujoco.sysid`` bound keyword is another name of an mjsysid one (give one of the
-    two): ``mass_bound_mult`` = ``mass_bounds``, ``ipos_bound_off`` = ``com_bounds``,
-    ``stretch_bound_mult`` = ``pseudo_bounds``; ``shear_bound_off`` sets the half-width of
-    ``s_ij`` (default ``(f − 1) r``).
+    (``mujoco.sysid``'s function of this name defaults to ``InertiaType.MassIpos`` without
+    scaling and names its bounds ``mass_bound_mult``, ``ipos_bound_off``,
+    ``stretch_bound_mult`` and ``shear_bound_off``: :mod:`mjsysid.compat` has that one.)
 
     Args:
       spec: The spec ``model`` was compiled from (its compiler settings are checked and
@@ -695,6 +682,8 @@ def body_inertia_param(
         ``(3,)``); for ``Pseudo`` it bounds ``t``.
       pseudo_bounds: ``Pseudo`` only, a factor ``f > 1``: ``d_i`` within ``± ln f`` and
         ``s_ij`` within ``± (f − 1) r`` of nominal, ``r = sqrt(tr(I_c) / (2 m))``.
+      shear_bounds: ``Pseudo`` only: the half-width [m] of ``s_ij`` around nominal instead of
+        ``(f − 1) r`` (scalar or ``(3,)``).
       modifier: A spec modifier of your own instead of the built-in one (the parameter then
         has no compiled-model fast path).
       frozen: Create the parameter frozen.
@@ -715,15 +704,7 @@ def body_inertia_param(
     b = _moving_body_id(model, body_name)
     spec_element(spec, "body", body_name)
     _check_compiler(spec, model, b, body_name)
-    bounds = _resolve_bounds(
-        {
-            "mass_bound_mult": mass_bound_mult,
-            "ipos_bound_off": ipos_bound_off,
-            "stretch_bound_mult": stretch_bound_mult,
-            "shear_bound_off": shear_bound_off,
-        },
-        {"mass_bounds": mass_bounds, "com_bounds": com_bounds, "pseudo_bounds": pseudo_bounds},
-    )
+    bounds = _resolve_bounds(mass_bounds, com_bounds, pseudo_bounds, shear_bounds)
     meta, box = _meta_and_box(spec, model, b, inertia_type, scale_rot_inertia, bounds)
     name = param_name or f"{body_name}_{_SUFFIX[inertia_type]}"
     param = Parameter(name, *box, frozen=frozen, meta=meta)

@@ -66,6 +66,7 @@ same maths on :math:`\Sigma_c / m = A A^\top` directly, which avoids the cancell
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import mujoco
 import numpy as np
@@ -74,18 +75,16 @@ import numpy.typing as npt
 from mjsysid.util.errors import must_be
 
 __all__ = [
-    "cholesky_decompose_upper",
-    "inertia_to_fullinertia",
     "inertial_from_pseudo_inertia",
     "inertial_from_theta",
-    "pi_from_theta",
+    "mass_and_inertia",
+    "principal_axes",
     "pseudo_inertia_from_inertial",
     "pseudo_inertia_from_theta",
-    "pseudoinertia_from_pi",
-    "skew",
+    "quat_to_mat",
     "theta_from_inertial",
     "theta_from_pseudo_inertia",
-    "theta_from_pseudoinertia",
+    "upper_cholesky",
 ]
 
 
@@ -100,7 +99,7 @@ def _sym3(name: str, value: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
         raise ValueError(must_be(name, "a finite 3x3 array", arr))
-    return 0.5 * (arr + arr.T)
+    return cast(np.ndarray, 0.5 * (arr + arr.T))
 
 
 def _positive_mass(mass: float) -> float:
@@ -110,7 +109,7 @@ def _positive_mass(mass: float) -> float:
     return m
 
 
-def _upper_cholesky(mat: np.ndarray, what: str) -> np.ndarray:
+def upper_cholesky(mat: np.ndarray, what: str) -> np.ndarray:
     """Upper-triangular ``U`` with ``U @ U.T == mat`` (``mat`` symmetric positive definite)."""
     try:
         low = np.linalg.cholesky(mat[::-1, ::-1])
@@ -190,7 +189,7 @@ def pseudo_inertia_from_theta(theta: npt.ArrayLike) -> np.ndarray:
       ``J``, shape ``(4, 4)``, positive definite.
     """
     u = _u_from_theta(_vec("theta", theta, 10))
-    return u @ u.T
+    return cast(np.ndarray, u @ u.T)
 
 
 def _u_from_theta(theta: npt.ArrayLike) -> np.ndarray:
@@ -222,7 +221,7 @@ def theta_from_pseudo_inertia(j: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(j, dtype=np.float64)
     if arr.shape != (4, 4) or not np.all(np.isfinite(arr)):
         raise ValueError(must_be("J", "a finite 4x4 array", arr))
-    u = _upper_cholesky(0.5 * (arr + arr.T), "J")
+    u = upper_cholesky(0.5 * (arr + arr.T), "J")
     v = u / u[3, 3]
     return np.array(
         [
@@ -261,7 +260,7 @@ def theta_from_inertial(mass: float, com: npt.ArrayLike, inertia_com: npt.ArrayL
     c = _vec("com", com, 3)
     i_c = _sym3("inertia_com", inertia_com)
     sigma_c = 0.5 * np.trace(i_c) * np.eye(3) - i_c
-    a = _upper_cholesky(sigma_c / m, "inertia_com (as the second moment Σ_c = ½ tr(I_c) 𝟙 − I_c)")
+    a = upper_cholesky(sigma_c / m, "inertia_com (as the second moment Σ_c = ½ tr(I_c) 𝟙 − I_c)")
     return np.array(
         [
             0.5 * math.log(m),
@@ -292,11 +291,11 @@ def inertial_from_theta(theta: npt.ArrayLike) -> tuple[float, np.ndarray, np.nda
       about the centre of mass ``(3, 3)`` [kg·m²], physically consistent for every finite theta.
     """
     th = _vec("theta", theta, 10)
-    m, i_c = _mass_and_inertia(th.tolist())
+    m, i_c = mass_and_inertia(th.tolist())
     return m, th[7:10].copy(), np.array(i_c).reshape(3, 3)
 
 
-def _mass_and_inertia(th: list[float]) -> tuple[float, list[float]]:
+def mass_and_inertia(th: list[float]) -> tuple[float, list[float]]:
     """``(m, I_c)`` of :func:`inertial_from_theta` in plain floats (``I_c`` row-major, 9
     values): for one 3x3 product NumPy's per-call cost is several times the arithmetic.
 
@@ -316,101 +315,15 @@ def _mass_and_inertia(th: list[float]) -> tuple[float, list[float]]:
     return m, [tr - s11, -s12, -s13, -s12, tr - s22, -s23, -s13, -s23, tr - s33]
 
 
-def _quat_to_mat(quat: npt.ArrayLike) -> np.ndarray:
+def quat_to_mat(quat: npt.ArrayLike) -> np.ndarray:
     q = np.asarray(quat, dtype=np.float64)
     mat = np.empty(9)
     mujoco.mju_quat2Mat(mat, q / np.linalg.norm(q))
     return mat.reshape(3, 3)
 
 
-def _principal(inertia_com: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def principal_axes(inertia_com: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Principal moments ``(3,)`` and axes quaternion ``(4,)`` of a 3x3 inertia (``mju_eig3``)."""
     eigval, eigvec, quat = np.empty(3), np.empty(9), np.empty(4)
     mujoco.mju_eig3(eigval, eigvec, quat, np.ascontiguousarray(inertia_com).reshape(9))
     return eigval, quat
-
-
-# ------------------------------------------------------------------------------------------------
-# The names and layouts of ``mujoco.sysid`` (same maths)
-# ------------------------------------------------------------------------------------------------
-def skew(v: npt.ArrayLike) -> np.ndarray:
-    """The ``(3, 3)`` cross-product matrix of ``v`` (``skew(v) @ w == np.cross(v, w)``):
-    ``[[0, -z, y], [z, 0, -x], [-y, x, 0]]``."""
-    x, y, z = _vec("v", v, 3)
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-
-
-def inertia_to_fullinertia(q: npt.ArrayLike, inertia: npt.ArrayLike) -> np.ndarray:
-    """Full ``(3, 3)`` inertia ``R(q) diag(inertia) R(q)ᵀ`` [kg·m²] from principal moments
-    ``(3,)`` and the principal-axes quaternion ``q`` ``(4,)`` (``w, x, y, z``; normalised
-    here)."""
-    rot = _quat_to_mat(_vec("q", q, 4))
-    full = rot @ np.diag(_vec("inertia", inertia, 3)) @ rot.T
-    return 0.5 * (full + full.T)
-
-
-def cholesky_decompose_upper(J: npt.ArrayLike) -> np.ndarray:
-    """Upper-triangular ``U`` with ``U Uᵀ = J`` (the upper-lower Cholesky factor; see the
-    module docstring: ``U = P L P`` with ``P J P = L Lᵀ``).
-
-    Args:
-      J: Symmetric positive-definite matrix, shape ``(k, k)`` (a pseudo-inertia: ``(4, 4)``).
-
-    Raises:
-      ValueError: ``J`` is not square, finite and positive definite.
-    """
-    arr = np.asarray(J, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or not np.all(np.isfinite(arr)):
-        raise ValueError(must_be("J", "a finite square array", arr))
-    return _upper_cholesky(0.5 * (arr + arr.T), "J")
-
-
-def theta_from_pseudoinertia(J: npt.ArrayLike) -> np.ndarray:
-    """:func:`theta_from_pseudo_inertia` under the name (and argument name) ``mujoco.sysid``
-    uses."""
-    return theta_from_pseudo_inertia(J)
-
-
-def pi_from_theta(theta: npt.ArrayLike) -> np.ndarray:
-    """Inertial parameters ``π`` from log-Cholesky ``theta``, in the layout
-    ``mujoco.sysid`` returns: 13 numbers ``[m, h (3), Ī (3x3, row-major)]``.
-
-    ``h = m c`` is the first moment [kg·m] and ``Ī`` the rotational inertia about the
-    body-frame origin [kg·m²] (parallel-axis theorem, module docstring). (``mujoco.sysid``'s
-    docstring promises the 10-number layout ``[m, h, Ixx, Iyy, Izz, Ixy, Iyz, Ixz]`` but
-    returns these 13; :func:`pseudoinertia_from_pi` takes either.)
-
-    Args:
-      theta: ``(10,)`` ``[α, d1, d2, d3, s12, s23, s13, t1, t2, t3]``.
-
-    Returns:
-      ``(13,)`` array.
-    """
-    m, c, i_c = inertial_from_theta(theta)
-    i_origin = i_c + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
-    return np.concatenate([[m], m * c, i_origin.reshape(-1)])
-
-
-def _origin_inertia(pi: np.ndarray) -> np.ndarray:
-    """``Ī`` ``(3, 3)`` from the 13-number or the 10-number ``π`` layout."""
-    if pi.size == 13:
-        return pi[4:].reshape(3, 3)
-    ixx, iyy, izz, ixy, iyz, ixz = pi[4:]
-    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-
-
-def pseudoinertia_from_pi(pi: npt.ArrayLike) -> np.ndarray:
-    """Pseudo-inertia ``J = [[½ tr(Ī) 𝟙 − Ī, h], [hᵀ, m]]`` ``(4, 4)`` from ``π``.
-
-    Args:
-      pi: ``(13,)`` ``[m, h, Ī row-major]`` (what :func:`pi_from_theta` returns) or ``(10,)``
-        ``[m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Iyz, Ixz]``; ``Ī`` about the body-frame origin.
-
-    Raises:
-      ValueError: ``pi`` has another length, is not finite, or ``m <= 0``.
-    """
-    arr = np.asarray(pi, dtype=np.float64).reshape(-1)
-    if arr.size not in (10, 13) or not np.all(np.isfinite(arr)):
-        raise ValueError(must_be("pi", "10 or 13 finite numbers", arr))
-    m = _positive_mass(arr[0])
-    return pseudo_inertia_from_inertial(m, arr[1:4] / m, _origin_inertia(arr), about="origin")

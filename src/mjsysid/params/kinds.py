@@ -15,6 +15,10 @@ joint_damping          joint        ``damping[0]`` -> ``dof_damping`` (every dof
 joint_armature         joint        ``armature`` -> ``dof_armature``
 joint_frictionloss     joint        ``frictionloss`` -> ``dof_frictionloss``
 joint_stiffness        joint        ``stiffness[0]`` -> ``jnt_stiffness``
+joint_ref              joint        ``ref`` -> ``qpos0`` (hinge/slide): the angle at which the
+                                    model's geometry is as written, i.e. an encoder's offset
+                                    (the recorded angles, and a servo's goals, stay as logged;
+                                    default bounds ±0.2 rad or m)
 actuator_kp            actuator     position gain (``gainprm[0]``, ``biasprm[1] = -kp``)
 actuator_kv            actuator     velocity gain of an affine-bias actuator (``biasprm[2] = -kv``):
                                     a position servo's kv, or a DC motor's back-EMF damping
@@ -50,24 +54,70 @@ negative value has a meaning have no limit: ``joint_stiffness`` (a negative spri
 destabilising one), ``actuator_gear`` (the sign is the motor's direction), and the signal kinds
 (``sensor_delay`` may be negative, ``sensor_gain`` may flip a sign). Body masses and inertias
 are bounded by :func:`mjsysid.body_inertia_param`.
+
+The :class:`Kind` record says how one quantity is read, written and bounded.
+
+Native actuator kinds. MuJoCo 4's native actuator elements add kinds of their own: command
+delay, actuator damping and armature, the ``dcmotor`` actuator's identifiable constants, and
+``pid`` gains. They are in :data:`KINDS` too, so :func:`mjsysid.make_parameter` and experiment
+files create them by name (``target`` is the actuator's name). Each has an exact
+compiled-model fast path: the compiler copies these numbers into ``mjModel`` unchanged, so a
+model write equals a recompile of the modified spec bit for bit.
+
+Where MuJoCo 4.0.0 keeps them (``<dcmotor>`` compiles to ``gaintype = biastype = dyntype =
+"dcmotor"``; the spec holds the same computed arrays as the model):
+
+===========================  ==========  ==========================  ====================
+kind                         unit        model field                 XML attribute
+===========================  ==========  ==========================  ====================
+actuator_delay               s           ``actuator_delay``          ``delay`` (any
+                                                                     actuator; needs
+                                                                     ``nsample > 0``)
+actuator_damping             N·m·s/rad   ``actuator_damping``        ``damping``
+actuator_armature            kg·m²       ``actuator_armature``       ``armature``
+dcmotor_resistance           Ω           ``gainprm[0]`` (R)          ``resistance``
+dcmotor_motorconst           N·m/A       ``gainprm[1]`` (K)          ``motorconst``
+                                                                     (K = sqrt(Kt·Ke))
+dcmotor_timeconst            s           ``dynprm[0]`` (L/R)         ``inductance``
+dcmotor_cogging_amplitude    N·m         ``biasprm[0]``              ``cogging[0]``
+dcmotor_cogging_phase        rad         ``biasprm[2]``              ``cogging[2]``
+dcmotor_lugre_stiffness      N·m/rad     ``dynprm[5]`` (σ0)          ``lugre[0]``
+dcmotor_lugre_damping        N·m·s/rad   ``dynprm[6]`` (σ1)          ``lugre[1]``
+dcmotor_lugre_coulomb        N·m         ``biasprm[3]``              ``lugre[2]``
+dcmotor_lugre_static         N·m         ``biasprm[4]``              ``lugre[3]``
+dcmotor_lugre_stribeck       rad/s       ``biasprm[5]``              ``lugre[4]``
+dcmotor_kp                   N·m/rad     ``gainprm[4]``              ``controller[0]``
+dcmotor_ki                   N·m/(rad·s) ``gainprm[5]``              ``controller[1]``
+dcmotor_kd                   N·m·s/rad   ``gainprm[6]``              ``controller[2]``
+pid_kp                       N·m/rad     ``biasprm[1] = -kp``        ``kp`` of ``<pid>``
+pid_kv                       N·m·s/rad   ``biasprm[2] = -kv``        ``kv`` of ``<pid>``
+pid_ki                       N·m/(rad·s) ``gainprm[0]``              ``ki`` of ``<pid>``
+===========================  ==========  ==========================  ====================
+
+Notes. ``dcmotor_timeconst`` is the electrical time constant the compiled model keeps
+(``inductance="L 0"`` is stored as ``L/R``): fitting resistance with it fixed changes the
+implied inductance ``L = timeconst · R``. The electrical branch's constants require the
+feature to be on in the model (``inductance``, ``lugre``, ``cogging`` poles, controller inputs):
+switching a feature on adds an activation variable, a change of structure no fit can make.
+``actuator_delay`` reads the command from the history buffer at ``time - delay``; give the
+actuator ``interp="linear"`` (or ``"cubic"``) so the fit sees a smooth effect (with the default
+zero-order hold the delay acts in whole timesteps and has no gradient), and ``nsample`` with
+``nsample · timestep`` above the largest delay the bounds allow (default bounds
+``[0, max(4·nominal, 0.05)]``). Lower limits: all kinds are >= 0 except the cogging phase.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
 
 import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.params.actuator_kinds import ACTUATOR_KINDS
-from mjsysid.params.kind_type import Kind, entry_kind
-from mjsysid.params.kind_type import flat_index as _at
-from mjsysid.params.kind_type import nonneg_bounds as _nonneg
-from mjsysid.params.kind_type import positive_bounds as _positive
-from mjsysid.params.kind_type import same_sign_bounds as _same_sign
-from mjsysid.params.kind_type import set_first as _set0
+from mjsysid.params.inertia import InertiaType
 from mjsysid.params.parameter import (
     KindBinding,
     Parameter,
@@ -79,10 +129,294 @@ from mjsysid.params.targets import FieldWrite, MappedModelWrite, element_id, spe
 from mjsysid.util.errors import model_key, must_be, require_model
 
 
+@dataclass(frozen=True)
+class Kind:
+    """How one kind of quantity is read, written and bounded.
+
+    Attributes:
+      element: Element type the target names (``"joint"``, ``"actuator"``, ...) or ``None``.
+      read: ``read(model, id) -> nominal`` (1-D array).
+      set_spec: ``set_spec(spec_element, value)``.
+      set_model: ``set_model(model, id, value)``; exact equivalent of set_spec + compile.
+      bounds: ``bounds(nominal) -> (lo, hi)`` defaults.
+      unit: SI unit, for reports.
+      fields: ``fields(model, id) -> [(field, flat indices, factor)]``: what ``set_model``
+        writes, ``model.<field>.flat[index] = factor · value[0]`` (for batched writes, see
+        :class:`mjsysid.params.apply.WritePlan`).
+      lower: Physical lower limit of the quantity (``None``: a negative value has a meaning);
+        see "Physical limits" in the module docstring.
+      lower_reason: Why, for error messages.
+      require: ``require(model, id, name)`` raises ``ValueError`` when the element cannot
+        carry this kind (e.g. the wrong actuator type, or the feature is switched off).
+    """
+
+    element: str | None
+    read: Callable[[mujoco.MjModel, int], np.ndarray] | None
+    set_spec: Callable[[Any, np.ndarray], None] | None
+    set_model: Callable[[mujoco.MjModel, int, np.ndarray], None] | None
+    bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+    unit: str
+    fields: Callable[[mujoco.MjModel, int], list[tuple[str, list[int], float]]] | None = None
+    lower: float | None = None
+    lower_reason: str = ""
+    require: Callable[[mujoco.MjModel, int, str], None] | None = None
+
+
+def flat_index(model: mujoco.MjModel, field: str, row: int, col: int = 0) -> int:
+    """Flat index of ``model.<field>[row, col]`` (``row`` for a 1-D field)."""
+    shape = getattr(model, field).shape
+    return row if len(shape) == 1 else row * shape[1] + col
+
+
+def nonneg_bounds(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    hi = np.maximum(10.0 * np.abs(nominal), 1.0)
+    return np.zeros_like(nominal), hi
+
+
+def positive_bounds(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mag = np.maximum(np.abs(nominal), 1e-6)
+    return 0.1 * mag, 10.0 * mag
+
+
+def same_sign_bounds(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """0.1x to 10x the nominal, on the nominal's side of 0 (a gear of -2 gets [-20, -0.2])."""
+    lo, hi = positive_bounds(nominal)
+    neg = nominal < 0
+    return np.where(neg, -hi, lo), np.where(neg, -lo, hi)
+
+
+def set_first(attr: str) -> Callable[[Any, np.ndarray], None]:
+    def setter(obj: Any, value: np.ndarray) -> None:
+        field = getattr(obj, attr)
+        if isinstance(field, np.ndarray):
+            field[0] = value[0]
+        else:
+            setattr(obj, attr, float(value[0]))
+
+    return setter
+
+
+Bounds = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Require = Callable[[mujoco.MjModel, int, str], None]
+
+
+def entry_kind(
+    element: str,
+    field: str,
+    col: int | None,
+    unit: str,
+    bounds: Bounds,
+    reason: str = "",
+    require: Require | None = None,
+    *,
+    spec_attr: str | None = None,
+    factor: float = 1.0,
+) -> Kind:
+    """A kind stored in one entry of a model field: ``model.<field>[i, col] = factor · value``
+    (``model.<field>[i]`` when ``col`` is ``None``), and the spec element's attribute alike.
+
+    Args:
+      element: Element type of the target (``"joint"``, ``"actuator"``, ``"geom"``).
+      field: Model field, e.g. ``"actuator_gainprm"``.
+      col: Column of a 2-D field, ``None`` for a 1-D one.
+      unit: SI unit of the value.
+      bounds: Default bounds from the nominal.
+      reason: Given: the quantity has the physical lower limit 0, and this says why.
+      require: Raises when the element cannot carry the kind.
+      spec_attr: Spec attribute (default: ``field`` without its ``"<element>_"`` prefix);
+        entry ``col`` of it, or its first entry (or the scalar) when ``col`` is ``None``.
+      factor: Model value per parameter value (``-1`` for a bias term ``-kv``).
+    """
+    attr = spec_attr or field.split("_", 1)[1]
+    row = (lambda i: (i, col)) if col is not None else (lambda i: i)
+
+    def read(m: mujoco.MjModel, i: int) -> np.ndarray:
+        return np.array([factor * getattr(m, field)[row(i)]])
+
+    def set_spec(obj: Any, v: np.ndarray) -> None:
+        if col is None:
+            set_first(attr)(obj, factor * v)
+        else:
+            getattr(obj, attr)[col] = factor * v[0]
+
+    def set_model(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+        getattr(m, field)[row(i)] = factor * v[0]
+
+    def fields(m: mujoco.MjModel, i: int) -> list[tuple[str, list[int], float]]:
+        return [(field, [flat_index(m, field, i, col or 0)], factor)]
+
+    lower = 0.0 if reason else None
+    return Kind(element, read, set_spec, set_model, bounds, unit, fields, lower, reason, require)
+
+
+_DCMOTOR = int(mujoco.mjtGain.mjGAIN_DCMOTOR)
+_PID = int(mujoco.mjtGain.mjGAIN_PID)
+_INPUT_POS = int(mujoco.mjtCtrlInput.mjINPUT_POS)
+_INPUT_VEL = int(mujoco.mjtCtrlInput.mjINPUT_VEL)
+
+
+def _require_gain(gain: int, element: str) -> Callable[[mujoco.MjModel, int, str], None]:
+    def require(m: mujoco.MjModel, i: int, name: str) -> None:
+        if int(m.actuator_gaintype[i]) != gain:
+            raise ValueError(
+                f"actuator {name!r} must be a <{element}> actuator (gaintype "
+                f"{mujoco.mjtGain(gain).name}), got gaintype "
+                f"{mujoco.mjtGain(int(m.actuator_gaintype[i])).name}; declare it "
+                f"<{element} .../> in the model"
+            )
+
+    return require
+
+
+def _require_feature(
+    check: Callable[[mujoco.MjModel, int], bool], what: str
+) -> Callable[[mujoco.MjModel, int, str], None]:
+    """A dcmotor whose ``what`` feature is on (``check(model, id)``)."""
+    is_dcmotor = _require_gain(_DCMOTOR, "dcmotor")
+
+    def require(m: mujoco.MjModel, i: int, name: str) -> None:
+        is_dcmotor(m, i, name)
+        if not check(m, i):
+            raise ValueError(
+                f"dcmotor {name!r} must have {what} switched on in the model to identify it "
+                "(it adds a state or a term the compiled model lacks); set it in the MJCF "
+                "to a nominal value"
+            )
+
+    return require
+
+
+def _require_history(m: mujoco.MjModel, i: int, name: str) -> None:
+    if int(m.actuator_history[i, 0]) <= 0:
+        raise ValueError(
+            f"actuator {name!r} must have a control history (nsample > 0) to have a delay, "
+            'got nsample 0; add nsample="N" interp="linear" with N·timestep above the '
+            "largest delay"
+        )
+
+
+def _delay_bounds(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros_like(nominal), np.maximum(4.0 * np.abs(nominal), 0.05)
+
+
+def _phase_bounds(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return nominal - np.pi, nominal + np.pi
+
+
+def _prm(
+    field: str,
+    col: int,
+    unit: str,
+    bounds: Bounds,
+    require: Require,
+    reason: str = "",
+    factor: float = 1.0,
+) -> Kind:
+    """``model.actuator_<field>[i, col] = factor · value`` (spec ``<field>[col]`` alike);
+    ``reason`` given: a lower limit of 0."""
+    field = f"actuator_{field}"
+    return entry_kind("actuator", field, col, unit, bounds, reason, require, factor=factor)
+
+
+def _scalar(
+    field: str, unit: str, bounds: Bounds, reason: str, require: Require | None = None
+) -> Kind:
+    """``model.actuator_<field>[i]`` (spec attribute ``<field>``), lower limit 0."""
+    return entry_kind("actuator", f"actuator_{field}", None, unit, bounds, reason, require)
+
+
+_dcmotor = _require_gain(_DCMOTOR, "dcmotor")
+_inductance = _require_feature(lambda m, i: m.actuator_dynprm[i, 0] > 0, "inductance")
+_lugre = _require_feature(lambda m, i: m.actuator_dynprm[i, 5] > 0, "lugre")
+_cogging = _require_feature(lambda m, i: m.actuator_biasprm[i, 1] > 0, "cogging (poles > 0)")
+_controller = _require_feature(
+    lambda m, i: bool(int(m.actuator_ctrlspec[i]) & (_INPUT_POS | _INPUT_VEL)),
+    'a controller input (input="pos", "vel" or "pos vel")',
+)
+_pid = _require_gain(_PID, "pid")
+_NEG = "a negative value adds energy or is not physical"
+
+ACTUATOR_KINDS: dict[str, Kind] = {
+    "actuator_delay": _scalar(
+        "delay", "s", _delay_bounds, "a command cannot act before it is sent", _require_history
+    ),
+    "actuator_damping": _scalar(
+        "damping", "N·m·s/rad", nonneg_bounds, "a negative damping adds energy"
+    ),
+    "actuator_armature": _scalar(
+        "armature", "kg·m²", nonneg_bounds, "armature is a rotor inertia, never negative"
+    ),
+    "dcmotor_resistance": _prm(
+        "gainprm", 0, "Ω", positive_bounds, _dcmotor, "a winding resistance is positive"
+    ),
+    "dcmotor_motorconst": _prm(
+        "gainprm", 1, "N·m/A", positive_bounds, _dcmotor, "a motor constant is positive"
+    ),
+    "dcmotor_timeconst": _prm(
+        "dynprm", 0, "s", positive_bounds, _inductance, "a time constant is positive"
+    ),
+    "dcmotor_cogging_amplitude": _prm(
+        "biasprm",
+        0,
+        "N·m",
+        nonneg_bounds,
+        _cogging,
+        "an amplitude is a magnitude (the phase carries the sign)",
+    ),
+    "dcmotor_cogging_phase": _prm("biasprm", 2, "rad", _phase_bounds, _cogging),
+    "dcmotor_lugre_stiffness": _prm("dynprm", 5, "N·m/rad", positive_bounds, _lugre, _NEG),
+    "dcmotor_lugre_damping": _prm("dynprm", 6, "N·m·s/rad", nonneg_bounds, _lugre, _NEG),
+    "dcmotor_lugre_coulomb": _prm("biasprm", 3, "N·m", nonneg_bounds, _lugre, _NEG),
+    "dcmotor_lugre_static": _prm("biasprm", 4, "N·m", nonneg_bounds, _lugre, _NEG),
+    "dcmotor_lugre_stribeck": _prm("biasprm", 5, "rad/s", positive_bounds, _lugre, _NEG),
+    "dcmotor_kp": _prm("gainprm", 4, "N·m/rad", nonneg_bounds, _controller, _NEG),
+    "dcmotor_ki": _prm("gainprm", 5, "N·m/(rad·s)", nonneg_bounds, _controller, _NEG),
+    "dcmotor_kd": _prm("gainprm", 6, "N·m·s/rad", nonneg_bounds, _controller, _NEG),
+    "pid_kp": _prm("biasprm", 1, "N·m/rad", positive_bounds, _pid, _NEG, factor=-1.0),
+    "pid_kv": _prm("biasprm", 2, "N·m·s/rad", nonneg_bounds, _pid, _NEG, factor=-1.0),
+    "pid_ki": _prm("gainprm", 0, "N·m/(rad·s)", nonneg_bounds, _pid, _NEG),
+}
+
+
 def _dofs(model: mujoco.MjModel, joint: int) -> slice:
     adr = model.jnt_dofadr[joint]
     n = {0: 6, 1: 3}.get(int(model.jnt_type[joint]), 1)
     return slice(adr, adr + n)
+
+
+def _require_hinge_or_slide(model: mujoco.MjModel, i: int, name: str) -> None:
+    kind = int(model.jnt_type[i])
+    if kind not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+        raise ValueError(
+            f"joint {name!r} must be a hinge or slide joint for joint_ref, got "
+            f"{mujoco.mjtJoint(kind).name}"
+        )
+
+
+def _ref_kind() -> Kind:
+    """``joint_ref``: the joint's reference position (``ref`` -> ``qpos0``), where the
+    encoder reads 0 relative to the model's geometry: an encoder offset, natively."""
+
+    def read(m: mujoco.MjModel, i: int) -> np.ndarray:
+        return np.array([m.qpos0[m.jnt_qposadr[i]]])
+
+    def write(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
+        m.qpos0[m.jnt_qposadr[i]] = v[0]
+
+    def fields(m: mujoco.MjModel, i: int) -> list[tuple[str, list[int], float]]:
+        return [("qpos0", [int(m.jnt_qposadr[i])], 1.0)]
+
+    def bounds(nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return nominal - 0.2, nominal + 0.2
+
+    def set_spec(joint: Any, v: np.ndarray) -> None:
+        hinge = joint.type == mujoco.mjtJoint.mjJNT_HINGE
+        joint.ref = float(np.degrees(v[0])) if hinge and joint.compiler.degree else float(v[0])
+
+    return Kind(
+        "joint", read, set_spec, write, bounds, "rad", fields,
+        require=_require_hinge_or_slide,
+    )  # fmt: skip
 
 
 def _require_position_actuator(model: mujoco.MjModel, i: int, name: str) -> None:
@@ -131,7 +465,7 @@ def _dof_kind(field: str, spec_attr: str, unit: str, reason: str) -> Kind:
     """A joint quantity stored once per dof (``model.<field>``), the same for all its dofs."""
 
     def read(m: mujoco.MjModel, i: int) -> np.ndarray:
-        return getattr(m, field)[_dofs(m, i)][:1].copy()
+        return cast(np.ndarray, getattr(m, field)[_dofs(m, i)][:1].copy())
 
     def write(m: mujoco.MjModel, i: int, v: np.ndarray) -> None:
         getattr(m, field)[_dofs(m, i)] = v[0]
@@ -140,7 +474,9 @@ def _dof_kind(field: str, spec_attr: str, unit: str, reason: str) -> Kind:
         d = _dofs(m, i)
         return [(field, list(range(d.start, d.stop)), 1.0)]
 
-    return Kind("joint", read, _set0(spec_attr), write, _nonneg, unit, fields, 0.0, reason)
+    return Kind(
+        "joint", read, set_first(spec_attr), write, nonneg_bounds, unit, fields, 0.0, reason
+    )
 
 
 KINDS: dict[str, Kind] = {
@@ -154,18 +490,19 @@ KINDS: dict[str, Kind] = {
         "dof_frictionloss", "frictionloss", "N·m", "a friction loss is a magnitude, never negative"
     ),
     "joint_stiffness": entry_kind(
-        "joint", "jnt_stiffness", None, "N·m/rad", _nonneg, spec_attr="stiffness"
+        "joint", "jnt_stiffness", None, "N·m/rad", nonneg_bounds, spec_attr="stiffness"
     ),
+    "joint_ref": _ref_kind(),
     "actuator_kp": Kind(
         "actuator",
         lambda m, i: m.actuator_gainprm[i, :1].copy(),
         _set_kp_spec,
         _set_kp_model,
-        _positive,
+        positive_bounds,
         "N·m/rad",
         lambda m, i: [
-            ("actuator_gainprm", [_at(m, "actuator_gainprm", i, 0)], 1.0),
-            ("actuator_biasprm", [_at(m, "actuator_biasprm", i, 1)], -1.0),
+            ("actuator_gainprm", [flat_index(m, "actuator_gainprm", i, 0)], 1.0),
+            ("actuator_biasprm", [flat_index(m, "actuator_biasprm", i, 1)], -1.0),
         ],
         0.0,
         "a negative position gain drives away from the target",
@@ -175,26 +512,30 @@ KINDS: dict[str, Kind] = {
         "actuator_biasprm",
         2,
         "N·m·s/rad",
-        _nonneg,
+        nonneg_bounds,
         "a negative velocity gain adds energy",
         factor=-1.0,
     ),
-    "actuator_gear": entry_kind("actuator", "actuator_gear", 0, "N·m/ctrl", _same_sign),
+    "actuator_gear": entry_kind("actuator", "actuator_gear", 0, "N·m/ctrl", same_sign_bounds),
     "actuator_filter_tau": entry_kind(
-        "actuator", "actuator_dynprm", 0, "s", _positive, "a time constant is positive"
+        "actuator", "actuator_dynprm", 0, "s", positive_bounds, "a time constant is positive"
     ),
     "geom_friction": entry_kind(
-        "geom", "geom_friction", 0, "1", _nonneg, "a friction coefficient is never negative"
+        "geom", "geom_friction", 0, "1", nonneg_bounds, "a friction coefficient is never negative"
     ),
     "pair_friction": Kind(
         "pair",
         lambda m, i: m.pair_friction[i, :1].copy(),
         _set_pair_friction_spec,
         _set_pair_friction_model,
-        _nonneg,
+        nonneg_bounds,
         "1",
         lambda m, i: [
-            ("pair_friction", [_at(m, "pair_friction", i, 0), _at(m, "pair_friction", i, 1)], 1.0)
+            (
+                "pair_friction",
+                [flat_index(m, "pair_friction", i, 0), flat_index(m, "pair_friction", i, 1)],
+                1.0,
+            )
         ],
         0.0,
         "a friction coefficient is never negative",
@@ -455,3 +796,17 @@ def _register(name: str, kind: Kind) -> None:
 
 for _name, _kind in KINDS.items():
     _register(_name, _kind)
+
+
+#: The kinds of body inertia (:func:`mjsysid.body_inertia_param`) by their kind name.
+INERTIA_KINDS = {
+    "body_mass": InertiaType.Mass,
+    "body_mass_ipos": InertiaType.MassIpos,
+    "body_inertia": InertiaType.Pseudo,
+}
+#: The kinds that change no model: measurement (:class:`SignalTransform`) and command
+#: (:class:`ControlTransform`) parameters.
+SIGNAL_KINDS = ("sensor_delay", "sensor_gain", "sensor_bias")
+CONTROL_KINDS = ("control_deadband", "control_gain", "control_offset")
+#: Every kind name an experiment file or ``mjsysid simulate --set`` may give.
+ALL_KINDS = sorted(set(KINDS) | set(INERTIA_KINDS))

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import mujoco
 import numpy as np
@@ -164,6 +164,10 @@ class Parameter:
       TypeError: ``frozen`` is not ``True`` or ``False``.
     """
 
+    #: A free parameter needs ``min_value < max_value`` (equal bounds mean a fixed value: freeze
+    #: it). :class:`mjsysid.compat.Parameter` accepts equal bounds, as ``mujoco.sysid`` does.
+    REQUIRE_OPEN_BOX = True
+
     __slots__ = (
         "_frozen",
         "_prior",
@@ -236,7 +240,7 @@ class Parameter:
                 f"{where}: min_value must be <= max_value, got min_value[{i}]={float(lo[i])!r} > "
                 f"max_value[{i}]={float(hi[i])!r}"
             )
-        if not self.frozen:
+        if self.REQUIRE_OPEN_BOX and not self.frozen:
             eq = np.flatnonzero(lo == hi)
             if eq.size:
                 i = eq[0]
@@ -266,7 +270,7 @@ class Parameter:
     @frozen.setter
     def frozen(self, flag: bool) -> None:
         flag = _check_flag(f"parameter {self.name!r}: frozen", flag)
-        if not flag:
+        if self.REQUIRE_OPEN_BOX and not flag:
             eq = np.flatnonzero(self.min_value == self.max_value)
             if eq.size:
                 i = int(eq[0])
@@ -300,7 +304,7 @@ class Parameter:
         refuses to start from one, naming the parameter. A value written in place
         (``p.value[0] = ...``) is not checked here; ``optimize`` checks it too.
         """
-        return self._value
+        return cast(np.ndarray, self._value)
 
     @value.setter
     def value(self, new: npt.ArrayLike) -> None:
@@ -323,11 +327,11 @@ class Parameter:
 
     def as_vector(self) -> np.ndarray:
         """A copy of the current value."""
-        return self._value.copy()
+        return cast(np.ndarray, self._value.copy())
 
     def as_nominal_vector(self) -> np.ndarray:
         """A copy of the nominal value, shape ``(size,)``."""
-        return self.nominal.copy()
+        return cast(np.ndarray, self.nominal.copy())
 
     def update_from_vector(self, vector: npt.ArrayLike) -> None:
         """Sets the value from a vector of length :attr:`size`."""
@@ -488,6 +492,9 @@ class ParameterDict:
       ValueError: A key differs from its parameter's name, or two parameters share a name.
       TypeError: An entry is not a :class:`Parameter`.
     """
+
+    #: The class :meth:`from_dict` (and so :meth:`load_from_disk`) builds parameters with.
+    PARAMETER: type[Parameter] = Parameter
 
     def __init__(
         self, parameters: Iterable[Parameter] | Mapping[str, Parameter] | None = None
@@ -672,7 +679,7 @@ class ParameterDict:
 
     def copy(self) -> ParameterDict:
         """Deep copy of values; modifier callables are kept."""
-        return ParameterDict(p.copy() for p in self._params.values())
+        return type(self)(p.copy() for p in self._params.values())
 
     def get_non_frozen_parameter_names(self) -> list[str]:
         """One label per entry of :meth:`as_vector`; arrays expand to ``name[i]``."""
@@ -746,7 +753,7 @@ class ParameterDict:
         entries = _parse_entries(data, source)
         out = cls()
         for k, e in enumerate(entries):
-            p = Parameter(
+            p = cls.PARAMETER(
                 e["name"],
                 e["nominal"],
                 e["min_value"],

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def _vector(what: str, value: Any, size: int) -> np.ndarray:
         raise ValueError(must_be(what, f"a number or {size} numbers (one per entry)", value))
     out = np.broadcast_to(arr, (size,)).copy()
     out.setflags(write=False)
-    return out
+    return cast(np.ndarray, out)
 
 
 @dataclass(frozen=True, eq=False)

@@ -38,7 +38,7 @@ def element_id(model: mujoco.MjModel, element: str, name: str) -> int:
         raise KeyError(
             f"the model has no {element} named {name!r}; known: {[k for k in known if k]}"
         )
-    return i
+    return int(i)
 
 
 def spec_element(spec: mujoco.MjSpec, element: str, name: str) -> Any:

@@ -1,10 +1,13 @@
-"""The lock-step batched rollout: force laws applied as ``qfrc_applied`` before each step.
+"""The lock-step batched rollout: force laws run before each step.
 
 Every rollout of the batch advances one MuJoCo step at a time (``mujoco.rollout`` with
-``nstep=1``, the previous step's states as initial states); before each step NumPy evaluates
-the force laws for the rollouts at once. The control vector of each step is
+``nstep=1``, the previous step's states as initial states); before each step NumPy runs the
+force laws (:mod:`mjsysid.sim.laws.core`) for the rollouts at once: they add generalized
+forces, may change the controls, read their recorded inputs and per-recording constants, and
+carry their internal states to the next step. The control vector of each step is
 ``[ctrl, qfrc_applied]`` (``control_spec = mjSTATE_CTRL | mjSTATE_QFRC_APPLIED``). This is
-what a simulator that writes ``data.qfrc_applied`` and calls ``mj_step`` does, step by step.
+what a simulator that runs the laws, writes ``data.ctrl`` and ``data.qfrc_applied`` and calls
+``mj_step`` does, step by step (:func:`reference_rollout`).
 
 Threads. The batch is cut into contiguous chunks, and each chunk is stepped through the whole
 horizon by a thread of its own (laws, then its MuJoCo step, then the next step), with no
@@ -46,8 +49,11 @@ import mujoco.rollout
 import numpy as np
 
 from mjsysid.data.states import state_size, state_slices
-from mjsysid.sim.force_laws import CommandTorque, ForceLaw, JointLaw
-from mjsysid.sim.rollout import BatchRollout, align_states, clock_ok
+from mjsysid.sim.laws.core import ForceLaw, State, StepContext
+from mjsysid.sim.laws.dynamics import BatchDynamics, data_dynamics
+from mjsysid.sim.laws.joint import ActuatedLaw, JointLaw
+from mjsysid.sim.laws.runtime import run_laws, start_laws
+from mjsysid.sim.rollout import BatchRollout, checked_output
 
 CHUNK_WORK = 20e-6  # s of MuJoCo work per step a chunk needs for a thread (bench/force_laws.py)
 PROBE_STEPS = 8  # steps run as one chunk to time the MuJoCo and Python work per step
@@ -61,8 +67,9 @@ def bind_laws(laws: Sequence[ForceLaw], model: mujoco.MjModel) -> list[ForceLaw]
 
 
 def _merge_key(law: ForceLaw) -> tuple[object, ...] | None:
-    """Laws with equal keys differ only in their joint (and actuator)."""
-    if not isinstance(law, JointLaw):
+    """Laws with equal keys differ only in their joint (and actuator); a law with an internal
+    state, recorded inputs or constants is never merged."""
+    if not isinstance(law, JointLaw) or law.states or law.inputs or law.constants:
         return None
     config = {k: v for k, v in law.config().items() if k not in ("name", "joint", "actuator")}
     return (type(law), tuple(sorted(config.items())))
@@ -89,9 +96,10 @@ def merge_laws(
         same: list[Any] = [laws[i] for i in members]
         first = same[0]
         extra = {}
-        if isinstance(first, CommandTorque):
+        if isinstance(first, ActuatedLaw):
             extra["ctrl_index"] = np.array([law.ctrl_index for law in same])
-        out_laws.append(dataclasses.replace(first, dof=np.array(dofs), **extra))
+        qpos = np.array([law.qpos for law in same])
+        out_laws.append(dataclasses.replace(first, dof=np.array(dofs), qpos=qpos, **extra))
         out_values.append(
             {k: np.stack([values[i][k] for i in members], axis=-1) for k in values[members[0]]}
         )
@@ -105,17 +113,26 @@ class _StepBuffers:
 
     Attributes:
       control: ``(nstep, nbatch, nu + nv)`` ``[ctrl, qfrc_applied]``; the forces start at 0
-        and the laws add theirs.
+        and the laws add theirs (and may change the controls).
       state: ``(nstep, nbatch, nstate)`` states after each step.
       sensors: ``(nstep, nbatch, nsensordata)``.
+      data: The laws' recorded inputs, constants and command rows (:class:`LawData`).
+      law_states: Per law, ``{state: (nbatch, size)}``, the internal states before the next
+        step (the chunks read and write their rows).
+      dt: The timestep (s).
     """
 
     control: np.ndarray
     state: np.ndarray
     sensors: np.ndarray
+    data: LawData
+    law_states: list[State]
+    dt: float
 
     @classmethod
-    def of(cls, m0: mujoco.MjModel, control: np.ndarray) -> _StepBuffers:
+    def of(
+        cls, m0: mujoco.MjModel, control: np.ndarray, data: LawData, laws: Sequence[ForceLaw]
+    ) -> _StepBuffers:
         nbatch, nstep, nu = control.shape
         step_control = np.zeros((nstep, nbatch, nu + m0.nv))
         step_control[:, :, :nu] = control.transpose(1, 0, 2)
@@ -123,6 +140,42 @@ class _StepBuffers:
             step_control,
             np.empty((nstep, nbatch, state_size(m0))),
             np.empty((nstep, nbatch, m0.nsensordata)),
+            data.time_major(nbatch, nstep),
+            [{k: np.zeros((nbatch, n)) for k, n in law.states.items()} for law in laws],
+            float(m0.opt.timestep),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class LawData:
+    """What the laws read besides the state: recorded inputs, constants and command rows.
+
+    Attributes:
+      inputs: ``{name: (nbatch, nstep)}`` recorded inputs on the simulation grid (held).
+      constants: ``{name: (nbatch,)}`` per-recording constants.
+      new_command: ``(nbatch, nstep)`` whether a recorded command row starts at each step
+        (``None``: at every step).
+    """
+
+    inputs: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    constants: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    new_command: np.ndarray | None = None
+
+    def time_major(self, nbatch: int, nstep: int) -> LawData:
+        """The same with time first (``(nstep, nbatch)``), each step's rows contiguous."""
+        new = self.new_command
+        return LawData(
+            {
+                k: np.ascontiguousarray(np.broadcast_to(v, (nbatch, nstep)).T)
+                for k, v in self.inputs.items()
+            },
+            {
+                k: np.broadcast_to(np.asarray(v, float), (nbatch,))
+                for k, v in self.constants.items()
+            },
+            np.ones((nstep, nbatch), dtype=bool)
+            if new is None
+            else np.ascontiguousarray(np.asarray(new, bool).T),
         )
 
 
@@ -136,6 +189,7 @@ class _Chunk:
       data: Its scratch ``MjData``.
       engine: A rollout without a pool (runs on the calling thread, GIL released).
       values: Per law, its rows of the law's values.
+      dynamics: Computes the joint-space dynamics its laws read (``None``: none reads them).
     """
 
     rows: slice
@@ -143,6 +197,7 @@ class _Chunk:
     data: mujoco.MjData
     engine: mujoco.rollout.Rollout
     values: Sequence[Mapping[str, np.ndarray]]
+    dynamics: BatchDynamics | None = None
 
 
 @dataclasses.dataclass
@@ -195,34 +250,25 @@ class LockstepRollout:
         control: np.ndarray,
         values: Sequence[Mapping[str, np.ndarray]],
         *,
+        data: LawData | None = None,
         align: bool = True,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Rolls out ``nbatch`` models with the laws, like :meth:`BatchRollout.run`.
-
-        Args:
-          models: ``nbatch`` models with the same sizes.
-          initial_states: ``(nbatch, nstate)`` full-physics states at ``t_0``.
-          control: ``(nbatch, nstep, nu)`` controls.
-          values: Per law, ``{parameter: (nbatch, size)}`` values of every rollout.
-          align: As in :meth:`BatchRollout.run`.
-
-        Returns:
-          ``(state, sensordata, ok)`` in :meth:`BatchRollout.run`'s layout.
-        """
+        """:meth:`BatchRollout.run` with the laws: the same arguments (``models``,
+        ``initial_states``, ``control``, ``align``) and results (``(state, sensordata, ok)``,
+        checked by the same :func:`~mjsysid.sim.rollout.checked_output`), plus the laws'
+        ``values`` (per law, ``{parameter: (nbatch, size)}`` values of every rollout) and
+        ``data`` (their recorded inputs, constants and command rows; default: none, a new
+        command at every step)."""
         m0 = models[0]
         x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
-        buf = _StepBuffers.of(m0, np.asarray(control, dtype=np.float64))
         laws, merged = merge_laws(self.bound(m0), values)
+        buf = _StepBuffers.of(m0, np.asarray(control, dtype=np.float64), data or LawData(), laws)
         self._step_all(list(models), laws, merged, x0, buf)
         raw_state = np.ascontiguousarray(buf.state.transpose(1, 0, 2))
         sensordata = np.ascontiguousarray(buf.sensors.transpose(1, 0, 2))
         dt = np.array([m.opt.timestep for m in models])
-        ok = clock_ok(raw_state, x0[:, 0].copy(), dt, scan=True)
-        with np.errstate(over="ignore", invalid="ignore"):
-            ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
-        if not align:
-            return raw_state, sensordata, ok
-        return align_states(raw_state, initial_states), sensordata, ok
+        t0 = x0[:, 0].copy()
+        return checked_output(raw_state, sensordata, initial_states, t0, dt, scan=True, align=align)
 
     def _step_all(
         self,
@@ -269,11 +315,13 @@ class LockstepRollout:
         """The batch cut into ``count`` contiguous chunks of near-equal size."""
         datas = self.runner.datas_for(models[0])
         bounds = np.linspace(0, len(models), count + 1).round().astype(int)
+        dynamics = any(law.dynamics for law in self.laws)
         out = []
         for i, (a, b) in enumerate(itertools.pairwise(bounds)):
             rows = slice(int(a), int(b))
             vals = [{k: v[rows] for k, v in law_vals.items()} for law_vals in values]
-            out.append(_Chunk(rows, models[rows], datas[i], self._engines[i], vals))
+            dyn = BatchDynamics(models[rows]) if dynamics else None
+            out.append(_Chunk(rows, models[rows], datas[i], self._engines[i], vals, dyn))
         return out
 
 
@@ -367,16 +415,27 @@ def _step_chunk(
     sl = state_slices(m0)
     nu = m0.nu
     sq, sv, sa = sl["qpos"], sl["qvel"], sl["act"]
-    pairs = list(zip(laws, chunk.values, strict=True))
     run, models, datas = chunk.engine.rollout, chunk.models, [chunk.data]
     x = (x0 if steps.start == 0 else buf.state[steps.start - 1])[rows]
+    data = buf.data
+    new_command = data.new_command
+    assert new_command is not None  # (time_major fills it)
+    constants = {k: c[rows] for k, c in data.constants.items()}
     for k in steps:
         begin = time.perf_counter() if probe is not None else 0.0
         step_control = buf.control[k, rows]
-        forces, ctrl = step_control[:, nu:], step_control[:, :nu]
-        q, v, act = x[:, sq], x[:, sv], x[:, sa]
-        for law, vals in pairs:
-            forces += law.forces(q, v, ctrl, act, vals)
+        ctx = StepContext(
+            x[:, sq], x[:, sv], x[:, sa], step_control[:, :nu], step_control[:, nu:], x[:, 0],
+            buf.dt, new_command[k, rows],
+        )  # fmt: skip
+        if chunk.dynamics is not None:
+            ctx.bias, ctx.passive, ctx.inertia = chunk.dynamics(ctx.q, ctx.v)
+        inputs = {name: col[k, rows] for name, col in data.inputs.items()}
+        if k == 0:
+            _put(buf.law_states, rows, start_laws(laws, ctx, chunk.values, inputs, constants))
+        states = [{n: s[rows] for n, s in st.items()} for st in buf.law_states]
+        run_laws(laws, ctx, chunk.values, states, inputs, constants)
+        _put(buf.law_states, rows, states)
         after = buf.state[k, rows]
         start = time.perf_counter() if probe is not None else 0.0
         run(
@@ -397,16 +456,30 @@ def _step_chunk(
         x = after
 
 
+def _put(law_states: list[State], rows: slice, states: list[State]) -> None:
+    """Writes a chunk's law states into its rows of the whole batch's."""
+    for whole, part in zip(law_states, states, strict=True):
+        for name, value in part.items():
+            whole[name][rows] = value
+
+
 def reference_rollout(
     model: mujoco.MjModel,
     initial_state: np.ndarray,
     control: np.ndarray,
     laws: Sequence[ForceLaw],
     values: Sequence[Mapping[str, np.ndarray]],
+    *,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    constants: Mapping[str, float] | None = None,
+    new_command: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A plain Python loop (``qfrc_applied`` then ``mj_step``) for one rollout: the
-    definition :class:`LockstepRollout` must match; ``(states after each step, sensordata)``
-    with ``values[i][name]`` of shape ``(1, size)``."""
+    """A plain Python loop for one rollout (the laws through
+    :class:`~mjsysid.sim.laws.runtime.LawRuntime`'s steps, ``data.ctrl`` and
+    ``data.qfrc_applied`` written, ``mj_step``): the definition :class:`LockstepRollout`
+    must match; ``(states after each step, sensordata)``. ``values[i][name]`` is ``(1,
+    size)``, ``inputs[name]`` ``(nstep,)``, ``new_command`` ``(nstep,)`` (default: all
+    ``True``)."""
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     data = mujoco.MjData(model)
     mujoco.mj_setState(model, data, np.asarray(initial_state, float), spec)
@@ -414,16 +487,25 @@ def reference_rollout(
     nstep = control.shape[0]
     states = np.empty((nstep, state_size(model)))
     sensors = np.empty((nstep, model.nsensordata))
+    consts = {k: np.array([float(v)]) for k, v in (constants or {}).items()}
+    law_states: list[State] = []
+    dynamics = any(law.dynamics for law in bound)
     for k in range(nstep):
         data.ctrl[:] = control[k]
-        q, v, act = data.qpos[None].copy(), data.qvel[None].copy(), data.act[None].copy()
-        data.qfrc_applied[:] = sum(
-            (
-                law.forces(q, v, data.ctrl[None].copy(), act, vals)[0]
-                for law, vals in zip(bound, values, strict=True)
-            ),
-            np.zeros(model.nv),
-        )
+        ctx = StepContext(
+            data.qpos[None].copy(), data.qvel[None].copy(), data.act[None].copy(),
+            data.ctrl[None].copy(), np.zeros((1, model.nv)), np.array([data.time]),
+            float(model.opt.timestep),
+            np.array([True if new_command is None else bool(new_command[k])]),
+        )  # fmt: skip
+        if dynamics:
+            ctx.bias, ctx.passive, ctx.inertia = data_dynamics(model, data)
+        now = {name: np.array([float(col[k])]) for name, col in (inputs or {}).items()}
+        if k == 0:
+            law_states = start_laws(bound, ctx, values, now, consts)
+        run_laws(bound, ctx, values, law_states, now, consts)
+        data.ctrl[:] = ctx.ctrl[0]
+        data.qfrc_applied[:] = ctx.force[0]
         mujoco.mj_step(model, data)
         mujoco.mj_getState(model, data, states[k], spec)
         sensors[k] = data.sensordata

@@ -29,6 +29,10 @@ from mjsysid.data.timeseries import SignalMapping, TimeSeries
 from mjsysid.sim.trajectory import SystemTrajectory, TrajectorySeries, state_signal_mapping
 from mjsysid.util.errors import must_be, short_repr
 
+ROLLOUTS = ("cpu", "warp")
+"""Where a population can be simulated: MuJoCo's CPU rollouts, or MuJoCo Warp worlds
+(:mod:`mjsysid.sim.warp`)."""
+
 
 class RolloutDivergedError(RuntimeError):
     """A simulation became unstable (MuJoCo reset it) or produced non-finite values."""
@@ -119,6 +123,38 @@ def align_states(raw_state: np.ndarray, initial_states: np.ndarray) -> np.ndarra
     return state
 
 
+def checked_output(
+    raw_state: np.ndarray,
+    sensordata: np.ndarray,
+    initial_states: np.ndarray,
+    t0: np.ndarray,
+    dt: np.ndarray,
+    *,
+    scan: bool,
+    align: bool,
+    end: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :meth:`BatchRollout.run` returns, from MuJoCo's output of a batch.
+
+    Args:
+      raw_state: ``(nbatch, nstep, nstate)`` states after each step (row ``k`` at ``t_{k+1}``).
+      sensordata: ``(nbatch, nstep, nsensordata)`` sensor values.
+      initial_states: ``(nbatch, nstate)`` states at ``t_0``.
+      t0, dt, scan, end: As for :func:`clock_ok` (``t0``, ``dt``: ``(nbatch,)`` s).
+      align: Return states aligned with the sensors (row ``k`` at ``t_k``).
+
+    Returns:
+      ``(state, sensordata, ok)``: ``ok`` ``(nbatch,)`` is ``False`` for a rollout whose clock
+      went wrong or whose states (with ``scan``) or sensor values are not all finite.
+    """
+    ok = clock_ok(raw_state, t0, dt, scan=scan, end=end)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
+    if not align:
+        return raw_state, sensordata, ok
+    return align_states(raw_state, initial_states), sensordata, ok
+
+
 class BatchRollout:
     """A persistent thread pool plus per-thread ``MjData`` scratch, reused across calls.
 
@@ -199,12 +235,9 @@ class BatchRollout:
             state=raw_state,
             sensordata=sensordata,
         )
-        ok = clock_ok(raw_state, t0, dt, scan=not autoreset, end=end)
-        with np.errstate(over="ignore", invalid="ignore"):
-            ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
-        if not align:
-            return raw_state, sensordata, ok
-        return align_states(raw_state, initial_states), sensordata, ok
+        return checked_output(
+            raw_state, sensordata, initial_states, t0, dt, scan=not autoreset, align=align, end=end
+        )
 
     def _clock_end(
         self, t0: np.ndarray, dt: np.ndarray, nstep: int
@@ -263,13 +296,12 @@ def _control_rows(control: Any, timestep: float) -> npt.ArrayLike:
 def sysid_rollout(
     models: Sequence[mujoco.MjModel] | mujoco.MjModel,
     datas: Sequence[mujoco.MjData] | mujoco.MjData | None,
-    control_signal: npt.ArrayLike | Any = None,
-    initial_states: npt.ArrayLike | None = None,
+    control_signal: npt.ArrayLike | Any,
+    initial_states: npt.ArrayLike,
     rollout_signal_mapping: SignalMapping | None = None,
     rollout_state_mapping: SignalMapping | None = None,
     ctrl_mapping: SignalMapping | None = None,
     *,
-    control: npt.ArrayLike | Any = None,
     nthread: int | None = None,
 ) -> list[SystemTrajectory]:
     """Rolls out many models in one batched, multithreaded ``mujoco.rollout`` call.
@@ -281,7 +313,7 @@ def sysid_rollout(
       control_signal: ``(nbatch, nstep, nu)`` or ``(nstep, nu)`` (broadcast) controls, one
         row per step; or a control ``TimeSeries`` (broadcast) or a list of them, one per
         rollout, sampled every model timestep. Every row is used: ``nstep`` rows give
-        ``nstep`` sensor rows (``mujoco.sysid`` drops the last). ``control=`` also works.
+        ``nstep`` sensor rows (``mujoco.sysid`` drops the last).
       initial_states: ``(nbatch, nstate)`` or ``(nstate,)`` (broadcast) full-physics states.
       rollout_signal_mapping, rollout_state_mapping, ctrl_mapping: Mappings of the returned
         series (default: the model's sensors, :func:`~.trajectory.state_signal_mapping`,
@@ -297,9 +329,7 @@ def sysid_rollout(
       ValueError: Shapes that do not match the models.
       RolloutDivergedError: A simulation became unstable.
     """
-    model_list, ctrl, x0 = _batch_inputs(
-        models, *_control_argument(control_signal, control, initial_states)
-    )
+    model_list, ctrl, x0 = _batch_inputs(models, control_signal, initial_states)
     m0 = model_list[0]
     if datas is not None:
         data_list = [datas] if isinstance(datas, mujoco.MjData) else list(datas)
@@ -371,20 +401,6 @@ class _Mappings:
             x0,
             series(state, self.state),
         )
-
-
-def _control_argument(
-    control_signal: Any, control: Any, initial_states: npt.ArrayLike | None
-) -> tuple[Any, npt.ArrayLike]:
-    """``(control, initial_states)`` of :func:`sysid_rollout`; the control given as
-    ``control_signal`` (the peer's name, positional) or ``control=`` (mjsysid's former)."""
-    if control is not None:
-        if control_signal is not None:
-            raise TypeError("sysid_rollout() got both 'control_signal' and 'control'")
-        control_signal = control
-    if control_signal is None or initial_states is None:
-        raise TypeError("sysid_rollout() needs control_signal and initial_states")
-    return control_signal, initial_states
 
 
 def _batch_inputs(

@@ -2,12 +2,10 @@
 
 Design. The fields are the peer's: ``model``, ``control``, ``sensordata`` and ``state``
 (:class:`~mjsysid.TimeSeries`; ``state`` may be ``None``) and ``initial_state`` (an array).
-mjsysid code written against the earlier array fields keeps working: the series a rollout
-makes are :class:`TrajectorySeries`, which also read as the arrays they hold
-(``traj.sensordata[k, 0]``, ``traj.state[:, cols]``, ``np.asarray(traj.sensordata)``,
-arithmetic), ``traj.times`` is ``sensordata.times``, and the former constructor
-``SystemTrajectory(model, times, control, sensordata, state)`` with arrays is still accepted
-(told apart by the type of the second argument).
+The series a rollout makes are :class:`TrajectorySeries`, which also read as the arrays they
+hold (``traj.sensordata[k, 0]``, ``traj.state[:, cols]``, ``np.asarray(traj.sensordata)``,
+arithmetic); ``traj.times`` is ``sensordata.times``. A custom rollout that has plain arrays
+builds its trajectories with :meth:`SystemTrajectory.from_arrays`.
 
 Time convention. Row ``k`` of ``sensordata`` and ``state`` is the instant ``t_k`` the sensors
 were read, before step ``k`` (``mujoco.sysid`` stamps it ``t_k + dt``: one step late). State
@@ -27,9 +25,9 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.data.peer_stamps import warn_if_peer_stamped
 from mjsysid.data.states import state_size, state_slices
 from mjsysid.data.timeseries import SignalType, TimeSeries
+from mjsysid.data.timing import warn_if_peer_stamped
 from mjsysid.sim import trajectory_files as files
 from mjsysid.sim.render import render_states
 from mjsysid.util.errors import must_be
@@ -131,7 +129,7 @@ def _series(ts: TimeSeries | None) -> TrajectorySeries | None:
     return TrajectorySeries.trusted(ts.times, ts.data, ts.signal_mapping)  # type: ignore[return-value]
 
 
-def _legacy_series(times: np.ndarray, data: Any) -> TrajectorySeries:
+def _array_series(times: np.ndarray, data: Any) -> TrajectorySeries:
     arr = np.asarray(data, dtype=np.float64)
     return TrajectorySeries.trusted(times, arr, None)  # type: ignore[return-value]
 
@@ -142,8 +140,8 @@ class SystemTrajectory:
 
     ``SystemTrajectory(model, control, sensordata, initial_state, state)`` as in
     ``mujoco.sysid``; measured data stamped the peer's way (one timestep late) gets a
-    :class:`~mjsysid.data.peer_stamps.PeerTimestampWarning`. The former form
-    ``SystemTrajectory(model, times, control, sensordata, state)`` with arrays still works.
+    :class:`~mjsysid.data.timing.PeerTimestampWarning`. From plain arrays:
+    :meth:`from_arrays`.
 
     Attributes:
       model: The model.
@@ -162,36 +160,31 @@ class SystemTrajectory:
     def __init__(
         self,
         model: mujoco.MjModel,
-        control: TimeSeries | npt.ArrayLike,
-        sensordata: TimeSeries | npt.ArrayLike,
-        initial_state: npt.ArrayLike | None = None,
-        state: TimeSeries | npt.ArrayLike | None = None,
-        *,
-        times: npt.ArrayLike | None = None,
+        control: TimeSeries,
+        sensordata: TimeSeries,
+        initial_state: npt.ArrayLike,
+        state: TimeSeries | None = None,
     ) -> None:
-        if times is not None or not isinstance(control, TimeSeries):
-            self._init_legacy(model, control, sensordata, initial_state, state, times)
-            return
+        if not isinstance(control, TimeSeries):
+            raise TypeError(
+                must_be(
+                    "control",
+                    "a TimeSeries",
+                    type(control).__name__,
+                    "from arrays use SystemTrajectory.from_arrays(model, times, control, "
+                    "sensordata, state)",
+                )
+            )
         if not isinstance(sensordata, TimeSeries):
             raise TypeError(must_be("sensordata", "a TimeSeries", type(sensordata).__name__))
         if state is not None and not isinstance(state, TimeSeries):
             raise TypeError(must_be("state", "a TimeSeries or None", type(state).__name__))
         x0 = np.asarray(initial_state, dtype=np.float64).reshape(-1)
         self._set(model, _series(control), _series(sensordata), x0, _series(state))
-        warn_if_peer_stamped(
-            sensordata, control, float(x0[0]) if x0.size else None, float(model.opt.timestep)
-        )
-
-    def _init_legacy(self, model: Any, a: Any, b: Any, c: Any, d: Any, times: Any) -> None:
-        """``(model, times, control, sensordata, state)`` with arrays (mjsysid's former form)."""
-        if times is None:
-            times, control, sensordata, state = a, b, c, d
-        else:
-            control, sensordata, state = a, b, d if d is not None else c
-        t = np.asarray(times, dtype=np.float64).reshape(-1)
-        st = None if state is None else _legacy_series(t, state)
-        x0 = np.asarray(st.data[0] if st is not None else np.zeros(0), dtype=np.float64)
-        self._set(model, _legacy_series(t, control), _legacy_series(t, sensordata), x0, st)
+        if isinstance(model, mujoco.MjModel):  # a stand-in model is passed through untouched
+            warn_if_peer_stamped(
+                sensordata, control, float(x0[0]) if x0.size else None, float(model.opt.timestep)
+            )
 
     def _set(self, model: Any, control: Any, sens: Any, x0: np.ndarray, state: Any) -> None:
         for k, v in (
@@ -202,6 +195,26 @@ class SystemTrajectory:
             ("state", state),
         ):
             object.__setattr__(self, k, v)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        model: mujoco.MjModel,
+        times: npt.ArrayLike,
+        control: npt.ArrayLike,
+        sensordata: npt.ArrayLike,
+        state: npt.ArrayLike | None = None,
+    ) -> SystemTrajectory:
+        """From plain arrays on one time grid (a custom rollout's output): ``times``
+        ``(nstep,)`` (s), ``control`` ``(nstep, nu)``, ``sensordata`` ``(nstep,
+        nsensordata)`` and ``state`` ``(nstep, nstate)`` or ``None``; the initial state is
+        ``state[0]`` (empty without states)."""
+        t = np.asarray(times, dtype=np.float64).reshape(-1)
+        st = None if state is None else _array_series(t, state)
+        x0 = np.asarray(st.data[0] if st is not None else np.zeros(0), dtype=np.float64)
+        return cls.from_series(
+            model, _array_series(t, control), _array_series(t, sensordata), x0, st
+        )
 
     @classmethod
     def from_series(
@@ -352,7 +365,7 @@ def check_compatible(traj: SystemTrajectory, allow_missing_sensors: bool = False
 
 
 def _rows_in(times: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    tol = 1e-9 * max(1.0, abs(hi))
+    tol = 1e-9 * max(1.0, abs(lo), abs(hi) if np.isfinite(hi) else 0.0)
     return np.flatnonzero((times >= lo - tol) & (times < hi - tol))
 
 
@@ -371,11 +384,10 @@ def split_trajectory(traj: SystemTrajectory, chunk_size: int) -> list[SystemTraj
     ):
         raise ValueError(must_be("chunk_size", "a positive integer number of steps", chunk_size))
     ct = traj.control.times
-    dt = float(traj.model.opt.timestep)
     out = []
     for i in range(len(ct) // chunk_size):
         a, b = i * chunk_size, (i + 1) * chunk_size
-        lo, hi = float(ct[a]), float(ct[b]) if b < len(ct) else float(ct[-1]) + dt
+        lo, hi = float(ct[a]), float(ct[b]) if b < len(ct) else np.inf
         state_rows = _rows_in(traj.state.times, lo, hi)
         if state_rows.size == 0:
             raise ValueError(must_be(f"state of chunk {i}", f"rows in [{lo!r}, {hi!r}) s", 0))

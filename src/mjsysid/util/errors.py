@@ -112,3 +112,15 @@ def require_model(model: Any, what: str = "model") -> mujoco.MjModel:
             )
         )
     return model
+
+
+def yaml_number(text: str) -> str:
+    """How to write the number ``text`` so that YAML reads a number, not text (PyYAML wants
+    a dot and a signed exponent: ``1.0e+9``, ``1.0e-3``): here, Python's own spelling of it,
+    given as ``1.0e+9`` when it has an exponent."""
+    spelt = repr(float(text))
+    if "e" not in spelt:
+        return spelt
+    mantissa, exponent = spelt.split("e")
+    mantissa = mantissa if "." in mantissa else mantissa + ".0"
+    return f"{mantissa}e{exponent if exponent[0] in '+-' else '+' + exponent}"

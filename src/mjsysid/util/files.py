@@ -15,7 +15,7 @@ import zipfile
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import yaml
@@ -37,20 +37,43 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
+def write_error(e: OSError, path: str | Path, doing: str = "cannot write") -> OSError:
+    """``e`` as an ``OSError`` of the same errno whose message names ``path``: a full disk
+    says which file could not be written (``[Errno 28] cannot write 'out/result.npz': No
+    space left on device``), not only ``No space left on device``."""
+    reason = e.strerror or str(e) or type(e).__name__
+    return OSError(e.errno, f"{doing} {str(path)!r}: {reason}")
+
+
+def write_synced(f: BinaryIO, payload: bytes, path: str | Path) -> None:
+    """Writes ``payload`` to the open file ``f``, flushes and syncs it to disk.
+
+    Raises:
+      OSError: The write, the flush or the sync failed (a full disk, a quota, a lost
+        device); the message names ``path`` (see :func:`write_error`).
+    """
+    try:
+        f.write(payload)
+        f.flush()
+        os.fsync(f.fileno())
+    except OSError as e:
+        raise write_error(e, path) from e
+
+
 def _write_temp(path: Path, payload: bytes) -> Path:
     """Writes ``payload`` to a fresh temporary file next to ``path`` (flushed to disk)."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
-        raise OSError(f"cannot write {str(path)!r}: {e}") from e
+        raise write_error(e, path) from e
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
+            write_synced(f, payload, path)
         os.chmod(tmp, _file_mode())
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and str(path) not in str(e):  # close or chmod
+            raise write_error(e, path) from e
         raise
     return Path(tmp)
 
@@ -144,26 +167,78 @@ def load_npz(path: str | Path, required: tuple[str, ...] = ()) -> dict[str, np.n
     return out
 
 
+def _yaml_error(e: yaml.YAMLError, where: str) -> str:
+    """The parser's complaint with its line and column, without the snippet of the file that
+    PyYAML quotes (the refused file may be anything: its contents are never echoed)."""
+    if isinstance(e, yaml.MarkedYAMLError):
+        mark = e.problem_mark or e.context_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        parts = [p for p in (e.context, e.problem) if p]
+        return f"{where} is not valid YAML{at}: {'; '.join(parts) or 'a syntax error'}"
+    return f"{where} is not valid YAML ({type(e).__name__})"
+
+
+def describe_yaml(data: Any) -> str:
+    """What a YAML document holds, in words, without its contents."""
+    if isinstance(data, str):
+        return f"plain text of {len(data)} characters"
+    if isinstance(data, list):
+        return f"a list of {len(data)} items"
+    return f"a single {type(data).__name__}"
+
+
 def read_yaml(path: str | Path) -> Any:
     """Parses a YAML file with ``yaml.safe_load`` (python object tags are rejected).
 
+    The document must be a mapping (``key: value`` lines) or empty (``None``), as every
+    file mjsysid reads is; any other file (a system file, a CSV, a binary) is refused with
+    what it holds in words, never with its contents. Its size is bounded by the limit
+    ``max_file_bytes`` (:mod:`mjsysid.util.limits`).
+
     Raises:
       FileNotFoundError: No such file.
-      ValueError: Invalid YAML or a tag that would construct Python objects.
+      OSError: It cannot be read (the message names it).
+      ValueError: Too large, not UTF-8 text, invalid YAML (line and column), nested too
+        deeply, not a mapping, or a tag that would construct Python objects.
     """
+    from mjsysid.util.limits import check_limit
+
     path = Path(path)
+    where = repr(str(path))
     if not path.is_file():
-        raise FileNotFoundError(f"no such file: {str(path)!r}")
-    text = path.read_text(encoding="utf-8")
+        raise FileNotFoundError(f"no such file: {where}")
     try:
-        return yaml.safe_load(text)
+        check_limit("max_file_bytes", path.stat().st_size, f"{where}: bytes")
+        raw = path.read_bytes()
+    except OSError as e:
+        raise write_error(e, path, "cannot read") from e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{where} must be a UTF-8 text file (YAML), got a byte that is not UTF-8 at "
+            f"offset {e.start}; is it the right file?"
+        ) from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.constructor.ConstructorError as e:
         raise ValueError(
-            f"{str(path)!r}: unsupported YAML tag ({e.problem}); mjsysid only reads plain data "
+            f"{where}: unsupported YAML tag ({e.problem}); mjsysid only reads plain data "
             "and never constructs Python objects from files"
         ) from None
     except yaml.YAMLError as e:
-        raise ValueError(f"{str(path)!r} is not valid YAML: {e}") from None
+        raise ValueError(_yaml_error(e, where)) from None
+    except RecursionError:
+        raise ValueError(
+            f"{where} must be YAML nested at most a few hundred levels deep, got deeper "
+            "nesting; is it the right file?"
+        ) from None
+    if data is not None and not isinstance(data, dict):
+        raise ValueError(
+            f"{path} must be a YAML mapping, got {type(data).__name__!r} "
+            f"({describe_yaml(data)}); is it the right file?"
+        )
+    return data
 
 
 def remove_write_leftovers(folder: str | Path) -> list[str]:

@@ -7,6 +7,12 @@ candidates, report figures) is derived first and compared with a limit from :dat
 :func:`check_limit` refuses a size over its limit with a message naming the input, the number,
 the limit and how to raise it.
 
+The command line checks its own numbers the same way before loading anything: durations
+(``max_duration_s``), rates (``max_rate_hz``), timeouts and watchdogs (``max_timeout_s``),
+iterations and generations (``max_iterations``), population sizes (``max_candidates``) and
+open-loop starts (``max_starts``); the steps or rows they imply are then checked against
+``max_steps`` and ``max_rows``. :func:`check_count` adds the lower bound of a count.
+
 A limit is raised (or lowered), in order of precedence:
 
 * in code: ``with limits_set(max_rows=50_000_000): ...`` or :func:`set_limits`;
@@ -16,6 +22,7 @@ A limit is raised (or lowered), in order of precedence:
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -45,7 +52,13 @@ LIMITS: dict[str, Limit] = {
         Limit("max_parameters", 5_000, "fitted parameters (window initial states included)"),
         Limit("max_candidates", 100_000, "candidate parameter vectors of one call"),
         Limit("max_report_figures", 24, "per-window figures of a report"),
+        Limit("max_report_signals", 100, "signal figures drawn in a report's Signals section"),
         Limit("max_heatmap_parameters", 300, "parameters drawn in the report's correlation map"),
+        Limit("max_duration_s", 86_400, "seconds of a simulated, designed or captured run"),
+        Limit("max_rate_hz", 100_000, "samples per second of a device or a simulated log"),
+        Limit("max_timeout_s", 3_600, "seconds of a timeout or a watchdog"),
+        Limit("max_iterations", 100_000, "iterations or generations of one search"),
+        Limit("max_starts", 10_000, "open-loop starts per recording of an evaluation"),
     )
 }
 
@@ -155,3 +168,33 @@ def check_limit(name: str, value: float, what: str) -> None:
         f"probably a glitched time stamp, a unit typo or a corrupt file: check the input. "
         f"{how_to_raise(name)}"
     )
+
+
+def check_count(name: str, value: int, what: str, minimum: int = 1) -> None:
+    """Refuses a count (iterations, a population, starts) below ``minimum`` or over the
+    limit ``name``.
+
+    Raises:
+      ValueError: ``what must be an integer >= minimum, got ...`` or the limit's message.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}")
+    check_limit(name, value, what)
+
+
+def check_positive(
+    name: str, value: float, what: str, *, zero: bool = False, expected: str = ""
+) -> None:
+    """Refuses a duration, rate or timeout that is not a finite number > 0 (``>= 0`` with
+    ``zero``) or that exceeds the limit ``name``.
+
+    Raises:
+      ValueError: ``what must be <expected, default 'a finite number > 0'>, got ...`` or the
+        limit's message.
+    """
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = ok and math.isfinite(value) and (value >= 0 if zero else value > 0)
+    if not ok:
+        expected = expected or f"a finite number {'>= 0' if zero else '> 0'}"
+        raise ValueError(f"{what} must be {expected}, got {value!r}")
+    check_limit(name, value, what)

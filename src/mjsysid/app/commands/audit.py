@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from mjsysid.app.commands.common import EXIT_OK, loading_progress
+from mjsysid.app.commands.common import EXIT_OK, EXPERIMENT_HELP, describe, loading_progress
 
 NAME = "audit"
 HELP = "identifiability audit of an experiment at its nominal parameters (fits nothing)"
@@ -20,12 +20,15 @@ HELP = "identifiability audit of an experiment at its nominal parameters (fits n
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment file, the noise level and the alpha."""
-    parser.description = (
-        "Audit which parameters an experiment's data determine, at the nominal parameters: "
-        "singular values, per-parameter sensitivity and expected intervals, the weak "
-        "combinations (sums, products) in words, and what to freeze, tie or excite."
+    describe(
+        parser,
+        (
+            "Audit which parameters an experiment's data determine, at the nominal parameters: "
+            "singular values, per-parameter sensitivity and expected intervals, the weak "
+            "combinations (sums, products) in words, and what to freeze, tie or excite."
+        ),
+        experiment=EXPERIMENT_HELP,
     )
-    parser.add_argument("experiment", help="experiment YAML file, or example:NAME")
     parser.add_argument(
         "--noise",
         type=float,

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
-from mjsysid.app.commands.common import EXIT_ERROR, EXIT_OK, loading_progress
+from mjsysid.app.commands.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXPERIMENT_HELP,
+    describe,
+    loading_progress,
+)
+from mjsysid.util.limits import check_count
 
 if TYPE_CHECKING:
     from mjsysid.app.experiment import Experiment, ProgressFactory
@@ -46,12 +53,15 @@ timing (declared cost lowest)."""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment file and the options of the shift check."""
-    parser.description = (
-        "Load an experiment file (or example:NAME), print its warnings and check the timing "
-        "of its recordings (clock jitter, commands one sample out of step). Fits nothing. "
-        "Exit status 0 when clean, 1 when a check failed."
+    describe(
+        parser,
+        (
+            "Load an experiment file (or example:NAME), print its warnings and check the timing "
+            "of its recordings (clock jitter, commands one sample out of step). Fits nothing. "
+            "Exit status 0 when clean, 1 when a check failed."
+        ),
+        experiment=EXPERIMENT_HELP,
     )
-    parser.add_argument("experiment", help="experiment YAML file, or example:NAME")
     parser.add_argument(
         "--no-shift-check", action="store_true", help="skip the command-shift check"
     )
@@ -178,8 +188,7 @@ def load_with_timing_warnings(
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Loads the experiment, prints its warnings and the timing checks; fits nothing."""
-    if args.shift_iters < 1:
-        raise ValueError(f"--shift-iters must be >= 1, got {args.shift_iters}")
+    check_count("max_iterations", args.shift_iters, "--shift-iters")
     exp, found = load_with_timing_warnings(args.experiment, loading_progress(err))
     for line in found:
         print(f"warning: {line}", file=err)

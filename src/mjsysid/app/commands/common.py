@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import threading
 import time
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mjsysid.util.files import remove_write_leftovers
+from mjsysid.util.files import read_yaml, remove_write_leftovers
 from mjsysid.util.lock import folder_lock
 from mjsysid.util.mujoco_log import mujoco_log_in
 from mjsysid.util.progress import ProgressBar, progress_bar
@@ -19,6 +20,51 @@ if TYPE_CHECKING:
     from mjsysid.params.parameter import ParameterDict
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+EXPERIMENT_HELP = "experiment YAML file, or example:NAME"
+RUN_FILE = "run.yaml"  # what 'mjsysid fit' (or the demo) records to rebuild a results folder
+
+
+def read_run_info(folder: Path, command: str, needs: str = "a folder") -> Any:
+    """The :data:`RUN_FILE` of results folder ``folder``, as read from its YAML.
+
+    Raises:
+      FileNotFoundError: It is missing (the message says that ``mjsysid <command>`` needs
+        ``needs`` written by ``mjsysid fit``).
+    """
+    run_file = folder / RUN_FILE
+    if not run_file.is_file():
+        raise FileNotFoundError(
+            f"{str(run_file)!r} is missing; 'mjsysid {command}' needs {needs} written by "
+            "'mjsysid fit'"
+        )
+    return read_yaml(run_file)
+
+
+def describe(
+    parser: argparse.ArgumentParser, description: str, *, experiment: str | None = None
+) -> None:
+    """Sets a command's ``description`` and, with ``experiment`` (the help text, e.g.
+    :data:`EXPERIMENT_HELP`), declares its first argument: the experiment file."""
+    parser.description = description
+    if experiment is not None:
+        parser.add_argument("experiment", help=experiment)
+
+
+def add_quiet(parser: argparse.ArgumentParser, what: str) -> None:
+    """``-q``/``--quiet``: no ``what`` (e.g. ``"progress lines"``) on stderr."""
+    parser.add_argument("-q", "--quiet", action="store_true", help=f"no {what}")
+
+
+def add_no_report(parser: argparse.ArgumentParser) -> None:
+    """``--no-report``: the results folder without ``report.html``."""
+    parser.add_argument("--no-report", action="store_true", help="do not write report.html")
+
+
+def add_no_videos(parser: argparse.ArgumentParser) -> None:
+    """``--no-videos``: the report without its videos (the slow part of a report)."""
+    parser.add_argument(
+        "--no-videos", action="store_true", help="write the report without its videos (faster)"
+    )
 
 
 @dataclass
@@ -108,11 +154,15 @@ def write_report(
     confidence: Any = None,
     validation: Any = None,
     quiet: bool = False,
+    videos: bool = True,
+    plotly_js: str = "shared",
 ) -> None:
     """Writes the default HTML report into ``out``, or says on ``err`` why it is skipped.
 
     ``confidence``: the intervals already computed (default: the report computes them);
-    ``validation``: a :class:`~mjsysid.output.validation.ValidationTable` (its section).
+    ``validation``: a :class:`~mjsysid.fit.validation.ValidationTable` (its section);
+    ``videos``: ``False`` leaves them out (``--no-videos``); ``plotly_js``: where the page
+    reads plotly.js from (:mod:`mjsysid.output.report.plotly_source`).
     The videos rendered are counted on a bar on ``err`` when it is a terminal (not with
     ``quiet``)."""
     if not report_available():
@@ -133,6 +183,8 @@ def write_report(
             validation=validation,
             progress=bar,
             messages="file",
+            videos="auto" if videos else False,
+            plotly_js=plotly_js,
         )
     except ImportError as e:
         print(f"report skipped: {e}", file=err)

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
-from mjsysid.app.commands.common import EXIT_OK
-from mjsysid.util.files import atomic_write_text, read_yaml
+from mjsysid.app.commands.common import EXIT_OK, RUN_FILE, describe, read_run_info
+from mjsysid.util.files import atomic_write_text
+from mjsysid.util.results_files import PARAMS_X_HAT
 
 if TYPE_CHECKING:
     from mjsysid.app.experiment import Experiment
@@ -24,10 +25,13 @@ HELP = "compare identified models on the same held-out data (fit, RMS, AIC, BIC)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The results folders, the data and the output file."""
-    parser.description = (
-        "Simulate the models identified in two or more results folders on the same held-out "
-        "data (the first folder's holdout: true sequences, or --data) and compare their fit "
-        "percentages, RMS errors and information criteria (AIC, BIC)."
+    describe(
+        parser,
+        (
+            "Simulate the models identified in two or more results folders on the same held-out "
+            "data (the first folder's holdout: true sequences, or --data) and compare their fit "
+            "percentages, RMS errors and information criteria (AIC, BIC)."
+        ),
     )
     parser.add_argument("results", nargs="+", help="folders written by 'mjsysid fit'")
     parser.add_argument(
@@ -54,22 +58,16 @@ def _rebuild(folder: Path, label: str, err: TextIO) -> _Fitted:
     from mjsysid.app.experiment import load_experiment
     from mjsysid.output.results import load_results
 
-    run_file = folder / "run.yaml"
-    if not run_file.is_file():
-        raise FileNotFoundError(
-            f"{str(run_file)!r} is missing; 'mjsysid compare' needs folders written by "
-            "'mjsysid fit'"
-        )
-    run_info = read_yaml(run_file)
+    run_info = read_run_info(folder, "compare", "folders")
     if not isinstance(run_info, dict) or "experiment" not in run_info:
-        raise ValueError(f"{str(run_file)!r} names no experiment (a demo folder?)")
+        raise ValueError(f"{str(folder / RUN_FILE)!r} names no experiment (a demo folder?)")
     exp = load_experiment(run_info["experiment"])
     changed = changed_inputs(run_info, exp)
     if changed:
         print(f"warning: {label}: the inputs changed since the fit ran: {changed}", file=err)
     results = load_results(folder)  # a complete save (raises otherwise)
     params = exp.params.copy()
-    params.load_values(folder / "params_x_hat.yaml", strict=False)
+    params.load_values(folder / PARAMS_X_HAT, strict=False)
     if params.size != results.result.x.size:
         raise ValueError(
             f"{str(folder)!r}: its experiment now has {params.size} free values, the fit "
@@ -124,7 +122,7 @@ def _write(path: Path, payload: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Rebuilds every folder's model, simulates it on the data and prints the comparison."""
-    from mjsysid.output.validation import compare_models, format_comparison, verdict
+    from mjsysid.fit.validation import compare_models, format_comparison, verdict
 
     if len(args.results) < 2:
         raise ValueError(f"compare needs two or more results folders, got {len(args.results)}")

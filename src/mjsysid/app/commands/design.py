@@ -11,12 +11,15 @@ intervals are printed next to a plain PRBS and multisine of the same duration an
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 
-from mjsysid.app.commands.common import EXIT_OK
+from mjsysid.app.commands.common import EXIT_OK, EXPERIMENT_HELP, describe
+from mjsysid.util.errors import must_be
+from mjsysid.util.limits import check_count, check_limit, check_positive
 
 NAME = "design"
 HELP = "design a D-optimal excitation for an experiment (writes a command file)"
@@ -24,12 +27,15 @@ HELP = "design a D-optimal excitation for an experiment (writes a command file)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment, the signal family, the duration, the limits and the output file."""
-    parser.description = (
-        "Design an excitation that maximises log det of the range-scaled JᵀJ at the "
-        "nominal model (D-optimality), within ctrlrange and the joint limits; write it as a "
-        "recording and compare its predicted intervals with a plain PRBS and multisine."
+    describe(
+        parser,
+        (
+            "Design an excitation that maximises log det of the range-scaled JᵀJ at the "
+            "nominal model (D-optimality), within ctrlrange and the joint limits; write it as a "
+            "recording and compare its predicted intervals with a plain PRBS and multisine."
+        ),
+        experiment=EXPERIMENT_HELP,
     )
-    parser.add_argument("experiment", help="experiment YAML file, or example:NAME")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds (default 10)")
     parser.add_argument("--signal", choices=("multisine", "prbs"), default="multisine")
     parser.add_argument("--noise", type=float, default=0.01, help="sensor noise std")
@@ -40,6 +46,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default="design.npz", help="command file (.npz or .csv)")
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Rejects bad numbers before anything is loaded: the duration, the search budget (each
+    candidate is ``p + 1`` rollouts of ``--duration``), the noise and velocity limit."""
+    check_positive("max_duration_s", args.duration, "--duration")
+    check_count("max_candidates", args.popsize, "--popsize", minimum=4)  # design.MIN_POPSIZE
+    check_count("max_iterations", args.generations, "--generations")
+    if not (math.isfinite(args.noise) and args.noise >= 0):
+        raise ValueError(must_be("--noise", "a finite sensor noise std >= 0", args.noise))
+    if args.max_velocity is not None and not (
+        math.isfinite(args.max_velocity) and args.max_velocity > 0
+    ):
+        raise ValueError(must_be("--max-velocity", "a finite |qvel| limit > 0", args.max_velocity))
+    if args.seed < 0:
+        raise ValueError(must_be("--seed", "an integer >= 0", args.seed))
+    if Path(args.output).suffix.lower() not in (".npz", ".csv"):
+        raise ValueError(must_be("--output", "a .npz or .csv file name", args.output))
+
+
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Loads the experiment, designs, writes the command file, prints the comparison."""
     from mjsysid.app.experiment import load_experiment
@@ -47,7 +71,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from mjsysid.fit.design import DesignProblem, design_excitation
     from mjsysid.sim.rollout import sysid_rollout
 
+    check_args(args)
     exp = load_experiment(args.experiment)
+    dt = exp.model.opt.timestep
+    check_limit(
+        "max_steps", args.duration / dt, f"--duration {args.duration:g} s at timestep {dt:g} s"
+    )
     x0 = np.asarray(exp.sequences.initial_state[0], dtype=np.float64)
     problem = DesignProblem(
         exp.spec,

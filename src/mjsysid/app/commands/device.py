@@ -3,28 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TextIO
 
 import mujoco
 
-from mjsysid.app.simdevice import SimOptions, SimulatedDevice
-from mjsysid.data.capture.device import load_device
+from mjsysid.lab.capture.device import load_device
+from mjsysid.lab.simdevice import SimOptions, SimulatedDevice
+from mjsysid.util.limits import check_positive
 
 NAME = "device"
 HELP = "simulate a serial device (rehearse a capture without hardware)"
 
 
-def _field_values(items: list[str], flag: str) -> dict[str, float]:
+def _field_values(items: list[str], flag: str, zero: bool) -> dict[str, float]:
+    """``{field: number}`` of ``FIELD=NUMBER`` items: finite, ``>= 0`` (``zero``) or ``> 0``."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
         try:
-            out[name] = float(value)
+            number = float(value)
         except ValueError:
             sep = ""
         if not sep or not name:
             raise ValueError(f"{flag} must be FIELD=NUMBER, got {item!r}")
+        if not (math.isfinite(number) and (number >= 0 if zero else number > 0)):
+            bound = ">= 0" if zero else "> 0"
+            raise ValueError(f"{flag} {name} must be a finite number {bound}, got {value!r}")
+        out[name] = number
     return out
 
 
@@ -52,14 +59,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serves until Ctrl-C (or ``--duration``); prints the port name first."""
+    if args.duration is not None:
+        check_positive("max_duration_s", args.duration, "--duration")
     device = load_device(args.device)
     path = args.model or device.model
     if path is None:
         raise ValueError(f"{device.source}: no model: give model: in the file or --model")
     model = mujoco.MjModel.from_xml_path(str(path))
     options = SimOptions(
-        noise=_field_values(args.noise, "--noise"),
-        quantize=_field_values(args.quantize, "--quantize"),
+        noise=_field_values(args.noise, "--noise", zero=True),
+        quantize=_field_values(args.quantize, "--quantize", zero=False),
         seed=args.seed,
         lockstep=args.lockstep,
     )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from mjsysid.app.commands.common import EXIT_OK, loading_progress
+from mjsysid.app.commands.common import EXIT_OK, add_quiet, describe, loading_progress
+from mjsysid.util.limits import check_count, check_limit
 
 if TYPE_CHECKING:
     import mujoco
@@ -19,14 +21,17 @@ HELP = "one-step and open-loop prediction errors of models on recorded data"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment, the models and the outputs."""
-    parser.description = (
-        "Simulates each model from the recorded states under the recorded commands and "
-        "reports separately its one-step error and its open-loop error against horizon (0.1 s "
-        "to the whole recording). A model is 'nominal' (the experiment's model), an MJCF "
-        "file, or a results folder of 'mjsysid fit' (its identified <name>.xml); "
-        "LABEL=MODEL names it in the table."
+    describe(
+        parser,
+        (
+            "Simulates each model from the recorded states under the recorded commands and "
+            "reports separately its one-step error and its open-loop error against horizon (0.1 s "
+            "to the whole recording). A model is 'nominal' (the experiment's model), an MJCF "
+            "file, or a results folder of 'mjsysid fit' (its identified <name>.xml); "
+            "LABEL=MODEL names it in the table."
+        ),
+        experiment="experiment file (or example:<name>)",
     )
-    parser.add_argument("experiment", help="experiment file (or example:<name>)")
     parser.add_argument("models", nargs="+", metavar="MODEL", help="nominal, file.xml or folder")
     parser.add_argument("--out", help="write the evaluation as JSON to this file")
     parser.add_argument("--html", help="write a standalone page with the curves (needs plotly)")
@@ -37,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--horizons",
         help="open-loop horizons in seconds, comma-separated (default 0.1,0.2,0.5,1,2,5,...)",
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser, "progress lines")
 
 
 def _horizons(text: str | None) -> tuple[float, ...] | None:
@@ -49,8 +54,10 @@ def _horizons(text: str | None) -> tuple[float, ...] | None:
         raise ValueError(
             f"--horizons must be seconds separated by commas (0.1,0.5,1), got {text!r}"
         ) from None
-    if not values or any(not v > 0 for v in values):
-        raise ValueError(f"--horizons must be positive seconds, got {text!r}")
+    if not values or any(not (math.isfinite(v) and v > 0) for v in values):
+        raise ValueError(f"--horizons must be positive finite seconds, got {text!r}")
+    for v in values:
+        check_limit("max_duration_s", v, "--horizons")
     return values
 
 
@@ -94,10 +101,11 @@ def load_model(source: str, exp: Experiment) -> mujoco.MjModel:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Loads the experiment and the models, evaluates them, prints and writes the results."""
-    from mjsysid.app.evaluate import DEFAULT_HORIZONS, evaluate_models
-    from mjsysid.app.evaluate_report import format_table, write_html, write_json
     from mjsysid.app.experiment import load_experiment
+    from mjsysid.lab.evaluate import DEFAULT_HORIZONS, evaluate_models
+    from mjsysid.lab.evaluate_report import format_table, write_html, write_json
 
+    check_count("max_starts", args.starts, "--starts")
     horizons = _horizons(args.horizons) or DEFAULT_HORIZONS
     exp = load_experiment(args.experiment, progress=loading_progress(err, args.quiet))
     models = {}

@@ -16,7 +16,12 @@ import yaml
 from mjsysid.app.commands.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    RUN_FILE,
     Phases,
+    add_no_report,
+    add_no_videos,
+    add_quiet,
+    describe,
     loading_progress,
     results_folder,
     write_report,
@@ -28,8 +33,7 @@ from mjsysid.fit.checkpoints import (
     read_origin,
     write_origin,
 )
-from mjsysid.fit.optimize import OPTIMIZERS
-from mjsysid.fit.options import FitOptions
+from mjsysid.fit.options import OPTIMIZERS, FitOptions
 from mjsysid.fit.status import MessageContext, model_context
 from mjsysid.util.files import atomic_write_text
 
@@ -43,12 +47,13 @@ HELP = "identify parameters from an experiment file"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment file and the flags overriding its optimizer settings."""
-    parser.description = (
-        "Fit the parameters of an experiment file (or example:NAME) "
-        "and write the results folder and report."
-    )
-    parser.add_argument(
-        "experiment", help="experiment YAML file, or example:NAME for a bundled one"
+    describe(
+        parser,
+        (
+            "Fit the parameters of an experiment file (or example:NAME) "
+            "and write the results folder and report."
+        ),
+        experiment="experiment YAML file, or example:NAME for a bundled one",
     )
     parser.add_argument("--out", help="results folder (default: results/<experiment name>)")
     parser.add_argument(
@@ -71,14 +76,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="continue from <out>/checkpoint.npz after an interruption",
     )
     _add_search_arguments(parser)
-    parser.add_argument("--no-report", action="store_true", help="do not write report.html")
+    add_no_report(parser)
+    add_no_videos(parser)
     parser.add_argument(
         "--no-timing-check",
         action="store_true",
         help="skip the quick check, before the fit, that the commands are not one sample out "
         "of step (mjsysid check runs a longer one)",
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+    add_quiet(parser, "per-iteration progress")
 
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -194,7 +200,7 @@ def _count(n: int, noun: str) -> str:
 
 def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
     """Says what is fitted on what, how the data are cut and in which stages."""
-    from mjsysid.fit.optimize import resolve_horizons
+    from mjsysid.fit.horizons import resolve_horizons
 
     print(
         f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
@@ -237,7 +243,7 @@ def _save_run(exp: Experiment, fs: FitSettings) -> None:
     }
     if fs.search:
         run_info["search"] = fs.search
-    atomic_write_text(fs.out / "run.yaml", yaml.safe_dump(run_info, sort_keys=False))
+    atomic_write_text(fs.out / RUN_FILE, yaml.safe_dump(run_info, sort_keys=False))
 
 
 def table(result: Any, conf: Any, params: ParameterDict) -> str:
@@ -248,8 +254,8 @@ def table(result: Any, conf: Any, params: ParameterDict) -> str:
 
     x0 = params.as_vector()
     side = conf.at_bound if conf.at_bound is not None else np.zeros(x0.size, int)
-    by = getattr(conf, "determined_by", None) or [""] * x0.size
-    boot = getattr(conf, "method", "linear") == "bootstrap"
+    by = conf.determined_by or [""] * x0.size
+    boot = conf.method == "bootstrap"
     ends = conf.ends() if boot else np.zeros((x0.size, 2))
     head = interval_method(conf) if boot else f"{'± 95 %':>12}"
     lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {head}"]
@@ -349,7 +355,7 @@ def _timing_check(args: argparse.Namespace, exp: Experiment, ph: Phases, err: Te
 def _evaluator(args: argparse.Namespace, exp: Experiment, rf: Any, err: TextIO) -> Iterator[Any]:
     """The residual the fit calls: ``rf`` itself, or ``rf`` spread over a Dask cluster
     (``--workers`` / ``--scheduler`` / the experiment's ``executor:``), closed afterwards."""
-    from mjsysid.fit.executors import executor_options
+    from mjsysid.fit.distributed import executor_options
 
     if args.workers is not None:
         opts: dict[str, Any] | None = executor_options({"workers": args.workers}, "--workers")
@@ -366,7 +372,7 @@ def _evaluator(args: argparse.Namespace, exp: Experiment, rf: Any, err: TextIO) 
     try:
         where = opts.get("scheduler") or f"a local cluster of {opts['workers']} workers"
         print(f"  evaluating candidates on {where}", file=err)
-        remote = distribute(rf, client)
+        remote = distribute(rf, client, timeout=opts.get("timeout"))
         try:
             yield remote
         finally:
@@ -379,7 +385,7 @@ def message_context(exp: Experiment, fs: FitSettings, rf: Any) -> MessageContext
     """What the messages of this fit may advise, in the experiment file's words: the
     causes its model can have (contacts, dry friction) and the remedies it does not use
     already (windows, horizon stages, a global stage or several starts)."""
-    from mjsysid.fit.optimize import resolve_horizons
+    from mjsysid.fit.horizons import resolve_horizons
 
     stages = resolve_horizons(fs.fit.horizons, rf, fs.optimizer, exp.params)
     return model_context(
@@ -448,7 +454,7 @@ def _fit(
     """Fits with ``fit_rf``: ``(opt_params, result)`` with the totals of the runs a
     ``--resume`` continues, its message in ``context``'s words; ``None`` when interrupted
     before the first iteration ended."""
-    from mjsysid.fit.optimize import optimize, run_fit
+    from mjsysid.fit.optimize import optimize
 
     checkpoint = fs.out / "checkpoint.npz"
     earlier = _earlier_runs(args, checkpoint, err)
@@ -459,13 +465,10 @@ def _fit(
             verbose=not args.quiet,
             output=err,
             messages=context,
+            **fs.search,
         )
         with ph("fitting", announce=False):  # (its iteration lines show it going on)
-            if fs.search:
-                keywords = {**run_options.as_keywords(), **fs.search}
-                opt_params, result = optimize(exp.params, fit_rf, **keywords)
-            else:
-                opt_params, result = run_fit(exp.params, fit_rf, run_options)
+            opt_params, result = optimize(exp.params, fit_rf, options=run_options)
     except KeyboardInterrupt:
         print(
             f"interrupted before the first iteration finished; nothing to save "
@@ -499,6 +502,7 @@ def _save_and_report(
     with ph("intervals"):
         conf = compute_confidence(result, rf, params=opt_params, **exp.confidence)
     with ph("saving"):
+        earlier = _owned_files(fs.out)
         save_results(
             fs.out,
             [exp.sequences],
@@ -510,6 +514,7 @@ def _save_and_report(
             model_files={exp.sequences.name: exp.export_urdf or exp.files[1]},
         )
         _save_run(exp, fs)
+        _remove_stale(fs.out, earlier - _owned_files(fs.out), err)
     _summarise(args, result, conf, exp, out, err)
     with ph("validation"):
         validation = _validate(exp, rf, opt_params, fs.out, out, err)
@@ -527,9 +532,59 @@ def _save_and_report(
                 confidence=conf,
                 validation=validation,
                 quiet=args.quiet,
+                videos=not args.no_videos,
             )
+    else:  # a report of an earlier run would describe other results
+        _remove_stale(fs.out, {"report.html", "report_assets"}, err)
     rf.close()
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK
+
+
+def _owned_files(folder: Path) -> set[str]:
+    """The per-model files the results of ``folder`` name: ``<name>.xml`` (``models`` of
+    ``result.yaml``) and the exports of each model (``<name>.urdf``, ``<name>.robot.yaml``,
+    ``<name>.identified.yaml``);
+    empty when there are no readable results."""
+    from mjsysid.util.files import read_yaml
+
+    try:
+        summary = read_yaml(folder / "result.yaml") if (folder / "result.yaml").is_file() else {}
+    except (OSError, ValueError):
+        return set()  # not results of ours: nothing of it is ours to remove
+    models = (summary or {}).get("models")
+    if not isinstance(models, dict):
+        return set()
+    owned: set[str] = set()
+    for name, file in models.items():
+        owned.update(
+            (
+                str(file),
+                f"{name}.urdf",
+                f"{name}.robot.xml",
+                f"{name}.robot.yaml",
+                f"{name}.identified.yaml",
+            )
+        )
+    return {f for f in owned if f and Path(f).name == f and not f.startswith(".")}
+
+
+def _remove_stale(folder: Path, names: set[str], err: TextIO) -> None:
+    """Removes files (and the report's assets folder) an earlier run left in ``folder`` that
+    this run did not write; a link is removed, never followed."""
+    import shutil
+
+    removed = []
+    for name in sorted(names):
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.is_file() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(name)
+    if removed:
+        print(f"note: removed what an earlier run left in {folder}: {removed}", file=err)
 
 
 def _validate(
@@ -538,7 +593,7 @@ def _validate(
     """Simulates the fitted and the held-out sequences with the start and the identified
     model, prints the table and writes ``validation.yaml`` (a simulation that fails is a
     warning: the results are saved already); the table, or ``None``."""
-    from mjsysid.output.validation import validation_table
+    from mjsysid.fit.validation import validation_table
     from mjsysid.sim.rollout import RolloutDivergedError
 
     hold_rf = exp.build_holdout_residual_fn()

@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mjsysid.app.commands.common import (
     EXIT_ERROR,
     EXIT_OK,
+    add_no_videos,
     loading_progress,
+    read_run_info,
     report_available,
     results_folder,
     write_report,
 )
-from mjsysid.util.files import read_yaml
+from mjsysid.util.results_files import PARAMS_X0, PARAMS_X_HAT
 
 if TYPE_CHECKING:
     from mjsysid.app.experiment import Experiment
@@ -26,6 +28,13 @@ HELP = "(re)write the HTML report of a results folder"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The results folder."""
     parser.add_argument("results", help="folder written by 'mjsysid fit'")
+    add_no_videos(parser)
+    parser.add_argument(
+        "--standalone",
+        action="store_true",
+        help="copy plotly.js into the folder, so the report opens on another machine "
+        "(by default it reads the installed plotly package's copy)",
+    )
 
 
 def changed_inputs(run_info: dict[str, Any], exp: Experiment) -> list[str]:
@@ -39,10 +48,20 @@ def changed_inputs(run_info: dict[str, Any], exp: Experiment) -> list[str]:
     return sorted(f for f in set(then) | set(now) if then.get(f) != now.get(f))
 
 
-def _demo_report(folder: Path, results: Any, quick: bool, err: TextIO) -> int:
+def _report_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The report's keywords from ``--no-videos`` and ``--standalone``."""
+    return {
+        "videos": not args.no_videos,
+        "plotly_js": "copy" if args.standalone else "shared",
+    }
+
+
+def _demo_report(
+    folder: Path, results: Any, quick: bool, err: TextIO, options: dict[str, Any]
+) -> int:
     """The report of a folder written by ``mjsysid demo`` (its data are recorded again: the
     demo's excitation run is deterministic)."""
-    from mjsysid.app.demo import demo_problem
+    from mjsysid.lab.demo import demo_problem
 
     if not report_available():
         print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
@@ -58,6 +77,7 @@ def _demo_report(folder: Path, results: Any, quick: bool, err: TextIO) -> int:
             folder,
             err,
             confidence=results.confidence,
+            **options,
         )
     return EXIT_OK
 
@@ -69,17 +89,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     folder = Path(args.results)
     results = load_results(folder)
-    run_file = folder / "run.yaml"
-    if not run_file.is_file():
-        print(
-            f"error: {str(run_file)!r} is missing; 'mjsysid report' needs a folder written by "
-            "'mjsysid fit'",
-            file=err,
-        )
+    try:
+        run_info = read_run_info(folder, "report")
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=err)
         return EXIT_ERROR
-    run_info = read_yaml(run_file)
     if isinstance(run_info, dict) and isinstance(run_info.get("demo"), dict):
-        return _demo_report(folder, results, bool(run_info["demo"].get("quick")), err)
+        quick = bool(run_info["demo"].get("quick"))
+        return _demo_report(folder, results, quick, err, _report_options(args))
     exp = load_experiment(run_info["experiment"], progress=loading_progress(err))
     changed = changed_inputs(run_info, exp)
     if changed:
@@ -92,9 +109,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_ERROR
     rf = exp.build_residual_fn()
     params = exp.params
-    params.load_values(folder / "params_x_0.yaml", strict=False)
+    params.load_values(folder / PARAMS_X0, strict=False)
     opt_params = params.copy()
-    opt_params.load_values(folder / "params_x_hat.yaml", strict=False)
+    opt_params.load_values(folder / PARAMS_X_HAT, strict=False)
     if not report_available():
         print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
         return EXIT_ERROR
@@ -109,13 +126,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err,
             confidence=results.confidence,  # the saved intervals: as confidence.yaml says
             validation=_validation(exp, rf, params, opt_params),
+            **_report_options(args),
         )
     return EXIT_OK
 
 
 def _validation(exp: Experiment, rf: Any, params: Any, opt_params: Any) -> Any:
     """The validation table of the fit (fitted and held-out sequences), computed again."""
-    from mjsysid.output.validation import validation_table
+    from mjsysid.fit.validation import validation_table
 
     hold_rf = exp.build_holdout_residual_fn()
     try:

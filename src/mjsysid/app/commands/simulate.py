@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
-from mjsysid.app.commands.common import EXIT_OK
+from mjsysid.app.commands.common import EXIT_OK, describe
 from mjsysid.util.errors import must_be
+from mjsysid.util.limits import check_limit, check_positive
 
 if TYPE_CHECKING:
     import mujoco
 
-    from mjsysid.app.true_system import SetValue, TrueSystem
+    from mjsysid.lab.true_system import SetValue, TrueSystem
     from mjsysid.sim.rollout import SystemTrajectory
 
 NAME = "simulate"
@@ -35,9 +36,12 @@ _SET_HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The model, the output file, the excitation and the 'true' system's changes."""
-    parser.description = (
-        "Simulate MODEL under an excitation signal and write a "
-        "recording (.npz or .csv) that 'mjsysid fit' can read."
+    describe(
+        parser,
+        (
+            "Simulate MODEL under an excitation signal and write a "
+            "recording (.npz or .csv) that 'mjsysid fit' can read."
+        ),
     )
     parser.add_argument("model", help="MJCF or URDF file")
     parser.add_argument("--out", required=True, help="output recording (.npz or .csv)")
@@ -70,16 +74,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_args(args: argparse.Namespace) -> None:
     """Rejects bad numbers before anything is loaded or simulated."""
-    if not (math.isfinite(args.duration) and args.duration > 0):
-        raise ValueError(must_be("--duration", "a finite number of seconds > 0", args.duration))
+    check_positive(
+        "max_duration_s", args.duration, "--duration", expected="a finite number of seconds > 0"
+    )
     if args.amplitude is not None and not (math.isfinite(args.amplitude) and args.amplitude > 0):
         raise ValueError(must_be("--amplitude", "a finite number > 0", args.amplitude))
     if not (math.isfinite(args.noise) and args.noise >= 0):
         raise ValueError(must_be("--noise", "a finite standard deviation >= 0", args.noise))
     if args.seed < 0:
         raise ValueError(must_be("--seed", "an integer >= 0", args.seed))
-    if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
-        raise ValueError(must_be("--rate", "a finite rate in Hz > 0", args.rate))
+    if args.rate is not None:
+        check_positive("max_rate_hz", args.rate, "--rate", expected="a finite rate in Hz > 0")
     if Path(args.out).suffix.lower() not in (".npz", ".csv"):
         raise ValueError(must_be("--out", "a .npz or .csv file name", args.out))
     if not Path(args.model).is_file():
@@ -87,7 +92,9 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def num_steps(duration: float, dt: float) -> int:
-    """Simulation steps of ``--duration`` at the model's timestep ``dt`` [s] (at least 2)."""
+    """Simulation steps of ``--duration`` at the model's timestep ``dt`` [s] (at least 2,
+    at most the limit ``max_steps``)."""
+    check_limit("max_steps", duration / dt, f"--duration {duration:g} s at timestep {dt:g} s")
     n = round(duration / dt)
     if n < 2:
         raise ValueError(
@@ -182,7 +189,7 @@ def _true_system(
     sets: list[SetValue], spec: mujoco.MjSpec, model: mujoco.MjModel, n: int
 ) -> TrueSystem:
     """The ``--set`` changes, the sensor effects' patterns and values checked on ``n`` steps."""
-    from mjsysid.app.true_system import true_system
+    from mjsysid.lab.true_system import true_system
     from mjsysid.sim.sensor_effects import apply_sensor_effects
 
     system = true_system(sets, spec, model)
@@ -199,8 +206,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Simulates the (changed) model under the excitation and writes the recording."""
     import mujoco
 
-    from mjsysid.app.true_system import parse_set
     from mjsysid.data.recording import write_recording
+    from mjsysid.lab.true_system import parse_set
     from mjsysid.params.apply import apply_param_modifiers
     from mjsysid.sim.sensor_effects import apply_sensor_effects
 
@@ -212,6 +219,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     system = _true_system(sets, spec, model, n)
     true_model = apply_param_modifiers(system.truth, spec) if len(system.truth) else model
     every = log_every(args.rate, model.opt.timestep)
+    if -(-n // every) < 2:
+        raise ValueError(
+            must_be("--rate", f"at least 2 samples over --duration {args.duration:g} s", args.rate)
+        )
     ctrl = _commands(args, model, n, every)
     x0 = _initial_state(args, model)
     applied = system.commands.apply(system.command_values, ctrl, model)  # what actuators get

@@ -74,22 +74,31 @@ on the actuators their ``target`` pattern matches, in file order; ``control_dead
 ``<target>_deadband_pos`` etc. by default). A mistake is a :class:`ExperimentError` naming the
 key path (``parameters[3].max``), what was expected and what was found.
 
-The loader reads the file key group by key group, one module each: :mod:`~.nodes` (the
-typed-mapping reader and value helpers), :mod:`~.model` (``model:``, frozen values,
-``export:``), :mod:`~.sequences` and :mod:`~.recordings` (``sequences:``),
-:mod:`~.parameters` (``parameters:``), :mod:`~.shooting` (``shooting:``), :mod:`~.options`
-(``optimizer:``, ``residual:``, ``force_laws:``, ``executor:``, ``confidence:``),
-:mod:`~.limits` (``limits:``), :mod:`~.loader` (:class:`Experiment`,
-:func:`load_experiment`) and :mod:`~.examples` (the bundled examples).
+The file's structure is one declarative schema (pydantic models, one per key group, unknown
+keys refused; ``mjsysid schema`` writes it as a JSON Schema for editors, see
+docs/experiment-files.md). The loader reads the model, checks the whole file against the
+schema, then loads it key group by key group, one module each, with the checks that need the
+model or the files: :mod:`~.nodes` (the models' base, :class:`~.nodes.Must` words, value
+helpers, ``limits:``), :mod:`~.model` (``model:``, frozen values, ``export:``),
+:mod:`~.sequences` and :mod:`~.recordings` (``sequences:``), :mod:`~.parameters`
+(``parameters:``), :mod:`~.shooting` (``shooting:``), :mod:`~.options` (``optimizer:``,
+``residual:``, ``force_laws:``, ``executor:``, ``confidence:``), :mod:`~.schema` (the whole
+file's model and its JSON Schema), :mod:`~.messages` (the schema's findings in the house's
+words) and :mod:`~.loader` (:class:`Experiment`, :func:`load_experiment`, the bundled
+examples).
 """
 
 from __future__ import annotations
 
-from mjsysid.app.experiment.examples import bundled_examples, resolve_experiment_path
-from mjsysid.app.experiment.loader import EXPERIMENT_SCHEMA_VERSION, Experiment, load_experiment
-from mjsysid.app.experiment.loading import ProgressFactory
-from mjsysid.app.experiment.nodes import ExperimentError
-from mjsysid.app.experiment.parameters import ALL_KINDS, CONTROL_KINDS, INERTIA_KINDS, SIGNAL_KINDS
+from mjsysid.app.experiment.loader import (
+    Experiment,
+    bundled_examples,
+    load_experiment,
+    resolve_experiment_path,
+)
+from mjsysid.app.experiment.nodes import ExperimentError, ProgressFactory
+from mjsysid.app.experiment.schema import EXPERIMENT_SCHEMA_VERSION
+from mjsysid.params.kinds import ALL_KINDS, CONTROL_KINDS, INERTIA_KINDS, SIGNAL_KINDS
 
 __all__ = [
     "ALL_KINDS",

@@ -1,20 +1,29 @@
 """The loaded experiment (:class:`Experiment`) and :func:`load_experiment`, which reads an
-experiment file key group by key group (the file format: :mod:`mjsysid.app.experiment`)."""
+experiment file key group by key group (the file format: :mod:`mjsysid.app.experiment`).
+
+The examples shipped with mjsysid (``src/mjsysid/examples/<name>/experiment.yaml``) and
+``example:<name>`` paths.
+"""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import mujoco
 
-from mjsysid.app.experiment.examples import resolve_experiment_path
-from mjsysid.app.experiment.limits import _limited, _limits
-from mjsysid.app.experiment.loading import ProgressFactory
 from mjsysid.app.experiment.model import _apply_fixed, _export_urdf, _load_model
-from mjsysid.app.experiment.nodes import ExperimentError, _check_file_name, _Node
+from mjsysid.app.experiment.nodes import (
+    ExperimentError,
+    ProgressFactory,
+    _check_file_name,
+    _limited,
+    _limits,
+    _Loading,
+)
 from mjsysid.app.experiment.options import (
     _confidence_options,
     _executor,
@@ -23,6 +32,7 @@ from mjsysid.app.experiment.options import (
     _residual_options,
 )
 from mjsysid.app.experiment.parameters import _parameters
+from mjsysid.app.experiment.schema import ExperimentFile, check_version, read_file
 from mjsysid.app.experiment.sequences import _sequences
 from mjsysid.app.experiment.shooting import _shoot, _shooting_options
 from mjsysid.data.sequences import ModelSequences
@@ -32,7 +42,23 @@ from mjsysid.objective.signal_transform import SignalTransform
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.files import read_yaml
 
-EXPERIMENT_SCHEMA_VERSION = 1
+
+def bundled_examples() -> dict[str, Path]:
+    """Names and experiment files of the examples shipped with mjsysid."""
+    root = Path(str(resources.files("mjsysid") / "examples"))
+    return {p.parent.name: p for p in sorted(root.glob("*/experiment.yaml"))}
+
+
+def resolve_experiment_path(name: str | Path) -> Path:
+    """A file path, or ``example:<name>`` for a bundled example."""
+    text = str(name)
+    if text.startswith("example:"):
+        examples = bundled_examples()
+        key = text.split(":", 1)[1]
+        if key not in examples:
+            raise ExperimentError(f"example must be one of {sorted(examples)}, got {key!r}")
+        return examples[key]
+    return Path(name)
 
 
 @dataclass
@@ -135,29 +161,27 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
       FileNotFoundError: The experiment, model or a recording file does not exist.
     """
     path = resolve_experiment_path(path)
-    top, name = _read_top(path)
-    _limits(top, str(path))
-    shooting = _shooting_options(top)
-    ld = _load_model(top, path)
+    top, name, ld = _read_top(path)
+    _limits(top.limits, str(path))
+    shooting = _shooting_options(top.shooting)
     ld.progress = progress
     # Parameters first: a frozen one with a nominal is that value in the model the data are
     # read against and every fit runs on (a frozen parameter is not written by the fit).
-    params, transform, control, fixed = _parameters(top, ld.spec, ld.model, ld.source)
+    params, transform, control, fixed = _parameters(top.parameters, ld.spec, ld.model, ld.source)
     if fixed:
         _apply_fixed(ld, fixed)
-    sequences, holdout = _sequences(top, ld, name, shooting)
+    sequences, holdout = _sequences(top.sequences, ld, name, shooting)
     if shooting is not None:
         sequences = _shoot(ld, sequences, shooting, params, transform)
     _limited(
         "max_parameters", len(params), f"{ld.source}: parameters (window initial states included)"
     )
-    residual_options = _residual_options(top, control)
-    _force_laws(top, ld.model, params, residual_options)
-    fit, fit_given, search = _fit_options(top, ld.source)
-    executor = _executor(top, ld.source)
-    export_urdf = _export_urdf(top, ld)
-    confidence = _confidence_options(top)
-    top.finish()
+    residual_options = _residual_options(top.residual, control)
+    _force_laws(top.force_laws, ld.model, params, residual_options, ld.source)
+    fit, fit_given, search = _fit_options(top.optimizer, ld.source)
+    executor = _executor(top.executor, ld.source)
+    export_urdf = _export_urdf(top.export, ld)
+    confidence = _confidence_options(top.confidence)
     return Experiment(
         path,
         name,
@@ -182,8 +206,11 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
     )
 
 
-def _read_top(path: Path) -> tuple[_Node, str]:
-    """The file's top-level mapping (schema version checked) and the experiment's name."""
+def _read_top(path: Path) -> tuple[ExperimentFile, str, _Loading]:
+    """The file's keys, validated against the schema, the experiment's name and its model.
+
+    The model is read first, as the file names it (the rest of the file needs it): a model
+    that does not load is told before the other keys are checked."""
     source = str(path)
     if path.suffix.lower() in (".xml", ".mjcf", ".urdf"):
         raise ExperimentError(
@@ -191,15 +218,13 @@ def _read_top(path: Path) -> tuple[_Node, str]:
             "model, the recordings and the parameters (see `mjsysid examples` and the README's "
             "experiment file)"
         )
-    top = _Node(read_yaml(path), "", source)
-    version = top.get("schema_version", int, EXPERIMENT_SCHEMA_VERSION)
-    if version > EXPERIMENT_SCHEMA_VERSION:
-        raise ExperimentError(
-            f"{source}: schema_version must be <= {EXPERIMENT_SCHEMA_VERSION}, "
-            f"got {version}; upgrade mjsysid"
-        )
-    name = top.get("name", str, path.stem)
+    data = read_yaml(path)
+    check_version(data, source)
+    model = data.get("model") if isinstance(data, dict) else None
+    ld = _load_model(model, path) if isinstance(model, str) else None
+    top = read_file(data, source)
+    name = path.stem if top.name is None else top.name
     _check_file_name(
-        source, "name", name, "" if "name" in top.data else f"the file name {path.name!r}"
+        source, "name", name, "" if top.name is not None else f"the file name {path.name!r}"
     )
-    return top, name
+    return top, name, ld or _load_model(top.model, path)

@@ -5,20 +5,32 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Annotated
 
 import mujoco
+from pydantic import Field
 
-from mjsysid.app.experiment.loading import _Loading
-from mjsysid.app.experiment.nodes import ExperimentError, _Node
+from mjsysid.app.experiment.nodes import ExperimentError, Keys, Must, _Loading
 from mjsysid.params.parameter import Parameter
 from mjsysid.util.model_files import model_files
 
+ModelFile = Annotated[str, Must("a path to an MJCF or URDF file")]
+"""The ``model:`` key."""
 
-def _load_model(top: _Node, path: Path) -> _Loading:
+
+class ExportKeys(Keys):
+    """``export:`` what the results folder gets besides the identified MJCF."""
+
+    urdf: Annotated[
+        str,
+        Field(pattern=r"\.[uU][rR][dD][fF]$"),
+        Must("the URDF the model was made from", "a .urdf file"),
+    ]
+
+
+def _load_model(model: str, path: Path) -> _Loading:
     source, base = str(path), path.parent
-    model_file = base / top.get(
-        "model", str, required=True, expected="a path to an MJCF or URDF file"
-    )
+    model_file = base / model
     if not model_file.is_file():
         raise FileNotFoundError(f"{source}: model: no such file {str(model_file)!r}")
     try:
@@ -45,17 +57,12 @@ def _apply_fixed(ld: _Loading, fixed: list[Parameter]) -> None:
         ) from None
 
 
-def _export_urdf(top: _Node, ld: _Loading) -> Path | None:
+def _export_urdf(keys: ExportKeys | None, ld: _Loading) -> Path | None:
     """The ``export: {urdf: FILE}`` key, checked: a URDF whose moving joints are joints of
     the model (added to the files read)."""
-    node = top.child("export")
-    if node is None:
+    if keys is None:
         return None
-    name = node.get("urdf", str, required=True, expected="the URDF the model was made from")
-    node.finish()
-    file = ld.base / name
-    if file.suffix.lower() != ".urdf":
-        raise node.err("urdf", "a .urdf file", name)
+    file = ld.base / keys.urdf
     if not file.is_file():
         raise FileNotFoundError(f"{ld.source}: export.urdf: no such file {str(file)!r}")
     try:

@@ -1,123 +1,121 @@
-"""The reader of an experiment file's mappings: :class:`_Node` (typed keys with their key
-path, for precise error messages), :class:`ExperimentError` and the value helpers (numbers,
-positive numbers, plain file names).
+"""What every key group of an experiment file shares: the base of their typed models
+(:class:`Keys`: unknown keys refused, no type coercion), the words a key's mistakes are told
+in (:class:`Must`), the errors a model's own checks raise (:func:`mistake`, :func:`said`),
+:class:`ExperimentError`, and the checks that stay code (plain file names, sizes of numbers).
+
+What loading an experiment gathers as it goes (:class:`_Loading`) and the ``progress``
+factory of :func:`~mjsysid.app.experiment.load_experiment` (:data:`ProgressFactory`).
+
+The ``limits:`` key, and the checks of :mod:`mjsysid.util.limits` raising
+:class:`~mjsysid.app.experiment.nodes.ExperimentError`.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Annotated, Any
 
+import mujoco
 import numpy as np
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from mjsysid.util.errors import short_repr
+from mjsysid.util.limits import check_limit, set_limits
+from mjsysid.util.progress import Progress
 
 
 class ExperimentError(ValueError):
     """A mistake in an experiment file; the message starts with the key path."""
 
 
-def _where(path: str, key: str | int) -> str:
-    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
+@dataclass(frozen=True)
+class Must:
+    """What a key must be, in the words of its error messages (``Annotated`` metadata of a
+    field of a :class:`Keys` model; the JSON Schema gets it as the key's description).
+
+    Attributes:
+      type: When the value has the wrong type (default: said from the type, ``"a number"``).
+      value: When it has the right type but not an allowed value (default: ``type``, else
+        said from the constraints, ``"a finite number > 0"``).
+      required: When the key is missing (default: ``type``).
+      whole: A mistake inside the value (an item of a list) is told as one of the whole key.
+    """
+
+    type: str | None = None
+    value: str | None = None
+    required: str | None = None
+    whole: bool = False
+
+    def merged(self, other: Must) -> Must:
+        """``self`` with the fields ``other`` sets."""
+        given = {f.name: getattr(other, f.name) for f in fields(other)}
+        return replace(self, **{k: v for k, v in given.items() if v not in (None, False)})
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        schema = handler(core_schema)
+        text = self.required or self.type or self.value
+        if text and isinstance(schema, dict) and "$ref" not in schema:
+            schema.setdefault("description", text)
+        return schema
+
+
+class Keys(BaseModel):
+    """A mapping of an experiment file: typed keys, unknown keys refused, values taken as
+    YAML gives them (an integer is a number, but text is never a number or a bool)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def mistake(key: str, expected: str, got: Any) -> PydanticCustomError:
+    """For a model's own checks: ``<path>.<key> must be <expected>, got <got>``."""
+    return PydanticCustomError("mistake", "{key} must be {expected}", _ctx(key, expected, got))
+
+
+def said(text: str) -> PydanticCustomError:
+    """For a model's own checks: a message of its own; ``{path}`` in ``text`` is the key
+    path of the mapping."""
+    return PydanticCustomError("said", "{text}", {"text": text})
+
+
+def _ctx(key: str, expected: str, got: Any) -> dict[str, Any]:
+    return {"key": key, "expected": expected, "got": got}
+
+
+def _not_nan(value: float) -> float:
+    if math.isnan(value):
+        raise PydanticCustomError("nan", "not NaN")
+    return value
+
+
+Number = Annotated[float, AfterValidator(_not_nan), Must("a number", "a number (not NaN)")]
+"""A number (infinity allowed, for bounds), not NaN."""
+Numbers = Annotated[Number | list[Number], Must("a number or a list of numbers")]
+"""One number or a list of them (sizes are checked against the parameter's)."""
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+"""A finite number > 0."""
+PositiveInt = Annotated[int, Field(ge=1), Must("a positive integer")]
 
 
 def _type_name(value: Any) -> str:
     return type(value).__name__ if value is not None else "nothing"
 
 
-def _is_float_text(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-class _Node:
-    """A mapping with its key path, for precise error messages."""
-
-    def __init__(self, data: Any, path: str, source: str) -> None:
-        if not isinstance(data, dict):
-            raise ExperimentError(
-                f"{source}: {path or 'the file'} must be a mapping, got "
-                f"{_type_name(data)} {short_repr(data)}"
-            )
-        self.data, self.path, self.source = data, path, source
-        self.used: set[str] = set()
-
-    def err(self, key: str | int, expected: str, got: Any) -> ExperimentError:
-        return ExperimentError(
-            f"{self.source}: {_where(self.path, key)} must be {expected}, got "
-            f"{_type_name(got)} {short_repr(got)}"
-        )
-
-    def get(
-        self,
-        key: str,
-        kind: type | tuple[type, ...],
-        default: Any = None,
-        *,
-        required: bool = False,
-        expected: str | None = None,
-    ) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            if required:
-                raise ExperimentError(
-                    f"{self.source}: {_where(self.path, key)} is required ({expected or 'missing'})"
-                )
-            return default
-        value = self.data[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            names = expected or " or ".join(k.__name__ for k in kinds)
-            if float in kinds and isinstance(value, str) and _is_float_text(value):
-                names += f" (YAML reads {value} as text: write it with a dot, e.g. 1.0e-3)"
-            raise self.err(key, names, value)
-        return value
-
-    def child(self, key: str, required: bool = False) -> _Node | None:
-        value = self.get(key, dict, None, required=required, expected="a mapping")
-        return None if value is None else _Node(value, _where(self.path, key), self.source)
-
-    def finish(self, allowed: Iterable[str] | None = None) -> None:
-        """Unknown keys are an error: those not read so far, or not in ``allowed`` (to check
-        before work that a misspelt key would mislead, e.g. ``timescale``)."""
-        known = self.used if allowed is None else set(allowed)
-        unknown = sorted(set(self.data) - known)
-        if unknown:
-            close = {k: m for k in unknown if (m := difflib.get_close_matches(k, known, 1))}
-            hint = "".join(f"; did you mean {m[0]!r} for {k!r}?" for k, m in close.items())
-            raise ExperimentError(
-                f"{self.source}: {self.path or 'top level'} has unknown keys "
-                f"{unknown}; allowed: {sorted(known)}{hint}"
-            )
-
-
-def _numbers(node: _Node, key: str, size: int | None = None) -> np.ndarray | None:
-    raw = node.get(key, (int, float, list), None, expected="a number or a list of numbers")
-    if raw is None:
+def _numbers(
+    value: float | list[float] | None, where: str, size: int | None = None
+) -> np.ndarray | None:
+    """``value`` (validated :data:`Numbers`) as an array of 1 or ``size`` numbers."""
+    if value is None:
         return None
-    values = raw if isinstance(raw, list) else [raw]
-    out = []
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, int | float | str):
-            raise node.err(f"{key}[{i}]" if isinstance(raw, list) else key, "a number", v)
-        try:
-            f = float(v)
-        except ValueError:
-            raise node.err(key, "numbers", raw) from None
-        if math.isnan(f):
-            raise node.err(key, "numbers (not NaN)", raw)
-        out.append(f)
-    arr = np.array(out)
+    arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
     if size is not None and arr.size not in (1, size):
-        raise node.err(key, f"1 or {size} numbers", raw)
+        raise ExperimentError(
+            f"{where} must be 1 or {size} numbers, got {_type_name(value)} {short_repr(value)}"
+        )
     return arr
 
 
@@ -140,8 +138,41 @@ def _check_file_name(source: str, key: str, value: str, default_from: str = "") 
         )
 
 
-def _positive_number(node: _Node, key: str, default: float | None) -> float | None:
-    value = node.get(key, float, default, expected="a number")
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise node.err(key, "a finite number > 0", value)
-    return value
+ProgressFactory = Callable[[str], Progress | None]
+"""``factory(label)``: the :data:`~mjsysid.util.progress.Progress` of one counted step of
+loading (``label`` says what, e.g. ``"reading 'run.csv'"``), or ``None`` to count nothing.
+What it returns may have a ``close()`` (as a :class:`~mjsysid.util.progress.ProgressBar`
+has), called when the step ends, also after an error."""
+
+
+@dataclass
+class _Loading:
+    """What loading an experiment has gathered so far: the file's ``source`` (for messages)
+    and folder (``base``), the model, the files read and the warnings."""
+
+    source: str
+    base: Path
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    files: list[Path]
+    warnings: list[str] = field(default_factory=list)
+    steps: float = 0.0  # simulated steps of the sequences read so far
+    progress: ProgressFactory | None = None  # (load_experiment's progress)
+
+
+def _limits(limits: dict[str, Any] | None, source: str) -> None:
+    """The ``limits:`` key: raises (or lowers) named limits of :mod:`mjsysid.util.limits`
+    for this process."""
+    if limits is not None:
+        try:
+            set_limits(limits, f"{source}: limits")
+        except ValueError as e:
+            raise ExperimentError(str(e)) from None
+
+
+def _limited(name: str, value: float, what: str) -> None:
+    """:func:`check_limit` raising an :class:`ExperimentError`."""
+    try:
+        check_limit(name, value, what)
+    except ValueError as e:
+        raise ExperimentError(str(e)) from None

@@ -3,151 +3,284 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import itertools
+import typing
+from typing import Annotated, Any, Literal
 
 import mujoco
+from pydantic import ConfigDict, Discriminator, Field, Tag, create_model, model_validator
 
-from mjsysid.app.experiment.nodes import ExperimentError, _Node
-from mjsysid.fit.executors import executor_options
-from mjsysid.fit.global_search import GlobalSearchOptions
-from mjsysid.fit.options import FitOptions
+from mjsysid.app.experiment.nodes import (
+    ExperimentError,
+    Keys,
+    Must,
+    Numbers,
+    Positive,
+    PositiveInt,
+    mistake,
+)
+from mjsysid.fit.distributed import executor_options
+from mjsysid.fit.options import METHODS, OPTIMIZERS, FitOptions, GlobalSearchOptions
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.params.parameter import ParameterDict
-from mjsysid.sim.force_laws import law_from_config
-from mjsysid.sim.law_params import force_law_params
+from mjsysid.sim.laws.core import force_law_params, law_from_config, library_laws
+from mjsysid.sim.rollout import ROLLOUTS
 
 
-def _residual_options(top: _Node, control: ControlTransform | None) -> dict[str, Any]:
+class ResidualKeys(Keys):
+    """``residual:`` keywords of :func:`~mjsysid.objective.residual.build_residual_fn`."""
+
+    normalize: Annotated[
+        bool | Literal["signal", "column"], Must("true, false, 'signal' or 'column'")
+    ] = True
+    sensor_weights: dict[str, Annotated[Numbers, Must("a number or list of numbers")]] | None = None
+    enabled_observations: list[str] | None = None
+    control_interpolation: Literal["zoh", "linear"] = "zoh"
+
+
+def _residual_options(
+    keys: ResidualKeys | None, control: ControlTransform | None
+) -> dict[str, Any]:
     """Keyword arguments for :func:`build_residual_fn` from ``residual:``."""
     residual_options: dict[str, Any] = {}
     if control is not None:
         residual_options["control_transform"] = control
-    res = top.child("residual")
-    if res is None:
-        return residual_options
-    norm = res.get("normalize", (bool, str), True, expected="true, false, 'signal' or 'column'")
-    if norm not in (True, False, "signal", "column"):
-        raise res.err("normalize", "true, false, 'signal' or 'column'", norm)
-    residual_options["normalize"] = norm
-    weights = res.get("sensor_weights", dict, None)
-    if weights is not None:
-        for k, v in weights.items():
-            if isinstance(v, bool) or not isinstance(v, int | float | list):
-                raise res.err(f"sensor_weights.{k}", "a number or list of numbers", v)
-        residual_options["sensor_weights"] = weights
-    enabled = res.get("enabled_observations", list, None)
-    if enabled is not None:
-        residual_options["enabled_observations"] = enabled
-    interp = res.get("control_interpolation", str, "zoh")
-    if interp not in ("zoh", "linear"):
-        raise res.err("control_interpolation", "'zoh' or 'linear'", interp)
-    residual_options["control_interpolation"] = interp
-    res.finish()
+    if keys is not None:
+        given = keys.model_dump(exclude_none=True)
+        residual_options.update({k: v for k, v in given.items() if k != "control_interpolation"})
+        residual_options["control_interpolation"] = keys.control_interpolation
     return residual_options
 
 
+_LAW_VALUES = ("nominal", "min", "max", "frozen")
+
+
+_LawValues = Annotated[dict[str, Numbers], Must("a mapping of parameter names to numbers")]
+_LawNames = Annotated[list[str], Must("a list of parameter names")]
+
+
+def _law_keys(name: str, cls: type) -> Any:
+    """The keys of one ``force_laws[i]`` entry of library law ``name``: its options (the
+    fields of the law's dataclass) and the values of its parameters by name."""
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], ... if f.default is dataclasses.MISSING else f.default)
+        for f in dataclasses.fields(cls)
+        if f.compare  # (the others are set by bind)
+    }
+    fields |= {"nominal": (_LawValues, {}), "min": (_LawValues, {}), "max": (_LawValues, {})}
+    law: Any = Literal[name]
+    return create_model(
+        f"{cls.__name__}Keys",
+        __base__=Keys,
+        __doc__=(cls.__doc__ or "").split("\n")[0],
+        law=(law, ...),
+        **fields,
+        frozen=(_LawNames, []),
+    )
+
+
+_LIBRARY_LAWS = library_laws()
+
+
+class UserLawKeys(Keys):
+    """A force law of your own: ``law: "package.module:ClassName"``, its options (checked by
+    the class) and the values of its parameters by name."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+    law: Annotated[
+        str,
+        Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"),
+        Must(
+            value=f"a library law ({', '.join(sorted(_LIBRARY_LAWS))}) or a class of your own "
+            "as 'package.module:ClassName'"
+        ),
+    ]
+    name: str
+    nominal: _LawValues = Field(default_factory=dict)
+    min: _LawValues = Field(default_factory=dict)
+    max: _LawValues = Field(default_factory=dict)
+    frozen: _LawNames = Field(default_factory=list)
+
+
+def _law_tag(value: Any) -> str:
+    """Which model checks a ``force_laws[i]`` entry: its library law, or a user's."""
+    law = value.get("law") if isinstance(value, dict) else getattr(value, "law", None)
+    return law if isinstance(law, str) and law in _LIBRARY_LAWS else "user"
+
+
+if typing.TYPE_CHECKING:
+    ForceLaw = Any
+else:
+    _TAGGED = [Annotated[_law_keys(k, cls), Tag(k)] for k, cls in sorted(_LIBRARY_LAWS.items())]
+    ForceLaw = Annotated[
+        typing.Union[tuple([*_TAGGED, Annotated[UserLawKeys, Tag("user")]])],  # noqa: UP007
+        Discriminator(_law_tag),
+    ]
+ForceLaws = Annotated[list[ForceLaw], Must("a list of force laws")]
+"""The ``force_laws:`` key."""
+
+
 def _force_laws(
-    top: _Node, model: mujoco.MjModel, params: ParameterDict, options: dict[str, Any]
+    laws: list[Any] | None,
+    model: mujoco.MjModel,
+    params: ParameterDict,
+    options: dict[str, Any],
+    source: str,
 ) -> None:
-    """``force_laws:``, a list of laws (``law:`` one of :data:`mjsysid.sim.force_laws.LAWS`,
-    ``name``, ``joint``, the law's options, and ``nominal``/``min``/``max`` mappings and a
+    """``force_laws:``, a list of laws (``law:`` a library law,
+    :func:`~mjsysid.sim.laws.core.library_laws`, or a class of the user's own by import path;
+    ``name``, the law's options, and ``nominal``/``min``/``max`` mappings and a
     ``frozen`` list by parameter): adds their parameters to ``params`` and the laws to the
     residual ``options``."""
-    raw = top.get("force_laws", list, None, expected="a list of force laws")
-    if raw is None:
+    if laws is None:
         return
-    laws = []
-    for i, entry in enumerate(raw):
-        node = _Node(entry, f"force_laws[{i}]", top.source)
-        values = {k: node.get(k, dict, {}, expected="a mapping") for k in ("nominal", "min", "max")}
-        frozen = node.get("frozen", list, [], expected="a list of parameter names")
-        config = {k: v for k, v in entry.items() if k not in ("nominal", "min", "max", "frozen")}
+    out = []
+    for i, keys in enumerate(laws):
+        config = keys.model_dump(exclude=set(_LAW_VALUES))
         try:
             law = law_from_config(config).bind(model)
             new = force_law_params(
                 law,
-                values["nominal"],
-                min_value=values["min"],
-                max_value=values["max"],
-                frozen=frozen,
+                keys.nominal,
+                min_value=keys.min,
+                max_value=keys.max,
+                frozen=keys.frozen,
             )
             for p in new:
                 params.add(p)
-        except (KeyError, TypeError, ValueError) as e:
-            raise ExperimentError(f"{top.source}: force_laws[{i}]: {e}") from None
-        laws.append(law_from_config(config))
-    options["force_laws"] = laws
+        except (KeyError, TypeError, ValueError, ImportError) as e:
+            raise ExperimentError(f"{source}: force_laws[{i}]: {e}") from None
+        out.append(law_from_config(config))
+    options["force_laws"] = out
 
 
 _MAX_ITERS = 100  # an experiment's default iteration limit
 _SEARCH_KEYS = ("global", "population", "budget", "sigma", "seed", "tol_spread", "starts")
+_HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
+_Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
-def _fit_options(top: _Node, source: str) -> tuple[FitOptions, dict[str, Any], dict[str, Any]]:
+class OptimizerKeys(Keys):
+    """``optimizer:`` the local fit (:class:`~mjsysid.fit.options.FitOptions`) and its outer
+    stages: a CMA-ES stage first (``global: cmaes`` and its options) or ``starts``."""
+
+    method: Annotated[
+        Literal[OPTIMIZERS], Must(f"one of {list(OPTIMIZERS)}")  # type: ignore[valid-type]
+    ] = "lm"
+    max_iters: Annotated[int, Field(ge=0), Must("int", "a non-negative integer")] = _MAX_ITERS
+    xtol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
+    gtol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
+    ftol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
+    eps: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.5e-8
+    horizons: Annotated[
+        Literal["auto", "none"] | _Fraction | list[_Fraction], Must(_HORIZONS, whole=True)
+    ] = "auto"
+    global_: Annotated[
+        Literal[METHODS] | None,  # type: ignore[valid-type]
+        Field(alias="global"),
+        Must("cmaes, with population/budget/sigma/seed/tol_spread"),
+    ] = None
+    population: Annotated[int, Field(ge=2)] | None = None
+    budget: PositiveInt | None = None
+    sigma: Annotated[float, Field(gt=0, le=1)] | None = None
+    seed: Annotated[int, Field(ge=0)] | None = None
+    tol_spread: Annotated[float, Field(ge=0, lt=1)] | None = None
+    starts: PositiveInt | None = None
+    rollout: Annotated[
+        Literal[ROLLOUTS], Must(f"one of {list(ROLLOUTS)}")  # type: ignore[valid-type]
+    ] = "cpu"
+
+    @model_validator(mode="after")
+    def _one_outer_stage(self) -> OptimizerKeys:
+        given = self.model_dump(include=set(_SEARCH_KEYS) | {"global_"}, exclude_none=True)
+        if isinstance(self.horizons, list):
+            _increasing_horizons(self.horizons)
+        if self.starts is not None and len(given) > 1:
+            raise mistake("starts", "given without global: and its options", self.starts)
+        if given and self.starts is None and self.global_ is None:
+            raise mistake("global", "cmaes, with population/budget/sigma/seed/tol_spread", None)
+        return self
+
+
+def _increasing_horizons(values: list[float]) -> None:
+    if not all(b > a for a, b in itertools.pairwise(values)):
+        raise mistake("horizons", _HORIZONS, values)
+
+
+def _fit_options(
+    keys: OptimizerKeys | None, source: str
+) -> tuple[FitOptions, dict[str, Any], dict[str, Any]]:
     """The ``optimizer:`` section as :class:`FitOptions`, the options it gives besides
     ``method`` and ``max_iters`` (:attr:`Experiment.optimizer_options`), and its outer
     stages (:attr:`Experiment.search`)."""
-    opt = top.child("optimizer")
-    if opt is None:
+    if keys is None:
         return FitOptions(max_iters=_MAX_ITERS), {}, {}
-    opt.finish(FitOptions.MAPPING_KEYS + _SEARCH_KEYS)
-    local = {k: v for k, v in opt.data.items() if k not in _SEARCH_KEYS}
-    where = f"{source}: {opt.path}"
+    given = keys.model_dump(by_alias=True, exclude_unset=True)
+    local = {k: v for k, v in given.items() if k not in (*_SEARCH_KEYS, "rollout")}
+    where = f"{source}: optimizer"
     try:
         fit = FitOptions.from_mapping(local, where=where, max_iters=_MAX_ITERS)
     except ValueError as e:
         raise ExperimentError(str(e)) from None
-    return fit, fit.given(local), _search_options(opt, where)
+    return fit, fit.given(local), _search_options(given, where)
 
 
-def _search_options(opt: _Node, where: str) -> dict[str, Any]:
+def _search_options(given: dict[str, Any], where: str) -> dict[str, Any]:
     """``global: cmaes`` (with ``population``, ``budget``, ``sigma``, ``seed``,
     ``tol_spread``) or ``starts: N``, as keywords of :func:`~mjsysid.fit.optimize.optimize`
     (plain YAML values: ``run.yaml`` records them)."""
-    given = {k: opt.data[k] for k in _SEARCH_KEYS if k in opt.data}
-    starts = given.pop("starts", None)
-    if starts is not None:
-        if given:
-            raise opt.err("starts", "given without global: and its options", starts)
-        if isinstance(starts, bool) or not isinstance(starts, int) or starts < 1:
-            raise opt.err("starts", "a positive integer", starts)
-        return {"starts": starts}
-    if not given:
-        return {}
-    if "global" not in given:
-        raise opt.err("global", "cmaes, with population/budget/sigma/seed/tol_spread", None)
+    search = {k: given[k] for k in _SEARCH_KEYS if k in given}
+    device = {"rollout": given["rollout"]} if given.get("rollout", "cpu") != "cpu" else {}
+    if "starts" in search:
+        return {"starts": search["starts"], **device}
+    if not search:
+        return device
     try:
-        GlobalSearchOptions.from_mapping(given)
+        GlobalSearchOptions.from_mapping(search)
     except (TypeError, ValueError) as e:
         raise ExperimentError(f"{where}: {e}") from None
-    return {"global_search": given}
+    return {"global_search": search, **device}
 
 
-def _executor(top: _Node, source: str) -> dict[str, Any] | None:
+class ExecutorKeys(Keys):
+    """``executor:`` as a mapping (:func:`~mjsysid.fit.distributed.make_executor`)."""
+
+    workers: PositiveInt | None = None
+    scheduler: str | None = None
+    threads_per_worker: PositiveInt | None = None
+    timeout: Positive | None = None
+
+
+Executor = Annotated[
+    str | PositiveInt | ExecutorKeys,
+    Must("a scheduler address, a worker count, or {workers: N} / {scheduler: address}"),
+]
+"""The ``executor:`` key."""
+
+
+def _executor(value: str | int | ExecutorKeys | None, source: str) -> dict[str, Any] | None:
     """The ``executor:`` key: a scheduler address, a worker count or a mapping."""
-    value = top.get("executor", (str, int, dict), None)
     if value is None:
         return None
+    if isinstance(value, ExecutorKeys):
+        value = value.model_dump(exclude_unset=True)  # type: ignore[assignment]
     try:
         return executor_options(value, f"{source}: executor")
     except (TypeError, ValueError) as e:
         raise ExperimentError(str(e)) from None
 
 
-def _confidence_options(top: _Node) -> dict[str, Any]:
+class ConfidenceKeys(Keys):
+    """``confidence:`` keywords of :func:`~mjsysid.fit.confidence.compute_confidence`."""
+
+    method: Annotated[Literal["linear", "bootstrap"], Must("linear or bootstrap")] = "linear"
+    draws: Annotated[int, Field(ge=2), Must("an integer >= 2")] | None = None
+    seed: Annotated[int, Field(ge=0), Must("an integer >= 0")] | None = None
+    steps: Annotated[int, Field(ge=1), Must("an integer >= 1")] | None = None
+
+
+def _confidence_options(keys: ConfidenceKeys | None) -> dict[str, Any]:
     """The ``confidence:`` key as keywords of :func:`~mjsysid.fit.confidence.compute_confidence`."""
-    node = top.child("confidence")
-    if node is None:
-        return {}
-    method = node.get("method", str, "linear")
-    if method not in ("linear", "bootstrap"):
-        raise node.err("method", "linear or bootstrap", method)
-    opts: dict[str, Any] = {"method": method}
-    for key, least in (("draws", 2), ("seed", 0), ("steps", 1)):
-        value = node.get(key, int, None, expected=f"an integer >= {least}")
-        if value is not None:
-            if value < least:
-                raise node.err(key, f"an integer >= {least}", value)
-            opts[key] = value
-    node.finish()
-    return opts
+    return {} if keys is None else keys.model_dump(exclude_none=True)

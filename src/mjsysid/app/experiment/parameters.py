@@ -4,60 +4,123 @@ kinds included), their priors, and the signal and control transforms of the ``se
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 import mujoco
 import numpy as np
+from pydantic import Field
 
-from mjsysid.app.experiment.nodes import ExperimentError, _Node, _numbers
+from mjsysid.app.experiment.nodes import ExperimentError, Keys, Must, Numbers, _numbers
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.signal_transform import SignalTransform
-from mjsysid.params.inertia import InertiaType, body_inertia_param
-from mjsysid.params.kinds import KINDS, make_parameter
+from mjsysid.params.inertia import body_inertia_param
+from mjsysid.params.kinds import (
+    ALL_KINDS,
+    CONTROL_KINDS,
+    INERTIA_KINDS,
+    KINDS,
+    SIGNAL_KINDS,
+    make_parameter,
+)
 from mjsysid.params.parameter import Parameter, ParameterDict
 
-INERTIA_KINDS = {
-    "body_mass": InertiaType.Mass,
-    "body_mass_ipos": InertiaType.MassIpos,
-    "body_inertia": InertiaType.Pseudo,
-}
-SIGNAL_KINDS = ("sensor_delay", "sensor_gain", "sensor_bias")
-CONTROL_KINDS = ("control_deadband", "control_gain", "control_offset")
-ALL_KINDS = sorted(set(KINDS) | set(INERTIA_KINDS))
+_MODEL_KINDS = tuple(
+    k for k in ALL_KINDS if k not in (*INERTIA_KINDS, *SIGNAL_KINDS, *CONTROL_KINDS)
+)
+
+
+class PriorKeys(Keys):
+    """``prior:`` of a parameter: a MAP fit toward ``mean`` (default: the nominal)."""
+
+    mean: Numbers | None = None
+    std: Annotated[
+        Numbers, Must(required="the prior's standard deviation, in the parameter's units")
+    ]
+
+
+class _Entry(Keys):
+    """The keys every ``parameters[i]`` entry has."""
+
+    kind: str
+    target: Annotated[str, Must("the element name or sensor pattern")]
+    name: str | None = None
+    frozen: bool = False
+    nominal: Numbers | None = None
+    min: Numbers | None = None
+    max: Numbers | None = None
+    prior: PriorKeys | None = None
+
+
+class InertiaEntry(_Entry):
+    """A body's mass, mass and centre, or 10-D pseudo-inertia."""
+
+    kind: Literal[tuple(INERTIA_KINDS)]  # type: ignore[valid-type]
+    scale_rot_inertia: bool = True
+
+
+class ModelEntry(_Entry):
+    """A field of the model: joint, actuator, geom or pair attributes."""
+
+    kind: Literal[_MODEL_KINDS]  # type: ignore[valid-type]
+
+
+class DelayEntry(_Entry):
+    """A sensor's delay (a :class:`~mjsysid.SignalTransform`)."""
+
+    kind: Literal["sensor_delay"]
+
+
+class SensorEntry(_Entry):
+    """A sensor's gain or bias, on the prediction or on the measurement."""
+
+    kind: Literal["sensor_gain", "sensor_bias"]
+    apply_to: Literal["predicted", "measured"] = "predicted"
+
+
+class DirectedEntry(_Entry):
+    """A command's deadband or gain (a :class:`~mjsysid.ControlTransform`), on both sides or
+    on one (one parameter per side)."""
+
+    kind: Literal["control_deadband", "control_gain"]
+    direction: Literal["both", "positive", "negative"] = "both"
+
+
+class OffsetEntry(_Entry):
+    """A command's offset."""
+
+    kind: Literal["control_offset"]
+    direction: Annotated[None, Must("absent: an offset has no direction")] = None
+
+
+Entry = Annotated[
+    InertiaEntry | ModelEntry | DelayEntry | SensorEntry | DirectedEntry | OffsetEntry,
+    Field(discriminator="kind"),
+]
+Parameters = Annotated[list[Entry], Field(min_length=1), Must("a list of parameters")]
+"""The ``parameters:`` key."""
 
 
 def _parameters(
-    top: _Node, spec: mujoco.MjSpec, model: mujoco.MjModel, source: str
+    entries: list[Entry], spec: mujoco.MjSpec, model: mujoco.MjModel, source: str
 ) -> tuple[ParameterDict, SignalTransform | None, ControlTransform | None, list[Parameter]]:
     """``(params, signal transform, control transform, fixed)``: ``fixed`` are the frozen
     model parameters given a ``nominal``, whose value the model must take."""
-    raw = top.get("parameters", list, required=True, expected="a list of parameters")
-    if not raw:
-        raise ExperimentError(f"{source}: parameters must be a non-empty list, got an empty list")
     acc = _ParameterSet()
-    for i, entry in enumerate(raw):
-        node = _Node(entry, f"parameters[{i}]", source)
-        kind = node.get("kind", str, required=True, expected=f"one of {ALL_KINDS}")
-        if kind not in ALL_KINDS:
-            raise node.err("kind", f"one of {ALL_KINDS}", kind)
-        target = node.get(
-            "target", str, required=True, expected="the element name or sensor pattern"
-        )
-        pname = node.get("name", str, None)
-        frozen = node.get("frozen", bool, False)
-        pname, direction = _name_and_direction(node, kind, target, pname)
-        p = _make_parameter(node, kind, target, pname, frozen, spec, model)
-        _set_prior(node, p)
-        if kind in SIGNAL_KINDS:
-            acc.add_signal_op(node, kind, target, p)
-        if kind in CONTROL_KINDS:
-            acc.add_control_op(node, kind, target, p, direction, model)
-        node.finish()
+    for i, entry in enumerate(entries):
+        where = f"{source}: parameters[{i}]"
+        p = _make_parameter(entry, where, spec, model)
+        _set_prior(entry.prior, p, where)
+        if isinstance(entry, DelayEntry | SensorEntry):
+            acc.add_signal_op(entry, p)
+        if isinstance(entry, DirectedEntry | OffsetEntry):
+            acc.add_control_op(entry, p, where, model)
         try:
             acc.params.add(p)
         except ValueError as e:
-            raise ExperimentError(f"{source}: {node.path}.name: {e}") from None
-        if frozen and p.modifier is not None and "nominal" in node.data:
+            raise ExperimentError(f"{where}.name: {e}") from None
+        if entry.frozen and p.modifier is not None and entry.nominal is not None:
             acc.fixed.append(p)
     return (
         acc.params,
@@ -67,24 +130,17 @@ def _parameters(
     )
 
 
-def _set_prior(node: _Node, p: Parameter) -> None:
+def _set_prior(prior: PriorKeys | None, p: Parameter, where: str) -> None:
     """The entry's ``prior: {mean, std}`` on ``p`` (``mean`` left out: the nominal; each a
     number or one per entry): a MAP fit toward it (:mod:`mjsysid.fit.prior`)."""
-    prior = node.child("prior")
     if prior is None:
         return
-    prior.finish(("mean", "std"))
-    if "std" not in prior.data:
-        raise ExperimentError(
-            f"{node.source}: {prior.path}.std is required (the prior's standard deviation, in "
-            "the parameter's units)"
-        )
-    std = _numbers(prior, "std", p.size)
-    mean = _numbers(prior, "mean", p.size)
+    std = _numbers(prior.std, f"{where}.prior.std", p.size)
+    mean = _numbers(prior.mean, f"{where}.prior.mean", p.size)
     try:
         p.prior = {"std": std} if mean is None else {"mean": mean, "std": std}
     except ValueError as e:
-        raise ExperimentError(f"{node.source}: {prior.path}: {e}") from None
+        raise ExperimentError(f"{where}.prior: {e}") from None
 
 
 @dataclass
@@ -99,28 +155,24 @@ class _ParameterSet:
     n_control: int = 0  # operations of the control transform so far (their order matters)
     fixed: list[Parameter] = field(default_factory=list)
 
-    def add_signal_op(self, node: _Node, kind: str, target: str, p: Parameter) -> None:
-        apply_to = node.get("apply_to", str, "predicted")
-        if apply_to not in ("predicted", "measured"):
-            raise node.err("apply_to", "'predicted' or 'measured'", apply_to)
-        if kind == "sensor_delay":
-            self.transform.delay(target, p.name)
-        elif kind == "sensor_gain":
-            self.transform.gain(target, p.name, target=apply_to)
+    def add_signal_op(self, entry: DelayEntry | SensorEntry, p: Parameter) -> None:
+        if isinstance(entry, DelayEntry):
+            self.transform.delay(entry.target, p.name)
+        elif entry.kind == "sensor_gain":
+            self.transform.gain(entry.target, p.name, target=entry.apply_to)
         else:
-            self.transform.bias(target, p.name, target=apply_to)
+            self.transform.bias(entry.target, p.name, target=entry.apply_to)
         self.used_transform = True
 
     def add_control_op(
         self,
-        node: _Node,
-        kind: str,
-        target: str,
+        entry: DirectedEntry | OffsetEntry,
         p: Parameter,
-        direction: str,
+        where: str,
         model: mujoco.MjModel,
     ) -> None:
-        op = kind.split("_", 1)[1]
+        op, target = entry.kind.split("_", 1)[1], entry.target
+        direction = entry.direction if isinstance(entry, DirectedEntry) else "both"
         one = ControlTransform()
         if op == "offset":
             one.offset(target, p.name)
@@ -131,78 +183,77 @@ class _ParameterSet:
         try:
             one.validate(model)
         except ValueError as e:
-            raise ExperimentError(f"{node.source}: {node.path}.target: {e}") from None
+            raise ExperimentError(f"{where}.target: {e}") from None
         # what a controller needs to apply the identified transform (saved with the values)
         p.meta.update(direction=direction, order=self.n_control)
         self.n_control += 1
 
 
-def _name_and_direction(
-    node: _Node, kind: str, target: str, pname: str | None
-) -> tuple[str | None, str]:
-    """The entry's name (``pname``, or a default per side for one-sided control kinds) and
-    its ``direction``."""
-    direction = "both"
-    if kind == "control_offset" and "direction" in node.data:
-        raise node.err("direction", "absent: an offset has no direction", node.data["direction"])
-    if kind in ("control_deadband", "control_gain"):
-        direction = node.get("direction", str, "both")
-        if direction not in ("both", "positive", "negative"):
-            raise node.err("direction", "'both', 'positive' or 'negative'", direction)
-        if pname is None and direction != "both":
-            pname = f"{target}_{kind.split('_', 1)[1]}_{direction[:3]}"
-    return pname, direction
+def _name(entry: Entry) -> str | None:
+    """The entry's name, or a default per side for one-sided control kinds."""
+    if entry.name is None and isinstance(entry, DirectedEntry) and entry.direction != "both":
+        return f"{entry.target}_{entry.kind.split('_', 1)[1]}_{entry.direction[:3]}"
+    return entry.name
 
 
 def _make_parameter(
-    node: _Node,
-    kind: str,
-    target: str,
-    pname: str | None,
-    frozen: bool,
-    spec: mujoco.MjSpec,
-    model: mujoco.MjModel,
+    entry: Entry, where: str, spec: mujoco.MjSpec, model: mujoco.MjModel
 ) -> Parameter:
     try:
-        if kind in INERTIA_KINDS:
-            return _inertia_parameter(node, kind, target, pname, frozen, spec, model)
+        if isinstance(entry, InertiaEntry):
+            return _inertia_parameter(entry, where, spec, model)
         return make_parameter(
-            kind,
+            entry.kind,
             model,
-            target,
-            name=pname,
-            nominal=_numbers(node, "nominal"),
-            min_value=_numbers(node, "min"),
-            max_value=_numbers(node, "max"),
-            frozen=frozen,
+            entry.target,
+            name=_name(entry),
+            nominal=_numbers(entry.nominal, f"{where}.nominal"),
+            min_value=_numbers(entry.min, f"{where}.min"),
+            max_value=_numbers(entry.max, f"{where}.max"),
+            frozen=entry.frozen,
         )
     except ExperimentError:
         raise
-    except (KeyError, ValueError, TypeError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) else str(e)
-        raise ExperimentError(f"{node.source}: {node.path}: {msg}") from None
+    except KeyError as e:
+        hint = _close_element(entry, model)
+        raise ExperimentError(f"{where}: {e.args[0]}{hint}") from None
+    except (ValueError, TypeError) as e:
+        raise ExperimentError(f"{where}: {e}") from None
+
+
+_COUNTS = {"joint": "njnt", "actuator": "nu", "geom": "ngeom", "pair": "npair", "body": "nbody"}
+
+
+def _close_element(entry: Entry, model: mujoco.MjModel) -> str:
+    """``"; did you mean 'elbow'?"`` for a target that names no element of its kind's type
+    (empty without a close name)."""
+    element = "body" if isinstance(entry, InertiaEntry) else KINDS[entry.kind].element
+    if element not in _COUNTS:
+        return ""
+    obj = mujoco.mjtObj.__members__[f"mjOBJ_{element.upper()}"]
+    count = int(getattr(model, _COUNTS[element]))
+    names = [mujoco.mj_id2name(model, obj, i) or "" for i in range(count)]
+    if entry.target in names:
+        return ""
+    close = difflib.get_close_matches(entry.target, [n for n in names if n], 1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _inertia_parameter(
-    node: _Node,
-    kind: str,
-    target: str,
-    pname: str | None,
-    frozen: bool,
-    spec: mujoco.MjSpec,
-    model: mujoco.MjModel,
+    entry: InertiaEntry, where: str, spec: mujoco.MjSpec, model: mujoco.MjModel
 ) -> Parameter:
     p = body_inertia_param(
         spec,
         model,
-        target,
-        INERTIA_KINDS[kind],
-        node.get("scale_rot_inertia", bool, True),
-        param_name=pname,
-        frozen=frozen,
+        entry.target,
+        INERTIA_KINDS[entry.kind],
+        entry.scale_rot_inertia,
+        param_name=entry.name,
+        frozen=entry.frozen,
     )
-    nominal = _numbers(node, "nominal", p.size)
-    lo, hi = _numbers(node, "min", p.size), _numbers(node, "max", p.size)
+    nominal = _numbers(entry.nominal, f"{where}.nominal", p.size)
+    lo = _numbers(entry.min, f"{where}.min", p.size)
+    hi = _numbers(entry.max, f"{where}.max", p.size)
     if nominal is None and lo is None and hi is None:
         return p
     ones = np.ones(p.size)
@@ -211,7 +262,7 @@ def _inertia_parameter(
         p.nominal if nominal is None else nominal * ones,
         p.min_value if lo is None else lo * ones,
         p.max_value if hi is None else hi * ones,
-        frozen=frozen,
+        frozen=entry.frozen,
         modifier=p.modifier,
         model_modifier=p.model_modifier,
         meta=p.meta,

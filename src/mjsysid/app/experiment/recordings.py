@@ -6,91 +6,127 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import mujoco
 import numpy as np
+from pydantic import Field
 
-from mjsysid.app.experiment.limits import _limited
-from mjsysid.app.experiment.loading import _Loading
-from mjsysid.app.experiment.nodes import ExperimentError, _Node, _positive_number
+from mjsysid.app.experiment.nodes import (
+    ExperimentError,
+    Keys,
+    Must,
+    Number,
+    Positive,
+    _limited,
+    _Loading,
+)
 from mjsysid.data.recording import check_time_gap, load_recording
-from mjsysid.data.robot_logs import LogSource
+from mjsysid.data.robot_logs import FORMATS, STAMPS, LogSource
 from mjsysid.data.timing import TimingWarning
 
+Column = Annotated[str, Must("a column name (str)")]
 
-def _recording_file(node: _Node, ld: _Loading) -> Path:
-    raw_file = node.get("file", str, required=True, expected="a .npz or .csv path")
-    rec_file = ld.base / raw_file
-    is_log = "source" in node.data  # a robot log may be a bag folder
+
+class LogSourceKeys(Keys):
+    """``source:`` which message fields of a robot log fill which columns
+    (:class:`~mjsysid.data.robot_logs.LogSource`, docs/robot-logs.md)."""
+
+    format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    stamp: Annotated[
+        Literal[STAMPS],  # type: ignore[valid-type]
+        Must(
+            "'header' (the message's header.stamp: the device's clock) or 'receive' (when the "
+            "logger received it: the host's clock); declare which"
+        ),
+    ]
+    columns: dict[str, str] = Field(default_factory=dict)
+    joint_states: str | None = None
+    joints: dict[str, str] | None = None
+    grid: Annotated[str | float, Must("a topic or a step > 0 (s)")] | None = None
+
+
+_TIMING = (
+    "'held' (row k's command acts from sample k), 'before' (it acted before sample k, from "
+    "sample k-1) or a latency in seconds"
+)
+_START_END: dict[str, Any] = {"items": {"type": ["number", "null"]}}  # (checked when read)
+
+
+class RecordingKeys(Keys):
+    """The keys of a ``sequences[i]`` entry that say how its recording is read (see
+    :func:`~mjsysid.data.recording.load_recording`, docs/timing.md)."""
+
+    file: Annotated[str, Must("a .npz or .csv path")]
+    control: Annotated[dict[str, str], Must("a mapping of actuators to columns")] | None = None
+    sensors: (
+        Annotated[
+            dict[str, Annotated[str | list[str], Must("a column or a list of columns")]],
+            Must("a mapping of signals to columns"),
+        ]
+        | None
+    ) = None
+    ignore_columns: Annotated[list[Column], Must("a list of column names")] = Field(
+        default_factory=list
+    )
+    time: str | None = None
+    time_scale: Annotated[float, Must("a number (s per unit)")] | None = None
+    time_range: (
+        Annotated[
+            list[Any],
+            Field(min_length=2, max_length=2, json_schema_extra=_START_END),
+            Must("[start, end] in seconds (null for an open end)"),
+        ]
+        | None
+    ) = None
+    command_timing: Annotated[Literal["held", "before"] | float, Must(_TIMING)] | None = None
+    retime: Annotated[bool | float, Must("true or a period (s)")] | None = None
+    resample: Positive | None = None
+    jitter_tolerance: Positive | None = None
+    source: LogSourceKeys | None = None
+    inputs: (
+        Annotated[
+            dict[str, str] | list[str],
+            Must("a mapping of force-law inputs to columns, or a list of columns"),
+        ]
+        | None
+    ) = None
+    constants: Annotated[dict[str, Number], Must("a mapping of names to numbers")] | None = None
+
+
+def _recording_file(keys: RecordingKeys, where: str, ld: _Loading) -> Path:
+    rec_file = ld.base / keys.file
+    is_log = keys.source is not None  # a robot log may be a bag folder
     if not (rec_file.is_file() or (is_log and rec_file.is_dir())):
         what = "is not a file" if rec_file.exists() else "no such file"
-        rel = "" if Path(raw_file).is_absolute() else ", relative to the experiment file"
+        rel = "" if Path(keys.file).is_absolute() else ", relative to the experiment file"
         raise FileNotFoundError(
-            f"{ld.source}: {node.path}.file: {what} {str(rec_file.absolute())!r} "
-            f"(the file says {raw_file!r}{rel})"
+            f"{ld.source}: {where}.file: {what} {str(rec_file.absolute())!r} "
+            f"(the file says {keys.file!r}{rel})"
         )
     return rec_file
 
 
-def _timing_options(node: _Node) -> dict[str, Any]:
+_TIMING_KEYS = ("command_timing", "retime", "resample", "jitter_tolerance")
+
+
+def _timing_options(keys: RecordingKeys, where: str) -> dict[str, Any]:
     """``command_timing``, ``retime``, ``resample``, ``jitter_tolerance`` and ``source`` of
     one ``sequences[i]`` entry, as keywords of :func:`~mjsysid.data.recording.load_recording`
     (see docs/timing.md and docs/robot-logs.md)."""
-    out: dict[str, Any] = {}
-    timing = node.get(
-        "command_timing",
-        (str, int, float),
-        None,
-        expected="'held', 'before' or a latency in seconds",
-    )
-    if timing is not None:
-        out["command_timing"] = timing
-    retime = node.get("retime", (bool, int, float), None, expected="true or a period (s)")
-    if retime is not None:
-        out["retime"] = retime
-    for key in ("resample", "jitter_tolerance"):
-        value = _positive_number(node, key, None)
-        if value is not None:
-            out[key] = value
-    if "source" in node.data:
-        out["source"] = _log_source(node)
+    out = {k: getattr(keys, k) for k in _TIMING_KEYS if getattr(keys, k) is not None}
+    if keys.source is not None:
+        try:
+            out["source"] = LogSource(**keys.source.model_dump(exclude_unset=True))
+        except (TypeError, ValueError) as e:
+            raise ExperimentError(f"{where}.source: {e}") from None
     return out
 
 
-def _log_source(node: _Node) -> LogSource:
-    """The ``source:`` mapping of a robot log (MCAP file or ROS 2 bag)."""
-    src = node.child("source")
-    assert src is not None  # the caller saw the key
-    fields = {
-        "format": src.get("format", str, None),
-        "stamp": src.get("stamp", str, "", expected="'header' or 'receive'"),
-        "columns": src.get("columns", dict, {}),
-        "joint_states": src.get("joint_states", str, None),
-        "joints": src.get("joints", dict, None),
-        "grid": src.get("grid", (str, int, float), None),
-    }
-    src.finish()
-    try:
-        return LogSource(**fields)
-    except (TypeError, ValueError) as e:
-        raise ExperimentError(f"{src.source}: {src.path}: {e}") from None
-
-
-def _read_recording(node: _Node, rec_file: Path, ld: _Loading) -> Any:
+def _read_recording(keys: RecordingKeys, where: str, rec_file: Path, ld: _Loading) -> Any:
     """The recording of one ``sequences[i]`` entry, read with its column options."""
-    cmap = node.get("control", dict, None)
-    smap = node.get("sensors", dict, None)
-    ignore = node.get("ignore_columns", list, [], expected="a list of column names")
-    for k, c in enumerate(ignore):
-        if not isinstance(c, str):
-            raise node.err(f"ignore_columns[{k}]", "a column name (str)", c)
-    time_key = node.get("time", str, None)
-    time_scale = node.get("time_scale", (int, float), None, expected="a number (s per unit)")
-    time_range = node.get(
-        "time_range", list, None, expected="[start, end] in seconds (null for an open end)"
-    )
-    timing = _timing_options(node)
+    timing = _timing_options(keys, f"{ld.source}: {where}")
+    time_range = None if keys.time_range is None else tuple(keys.time_range)
     bar = ld.progress(f"reading {rec_file.name!r}") if ld.progress is not None else None
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -98,40 +134,42 @@ def _read_recording(node: _Node, rec_file: Path, ld: _Loading) -> Any:
             rec = load_recording(
                 rec_file,
                 ld.model,
-                time=time_key,
-                time_scale=time_scale,
-                control=cmap,
-                sensors=smap,
-                ignore_columns=ignore,
-                time_range=None if time_range is None else tuple(time_range),
+                time=keys.time,
+                time_scale=keys.time_scale,
+                control=keys.control,
+                sensors=keys.sensors,
+                ignore_columns=keys.ignore_columns,
+                time_range=time_range,
+                inputs=keys.inputs,
+                constants=keys.constants,
                 progress=bar,
                 **timing,
             )
         for w in caught:
             if issubclass(w.category, TimingWarning):
-                ld.warnings.append(f"{ld.source}: {node.path}: {w.message}")
+                ld.warnings.append(f"{ld.source}: {where}: {w.message}")
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return rec
     except KeyError as e:
-        raise ExperimentError(f"{ld.source}: {node.path}: {e.args[0]}") from None
+        raise ExperimentError(f"{ld.source}: {where}: {e.args[0]}") from None
     except ValueError as e:
-        raise ExperimentError(f"{ld.source}: {node.path}: {e}") from None
+        raise ExperimentError(f"{ld.source}: {where}: {e}") from None
     finally:
         close = getattr(bar, "close", None)
         if callable(close):
             close()
 
 
-def _recording_warnings(node: _Node, rec: Any, rec_file: Path, ld: _Loading) -> None:
+def _recording_warnings(where: str, rec: Any, rec_file: Path, ld: _Loading) -> None:
     notes = list(rec.notes)
     if rec.control is not None:
         notes += _outside_ctrlrange(ld.model, rec.control.data)
-    ld.warnings += [f"{ld.source}: {node.path} ({str(rec_file)!r}): {n}" for n in notes]
+    ld.warnings += [f"{ld.source}: {where} ({str(rec_file)!r}): {n}" for n in notes]
     if rec.unused_columns:
         ld.warnings.append(
-            f"{ld.source}: {node.path} ({str(rec_file)!r}): {rec.unused_message()}; list "
-            f"them under {node.path}.ignore_columns if that is intended"
+            f"{ld.source}: {where} ({str(rec_file)!r}): {rec.unused_message()}; list "
+            f"them under {where}.ignore_columns if that is intended"
         )
 
 
@@ -155,9 +193,9 @@ def _outside_ctrlrange(model: mujoco.MjModel, control: np.ndarray) -> list[str]:
     return out
 
 
-def _check_span(node: _Node, times: np.ndarray, rec_file: Path, ld: _Loading) -> float:
+def _check_span(where: str, times: np.ndarray, rec_file: Path, ld: _Loading) -> float:
     """The simulated steps of one recording, checked against ``max_steps``."""
-    what = f"{ld.source}: {node.path} ({str(rec_file)!r})"
+    what = f"{ld.source}: {where} ({str(rec_file)!r})"
     try:
         check_time_gap(times, what)  # load_recording checks it too; time_range can hide it
     except ValueError as e:

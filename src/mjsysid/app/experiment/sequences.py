@@ -4,14 +4,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
-from mjsysid.app.experiment.limits import _limited
-from mjsysid.app.experiment.loading import _Loading
-from mjsysid.app.experiment.nodes import ExperimentError, _check_file_name, _Node
+from mjsysid.app.experiment.nodes import (
+    ExperimentError,
+    Keys,
+    Must,
+    Number,
+    _check_file_name,
+    _limited,
+    _Loading,
+)
 from mjsysid.app.experiment.recordings import (
+    RecordingKeys,
     _check_span,
     _read_recording,
     _recording_file,
@@ -21,23 +29,29 @@ from mjsysid.data.recording import initial_state_from_sensors
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import create_initial_state
 
-_SEQUENCE_KEYS = (
-    "name",
-    "holdout",
-    "file",
-    "control",
-    "sensors",
-    "ignore_columns",
-    "time",
-    "time_scale",
-    "time_range",
-    "initial_state",
-    "command_timing",
-    "retime",
-    "resample",
-    "jitter_tolerance",
-    "source",
-)
+JointValues = Annotated[
+    list[Number] | dict[str, Number | list[Number]],
+    Must("a list of numbers or a mapping of joints to numbers"),
+]
+
+
+class InitialStateKeys(Keys):
+    """``initial_state:`` of a sequence: ``qpos``/``qvel`` as full vectors or by joint."""
+
+    qpos: JointValues | None = None
+    qvel: JointValues | None = None
+
+
+class SequenceKeys(RecordingKeys):
+    """One ``sequences[i]`` entry: a recording, how to read it and where it starts."""
+
+    name: str | None = None
+    holdout: Annotated[bool, Must("true or false")] = False
+    initial_state: InitialStateKeys | None = None
+
+
+Sequences = Annotated[list[SequenceKeys], Field(min_length=1), Must("a list of recordings")]
+"""The ``sequences:`` key."""
 
 
 @dataclass
@@ -50,17 +64,15 @@ class _Sequence:
     sensors: Any
     from_sample: bool  # its initial state is one measured sample
     holdout: bool = False  # not fitted: simulated for validation only
+    inputs: Any = None  # the force laws' recorded inputs
+    constants: dict[str, float] | None = None  # the per-recording constants
 
 
 def _sequences(
-    top: _Node, ld: _Loading, name: str, shooting: dict[str, Any] | None
+    entries: list[SequenceKeys], ld: _Loading, name: str, shooting: dict[str, Any] | None
 ) -> tuple[ModelSequences, ModelSequences | None]:
     """The fitted sequences and the held-out ones (``holdout: true``; ``None`` without)."""
-    raw_seqs = top.get("sequences", list, required=True, expected="a list of recordings")
-    if not raw_seqs:
-        raise ExperimentError(f"{ld.source}: sequences must be a non-empty list, got an empty list")
-    seqs = [_load_sequence(_Node(raw, f"sequences[{i}]", ld.source), i, ld) for i, raw in
-            enumerate(raw_seqs)]  # fmt: skip
+    seqs = [_load_sequence(keys, i, ld) for i, keys in enumerate(entries)]
     from_samples = [f"sequences[{i}]" for i, sq in enumerate(seqs) if sq.from_sample]
     if shooting is None and from_samples:
         ld.warnings.append(
@@ -88,42 +100,53 @@ def _model_sequences(name: str, ld: _Loading, seqs: list[_Sequence]) -> ModelSeq
             [sq.x0 for sq in seqs],
             [sq.control for sq in seqs],
             [sq.sensors for sq in seqs],
+            inputs=[sq.inputs for sq in seqs],
+            constants=[sq.constants or {} for sq in seqs],
         )
     except (KeyError, ValueError) as e:
         raise ExperimentError(f"{ld.source}: sequences: {e}") from None
 
 
-def _load_sequence(node: _Node, i: int, ld: _Loading) -> _Sequence:
-    node.finish(_SEQUENCE_KEYS)  # before reading the recording with a misspelt option
-    seq_name = node.get("name", str, f"seq{i}")
-    _check_file_name(ld.source, f"{node.path}.name", seq_name)
-    holdout = node.get("holdout", bool, False, expected="true or false")
-    rec_file = _recording_file(node, ld)
+def _load_sequence(keys: SequenceKeys, i: int, ld: _Loading) -> _Sequence:
+    where = f"sequences[{i}]"
+    seq_name = f"seq{i}" if keys.name is None else keys.name
+    _check_file_name(ld.source, f"{where}.name", seq_name)
+    rec_file = _recording_file(keys, where, ld)
     # a bag folder is fingerprinted file by file
     ld.files += (
         sorted(p for p in rec_file.rglob("*") if p.is_file()) if rec_file.is_dir() else [rec_file]
     )
-    rec = _read_recording(node, rec_file, ld)
-    ld.steps += _check_span(node, np.asarray(rec.times), rec_file, ld)
+    rec = _read_recording(keys, where, rec_file, ld)
+    ld.steps += _check_span(where, np.asarray(rec.times), rec_file, ld)
     _limited("max_total_steps", ld.steps, f"{ld.source}: sequences: simulated steps in total")
-    _recording_warnings(node, rec, rec_file, ld)
-    init = node.child("initial_state")
-    from_sample = rec.initial_qpos is None and (init is None or "qpos" not in init.data)
-    qpos, qvel = _initial_state(rec, init, ld)
-    node.finish()
+    _recording_warnings(where, rec, rec_file, ld)
+    init = keys.initial_state
+    from_sample = rec.initial_qpos is None and (init is None or init.qpos is None)
+    qpos, qvel = _initial_state(rec, init, f"{where}.initial_state", ld)
     try:
         x0 = create_initial_state(ld.model, qpos, qvel, time=float(rec.times[0]))
     except (KeyError, ValueError) as e:
         msg = e.args[0] if isinstance(e, KeyError) else str(e)
         raise ExperimentError(
-            f"{ld.source}: {node.path}: initial state (initial_qpos / "
+            f"{ld.source}: {where}: initial state (initial_qpos / "
             f"initial_qvel of {str(rec_file)!r}, or initial_state:): "
             f"{msg}"
         ) from None
-    return _Sequence(seq_name, x0, rec.control, rec.sensordata, from_sample, holdout)
+    return _Sequence(
+        seq_name,
+        x0,
+        rec.control,
+        rec.sensordata,
+        from_sample,
+        keys.holdout,
+        rec.inputs,
+        rec.constants,
+    )
 
 
-def _initial_state(rec: Any, init: _Node | None, ld: _Loading) -> tuple[Any, Any]:
+def _initial_state(
+    rec: Any, init: InitialStateKeys | None, where: str, ld: _Loading
+) -> tuple[Any, Any]:
     """``(qpos, qvel)`` to start from: the sensors' first sample, the recording's
     ``initial_qpos``/``initial_qvel`` columns, or the entry's ``initial_state:``."""
     model = ld.model
@@ -135,16 +158,15 @@ def _initial_state(rec: Any, init: _Node | None, ld: _Loading) -> tuple[Any, Any
     if init is None:
         return qpos, qvel
     for key in ("qpos", "qvel"):
-        v = init.get(key, (list, dict), None)
+        v = getattr(init, key)
         if v is None:
             continue
         try:
             full = create_initial_state(model, **{key: v})
         except (KeyError, ValueError) as e:
-            raise ExperimentError(f"{ld.source}: {init.path}.{key}: {e}") from None
+            raise ExperimentError(f"{ld.source}: {where}.{key}: {e}") from None
         if key == "qpos":
             qpos = full[slice(1, 1 + model.nq)]
         else:
             qvel = full[slice(1 + model.nq, 1 + model.nq + model.nv)]
-    init.finish()
     return qpos, qvel

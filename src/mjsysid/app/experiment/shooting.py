@@ -4,14 +4,22 @@ initial-state parameters."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import mujoco
 import numpy as np
+from pydantic import model_validator
 
-from mjsysid.app.experiment.limits import _limited
-from mjsysid.app.experiment.loading import _Loading
-from mjsysid.app.experiment.nodes import ExperimentError, _Node, _positive_number
+from mjsysid.app.experiment.nodes import (
+    ExperimentError,
+    Keys,
+    Must,
+    Positive,
+    _limited,
+    _Loading,
+    mistake,
+    said,
+)
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.timeseries import SignalType
 from mjsysid.objective.initial_state import initial_state_params
@@ -20,30 +28,39 @@ from mjsysid.objective.windows import split_windows
 from mjsysid.params.parameter import ParameterDict
 
 
-def _shooting_options(top: _Node) -> dict[str, Any] | None:
-    node = top.child("shooting")
-    if node is None:
-        return None
-    window = _positive_number(node, "window", None)
-    overlap = node.get("overlap", float, None, expected="a number of seconds")
-    if overlap is not None:
+class ShootingKeys(Keys):
+    """``shooting:`` multiple shooting (see :mod:`mjsysid.app.experiment`)."""
+
+    window: Positive | None = None
+    overlap: Annotated[float, Must("a number of seconds")] | None = None
+    estimate_initial_state: bool = True
+    qpos_margin: Positive = 0.2
+    qvel_margin: Positive = 2.0
+    estimate_activation: bool | None = None
+
+    @model_validator(mode="after")
+    def _overlap_within_window(self) -> ShootingKeys:
+        overlap, window = self.overlap, self.window
+        if overlap is None:
+            return self
         if window is None:
-            raise ExperimentError(
-                f"{node.source}: shooting.overlap needs shooting.window (the window length "
-                f"in seconds), got overlap {overlap!r} without a window"
+            raise said(
+                "{path}.overlap needs {path}.window (the window length in seconds), got "
+                f"overlap {overlap!r} without a window"
             )
         if not (math.isfinite(overlap) and 0 <= overlap < window):
-            raise node.err("overlap", f"a number of seconds in [0, window={window:g})", overlap)
-    opts = {
-        "window": window,
-        "overlap": 0.0 if overlap is None else overlap,
-        "estimate_initial_state": node.get("estimate_initial_state", bool, True),
-        "qpos_margin": _positive_number(node, "qpos_margin", 0.2),
-        "qvel_margin": _positive_number(node, "qvel_margin", 2.0),
-    }
-    if "estimate_activation" in node.data:  # (absent: as before, when the model has any)
-        opts["estimate_activation"] = node.get("estimate_activation", bool)
-    node.finish()
+            raise mistake("overlap", f"a number of seconds in [0, window={window:g})", overlap)
+        return self
+
+
+def _shooting_options(keys: ShootingKeys | None) -> dict[str, Any] | None:
+    """The ``shooting:`` options as :func:`_shoot` takes them (``None`` without the key)."""
+    if keys is None:
+        return None
+    opts = keys.model_dump(exclude={"estimate_activation"})
+    opts["overlap"] = keys.overlap or 0.0
+    if keys.estimate_activation is not None:  # (absent: as before, when the model has any)
+        opts["estimate_activation"] = keys.estimate_activation
     return opts
 
 

@@ -33,9 +33,10 @@ import numpy as np
 import yaml
 
 import mjsysid as ms
-from mjsysid.sim.force_laws import CommandTorque, CoulombFriction, ViscousFriction
-from mjsysid.sim.law_params import force_law_params
-from mjsysid.sim.law_runtime import LawRuntime
+from mjsysid.sim.laws.core import force_law_params
+from mjsysid.sim.laws.friction import CoulombFriction, ViscousFriction
+from mjsysid.sim.laws.motors import CommandTorque
+from mjsysid.sim.laws.runtime import LawRuntime
 
 TRUTH: dict[str, Any] = {
     "deadzone": [0.14, 0.08],  # duty cycle the L298N swallows (forward, reverse)

@@ -1,26 +1,28 @@
 """The HTML report a user opens after a fit: :func:`default_report`.
 
-One ``report.html`` plus a ``report_assets/`` folder (plotly.js copied from the installed plotly
-package, and videos) that opens offline: no CDN and no network request. Sections: summary,
-warnings in words, a sortable/filterable/paged parameter table (readable with hundreds of
-parameters), fit per signal, interactive overlays of measured vs initial vs identified signals
-with residuals and controls, the parameter correlation heatmap, the optimisation trace, and
-videos when an offscreen OpenGL backend works (otherwise the section says why).
+One ``report.html`` plus a ``report_assets/`` folder (videos; plotly.js only for a standalone
+report: by default the page reads the installed plotly package's copy, see
+:mod:`~mjsysid.output.report.plotly_source`) that opens offline: no CDN and no network
+request. It leads with the answer (``docs/report.md``): summary, warnings, the physical
+parameters with their intervals and what the data determine, the initial states apart and
+collapsed, the held-out fit, then the fit per signal, the signals, the correlation of the
+physical parameters, the optimisation trace and one video per recording when an offscreen
+OpenGL backend works (otherwise the section says why). Every figure is drawn on load, for
+screenshots and print.
 
-The data of every section is computed by small pure functions in :mod:`mjsysid.output.report._data`
-and :mod:`~mjsysid.output.report.warnings` (re-exported here) and unit-tested separately;
+The data of every section is computed by small pure functions in
+:mod:`~mjsysid.output.report.content` and :mod:`~mjsysid.output.report.warnings` (re-exported
+here) and unit-tested separately;
 :mod:`~mjsysid.output.report.build` assembles them (with :mod:`~.sections`, :mod:`~.videos`,
 :mod:`~.format`) and :mod:`~mjsysid.output.report.html` renders and writes the files.
-
-:func:`default_report` also takes ``mujoco.sysid``'s argument order and keywords
-(:mod:`~mjsysid.output.report.compat`).
 
 jinja2 and plotly are imported when a report is made (``pip install 'mjsysid[report]'``).
 """
 
 from __future__ import annotations
 
-from mjsysid.output.report._data import (
+from mjsysid.output.report.build import default_report
+from mjsysid.output.report.content import (
     Direction,
     ParameterRow,
     ResidualCorrelation,
@@ -42,16 +44,15 @@ from mjsysid.output.report._data import (
     strong_correlations,
     unidentifiable_directions,
 )
-from mjsysid.output.report.compat import default_report
 from mjsysid.output.report.deps import INSTALL_HINT, missing_dependencies
-from mjsysid.output.report.html import ASSETS_DIR, REPORT_FILE
 from mjsysid.output.report.sections import points_per_trace
 from mjsysid.output.report.warnings import ReportWarning, collect_warnings
+from mjsysid.util.results_files import REPORT_ASSETS, REPORT_HTML
 
 __all__ = [
-    "ASSETS_DIR",
     "INSTALL_HINT",
-    "REPORT_FILE",
+    "REPORT_ASSETS",
+    "REPORT_HTML",
     "Direction",
     "ParameterRow",
     "ReportWarning",

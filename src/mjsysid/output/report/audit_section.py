@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from mjsysid.fit.audit import Audit, audit_jacobian
+from mjsysid.fit.result import OptimizeResult
 from mjsysid.fit.status import MessageContext
+from mjsysid.output.report.content import ParameterRow
 from mjsysid.output.report.format import fmt, raise_limit
 from mjsysid.util.limits import get_limit
 
@@ -33,19 +35,20 @@ def residual_noise(fun: Any, n_free: int) -> float:
 
 
 def singular_values_in_words(s: np.ndarray, rtol: float = STRUCTURAL_RTOL) -> str:
-    """E.g. ``"The 3 singular values of the range-scaled Jacobian span 12.1 to 0.0004
-    (a ratio of 3.0e+04); 1 lies below 0.001 of the largest: a direction the data do not
-    determine at all."``"""
+    """E.g. ``"The 3 singular values of the range-scaled Jacobian span 12.1 to 0.0004; 1
+    lies below 0.001 of the largest: a direction the data do not determine at all."``
+
+    (Their ratio is a condition number; the report gives one, κ in the summary, and does not
+    repeat another here.)"""
     s = np.asarray(s, dtype=np.float64)
     if s.size == 0:
         return "The Jacobian has no columns."
     if s[0] <= 0:
         return "Every singular value is 0: the residual does not depend on any parameter."
     weak = int(np.sum(s < rtol * s[0]))
-    ratio = "∞" if s[-1] <= 0 else f"{s[0] / s[-1]:.2g}"
     text = (
         f"The {s.size} singular value{'s' if s.size != 1 else ''} of the range-scaled "
-        f"Jacobian span {fmt(float(s[0]), 3)} to {fmt(float(s[-1]), 3)} (a ratio of {ratio})"
+        f"Jacobian span {fmt(float(s[0]), 3)} to {fmt(float(s[-1]), 3)}"
     )
     if weak == 0:
         return text + (
@@ -70,58 +73,46 @@ def _listed(s: np.ndarray) -> str:
     )
 
 
-def _rows(audit: Audit) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": p.name,
-            "value": fmt(p.value),
-            "sensitivity": fmt(p.sensitivity, 3),
-            "half_width": "∞" if math.isinf(p.half_width) else fmt(p.half_width, 3),
-            "determined": p.determined,
-        }
-        for p in audit.parameters
-    ]
-
-
-def _usable_jacobian(opt_result: Any, names: Sequence[str]) -> np.ndarray | None:
-    jac = getattr(opt_result, "jac", None)
-    if jac is None or np.ndim(jac) != 2 or np.shape(jac)[1] != len(names):
+def _usable_jacobian(opt_result: OptimizeResult, names: Sequence[str]) -> np.ndarray | None:
+    jac = opt_result.jac
+    if np.ndim(jac) != 2 or np.shape(jac)[1] != len(names):
         return None
     J = np.asarray(jac, dtype=np.float64)
     return J if J.shape[0] > J.shape[1] > 0 and np.all(np.isfinite(J)) else None
 
 
-def audit_section(
+def fit_audit(
     opt_result: Any,
     opt_params: Any,
     names: Sequence[str],
     alpha: float,
     context: MessageContext | None = None,
-) -> dict[str, Any]:
-    """The template's ``audit`` variable: ``reason`` (why there is none) or the audit.
+) -> tuple[Audit | None, str]:
+    """``(audit, "")`` of the fit, or ``(None, why there is none)``.
 
     The audit (:func:`~mjsysid.fit.audit.audit_jacobian`) is of the final Jacobian at the
     solution, its columns scaled by the parameter ranges, at the fit's residual noise level
     (:func:`residual_noise`); over ``max_heatmap_parameters`` parameters it is left out (its
-    SVD costs ``n·p²``).
+    SVD costs ``n·p²``). It is computed once per report: the parameter table's verdicts
+    (:func:`~mjsysid.output.report.content.with_verdicts`) and this section read it.
     """
     J = _usable_jacobian(opt_result, names)
     if J is None:
-        return {
-            "reason": "No identifiability audit: the result has no finite final Jacobian with "
+        return None, (
+            "No identifiability audit: the result has no finite final Jacobian with "
             "more residuals than parameters."
-        }
+        )
     cap = get_limit("max_heatmap_parameters")
     if len(names) > cap:
-        return {
-            "reason": f"No identifiability audit: {len(names)} parameters exceed the limit "
+        return None, (
+            f"No identifiability audit: {len(names)} parameters exceed the limit "
             f"max_heatmap_parameters={cap} (raise it for the audit: "
             f"{raise_limit('max_heatmap_parameters', context)}; "
             + (context or MessageContext()).say(
                 "mjsysid.fit.audit.audit_residual", "mjsysid audit on the experiment"
             )
             + " audits a point of your choice, the nominal by default)."
-        }
+        )
     x = np.asarray(opt_result.x, dtype=np.float64).reshape(-1)
     lower, upper = opt_params.get_bounds()
     if np.size(lower) != len(names):
@@ -130,15 +121,56 @@ def audit_section(
     audit = audit_jacobian(
         J, names, x, lower, upper, noise=noise if math.isfinite(noise) else 0.0, alpha=alpha
     )
+    return audit, ""
+
+
+def verdict_counts(rows: Sequence[ParameterRow]) -> str:
+    """``"3 of 4 parameters determined, 1 only jointly"``: the table's verdicts counted
+    (frozen rows left out)."""
+    fitted = [r for r in rows if not r.frozen and r.verdict]
+    if not fitted:
+        return ""
+    count = {v: sum(1 for r in fitted if r.verdict == v) for v in VERDICT_ORDER}
+    text = f"{count['determined']} of {len(fitted)} parameters determined"
+    extra = [f"{count[v]} {v}" for v in VERDICT_ORDER[1:] if count[v]]
+    return text + (f", {', '.join(extra)}" if extra else "")
+
+
+#: The verdicts of :func:`~mjsysid.output.report.content.with_verdicts`, best first.
+VERDICT_ORDER = ("determined", "only jointly", "not determined")
+
+
+def _involves(text: str, names: set[str]) -> bool:
+    return any(n in text for n in names)
+
+
+def audit_section(
+    audit: Audit | None, reason: str, rows: Sequence[ParameterRow], alpha: float
+) -> dict[str, Any]:
+    """The template's ``audit`` variable: ``reason`` (why there is none) or the audit in
+    words, its weak combinations and advice split into those that involve a physical
+    parameter (shown) and those among initial states only (``nuisance_*``, collapsed)."""
+    counts = {
+        "summary": verdict_counts([r for r in rows if not r.nuisance]),
+        "nuisance_summary": verdict_counts([r for r in rows if r.nuisance]),
+    }
+    if audit is None:  # the verdicts (from the intervals) are still counted
+        none: dict[str, Any] = {"combinations": [], "advice": []}
+        return {"reason": reason, **counts, **none, "nuisance_combinations": []}
+    physical = {r.name for r in rows if not r.nuisance}
+    combos = [{"text": c.text, "ratio": f"{c.ratio:.1e}"} for c in audit.combinations]
+    main = [c for c, a in zip(combos, audit.combinations, strict=True) if physical & set(a.names)]
+    rest = [c for c in combos if c not in main]
+    advice = [a for a in audit.advice if _involves(a, physical)]
     return {
         "reason": "",
-        "summary": audit.summary(),
+        **counts,
         "noise": fmt(audit.noise),
         "level": f"{100.0 * (1.0 - alpha):g} %",
         "singular_words": singular_values_in_words(audit.singular_values),
         "singular_values": _listed(audit.singular_values),
-        "combinations": [{"text": c.text, "ratio": f"{c.ratio:.1e}"} for c in audit.combinations],
-        "advice": list(audit.advice),
-        "rows": _rows(audit),
-        "n_undetermined": len(audit.parameters) - audit.n_determined,
+        "combinations": main,
+        "advice": advice,
+        "nuisance_combinations": rest,
+        "nuisance_advice": [a for a in audit.advice if a not in advice],
     }

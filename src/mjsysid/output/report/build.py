@@ -14,19 +14,24 @@ from typing import Any
 import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
+from mjsysid.fit.audit import Audit
+from mjsysid.fit.result import OptimizeResult
 from mjsysid.fit.status import LANGUAGES, MessageContext, fit_context, reworded
-from mjsysid.output.report._data import (
+from mjsysid.objective.residual import ResidualFunction
+from mjsysid.output.report.audit_section import audit_section, fit_audit
+from mjsysid.output.report.content import (
     Direction,
     ParameterRow,
     SignalError,
     parameter_rows,
     residual_autocorrelation,
     signal_errors,
+    with_verdicts,
 )
-from mjsysid.output.report.audit_section import audit_section
 from mjsysid.output.report.deps import require_report_dependencies
 from mjsysid.output.report.format import error_rows, interval_method, table_rows, versions
-from mjsysid.output.report.html import ASSETS_DIR, _install, json_for_script, render_page
+from mjsysid.output.report.html import install, json_for_script, render_page
+from mjsysid.output.report.plotly_source import PLOTLY_MODES, plotly_source
 from mjsysid.output.report.sections import (
     CorrelationSection,
     correlation_section,
@@ -36,12 +41,15 @@ from mjsysid.output.report.sections import (
     summary,
     trace_section,
 )
-from mjsysid.output.report.stitching import whole_recording_errors
+from mjsysid.output.report.stitching import headline_errors, whole_recording_errors
 from mjsysid.output.report.validation_section import validation_section
 from mjsysid.output.report.videos import video_clips, video_items
 from mjsysid.output.report.warnings import ReportWarning, collect_warnings
+from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
+from mjsysid.util.limits import get_limit
 from mjsysid.util.progress import Progress
+from mjsysid.util.results_files import REPORT_ASSETS
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +67,7 @@ class ReportOptions:
     large_interval: float
     cond_threshold: float
     correlation_threshold: float
-    inline_plotly: bool
+    plotly_js: str
     video_fps: float
     video_size: tuple[int, int]
     max_video_seconds: float
@@ -103,6 +111,8 @@ def check_options(opts: ReportOptions) -> None:
     """Raises ValueError for the first option out of range (none is changed)."""
     if not (isinstance(opts.videos, bool) or opts.videos == "auto"):
         raise ValueError(must_be("videos", "'auto', True or False", opts.videos))
+    if opts.plotly_js not in PLOTLY_MODES:
+        raise ValueError(must_be("plotly_js", f"one of {list(PLOTLY_MODES)}", opts.plotly_js))
     if opts.messages not in LANGUAGES:
         raise ValueError(must_be("messages", f"one of {list(LANGUAGES)}", opts.messages))
     _check_report_numbers(
@@ -157,7 +167,7 @@ def check_fit(
     opts: ReportOptions,
 ) -> FitInputs:
     """The checked fit; TypeError/ValueError for the first bad argument."""
-    if not all(hasattr(opt_result, a) for a in ("x", "fun", "jac", "success", "message")):
+    if not isinstance(opt_result, OptimizeResult):
         raise TypeError(
             must_be(
                 "opt_result", "the OptimizeResult of mjsysid.optimize", type(opt_result).__name__
@@ -167,12 +177,10 @@ def check_fit(
         raise TypeError(must_be("save_dir", "a str or os.PathLike folder", type(save_dir).__name__))
     ms_list = _model_sequences_list(models_sequences)
     for what, p in (("initial_params", initial_params), ("opt_params", opt_params)):
-        if not (hasattr(p, "items") and hasattr(p, "get_non_frozen_parameter_names")):
+        if not isinstance(p, ParameterDict):
             raise TypeError(must_be(what, "a ParameterDict", type(p).__name__))
     _check_sizes(opts)
-    names = list(
-        getattr(opt_result, "parameter_names", None) or opt_params.get_non_frozen_parameter_names()
-    )
+    names = list(opt_result.parameter_names or opt_params.get_non_frozen_parameter_names())
     if np.size(opt_result.x) != opt_params.size:
         raise ValueError(
             must_be(
@@ -210,7 +218,7 @@ class Predictions:
 def _predictions(fit: FitInputs, notes: list[str]) -> Predictions:
     """Both predictions (the initial one only after the identified one), failures as notes."""
     rf = fit.residual_fn
-    if rf is None or not hasattr(rf, "predict"):
+    if not isinstance(rf, ResidualFunction):
         return Predictions(
             reason="No signal plots: pass the ResidualFunction from build_residual_fn as "
             "residual_fn to draw measured vs predicted signals."
@@ -247,51 +255,68 @@ class Analysis:
     warnings: list[ReportWarning]
     context: MessageContext
     whole_errors: list[SignalError] = dataclasses.field(default_factory=list)
+    audit: Audit | None = None
+    audit_reason: str = ""
 
 
 def message_context(fit: FitInputs, language: str) -> MessageContext:
     """What the report's advice may name: the reader's ``language`` and the causes and
     remedies that can apply to this fit (its models, windows, stages, outer stages)."""
     names = [str(n) for ms in fit.ms_list for n in ms.sequence_name]
-    return fit_context([ms.model for ms in fit.ms_list], fit.opt_result, names, language)
+    res = fit.opt_result
+    return fit_context(
+        [ms.model for ms in fit.ms_list], names, language, staged=len(res.stages) > 1,
+        searched=res.global_search is not None or res.multistart is not None,
+    )  # fmt: skip
 
 
 def analyse(
     fit: FitInputs, confidence: Any, opts: ReportOptions, figures: dict[str, Any]
 ) -> Analysis:
-    """Intervals, correlation, identifiability, signals and warnings (figures into ``figures``)."""
+    """Intervals, audit, correlation, identifiability, signals and warnings (figures into
+    ``figures``). Every figure the page shows more than once is computed here once: κ, the
+    audit (read by the table's verdicts and the audit section), the signal errors the fit
+    table leads with (read by the warnings too)."""
     notes: list[str] = []
     context = message_context(fit, opts.messages)
     conf = _confidence(fit, confidence, opts.alpha, notes)
+    audit, audit_reason = fit_audit(fit.opt_result, fit.opt_params, fit.names, opts.alpha, context)
     rows = parameter_rows(
-        fit.initial_params, fit.opt_params, conf, large_interval=opts.large_interval
+        fit.initial_params, fit.opt_params, conf, large_interval=opts.large_interval,
+        models={ms.name: ms.model for ms in fit.ms_list},
+    )  # fmt: skip
+    rows = with_verdicts(rows, audit)
+    nuisance = frozenset(r.name for r in rows if r.nuisance)
+    correlation = correlation_section(
+        conf, notes, opts.correlation_threshold, figures, context, nuisance
     )
-    correlation = correlation_section(conf, notes, opts.correlation_threshold, figures, context)
     condition, directions = jacobian_diagnostics(fit.opt_result, fit.names)
     preds = _predictions(fit, notes)
     p0, p1 = preds.initial, preds.identified
     errors = signal_errors(p0, p1) if p1 else []
+    whole = whole_recording_errors(p0, p1) if p1 else []
     sequences = []
     if p1:
-        n_points = points_per_trace(p1, opts.max_points_per_trace, opts.max_total_points)
+        n_points = points_per_trace(
+            p1, opts.max_points_per_trace, opts.max_total_points, get_limit("max_report_signals")
+        )
         sequences = signal_sections(fit.ms_list, p0, p1, n_points, figures, context)
     warnings = collect_warnings(
-        rows,
+        sorted(rows, key=lambda r: r.nuisance),  # the physical parameters named first
         context=context,
         opt_result=fit.opt_result,
         condition=condition,
         directions=directions,
         correlations=correlation.pairs,
-        errors=errors,
+        errors=headline_errors(errors, whole),
         large_error=opts.large_error,
         cond_threshold=opts.cond_threshold,
         notes=notes,
         autocorrelation=residual_autocorrelation(p1) if p1 else (),
     )
-    whole = whole_recording_errors(p0, p1) if p1 else []
     return Analysis(
         conf, rows, correlation, condition, directions, preds, errors, sequences, warnings,
-        context, whole,
+        context, whole, audit, audit_reason,
     )  # fmt: skip
 
 
@@ -302,7 +327,11 @@ def page(
     """The template's context and the files of ``report_assets/`` (name -> bytes)."""
     figures: dict[str, Any] = {}
     a = analyse(fit, confidence, opts, figures)
-    trace = trace_section(fit.opt_result, fit.opt_params, fit.names, figures)
+    trace = trace_section(
+        fit.opt_result, fit.opt_params, fit.names, figures,
+        start=fit.initial_params.as_vector() if fit.initial_params.size == len(fit.names) else None,
+        nuisance=frozenset(r.name for r in a.rows if r.nuisance),
+    )  # fmt: skip
     clips, videos_reason = video_clips(
         fit.ms_list,
         fit.initial_params,
@@ -315,13 +344,11 @@ def page(
         opts.max_video_seconds,
         progress=opts.progress,
     )
-    videos, assets = video_items(clips, opts.video_size, ASSETS_DIR)
-    plotly_js = plotly_offline.get_plotlyjs()
+    videos, assets = video_items(clips, opts.video_size, REPORT_ASSETS)
+    plotly = plotly_source(opts.plotly_js, plotly_offline)
+    assets.update(plotly.assets)
     plotly_version = str(plotly_offline.get_plotlyjs_version())
-    plotly_name = f"plotly-{plotly_version}.min.js"
-    if not opts.inline_plotly:
-        assets[plotly_name] = plotly_js.encode("utf-8")
-    alpha_used = getattr(a.conf, "alpha", None) if a.conf is not None else None
+    alpha_used = a.conf.alpha if a.conf is not None else None
     context = _context(fit, opts, a, figures)
     said = summary(
         fit.ms_list,
@@ -333,11 +360,12 @@ def page(
         interval_method(a.conf),
     )
     said["message"] = reworded(said["message"], said["status"], a.context)
-    said["bootstrap"] = getattr(a.conf, "method", "linear") == "bootstrap"
+    said["bootstrap"] = a.conf is not None and a.conf.method == "bootstrap"
     context.update(
         summary=said,
-        plotly_inline=plotly_js.replace("</script", "<\\/script") if opts.inline_plotly else "",
-        plotly_src=f"{ASSETS_DIR}/{plotly_name}",
+        plotly_inline=plotly.inline,
+        plotly_sources_json=json_for_script(plotly.sources),
+        plotly_where=plotly.where,
         trace_figs=trace.figs,
         trace_note=trace.note,
         trace_reason=trace.reason,
@@ -351,25 +379,36 @@ def _context(
     fit: FitInputs, opts: ReportOptions, a: Analysis, figures: dict[str, Any]
 ) -> dict[str, Any]:
     """The template variables of the title, warnings, tables, signals and correlation."""
-    table = table_rows(a.rows)
+    physical = [r for r in a.rows if not r.nuisance]
+    nuisance = [r for r in a.rows if r.nuisance]
+    table = table_rows(physical)
     errors = error_rows(a.errors, opts.large_error, a.whole_errors)
+    headline = [e for e in errors if not e["detail"]]
     return {
         "title": opts.title or ("System identification: " + ", ".join(m.name for m in fit.ms_list)),
         "warnings": a.warnings,
         "param_rows": table,
         "n_flagged": sum(1 for r in table if r["flags"]),
-        "interval_notes": [str(n) for n in getattr(a.conf, "notes", None) or []],
+        "nuisance_rows": table_rows(nuisance),
+        "n_nuisance_flagged": sum(1 for r in nuisance if r.flags),
+        "nuisance_pairs": len(a.correlation.nuisance_pairs),
+        "interval_notes": [str(n) for n in a.conf.notes] if a.conf is not None else [],
         "error_rows": errors,
-        "n_error_flagged": sum(1 for e in errors if e["flagged"]),
-        "n_error_detail": sum(1 for e in errors if e["detail"]),
+        "n_error_flagged": sum(1 for e in headline if e["flagged"]),
+        "n_error_detail": len(errors) - len(headline),
         "large_error": opts.large_error,
         "signals_reason": a.preds.reason,
         "sequences": a.sequences,
         "correlation_fig": a.correlation.fig,
         "correlation_reason": a.correlation.reason,
         "correlation_note": a.correlation.note,
-        "validation": validation_section(fit.validation, opts.max_points_per_trace, figures),
-        "audit": audit_section(fit.opt_result, fit.opt_params, fit.names, opts.alpha, a.context),
+        "validation": validation_section(
+            fit.validation,
+            opts.max_points_per_trace,
+            figures,
+            {m.name: m.model for m in fit.ms_list},
+        ),
+        "audit": audit_section(a.audit, a.audit_reason, a.rows, opts.alpha),
         "figures_json": json_for_script(figures),
     }
 
@@ -384,7 +423,7 @@ def write_report(
 ) -> Path:
     """Computes, renders and atomically writes the report; the path of ``report.html``."""
     context, assets = page(fit, confidence, opts, plotly_offline)
-    return _install(Path(save_dir), render_page(jinja2, context), assets)
+    return install(Path(save_dir), render_page(jinja2, context), assets)
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -407,7 +446,8 @@ def default_report(
     cond_threshold: float = 1e6,
     correlation_threshold: float = 0.95,
     inline_plotly: bool = False,
-    video_fps: float = 30.0,
+    plotly_js: str = "shared",
+    video_fps: float = 15.0,
     video_size: tuple[int, int] = (320, 240),
     max_video_seconds: float = 10.0,
     validation: Any = None,
@@ -419,7 +459,7 @@ def default_report(
     Args:
       models_sequences: The data of the fit (a list, or one :class:`ModelSequences`).
       initial_params, opt_params: ``ParameterDict`` before and after :func:`mjsysid.fit.optimize`.
-      opt_result: The :class:`~mjsysid.fit.optimize.OptimizeResult`.
+      opt_result: The :class:`~mjsysid.fit.result.OptimizeResult`.
       residual_fn: The :class:`~mjsysid.objective.residual.ResidualFunction` used for the fit; its
         ``predict`` draws the signals. ``None`` (or a plain callable) leaves the signal
         sections out, with a note.
@@ -438,12 +478,16 @@ def default_report(
       large_interval: Parameters with ``half_width > large_interval·|value|`` are flagged.
       cond_threshold: Warn when κ(JᵀJ) (unit-norm columns) exceeds this.
       correlation_threshold: Warn about parameter pairs with ``|ρ|`` at least this.
-      inline_plotly: Put plotly.js inside ``report.html`` (one file, larger by plotly.js)
-        instead of ``report_assets/``.
+      inline_plotly: Put plotly.js inside ``report.html`` (one file, larger by plotly.js):
+        the same as ``plotly_js="inline"``.
+      plotly_js: Where the page reads plotly.js from (:mod:`.plotly_source`): ``"shared"``
+        (default: the installed plotly package's own copy, by its absolute path; nothing
+        copied), ``"copy"`` (into ``report_assets/``: the folder opens on any machine) or
+        ``"inline"`` (inside ``report.html``).
       video_fps, video_size, max_video_seconds: Frames per second, ``(width, height)`` in
         pixels, and the length of simulated time shown per sequence.
-      validation: A :class:`~mjsysid.output.validation.ValidationTable` (from
-        :func:`~mjsysid.output.validation.validate`): a section with its fit percentages and
+      validation: A :class:`~mjsysid.fit.validation.ValidationTable` (from
+        :func:`~mjsysid.fit.validation.validate`): a section with its fit percentages and
         overlays of the held-out sequences (``None``: no such section).
       progress: Called as ``progress(videos done, videos)`` as the sequences' videos are
         rendered (the slow part of a report); e.g. a
@@ -472,7 +516,7 @@ def default_report(
         large_interval=large_interval,
         cond_threshold=cond_threshold,
         correlation_threshold=correlation_threshold,
-        inline_plotly=inline_plotly,
+        plotly_js="inline" if inline_plotly is True else plotly_js,
         video_fps=video_fps,
         video_size=video_size,
         max_video_seconds=max_video_seconds,

@@ -11,9 +11,10 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from mjsysid.fit.confidence import Confidence
 from mjsysid.fit.status import MessageContext
-from mjsysid.output.report._data import ParameterRow, SignalError
-from mjsysid.output.report.stitching import WINDOW_NAME
+from mjsysid.output.report.content import ParameterRow, SignalError
+from mjsysid.output.report.stitching import is_window_of
 
 
 def raise_limit(name: str, context: MessageContext | None = None) -> str:
@@ -26,7 +27,7 @@ def raise_limit(name: str, context: MessageContext | None = None) -> str:
 _DRAWS = re.compile(r"^bootstrap: (\d+) draws\b")
 
 
-def interval_method(confidence: Any) -> str:
+def interval_method(confidence: Confidence | None) -> str:
     """How the intervals were computed, in words: ``"95 % block-bootstrap interval, 100
     draws"`` or ``"95 % linearised interval"`` (``""``: no intervals).
 
@@ -37,9 +38,9 @@ def interval_method(confidence: Any) -> str:
     if confidence is None:
         return ""
     level = f"{100.0 * (1.0 - float(confidence.alpha)):g} %"
-    if getattr(confidence, "method", "linear") != "bootstrap":
+    if confidence.method != "bootstrap":
         return f"{level} linearised interval"
-    draws = [m[1] for n in getattr(confidence, "notes", []) if (m := _DRAWS.match(str(n)))]
+    draws = [m[1] for n in confidence.notes if (m := _DRAWS.match(str(n)))]
     return f"{level} block-bootstrap interval" + (f", {draws[-1]} draws" if draws else "")
 
 
@@ -48,6 +49,8 @@ _FLAG_CSS = {
     "at lower bound": "bound",
     "at upper bound": "bound",
     "unidentifiable": "unident",
+    "not determined": "unident",
+    "weak combination": "large",
     "large interval": "large",
     "set by prior": "prior",
     "prior and data": "prior",
@@ -62,7 +65,10 @@ _NUMBER_COLUMNS = (
     "half_width",
     "ci_low",
     "rel_change",
+    "sensitivity",
 )
+
+_VERDICT_CSS = {"determined": "ok", "only jointly": "joint", "not determined": "bad"}
 
 
 def fmt(v: float, digits: int = 6) -> str:
@@ -113,8 +119,12 @@ def _table_row(r: ParameterRow, group_start: bool) -> dict[str, Any]:
         "name": r.name,
         "kind": r.kind,
         "group_start": group_start,
+        "unit": r.unit,
+        "verdict": r.verdict,
+        "verdict_css": _VERDICT_CSS.get(r.verdict, ""),
+        "why": r.why,
         "flags": [{"text": f, "css": _FLAG_CSS.get(f, "")} for f in r.flags],
-        "search": " ".join([r.group, r.name, r.kind, *r.flags]).lower(),
+        "search": " ".join([r.group, r.name, r.kind, r.verdict, *r.flags]).lower(),
         "v": {k: num_attr(getattr(r, k)) for k in _NUMBER_COLUMNS},
         "s": {
             "nominal": fmt(r.nominal),
@@ -125,6 +135,7 @@ def _table_row(r: ParameterRow, group_start: bool) -> dict[str, Any]:
             "half_width": _half_width(r),
             "interval": interval,
             "rel_change": _percent(r.rel_change),
+            "sensitivity": fmt(r.sensitivity, 3),
         },
     }
 
@@ -153,10 +164,11 @@ def error_rows(
     joined = {e.sequence for e in whole}
     return [
         {
-            "detail": (w := WINDOW_NAME.match(e.sequence)) is not None and w["base"] in joined,
+            "detail": is_window_of(e.sequence, joined),
             "sequence": f"{e.sequence} ({e.windows} windows joined)" if e.windows else e.sequence,
             "column": e.column,
-            "flagged": bool(not np.isfinite(e.identified) or e.identified > large_error),
+            "flagged": e.flagged(large_error),
+            "noise_only": e.noise_only,
             "search": f"{e.sequence} {e.column}".lower(),
             "initial": fmt(e.initial, 3),
             "identified": fmt(e.identified, 3),

@@ -10,8 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPORT_FILE = "report.html"
-ASSETS_DIR = "report_assets"
+from mjsysid.util.results_files import REPORT_ASSETS, REPORT_HTML
 
 
 def template_text(name: str) -> str:
@@ -46,7 +45,7 @@ def _write_file(path: Path, payload: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def _install(folder: Path, html: str, assets: dict[str, bytes]) -> Path:
+def install(folder: Path, html: str, assets: dict[str, bytes]) -> Path:
     """Writes everything into a private temporary folder, then moves it into place.
 
     ``report.html`` is moved last and atomically (``os.replace``): after an error there is
@@ -57,26 +56,26 @@ def _install(folder: Path, html: str, assets: dict[str, bytes]) -> Path:
     except OSError as e:
         raise OSError(f"cannot create the report folder {str(folder)!r}: {e}") from e
     tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=folder))
-    final_assets = folder / ASSETS_DIR
+    final_assets = folder / REPORT_ASSETS
     old_assets = tmp / "previous_assets"
     moved_old = False
     try:
-        new_assets = tmp / ASSETS_DIR
+        new_assets = tmp / REPORT_ASSETS
         new_assets.mkdir()
         for name, payload in assets.items():
             _write_file(new_assets / name, payload)
-        tmp_html = tmp / REPORT_FILE
+        tmp_html = tmp / REPORT_HTML
         _write_file(tmp_html, html.encode("utf-8"))
         if final_assets.exists():
             os.replace(final_assets, old_assets)
             moved_old = True
         os.replace(new_assets, final_assets)
         moved_old = False
-        os.replace(tmp_html, folder / REPORT_FILE)
+        os.replace(tmp_html, folder / REPORT_HTML)
     except BaseException:
         if moved_old and not final_assets.exists():
             os.replace(old_assets, final_assets)
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return folder / REPORT_FILE
+    return folder / REPORT_HTML

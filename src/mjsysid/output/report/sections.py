@@ -13,73 +13,83 @@ import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.audit import audit_jacobian
+from mjsysid.fit.result import OptimizeResult
 from mjsysid.fit.status import MessageContext
-from mjsysid.output.report._data import (
+from mjsysid.output.report.content import (
     Direction,
     ParameterRow,
     column_labels,
     column_signals,
     condition_number,
     correlation_from_covariance,
+    gram_spectrum,
     optimisation_trace,
     strong_correlations,
     unidentifiable_directions,
 )
 from mjsysid.output.report.format import fmt, raise_limit
-from mjsysid.output.report.stitching import Recording, recordings
+from mjsysid.output.report.stitching import WINDOW_NAME, Recording, recordings
+from mjsysid.output.report.units import column_units, control_unit
 from mjsysid.util.limits import get_limit
 
 
 # -- summary --------------------------------------------------------------------------------------
 def _model_summary(ms: ModelSequences) -> dict[str, Any]:
+    """The model and its recordings, the shooting windows of a recording counted, not
+    listed (``"run1: 20 windows, 19.98 s, 2 signals"``)."""
     m = ms.model
-    seqs = []
+    spans: dict[str, list[Any]] = {}
     for name, _, _, meas in ms.sequences():
-        t0, t1 = float(meas.times[0]), float(meas.times[-1])
+        w = WINDOW_NAME.match(str(name))
+        spans.setdefault(w["base"] if w else str(name), []).append(meas)
+    seqs = []
+    for base, parts in spans.items():
+        t0 = min(float(p.times[0]) for p in parts)
+        t1 = max(float(p.times[-1]) for p in parts)
+        meas = parts[0]
         n_signals = max(meas.n_signals, 1) if meas.signal_mapping else meas.dim
+        windows = f"{len(parts)} shooting windows, " if len(parts) > 1 else ""
+        samples = sum(int(p.times.size) for p in parts)
         seqs.append(
             {
-                "name": name,
-                "detail": f"{meas.times.size} samples, {t1 - t0:.4g} s, {n_signals} signals",
+                "name": base,
+                "detail": f"{windows}{samples} samples, {t1 - t0:.4g} s, {n_signals} signals",
             }
         )
     return {
         "name": ms.name,
         "sequences": seqs,
         "detail": (
-            f"{len(ms)} sequence(s); {m.nq} qpos, {m.nv} dofs, {m.nu} actuators, "
-            f"{m.nsensor} "
-            f"sensors, timestep {m.opt.timestep:g} s"
+            f"{len(spans)} recording(s); {m.nq} qpos, {m.nv} dofs, {m.nu} actuators, "
+            f"{m.nsensor} sensors, timestep {m.opt.timestep:g} s"
         ),
     }
 
 
-def _result_summary(opt_result: Any) -> dict[str, Any]:
-    cost0 = float(getattr(opt_result, "initial_cost", math.nan))
-    cost = float(getattr(opt_result, "cost", math.nan))
+def _result_summary(opt_result: OptimizeResult) -> dict[str, Any]:
+    cost0, cost = float(opt_result.initial_cost), float(opt_result.cost)
     reduction = ""
     if math.isfinite(cost0) and cost0 > 0 and math.isfinite(cost):
         reduction = f"{100.0 * (1.0 - cost / cost0):.4g} % lower"
-    wall = float(getattr(opt_result, "wall_time", math.nan))
-    fun = getattr(opt_result, "fun", None)
+    wall = float(opt_result.wall_time)
     return {
-        "status": str(getattr(opt_result, "status", "?")),
-        "success": bool(getattr(opt_result, "success", False)),
-        "message": str(getattr(opt_result, "message", "")),
-        "optimizer": str(getattr(opt_result, "optimizer", "?")),
+        "status": str(opt_result.status),
+        "success": bool(opt_result.success),
+        "message": opt_result.message,
+        "optimizer": opt_result.optimizer,
         "initial_cost": fmt(cost0),
         "cost": fmt(cost),
         "reduction": reduction,
-        "nit": getattr(opt_result, "nit", "?"),
-        "nfev": getattr(opt_result, "nfev", "?"),
-        "njev": getattr(opt_result, "njev", "?"),
+        "nit": opt_result.nit,
+        "nfev": opt_result.nfev,
+        "njev": opt_result.njev,
         "stages": [
-            f"{100.0 * float(st['horizon']):g} %: {st['nit']} iterations, "
-            f"{st['nfev']} evaluations, cost {fmt(float(st['cost']))}"
-            for st in (getattr(opt_result, "extras", None) or {}).get("stages", [])
+            f"{100.0 * st.horizon:g} %: {st.nit} iterations, {st.nfev} evaluations, "
+            f"cost {fmt(st.cost)}"
+            for st in opt_result.stages
         ],
         "wall_time": "—" if not math.isfinite(wall) else f"{wall:.3g} s",
-        "n_residuals": "—" if fun is None else int(np.asarray(fun).size),
+        "n_residuals": int(np.asarray(opt_result.fun).size),
     }
 
 
@@ -98,9 +108,10 @@ def summary(
     out = _result_summary(opt_result)
     out.update(
         {
-            "n_free": sum(1 for r in rows if not r.frozen),
-            "n_frozen": sum(1 for r in rows if r.frozen),
-            "n_groups": len({r.group for r in rows}),
+            "n_free": sum(1 for r in rows if not r.frozen and not r.nuisance),
+            "n_frozen": sum(1 for r in rows if r.frozen and not r.nuisance),
+            "n_groups": len({r.group for r in rows if not r.nuisance}),
+            "n_nuisance": sum(1 for r in rows if r.nuisance and not r.frozen),
             "condition": "—"
             if math.isnan(condition)
             else ("∞" if math.isinf(condition) else f"{condition:.3g}"),
@@ -115,14 +126,19 @@ def summary(
 
 
 # -- signals --------------------------------------------------------------------------------------
-def points_per_trace(preds: Sequence[Any], max_points: int, max_total_points: int) -> int:
+def points_per_trace(
+    preds: Sequence[Any], max_points: int, max_total_points: int, max_signals: int | None = None
+) -> int:
     """Samples per plotted line so that all signal figures together stay within budget.
 
     Every measured column draws up to 5 lines (measured, initial, identified and two
-    residuals) and every actuator one; the result lies in ``[min(100, max_points),
-    max_points]``.
+    residuals), at most ``max_signals`` columns are drawn, and every actuator draws one
+    line; the result lies in ``[min(100, max_points), max_points]``.
     """
-    lines = sum(5 * p.measured_used.data.shape[1] + p.control.shape[1] for p in preds)
+    columns = sum(p.measured_used.data.shape[1] for p in preds)
+    if max_signals is not None:
+        columns = min(columns, max_signals)
+    lines = 5 * columns + sum(p.control.shape[1] for p in preds)
     if lines == 0:
         return max_points
     return int(min(max_points, max(min(100, max_points), max_total_points // lines)))
@@ -137,16 +153,19 @@ def _controls_figure(
     marks: Sequence[float] = (),
 ) -> str | None:
     """Adds the controls figure of ``p1`` to ``figures`` as ``fid``; its id (``None``: none)."""
-    from mjsysid.output.report._figures import controls_figure
+    from mjsysid.output.report.figures import controls_figure
 
     if not (p1.control.shape[1] and p1.control.shape[0] == p1.predicted.times.size):
         return None
+    known = ms is not None and ms.model.nu == p1.control.shape[1]
+    nu = p1.control.shape[1]
     names = (
-        [ms.model.actuator(k).name or f"actuator {k}" for k in range(ms.model.nu)]
-        if ms is not None and ms.model.nu == p1.control.shape[1]
-        else [f"u{k}" for k in range(p1.control.shape[1])]
+        [ms.model.actuator(k).name or f"actuator {k}" for k in range(nu)]
+        if ms is not None and known
+        else [f"u{k}" for k in range(nu)]
     )
-    figures[fid] = controls_figure(p1.predicted.times, p1.control, names, max_points, marks)
+    units = [control_unit(ms.model, k) for k in range(nu)] if ms is not None and known else []
+    figures[fid] = controls_figure(p1.predicted.times, p1.control, names, max_points, marks, units)
     return fid
 
 
@@ -154,13 +173,12 @@ def _signal_groups(
     prefix: str,
     p0: Any,
     p1: Any,
-    max_points: int,
-    figures: dict[str, Any],
+    draw: _Drawing,
     marks: Sequence[float] = (),
 ) -> dict[str, list[dict[str, str]]]:
     """Adds one overlay per measured column to ``figures`` (ids ``<prefix>c<j>``); their
     ids by signal."""
-    from mjsysid.output.report._figures import signal_figure
+    from mjsysid.output.report.figures import signal_figure
 
     meas = p1.measured_used
     pred = p1.predicted_at_measured
@@ -170,29 +188,42 @@ def _signal_groups(
     groups: dict[str, list[dict[str, str]]] = {}
     labels = column_labels(meas)
     sigs = column_signals(meas)
-    for c in range(meas.data.shape[1]):
+    ms = draw.by_name.get(p1.model_name)
+    units = column_units(meas, None if ms is None else ms.model)
+    for c in draw.columns(meas.data.shape[1]):
         fid = f"{prefix}c{c}"
-        figures[fid] = signal_figure(
+        draw.figures[fid] = signal_figure(
             labels[c],
             meas.times,
             meas.data[:, c],
             pred.data[:, c],
             None if init is None else init.data[:, c],
-            max_points,
+            draw.max_points,
             marks,
+            unit=units[c],
         )
         groups.setdefault(sigs[c], []).append({"id": fid, "label": labels[c]})
     return groups
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Drawing:
-    """What every sequence's figures share: the models by name, the samples per line and
-    the figures dict to add to."""
+    """What every sequence's figures share: the models by name, the samples per line, the
+    figures dict to add to, and the signal figures still allowed (``max_report_signals``)
+    and those left out."""
 
     by_name: dict[str, ModelSequences]
     max_points: int
     figures: dict[str, Any]
+    signals_left: int = 1 << 62
+    left_out: int = 0
+
+    def columns(self, n: int) -> range:
+        """The first of ``n`` columns that the budget still allows (counted against it)."""
+        k = max(min(n, self.signals_left), 0)
+        self.signals_left -= k
+        self.left_out += n - k
+        return range(k)
 
 
 def _sequence_section(
@@ -206,7 +237,7 @@ def _sequence_section(
     note = getattr(p1, "note", "")
     groups: dict[str, list[dict[str, str]]] = {}
     if pred.data.shape == meas.data.shape:
-        groups = _signal_groups(prefix, p0, p1, draw.max_points, draw.figures, marks)
+        groups = _signal_groups(prefix, p0, p1, draw, marks)
     else:
         note = (
             f"The prediction the residual compared ({pred.data.shape[1]} columns) does not "
@@ -291,29 +322,45 @@ def signal_sections(
             f"{raise_limit('max_report_figures', context)})."
         )
         recs = recs[:cap]
-    draw = _Drawing({ms.name: ms for ms in ms_list}, max_points, figures)
-    out = []
+    signals_cap = get_limit("max_report_signals")
+    draw = _Drawing({ms.name: ms for ms in ms_list}, max_points, figures, signals_cap)
+    out = [
+        _sequence_section(f"s{i}", rec.p0, rec.p1, draw, rec.starts.tolist())
+        for i, rec in enumerate(recs)
+    ]
+    # the per-window detail after every whole view, bounded by max_report_figures alone
+    detail = dataclasses.replace(draw, signals_left=1 << 62, left_out=0)
     budget = _WindowBudget(cap, cap, raise_limit("max_report_figures", context))
-    for i, rec in enumerate(recs):
-        section = _sequence_section(f"s{i}", rec.p0, rec.p1, draw, rec.starts.tolist())
+    for i, (rec, section) in enumerate(zip(recs, out, strict=True)):
         if rec.windows:
-            section["windows"] = _window_details(i, rec, budget, draw)
+            section["windows"] = _window_details(i, rec, budget, detail)
             section["detail"] += f", {len(rec.windows)} shooting windows"
-        if i == 0 and cap_note:
-            section["note"] = " ".join(x for x in (cap_note, section["note"]) if x)
-        out.append(section)
+    if draw.left_out:
+        drawn = signals_cap - max(draw.signals_left, 0)
+        cap_note += (
+            f" {drawn} of {drawn + draw.left_out} signal figures are drawn, "
+            f"{draw.left_out} left out: the limit max_report_signals={signals_cap} bounds the "
+            f"report's size (raise it to draw them all: "
+            f"{raise_limit('max_report_signals', context)}); the fit of every signal is in "
+            "the Fit per signal table."
+        )
+    if out and cap_note.strip():
+        out[0]["note"] = " ".join(x for x in (cap_note.strip(), out[0]["note"]) if x)
     return out
 
 
 # -- correlation and identifiability --------------------------------------------------------------
 @dataclass(frozen=True)
 class CorrelationSection:
-    """The correlation heatmap's figure id (or why there is none) and the strong pairs."""
+    """The correlation heatmap's figure id (or why there is none), the strong pairs that
+    involve a physical parameter (``pairs``) and those among initial states only
+    (``nuisance_pairs``, counted in their own section)."""
 
     fig: str | None = None
     reason: str = ""
     note: str = ""
     pairs: list[tuple[str, str, float]] = field(default_factory=list)
+    nuisance_pairs: list[tuple[str, str, float]] = field(default_factory=list)
 
 
 def correlation_section(
@@ -322,9 +369,13 @@ def correlation_section(
     threshold: float,
     figures: dict[str, Any],
     context: MessageContext | None = None,
+    nuisance: frozenset[str] = frozenset(),
 ) -> CorrelationSection:
-    """The heatmap of the parameter correlation (added to ``figures``) when ``conf`` has one."""
-    from mjsysid.output.report._figures import correlation_figure
+    """The heatmap of the correlation of the physical parameters (added to ``figures``)
+    when ``conf`` has a covariance; ``nuisance`` names the initial-state parameters, left
+    out of the map (their covariance block is marginalised: the map is the correlation of
+    the physical parameters' own submatrix)."""
+    from mjsysid.output.report.figures import correlation_figure
 
     if not (
         conf is not None
@@ -336,44 +387,62 @@ def correlation_section(
             + (f" ({notes[-1]})" if notes else ".")
         )
     corr = correlation_from_covariance(conf.covariance)
-    pairs = strong_correlations(corr, conf.names, threshold)
-    cap = get_limit("max_heatmap_parameters")
-    if len(conf.names) > cap:  # p² cells: 3000 parameters would be 9 million
+    every = strong_correlations(corr, conf.names, threshold)
+    pairs = [p for p in every if not (p[0] in nuisance and p[1] in nuisance)]
+    rest = [p for p in every if p[0] in nuisance and p[1] in nuisance]
+    keep = [i for i, n in enumerate(conf.names) if n not in nuisance]
+    if not keep:
         return CorrelationSection(
-            reason=f"No correlation map: {len(conf.names)} parameters exceed the limit "
+            reason="No correlation map: every fitted parameter is an initial state.",
+            pairs=pairs,
+            nuisance_pairs=rest,
+        )
+    names = [conf.names[i] for i in keep]
+    cap = get_limit("max_heatmap_parameters")
+    if len(names) > cap:  # p² cells: 3000 parameters would be 9 million
+        return CorrelationSection(
+            reason=f"No correlation map: {len(names)} parameters exceed the limit "
             f"max_heatmap_parameters={cap} (raise it to draw the map: "
             f"{raise_limit('max_heatmap_parameters', context)}); the strong "
             "correlations are listed in the warnings.",
             pairs=pairs,
+            nuisance_pairs=rest,
         )
-    at_bound = None if conf.at_bound is None else [bool(b) for b in np.asarray(conf.at_bound)]
-    figures["corr"] = correlation_figure(corr, conf.names, at_bound)
+    at_bound = None
+    if conf.at_bound is not None:
+        at_bound = [bool(np.asarray(conf.at_bound)[i]) for i in keep]
+    figures["corr"] = correlation_figure(corr[np.ix_(keep, keep)], names, at_bound)
     note = ""
-    if len(conf.names) > 60:
+    if len(names) > 60:
         note = "With this many parameters the axis labels are hidden; hover a cell."
-    return CorrelationSection("corr", "", note, pairs)
+    if len(keep) < len(conf.names):
+        note = (
+            f"The {len(conf.names) - len(keep)} initial-state parameters are left out of the "
+            f"map. {note}"
+        ).strip()
+    return CorrelationSection("corr", "", note, pairs, rest)
 
 
-def jacobian_diagnostics(opt_result: Any, names: Sequence[str]) -> tuple[float, list[Direction]]:
-    """``(κ, unidentifiable directions)`` of the final Jacobian (``(nan, [])`` without one)."""
-    jac = getattr(opt_result, "jac", None)
-    if (
-        jac is not None
-        and np.ndim(jac) == 2
-        and np.shape(jac)[1] == len(names)
-        and np.all(np.isfinite(jac))
-    ):
-        directions = unidentifiable_directions(jac, names)
-        return condition_number(jac), _named(directions, jac, names, opt_result)
+def jacobian_diagnostics(
+    opt_result: OptimizeResult, names: Sequence[str]
+) -> tuple[float, list[Direction]]:
+    """``(κ, unidentifiable directions)`` of the final Jacobian (``(nan, [])`` without a
+    usable one)."""
+    jac = opt_result.jac
+    if np.ndim(jac) == 2 and np.shape(jac)[1] == len(names) and np.all(np.isfinite(jac)):
+        spectrum = gram_spectrum(jac)
+        directions = unidentifiable_directions(jac, names, spectrum=spectrum)
+        kappa = condition_number(jac, spectrum=spectrum)
+        return kappa, _named(directions, jac, names, opt_result)
     return math.nan, []
 
 
 def _named(
-    directions: list[Direction], jac: Any, names: Sequence[str], opt_result: Any
+    directions: list[Direction], jac: Any, names: Sequence[str], opt_result: OptimizeResult
 ) -> list[Direction]:
     """The directions with the audit's words (sum, difference, product, ratio) where it
     names the same parameters (:func:`mjsysid.fit.audit.audit_jacobian`, structural)."""
-    x = np.asarray(getattr(opt_result, "x", np.ones(len(names))), dtype=np.float64).reshape(-1)
+    x = np.asarray(opt_result.x, dtype=np.float64).reshape(-1)
     if not directions or x.size != len(names) or np.shape(jac)[0] <= len(names):
         return directions
     nan = np.full(x.size, np.nan)
@@ -389,16 +458,22 @@ class TraceSection:
 
     figs: list[dict[str, str]] = field(default_factory=list)
     note: str = ""
-    reason: str = (
-        "No optimisation trace: the result has no per-iteration history (extras['objective'])."
-    )
+    reason: str = "No optimisation trace: the result has no per-iteration history (result.history)."
 
 
 def trace_section(
-    opt_result: Any, opt_params: Any, names: Sequence[str], figures: dict[str, Any]
+    opt_result: Any,
+    opt_params: Any,
+    names: Sequence[str],
+    figures: dict[str, Any],
+    *,
+    start: Any = None,
+    nuisance: frozenset[str] = frozenset(),
 ) -> TraceSection:
-    """The cost and parameter paths per iteration (added to ``figures``) when recorded."""
-    from mjsysid.output.report._figures import trace_figures
+    """The cost and parameter paths per iteration (added to ``figures``) when recorded;
+    ``start``: the fitted values the fit started from ``(p,)``; the paths of ``nuisance``
+    parameters (initial states) are left out."""
+    from mjsysid.output.report.figures import trace_figures
 
     trace = optimisation_trace(opt_result)
     if trace is None:
@@ -406,16 +481,22 @@ def trace_section(
     lower, upper = opt_params.get_bounds()
     if lower.size != len(names):
         lower, upper = np.full(len(names), -np.inf), np.full(len(names), np.inf)
-    cost_fig, paths_fig, note = trace_figures(trace, names, lower, upper)
+    keep = [i for i, n in enumerate(names) if n not in nuisance]
+    x0 = None if start is None else np.asarray(start, dtype=np.float64).reshape(-1)
+    if x0 is not None and x0.size != len(names):
+        x0 = None
+    cost_fig, paths_fig, note = trace_figures(trace, names, lower, upper, start=x0, keep=keep)
     if trace.early:
         note = (
-            "The fit ran in horizon stages: the dotted costs are on the first part of "
-            "every sequence only; the parameter paths are those of the stage on the whole "
-            f"data. {note}"
+            "The fit ran in horizon stages, each on a longer part of every sequence: the "
+            "dotted costs are on the first part only, so the cost jumps up where a stage "
+            f"starts (marked). {note}"
         ).strip()
+    if len(keep) < len(names):
+        note = f"{note} The {len(names) - len(keep)} initial-state parameters are not drawn."
     figures["trace_cost"] = cost_fig
     figs = [{"id": "trace_cost", "label": "cost ½‖r‖² per iteration"}]
     if paths_fig is not None:
         figures["trace_paths"] = paths_fig
         figs.append({"id": "trace_paths", "label": "parameter paths"})
-    return TraceSection(figs, note)
+    return TraceSection(figs, note.strip())

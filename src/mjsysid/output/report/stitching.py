@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mjsysid.output.report._data import SignalError, signal_errors
+from mjsysid.output.report.content import SignalError, signal_errors
 
 WINDOW_NAME = re.compile(r"^(?P<base>.*)#(?P<k>\d+)$")
 """The name :func:`~mjsysid.objective.windows.split_windows` gives window ``k`` of ``base``."""
@@ -63,7 +63,7 @@ class Recording:
     starts: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
-def _joined(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def join_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """``(times, data)`` of time-ordered ``parts``, each sample past the previous part's end."""
     times: list[np.ndarray] = []
     data: list[np.ndarray] = []
@@ -79,16 +79,16 @@ def _joined(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
 def stitch(windows: Sequence[Any], label: str) -> Stitched:
     """The time-ordered ``windows`` (predictions) of one recording as one :class:`Stitched`."""
     order = sorted(windows, key=lambda p: float(p.measured_used.times[0]))
-    t, md = _joined([(p.measured_used.times, p.measured_used.data) for p in order])
+    t, md = join_parts([(p.measured_used.times, p.measured_used.data) for p in order])
     same = all(p.predicted_at_measured.data.shape == p.measured_used.data.shape for p in order)
     pd = (
-        _joined([(p.measured_used.times, p.predicted_at_measured.data) for p in order])[1]
+        join_parts([(p.measured_used.times, p.predicted_at_measured.data) for p in order])[1]
         if same
         else np.zeros((t.size, 0))
     )
     fits = all(p.control.shape[0] == p.predicted.times.size for p in order)
     ct, cd = (
-        _joined([(p.predicted.times, p.control) for p in order])
+        join_parts([(p.predicted.times, p.control) for p in order])
         if fits
         else (t, np.zeros((t.size, 0)))
     )
@@ -165,7 +165,7 @@ def whole_recording_errors(
     preds0: Sequence[Any] | None, preds1: Sequence[Any]
 ) -> list[SignalError]:
     """The NRMSE of every windowed recording as a whole, its windows joined (one
-    :class:`~mjsysid.output.report._data.SignalError` per measured column, its ``windows``
+    :class:`~mjsysid.output.report.content.SignalError` per measured column, its ``windows``
     the number joined); none without windows."""
     joined = [r for r in recordings(preds0, preds1) if r.windows]
     if not joined:
@@ -176,3 +176,20 @@ def whole_recording_errors(
         dataclasses.replace(e, windows=count[e.sequence])
         for e in signal_errors(p0, [r.p1 for r in joined])
     ]
+
+
+def headline_errors(
+    errors: Sequence[SignalError], whole: Sequence[SignalError]
+) -> list[SignalError]:
+    """The errors the report leads with, the fit table's default rows and the warnings'
+    source alike: every windowed recording as a whole (``whole``), then every sequence that
+    is not one of their windows."""
+    joined = {e.sequence for e in whole}
+    return [*whole, *(e for e in errors if not is_window_of(e.sequence, joined))]
+
+
+def is_window_of(sequence: str, joined: set[str]) -> bool:
+    """Whether ``sequence`` (``"model/name#k"``) is a shooting window of a recording in
+    ``joined`` (``"model/name"``)."""
+    w = WINDOW_NAME.match(sequence)
+    return w is not None and w["base"] in joined

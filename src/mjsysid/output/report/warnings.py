@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mjsysid.fit.status import REMEDIES, MessageContext, Status, reworded
-from mjsysid.output.report._data import Direction, ParameterRow, ResidualCorrelation, SignalError
+from mjsysid.output.report.content import Direction, ParameterRow, ResidualCorrelation, SignalError
 
 
 @dataclass(frozen=True)
@@ -50,17 +50,30 @@ def _names_list(names: Sequence[str], limit: int = 8) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
+def _rows_named(rows: Sequence[ParameterRow]) -> str:
+    """The physical parameters by name, the initial states counted (their names are in the
+    details and in the report's Initial states section, never in a headline)."""
+    physical = [r.name for r in rows if not r.nuisance]
+    states = len(rows) - len(physical)
+    said = [_names_list(physical)] if physical else []
+    if states:
+        said.append(f"{states} initial state{'s' if states != 1 else ''}")
+    return " and ".join(said)
+
+
 def _optimizer(w: WarningInputs) -> list[ReportWarning]:
     res = w.opt_result
-    if res is not None and not bool(getattr(res, "success", True)):
-        status = getattr(res, "status", "?")
-        text = reworded(str(getattr(res, "message", "")), str(status), w.context)
+    if res is None:
+        return []
+    if not res.success:
+        status = res.status
+        text = reworded(res.message, status, w.context)
         return [
             ReportWarning(
                 "optimizer", f"The optimizer did not report convergence (status {status!s}): {text}"
             )
         ]
-    if getattr(res, "status", None) == "stalled":
+    if res.status == Status.STALLED:
         return [
             ReportWarning(
                 "optimizer",
@@ -107,7 +120,7 @@ def _bounds(w: WarningInputs) -> list[ReportWarning]:
         ReportWarning(
             "bounds",
             f"{len(at)} parameter(s) ended at a bound "
-            f"({_names_list([r.name for r in at])}): the data pull them further, so the "
+            f"({_rows_named(at)}): the data pull them further, so the "
             "bound, the model structure or the data may be wrong; the interval of a parameter "
             "at a bound is not meaningful",
             details,
@@ -116,13 +129,13 @@ def _bounds(w: WarningInputs) -> list[ReportWarning]:
 
 
 def _identifiability(w: WarningInputs) -> list[ReportWarning]:
-    unid = [r.name for r in w.rows if not r.identifiable and not r.frozen]
+    unid = [r for r in w.rows if not r.identifiable and not r.frozen]
     if unid:
         return [
             ReportWarning(
                 "identifiability",
                 f"{len(unid)} parameter(s) are not identifiable from these data "
-                f"({_names_list(unid)}): their confidence interval is infinite. Excite them more "
+                f"({_rows_named(unid)}): their confidence interval is infinite. Excite them more "
                 "(richer commands: "
                 + w.context.say("mjsysid.excitation or mjsysid.fit.design", "mjsysid design")
                 + "), measure more signals, or freeze them at trusted values, e.g. from CAD ("
@@ -172,11 +185,7 @@ def _correlation(w: WarningInputs) -> list[ReportWarning]:
 
 
 def _large_errors(w: WarningInputs) -> list[ReportWarning]:
-    big = [
-        e
-        for e in w.errors
-        if np.isfinite(e.identified) and e.identified > w.large_error and not e.noise_only
-    ]
+    big = [e for e in w.errors if np.isfinite(e.identified) and e.flagged(w.large_error)]
     if not big:
         return []
     big = sorted(big, key=lambda e: -e.identified)
@@ -238,16 +247,16 @@ def collect_warnings(
     """Everything a user should look at, in words, most important first.
 
     Args:
-      rows: From :func:`~mjsysid.output.report._data.parameter_rows`.
+      rows: From :func:`~mjsysid.output.report.content.parameter_rows`.
       opt_result: For the termination status (``success``, ``message``).
-      condition: From :func:`~mjsysid.output.report._data.condition_number`.
-      directions: From :func:`~mjsysid.output.report._data.unidentifiable_directions`.
-      correlations: From :func:`~mjsysid.output.report._data.strong_correlations`.
-      errors: From :func:`~mjsysid.output.report._data.signal_errors`.
+      condition: From :func:`~mjsysid.output.report.content.condition_number`.
+      directions: From :func:`~mjsysid.output.report.content.unidentifiable_directions`.
+      correlations: From :func:`~mjsysid.output.report.content.strong_correlations`.
+      errors: From :func:`~mjsysid.output.report.content.signal_errors`.
       large_error: Flag signals whose identified NRMSE exceeds this.
       cond_threshold: Flag κ above this.
       notes: Extra messages (e.g. why intervals could not be computed).
-      autocorrelation: From :func:`~mjsysid.output.report._data.residual_autocorrelation`.
+      autocorrelation: From :func:`~mjsysid.output.report.content.residual_autocorrelation`.
       rho_threshold: Flag residuals whose lag-1 autocorrelation exceeds this.
       context: The reader's language and what can apply to the fit (remedies are named in
         its words, only those that can apply; default: both languages, every cause).

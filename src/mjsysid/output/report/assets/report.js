@@ -1,5 +1,5 @@
-/* mjsysid report: sortable/filterable/paged parameter table and lazily drawn plotly figures.
-   No network access: plotly.js is loaded from the file next to the report. */
+/* mjsysid report: sortable/filterable/paged tables and plotly figures, all drawn on load.
+   No network access: plotly.js is inlined or loaded from a local file (see build.py). */
 (function () {
   "use strict";
 
@@ -95,37 +95,99 @@
   }
 
   // ---- figures ---------------------------------------------------------------------------
+  // Every figure that is not inside a closed <details> is drawn when the page loads (a
+  // screenshot, a PDF or a print shows them all); a figure inside a closed <details> is
+  // drawn when it is opened (drawn hidden, plotly would not know its width).
   var FIGS = {};
   var blob = document.getElementById("mjsysid-figures");
   if (blob) { FIGS = JSON.parse(blob.textContent); }
   var CONFIG = { responsive: true, displaylogo: false, scrollZoom: false };
+  var PRINT_WIDTH = 680; // CSS px: an A4 or Letter page less its margins
 
   function draw(el) {
-    if (el.dataset.drawn) { return; }
+    if (el.dataset.drawn) { return Promise.resolve(); }
     el.dataset.drawn = "1";
     var fig = FIGS[el.dataset.fig];
-    if (!fig) { el.textContent = "figure data missing"; return; }
+    if (!fig) { el.textContent = "figure data missing"; return Promise.resolve(); }
     if (typeof window.Plotly === "undefined") {
       el.className += " reason";
-      el.textContent = "plotly.js could not be loaded: keep the report_assets folder next to " +
-        "report.html.";
-      return;
+      el.textContent = "plotly.js could not be loaded (" + PLOTLY_TRIED.join(", ") + "): " +
+        "rewrite the report with 'mjsysid report FOLDER' on a machine with mjsysid, or " +
+        "make it standalone (default_report(..., plotly_js='copy'))";
+      return Promise.resolve();
     }
-    window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
+    return window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
+  }
+
+  function shown(el) {
+    for (var d = el.closest("details"); d; d = d.parentElement.closest("details")) {
+      if (!d.open) { return false; }
+    }
+    return true;
+  }
+
+  function drawAll(els) {
+    // one after the other, yielding between them so the page stays responsive
+    return els.reduce(function (chain, el, k) {
+      return chain.then(function () {
+        return draw(el).then(function () {
+          return k % 4 === 3 ? new Promise(function (r) { setTimeout(r, 0); }) : null;
+        });
+      });
+    }, Promise.resolve());
+  }
+
+  function visibleFigures(root) {
+    return Array.prototype.filter.call(root.querySelectorAll("[data-fig]"), function (el) {
+      return !el.dataset.drawn && shown(el);
+    });
   }
 
   function setupFigures() {
-    var els = document.querySelectorAll("[data-fig]");
-    if (!("IntersectionObserver" in window)) {
-      Array.prototype.forEach.call(els, draw);
-      return;
-    }
-    var io = new IntersectionObserver(function (entries) {
-      entries.forEach(function (e) {
-        if (e.isIntersecting) { io.unobserve(e.target); draw(e.target); }
+    document.querySelectorAll("details").forEach(function (d) {
+      d.addEventListener("toggle", function () { if (d.open) { drawAll(visibleFigures(d)); } });
+    });
+    // On paper the page is narrower than the screen: every plot is drawn PRINT_WIDTH wide
+    // (or narrower) while printing, and fits the window again after.
+    function forPrint(printing) {
+      if (!window.Plotly) { return; }
+      document.querySelectorAll(".js-plotly-plot").forEach(function (el) {
+        if (printing) {
+          var w = el._fullLayout ? el._fullLayout.width : PRINT_WIDTH;
+          window.Plotly.relayout(el, { width: Math.min(w, PRINT_WIDTH) });
+        } else {
+          var fixed = (FIGS[el.dataset.fig] || { layout: {} }).layout.width;
+          window.Plotly.relayout(el, { width: fixed || null, autosize: true });
+        }
       });
-    }, { rootMargin: "400px 0px" });
-    Array.prototype.forEach.call(els, function (el) { io.observe(el); });
+    }
+    window.addEventListener("beforeprint", function () { forPrint(true); });
+    window.addEventListener("afterprint", function () { forPrint(false); });
+    if (window.matchMedia) {
+      var media = window.matchMedia("print");
+      var onChange = function (e) { forPrint(e.matches); };
+      if (media.addEventListener) { media.addEventListener("change", onChange); }
+      else if (media.addListener) { media.addListener(onChange); }
+    }
+    return drawAll(visibleFigures(document));
+  }
+
+  // plotly.js: inlined, or the first of the sources (shared copy, then the folder's) that loads
+  var PLOTLY_TRIED = [];
+  function loadPlotly() {
+    var el = document.getElementById("mjsysid-plotly");
+    var sources = el ? JSON.parse(el.textContent) : [];
+    return new Promise(function (resolve) {
+      (function next(i) {
+        if (typeof window.Plotly !== "undefined" || i >= sources.length) { resolve(); return; }
+        PLOTLY_TRIED.push(sources[i]);
+        var s = document.createElement("script");
+        s.src = sources[i];
+        s.onload = function () { resolve(); };
+        s.onerror = function () { s.remove(); next(i + 1); };
+        document.head.appendChild(s);
+      })(0);
+    });
   }
 
   function setupExpanders() {
@@ -139,6 +201,7 @@
 
   document.querySelectorAll("table[data-sortable]").forEach(setupTable);
   setupExpanders();
-  setupFigures();
-  document.documentElement.dataset.ready = "1";
+  loadPlotly().then(setupFigures).then(function () {
+    document.documentElement.dataset.ready = "1";
+  });
 })();

@@ -1,0 +1,186 @@
+"""The runtime companion of identified force laws, for a user's own simulator.
+
+Call :meth:`LawRuntime.apply` before each ``mj_step``; it runs the laws exactly as the fit's
+lock-step rollout did (:mod:`mjsysid.sim.lockstep`): it writes ``data.ctrl`` (a law may
+transform the command) and ``data.qfrc_applied`` (overwriting it), and keeps the laws'
+internal states between calls::
+
+    runtime = LawRuntime.from_results("results/run1", constants={"kp": 32, "vin": 12.0})
+    runtime.reset()
+    while running:
+        data.ctrl[:] = command
+        runtime.apply(model, data, inputs={"goal_position": goal, "torque_enable": 1.0})
+        mujoco.mj_step(model, data)
+
+``new_command`` says whether a new command row starts at this step (default ``True``: the
+command changes at every physics step); a simulator stepping several physics steps per
+command passes it ``True`` only at the first. A force the simulator applies itself must be
+added after :meth:`apply`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.laws.core import ForceLaw, State, StepContext, law_values, laws_from_params
+from mjsysid.sim.laws.dynamics import data_dynamics
+from mjsysid.util.results_files import PARAMS_X_HAT
+
+__all__ = ["LawRuntime", "run_laws", "start_laws"]
+
+
+def _law_context(
+    law: ForceLaw,
+    ctx: StepContext,
+    vals: Mapping[str, np.ndarray],
+    state: State,
+    inputs: Mapping[str, np.ndarray],
+    constants: Mapping[str, np.ndarray],
+) -> StepContext:
+    """``ctx`` as ``law`` sees it: its values, state, inputs and constants."""
+    ctx.values, ctx.state = vals, state
+    ctx.inputs = {k: inputs[k] for k in law.inputs}
+    ctx.constants = {k: constants[k] for k in law.constants}
+    return ctx
+
+
+def start_laws(
+    laws: Sequence[ForceLaw],
+    ctx: StepContext,
+    values: Sequence[Mapping[str, np.ndarray]],
+    inputs: Mapping[str, np.ndarray],
+    constants: Mapping[str, np.ndarray],
+) -> list[State]:
+    """Every law's initial internal state at ``ctx`` (the first step, before any law ran)."""
+    return [
+        law.initial_state(_law_context(law, ctx, vals, {}, inputs, constants))
+        for law, vals in zip(laws, values, strict=True)
+    ]
+
+
+def run_laws(
+    laws: Sequence[ForceLaw],
+    ctx: StepContext,
+    values: Sequence[Mapping[str, np.ndarray]],
+    states: list[State],
+    inputs: Mapping[str, np.ndarray],
+    constants: Mapping[str, np.ndarray],
+) -> None:
+    """One step of every law, in order, on ``ctx`` (their forces added to ``ctx.force``,
+    ``ctx.ctrl`` changed as they change it); ``states`` replaced by the next ones.
+
+    ``inputs`` and ``constants`` hold every law's by name; each law sees its own.
+    """
+    for i, (law, vals) in enumerate(zip(laws, values, strict=True)):
+        states[i] = law.step(_law_context(law, ctx, vals, states[i], inputs, constants))
+
+
+class LawRuntime:
+    """Runs force laws with fixed parameter values in a user's simulator (module docstring).
+
+    Args:
+      laws: The force laws.
+      params: Holds every law's parameters (e.g. the identified ones).
+      constants: The per-recording constants the laws read (``{"kp": 32}``), for this
+        simulation.
+
+    Raises:
+      KeyError: A constant a law reads is missing (the laws' needs are named).
+    """
+
+    def __init__(
+        self,
+        laws: Sequence[ForceLaw],
+        params: ParameterDict,
+        constants: Mapping[str, float] | None = None,
+    ) -> None:
+        self.laws = list(laws)
+        self.values = [law_values(law, params) for law in self.laws]
+        self.constants = {k: np.array([float(v)]) for k, v in (constants or {}).items()}
+        missing = sorted({c for law in self.laws for c in law.constants} - set(self.constants))
+        if missing:
+            raise KeyError(
+                f"LawRuntime: the laws read the per-recording constants {missing}; pass "
+                "constants={...}"
+            )
+        self._bound: dict[int, list[ForceLaw]] = {}
+        self._states: list[State] | None = None
+
+    @classmethod
+    def from_params(
+        cls, params: ParameterDict, constants: Mapping[str, float] | None = None
+    ) -> LawRuntime:
+        """The laws described by the law parameters of ``params`` (from their ``meta``)."""
+        return cls(laws_from_params(params), params, constants)
+
+    @classmethod
+    def from_results(
+        cls, folder: str | Path, constants: Mapping[str, float] | None = None
+    ) -> LawRuntime:
+        """The laws and identified values of a results folder (``params_x_hat.yaml``)."""
+        return cls.from_params(ParameterDict.load_from_disk(Path(folder) / PARAMS_X_HAT), constants)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The recorded inputs the laws read (to pass to :meth:`apply`)."""
+        return tuple(dict.fromkeys(k for law in self.laws for k in law.inputs))
+
+    def reset(self) -> None:
+        """Starts a new rollout: the next :meth:`apply` sets the laws' initial states."""
+        self._states = None
+
+    def bound(self, model: mujoco.MjModel) -> list[ForceLaw]:
+        """The laws bound to models shaped like ``model``."""
+        key = int(model.signature)
+        if key not in self._bound:
+            self._bound[key] = [law.bind(model) for law in self.laws]
+        return self._bound[key]
+
+    def apply(
+        self,
+        model: mujoco.MjModel,
+        data: mujoco.MjData,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        new_command: bool = True,
+    ) -> None:
+        """Runs the laws at ``data``'s state: writes ``data.ctrl`` and ``data.qfrc_applied``.
+
+        Args:
+          model, data: The simulation (``data.ctrl`` holds the command of this step).
+          inputs: ``{name: value}`` the recorded inputs the laws read (:attr:`inputs`).
+          new_command: Whether a new command row starts at this step.
+
+        Raises:
+          KeyError: An input the laws read is missing.
+        """
+        given = {k: np.array([float(v)]) for k, v in (inputs or {}).items()}
+        missing = sorted(set(self.inputs) - set(given))
+        if missing:
+            raise KeyError(
+                f"LawRuntime.apply: the laws read the inputs {list(self.inputs)}; missing {missing}"
+            )
+        laws = self.bound(model)
+        ctx = StepContext(
+            q=data.qpos[None].copy(),
+            v=data.qvel[None].copy(),
+            act=data.act[None].copy(),
+            ctrl=data.ctrl[None].copy(),
+            force=np.zeros((1, model.nv)),
+            time=np.array([data.time]),
+            dt=float(model.opt.timestep),
+            new_command=np.array([bool(new_command) or self._states is None]),
+        )
+        if any(law.dynamics for law in laws):
+            ctx.bias, ctx.passive, ctx.inertia = data_dynamics(model, data)
+        if self._states is None:
+            self._states = start_laws(laws, ctx, self.values, given, self.constants)
+        run_laws(laws, ctx, self.values, self._states, given, self.constants)
+        data.ctrl[:] = ctx.ctrl[0]
+        data.qfrc_applied[:] = ctx.force[0]
