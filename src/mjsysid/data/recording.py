@@ -47,6 +47,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from mjsysid.data.clock import clock_messages, retime_plan
 from mjsysid.data.json_logs import read_json_log
 from mjsysid.data.robot_logs import LogSource, read_log_columns
 from mjsysid.data.timeseries import (
@@ -61,8 +62,6 @@ from mjsysid.data.timing import (
     CommandTiming,
     TimingWarning,
     apply_command_timing,
-    jitter_message,
-    jitter_stats,
     parse_command_timing,
     resample_recording,
 )
@@ -564,7 +563,7 @@ def load_recording(
     src = _time_axis(cols, time, time_scale, time_range, where)
     check_time_span(src.times, model.opt.timestep, where)
     if retime is not None and retime is not False:
-        src.times = retime_times(src.times, None if retime is True else float(retime))
+        src.times = _retimed(src.times, retime, where, src.notes)
     ctrl_ts = _load_controls(model, src, control) if model.nu else None
     inputs_ts = _load_inputs(src, inputs)
     signals = _choose_signals(model, cols, sensors)
@@ -704,10 +703,32 @@ def _apply_timing(
     if isinstance(timing, float) and state.inputs is not None:
         state.inputs = apply_command_timing(state.inputs, timing)[0]
     if len(state.sensors) > 2:
-        message = jitter_message(jitter_stats(state.sensors.times, tolerance), state.where)
-        if message:
+        found, notes = clock_messages(state.sensors.times, state.where, tolerance)
+        state.notes.extend(notes)
+        for message in found:
             warnings.warn(TimingWarning(message), stacklevel=3)
     return state
+
+
+def _retimed(times: np.ndarray, retime: float | bool, where: str, notes: list[str]) -> np.ndarray:
+    """``retime`` applied to ``times``; how far it moved the rows is a note, or a
+    :class:`TimingWarning` beyond :data:`~mjsysid.data.clock.RETIME_MAX_MOVE` periods."""
+    dt = None if retime is True else float(retime)
+    plan = retime_plan(times, dt)
+    if plan.times is None:
+        retime_times(times, dt)  # raises the reason
+    text = f"{where}: retime: {retime!r} {plan.describe_move()} (the largest move)"
+    if plan.refused:
+        warnings.warn(
+            TimingWarning(
+                f"{text}: it does not fit this clock: {plan.refused}. The stamps as logged are "
+                "probably the better times; remove retime (mjsysid check compares both)"
+            ),
+            stacklevel=4,
+        )
+    else:
+        notes.append(text)
+    return plan.times
 
 
 def _control_candidates(model: mujoco.MjModel, control: Mapping[str, str] | None) -> set[str]:

@@ -316,6 +316,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         exp = load_experiment(args.experiment, progress=loading_progress(err, args.quiet))
     for warning in exp.warnings:
         print(f"warning: {warning}", file=err)
+    for note in exp.notes:
+        print(f"note: {note}", file=err)
     fs = settings(args, exp)
     with results_folder(fs.out, err):
         with ph("loading"):

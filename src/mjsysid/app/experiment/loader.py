@@ -77,6 +77,9 @@ class Experiment:
       fit_options: The ``optimizer:`` section as one validated
         :class:`~mjsysid.fit.options.FitOptions` (the three attributes above, together).
       shooting: The validated ``shooting:`` options (``None`` without that key).
+      notes: Facts about the loading worth telling, not problems (what a recording's
+        ``command_timing`` did at its edges, a retime's largest row move, clock rate
+        changes and gaps), one line each.
       warnings: Things worth telling the user that are not errors (unused recording
         columns), one line each, starting with the file and key path.
       files: The files read: the experiment, the model with every file it includes or
@@ -113,6 +116,7 @@ class Experiment:
     holdout: ModelSequences | None = None
     export_urdf: Path | None = None
     confidence: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -203,6 +207,7 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
         holdout=holdout,
         export_urdf=export_urdf,
         confidence=confidence,
+        notes=ld.notes,
     )
 
 

@@ -156,6 +156,7 @@ class _Loading:
     model: mujoco.MjModel
     files: list[Path]
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # facts, not problems (timing edges, ...)
     steps: float = 0.0  # simulated steps of the sequences read so far
     progress: ProgressFactory | None = None  # (load_experiment's progress)
 

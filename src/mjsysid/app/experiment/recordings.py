@@ -162,10 +162,10 @@ def _read_recording(keys: RecordingKeys, where: str, rec_file: Path, ld: _Loadin
 
 
 def _recording_warnings(where: str, rec: Any, rec_file: Path, ld: _Loading) -> None:
-    notes = list(rec.notes)
+    prefix = f"{ld.source}: {where} ({str(rec_file)!r})"
+    ld.notes += [f"{prefix}: {n}" for n in rec.notes]
     if rec.control is not None:
-        notes += _outside_ctrlrange(ld.model, rec.control.data)
-    ld.warnings += [f"{ld.source}: {where} ({str(rec_file)!r}): {n}" for n in notes]
+        ld.warnings += [f"{prefix}: {n}" for n in _outside_ctrlrange(ld.model, rec.control.data)]
     if rec.unused_columns:
         ld.warnings.append(
             f"{ld.source}: {where} ({str(rec_file)!r}): {rec.unused_message()}; list "
