@@ -14,7 +14,6 @@ import pytest
 
 import mjsysid as ms
 from mjsysid.app.commands import check
-from mjsysid.app.commands.common import EXIT_ERROR, EXIT_OK
 from mjsysid.data.excitation import multisine
 from mjsysid.data.recording import load_recording
 from mjsysid.data.timing import (
@@ -234,23 +233,23 @@ def _run_check(path: Path) -> tuple[int, str, str]:
 def test_check_reports_commands_out_of_step(capture: Capture, tmp_path: Path) -> None:
     before = np.concatenate([[0.0], capture.u[:-1]])
     rc, out, err = _run_check(_experiment(tmp_path, capture, before))
-    assert rc == EXIT_ERROR
-    assert "command shift check" in out
-    assert "one row earlier" in err and "Fix: command_timing: before" in err
+    assert rc == check.EXIT_WARNINGS
+    assert "timing check: cost by row shift" in out
+    assert "one row earlier" in err and "declare command_timing: before" in err
 
 
 def test_check_is_clean_for_a_right_capture(capture: Capture, tmp_path: Path) -> None:
     exp = _experiment(tmp_path, capture, capture.u)
     rc, out, err = _run_check(exp)
-    assert (rc, err) == (EXIT_OK, "")
-    assert "command shift check" in out and out.rstrip().endswith("ok")
+    assert (rc, err) == (check.EXIT_CLEAN, "")
+    assert "timing check: cost by row shift" in out and out.rstrip().endswith("ok")
 
 
 def test_check_prints_jitter_warnings(capture: Capture, tmp_path: Path) -> None:
     path = _experiment(tmp_path, capture, capture.u)
     capture.write(tmp_path / "run.csv", _host_clock(capture.t))
     rc, _out, err = _run_check(path)
-    assert rc == EXIT_ERROR
+    assert rc == check.EXIT_WARNINGS
     assert "sequences[0]: recording" in err and "time stamps jitter" in err
 
 
@@ -276,7 +275,8 @@ def test_experiment_command_timing_before_is_applied(capture: Capture, tmp_path:
     declared = load_experiment(path).sequences.control[0].data
     np.testing.assert_array_equal(declared[:-1, 0], held[1:, 0])  # one row earlier
     _rc, out, err = _run_check(path)
-    assert "command shift check" in out and "Fix: command_timing" not in err  # nothing found
+    assert "timing check: cost by row shift" in out  # and nothing found:
+    assert "warning" not in err and _rc == check.EXIT_CLEAN
 
 
 def test_experiment_jitter_is_a_warning_of_the_experiment(capture: Capture, tmp_path: Path) -> None:
@@ -306,3 +306,17 @@ def test_experiment_timing_keys_are_checked(capture: Capture, tmp_path: Path) ->
     path = _experiment_with(tmp_path, capture, capture.u, "resample: -1")
     with pytest.raises(ExperimentError, match=r"sequences\[0\]\.resample must be a finite"):
         load_experiment(path)
+
+
+def test_check_verifies_a_retime_before_suggesting_it(capture: Capture, tmp_path: Path) -> None:
+    """A 50 Hz capture stamped by a jittering host clock (1.5 ms): the retime moves no row by
+    more than a fraction of a period, and its quick fit is better than the stamps as logged,
+    so it is suggested, with both costs."""
+    path = _experiment(tmp_path, capture, capture.u)
+    capture.write(tmp_path / "run.csv", _host_clock(capture.t))
+    rc, out, err = _run_check(path)
+    line = next(x for x in out.splitlines() if x.startswith("retime of 'run'"))
+    cost, logged = map(float, re.findall(r"cost (\S+) against (\S+) as logged", line)[0])
+    assert cost < 0.7 * logged, line
+    assert rc == check.EXIT_WARNINGS
+    assert re.search(r"Fix: retime: 0\.0(199|200)\d* on that sequence", err), err

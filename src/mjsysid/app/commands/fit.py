@@ -81,8 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-timing-check",
         action="store_true",
-        help="skip the quick check, before the fit, that the commands are not one sample out "
-        "of step (mjsysid check runs a longer one)",
+        help="skip the timing check before the fit (quick fits on short windows: commands one "
+        "sample out of step, whether a retime helps; the same as mjsysid check's)",
     )
     add_quiet(parser, "per-iteration progress")
 
@@ -335,21 +335,20 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _timing_check(args: argparse.Namespace, exp: Experiment, ph: Phases, err: TextIO) -> None:
-    """The quick command-shift check of ``mjsysid check``, before the fit: a warning with the
-    costs and the fix when the commands one row earlier or later fit markedly better.
-    Skipped with ``--no-timing-check``, on ``--resume`` (the first run checked) and for a
-    model without actuators."""
-    from mjsysid.app.commands.check import quick_shift_check
+    """The timing check of ``mjsysid check`` (the same quick fits, the same numbers), before
+    the fit: its warnings, with the costs and the fix. Skipped with ``--no-timing-check`` and
+    on ``--resume`` (the first run checked)."""
+    from mjsysid.app.timing_check import timing_check
 
-    if args.no_timing_check or args.resume or not exp.model.nu:
+    if args.no_timing_check or args.resume:
         return
     try:
         with ph("timing check"):
-            message = quick_shift_check(exp).message()
+            messages = timing_check(exp).messages()
     except (ValueError, FloatingPointError) as e:  # the fit itself reports a real problem
-        print(f"note: the command timing check was skipped: {e}", file=err)
+        print(f"note: the timing check was skipped: {e}", file=err)
         return
-    if message:
+    for message in messages:
         print(f"warning: {message} (skip this check with --no-timing-check)", file=err)
 
 
