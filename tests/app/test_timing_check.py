@@ -173,3 +173,33 @@ def test_servo_force_laws_check_is_quiet_and_refuses_the_retimes():
     assert result.retimes and all(r.refused and not r.helps for r in result.retimes)
     assert any("rate changes" in r.refused for r in result.retimes)
     assert np.isnan([r.cost for r in result.retimes]).all()
+
+
+def _furuta_captured_before(tmp_path: Path, declare: bool) -> Path:
+    """The Furuta example (force laws: commanded torque with a deadzone, Coulomb and viscous
+    friction) as the source document's firmware logs it: row k holds the command applied
+    *before* sample k (the files' command column moved one row later)."""
+
+    def edit(doc: dict) -> None:
+        for seq in doc["sequences"]:
+            if declare:
+                seq["command_timing"] = "before"
+
+    path = _copy(tmp_path, "furuta", edit)
+    for name in ("run1.csv", "run2.csv", "check.csv"):
+        lines = (path.parent / name).read_text().splitlines()
+        rows = [line.split(",") for line in lines[1:]]
+        commands = [rows[0][1]] + [r[1] for r in rows[:-1]]
+        body = [",".join([r[0], c, *r[2:]]) for r, c in zip(rows, commands, strict=True)]
+        (path.parent / name).write_text("\n".join([lines[0], *body]) + "\n")
+    return path
+
+
+def test_force_law_capture_with_commands_before_is_caught_and_the_declaration_quiets_it(
+    tmp_path: Path,
+):
+    trap = timing_check(load_experiment(_furuta_captured_before(tmp_path / "a", False)))
+    assert trap.best == -1 and trap.ratio < SHIFT_RATIO, trap.describe()
+    assert "declare command_timing: before" in trap.message()
+    declared = timing_check(load_experiment(_furuta_captured_before(tmp_path / "b", True)))
+    assert declared.best == 0 and declared.messages() == [], declared.describe()
