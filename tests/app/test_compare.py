@@ -95,13 +95,16 @@ def test_compare_names_the_true_structure(fits, tmp_path):
         "compare", str(fits["wrong"][0]), str(fits["true"][0]), "--out", str(target)
     )
     assert code == 0
-    assert "The data support 'true'" in stdout
+    assert "'true' is better than 'wrong'" in stdout, stdout
     data = json.loads(target.read_text())
     assert data["data"] == ["multisine"]
     by = {m["label"]: m for m in data["models"]}
-    assert by["true"]["bic"] < by["wrong"]["bic"]
+    assert [h["horizon"] for h in by["true"]["horizons"]] == [0.1, 0.5, 2.0]
+    for true, wrong in zip(by["true"]["horizons"], by["wrong"]["horizons"], strict=True):
+        assert true["bic"] < wrong["bic"] and true["mean"] < wrong["mean"]
+        assert 1 <= true["n_eff"] <= true["n"]
     assert [by["true"]["k"], by["wrong"]["k"]] == [5, 4]
-    assert data["verdict"].startswith("The data support 'true'")
+    assert data["verdicts"][0]["better"] == "true"
 
 
 def test_compare_on_other_data_and_its_errors(fits, tmp_path):
@@ -110,7 +113,7 @@ def test_compare_on_other_data_and_its_errors(fits, tmp_path):
     code, stdout, _ = run(
         "compare", true, wrong, "--data", str(data), "--out", str(tmp_path / "c.yaml")
     )
-    assert code == 0 and "The data support 'true'" in stdout
+    assert code == 0 and "'true' is better than 'wrong'" in stdout
     assert yaml.safe_load((tmp_path / "c.yaml").read_text())["data"] == ["multisine"]
     code, _, err = run("compare", true)
     assert code == 1 and "compare needs two or more results folders, got 1" in err

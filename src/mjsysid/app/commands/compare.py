@@ -1,4 +1,11 @@
-"""``mjsysid compare``: two or more identified models side by side on the same held-out data."""
+"""``mjsysid compare``: two or more identified models side by side on the same held-out data.
+
+Every model (native parameters, filter actuators, force laws, user laws: whatever its
+results folder's experiment describes) is rebuilt from its folder (its experiment and
+``params_x_hat``) and judged on held-out multi-step prediction from recorded states at several
+horizons, on its own state layout, with information criteria on an effective sample size;
+a verdict is given only when the difference exceeds its scatter over windows
+(:mod:`mjsysid.lab.prediction`)."""
 
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ if TYPE_CHECKING:
     from mjsysid.params.parameter import ParameterDict
 
 NAME = "compare"
-HELP = "compare identified models on the same held-out data (fit, RMS, AIC, BIC)"
+HELP = "compare identified models on held-out multi-step prediction (horizons, AIC, BIC)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,9 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     describe(
         parser,
         (
-            "Simulate the models identified in two or more results folders on the same held-out "
-            "data (the first folder's holdout: true sequences, or --data) and compare their fit "
-            "percentages, RMS errors and information criteria (AIC, BIC)."
+            "Simulate the models identified in two or more results folders (any kind: native "
+            "parameters, filter actuators, force laws, user laws; state sizes may differ) on the "
+            "same held-out data (the first folder's holdout: true sequences, or --data), in "
+            "windows of each horizon started from the recorded states, and compare their mean "
+            "window errors (with standard errors) and information criteria on an effective "
+            "sample size. 'A is better than B' only when the difference exceeds 2 standard "
+            "errors and 5 % at some horizon, no horizon disagrees and BIC agrees; otherwise "
+            "'no clear difference'."
         ),
     )
     parser.add_argument("results", nargs="+", help="folders written by 'mjsysid fit'")
@@ -39,6 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="EXPERIMENT",
         help="experiment file whose holdout: true sequences (all its sequences, if none is "
         "marked) are the comparison data (default: the first folder's held-out sequences)",
+    )
+    parser.add_argument(
+        "--horizons",
+        help="window lengths in seconds, comma-separated (default 0.1,0.5,2)",
     )
     parser.add_argument("--out", help="write the comparison to this .json or .yaml file")
 
@@ -92,21 +108,6 @@ def _comparison_data(args: argparse.Namespace, first: Experiment) -> ModelSequen
     return data.holdout if data.holdout is not None else data.sequences
 
 
-def _on_model(data: ModelSequences, exp: Experiment) -> ModelSequences:
-    """The comparison data as sequences of ``exp``'s model (its name and spec)."""
-    from mjsysid.data.sequences import ModelSequences
-
-    rows = data.sequences()
-    return ModelSequences(
-        exp.sequences.name,
-        exp.spec,
-        [r[0] for r in rows],
-        [r[1] for r in rows],
-        [r[2] for r in rows],
-        [r[3] for r in rows],
-    )
-
-
 def _labels(folders: list[str]) -> list[str]:
     """The folders' names, or their paths where two names are alike."""
     names = [Path(f).name or f for f in folders]
@@ -121,37 +122,35 @@ def _write(path: Path, payload: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Rebuilds every folder's model, simulates it on the data and prints the comparison."""
-    from mjsysid.fit.validation import compare_models, format_comparison, verdict
+    """Rebuilds every folder's model, scores its multi-step prediction on the data and prints
+    the comparison and the verdicts."""
+    from mjsysid.app.commands.evaluate import parse_horizons
+    from mjsysid.lab.prediction import DEFAULT_HORIZONS, format_scores, score_prediction, verdict
 
     if len(args.results) < 2:
         raise ValueError(f"compare needs two or more results folders, got {len(args.results)}")
     if args.out and Path(args.out).suffix.lower() not in (".json", ".yaml", ".yml"):
         raise ValueError(f"--out must be a .json or .yaml file, got {args.out!r}")
+    horizons = parse_horizons(args.horizons) or DEFAULT_HORIZONS
     fitted = [
         _rebuild(Path(f), label, err)
         for f, label in zip(args.results, _labels(args.results), strict=True)
     ]
     data = _comparison_data(args, fitted[0].exp)
-    rfs = [f.exp.build_holdout_residual_fn(_on_model(data, f.exp)) for f in fitted]
-    try:
-        scores = compare_models(
-            [(f.label, f.params, rf) for f, rf in zip(fitted, rfs, strict=True) if rf]
-        )
-    finally:
-        for rf in rfs:
-            if rf is not None:
-                rf.close()
-    sentence = verdict(scores)
+    scores = [score_prediction(f.label, f.exp, f.params, data, horizons) for f in fitted]
+    verdicts = verdict(scores)
     names = ", ".join(data.sequence_name)
     print(f"on {len(data.sequence_name)} held-out sequence(s): {names}", file=out)
-    print(format_comparison(scores), file=out)
-    print(sentence, file=out)
+    print(format_scores(scores), file=out)
+    for v in verdicts:
+        print(v.sentence(), file=out)
     if args.out:
         payload = {
             "data": list(data.sequence_name),
             "models": [s.as_dict() for s in scores],
-            "verdict": sentence,
+            "verdicts": [
+                {"a": v.a, "b": v.b, "better": v.better, "sentence": v.sentence()} for v in verdicts
+            ],
         }
         _write(Path(args.out), payload)
         print(f"comparison: {args.out}", file=err)

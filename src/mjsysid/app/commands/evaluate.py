@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_quiet(parser, "progress lines")
 
 
-def _horizons(text: str | None) -> tuple[float, ...] | None:
+def parse_horizons(text: str | None) -> tuple[float, ...] | None:
     if text is None:
         return None
     try:
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from mjsysid.lab.evaluate_report import format_table, write_html, write_json
 
     check_count("max_starts", args.starts, "--starts")
-    horizons = _horizons(args.horizons) or DEFAULT_HORIZONS
+    horizons = parse_horizons(args.horizons) or DEFAULT_HORIZONS
     exp = load_experiment(args.experiment, progress=loading_progress(err, args.quiet))
     models = {}
     for arg in args.models:
