@@ -14,18 +14,21 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mjsysid.lab.evaluate import EvaluationReport, HorizonErrors, ModelEvaluation
+from mjsysid.lab.prediction import PairVerdict, PredictionScore
 from mjsysid.util.files import atomic_write_text
 
 __all__ = [
     "COMPOUNDS_FACTOR",
     "compounding_models",
     "format_table",
+    "prediction_dict",
     "report_dict",
     "write_html",
     "write_json",
@@ -141,10 +144,39 @@ def report_dict(report: EvaluationReport) -> dict[str, Any]:
     }
 
 
-def write_json(report: EvaluationReport, path: str | Path) -> Path:
-    """Writes :func:`report_dict` to ``path`` (atomically); returns the path."""
+def prediction_dict(
+    scores: Sequence[PredictionScore], verdicts: Sequence[PairVerdict] = ()
+) -> dict[str, Any]:
+    """The multi-step prediction's JSON content: per model and horizon the mean window error,
+    its standard error, the effective sample size and AIC/BIC; the verdicts."""
+    return {
+        "models": [
+            s.as_dict()
+            | {"horizons": [{k: _number(v) for k, v in h.as_dict().items()} for h in s.horizons]}
+            for s in scores
+        ],
+        "verdicts": [
+            {"a": v.a, "b": v.b, "better": v.better, "sentence": v.sentence()} for v in verdicts
+        ],
+    }
+
+
+def write_json(
+    report: EvaluationReport | None,
+    path: str | Path,
+    *,
+    prediction: Sequence[PredictionScore] = (),
+    verdicts: Sequence[PairVerdict] = (),
+) -> Path:
+    """Writes :func:`report_dict` (``{}`` without a state-space report) with the multi-step
+    prediction (:func:`prediction_dict`, under ``"prediction"``) to ``path`` (atomically);
+    returns the path."""
     path = Path(path)
-    atomic_write_text(path, json.dumps(report_dict(report), indent=2) + "\n")
+    content = report_dict(report) if report is not None else {"kind": "mjsysid.evaluation",
+                                                               "version": 1, "models": []}  # fmt: skip
+    if prediction:
+        content["prediction"] = prediction_dict(prediction, verdicts)
+    atomic_write_text(path, json.dumps(content, indent=2) + "\n")
     return path
 
 

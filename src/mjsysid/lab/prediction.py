@@ -255,7 +255,7 @@ def _horizon_score(
         preds = rf.predict(None, params)
     finally:
         rf.close()
-    blocks = [np.asarray(p.residual, dtype=np.float64) for p in preds]
+    blocks = [_by_time(p) for p in preds]
     scores = np.array([np.nanmean(np.square(b)) if b.size else np.nan for b in blocks])
     scores = scores[np.isfinite(scores)]
     flat = np.concatenate([b.ravel() for b in blocks])
@@ -265,6 +265,14 @@ def _horizon_score(
     n_eff = effective_sample_size(max(n, 1), rho)
     aic, bic = information_criteria(max(ssr, np.finfo(float).tiny), max(n, 1), n_eff, _k(params))
     return HorizonScore(horizon, scores, n, ssr, rho, n_eff, aic, bic)
+
+
+def _by_time(pred: Any) -> np.ndarray:
+    """A sequence's residual block as ``(T, m)``: time along axis 0 (the block is row-major
+    over the measured samples; ``(n, 1)`` where a custom residual has another length)."""
+    r = np.asarray(pred.residual, dtype=np.float64).ravel()
+    rows = len(pred.measured_used.times)
+    return r.reshape(rows, -1) if rows and r.size % rows == 0 else r.reshape(-1, 1)
 
 
 def _k(params: ParameterDict) -> int:

@@ -68,8 +68,9 @@ class _Fitted:
     params: ParameterDict
 
 
-def _rebuild(folder: Path, label: str, err: TextIO) -> _Fitted:
-    """The experiment of a results folder and the parameters it identified."""
+def rebuild(folder: Path, label: str, err: TextIO) -> _Fitted:
+    """The experiment of a results folder and the parameters it identified (force laws and
+    user laws come back with the experiment; their identified values with the parameters)."""
     from mjsysid.app.commands.report import changed_inputs
     from mjsysid.app.experiment import load_experiment
     from mjsysid.output.results import load_results
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise ValueError(f"--out must be a .json or .yaml file, got {args.out!r}")
     horizons = parse_horizons(args.horizons) or DEFAULT_HORIZONS
     fitted = [
-        _rebuild(Path(f), label, err)
+        rebuild(Path(f), label, err)
         for f, label in zip(args.results, _labels(args.results), strict=True)
     ]
     data = _comparison_data(args, fitted[0].exp)
