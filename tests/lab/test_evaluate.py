@@ -244,7 +244,12 @@ def test_the_command_on_the_cartpole_example(tmp_path: Path):
     )
     assert code == 0, err
     assert "evaluating 'nominal'" in err and "evaluating 'fit'" in err
-    lines = out.splitlines()
+    prediction, table = out.split("\n\n", 1)  # the multi-step prediction, then the table
+    rows = prediction.splitlines()
+    assert rows[1].split()[:4] == ["model", "k", "state", "horizon"]
+    assert [r.split()[0] for r in rows[2:6]] == ["nominal"] * 2 + ["fit"] * 2
+    assert "no clear difference between 'nominal' and 'fit'" in rows[6]  # the same model
+    lines = table.splitlines()
     assert lines[1].split()[:5] == ["model", "one-step", "0.1", "s", "1"]
     assert lines[2].startswith("nominal") and lines[3].startswith("fit")
     content = json.loads(out_json.read_text())
@@ -259,7 +264,7 @@ def test_the_command_writes_the_page_and_stays_quiet(tmp_path: Path):
     code, out, err = run("evaluate", "example:arm", "nominal", "--html", str(page), "-q")
     assert code == 0, err
     assert "evaluating" not in err and f"page: {page}" in err
-    assert out.splitlines()[2].startswith("nominal") and "Plotly.newPlot" in page.read_text()
+    assert out.split("\n\n", 1)[1].splitlines()[2].startswith("nominal") and "Plotly.newPlot" in page.read_text()
 
 
 def test_the_command_names_bad_models(tmp_path: Path):

@@ -172,8 +172,8 @@ def write_json(
     prediction (:func:`prediction_dict`, under ``"prediction"``) to ``path`` (atomically);
     returns the path."""
     path = Path(path)
-    content = report_dict(report) if report is not None else {"kind": "mjsysid.evaluation",
-                                                               "version": 1, "models": []}  # fmt: skip
+    empty = {"kind": "mjsysid.evaluation", "version": 1, "models": []}
+    content = report_dict(report) if report is not None else empty
     if prediction:
         content["prediction"] = prediction_dict(prediction, verdicts)
     atomic_write_text(path, json.dumps(content, indent=2) + "\n")

@@ -140,10 +140,18 @@ class HorizonScore:
         return float(np.mean(self.windows))
 
     @property
+    def diverged(self) -> int:
+        """Windows whose simulation diverged (scored ``inf``)."""
+        return int(np.count_nonzero(~np.isfinite(self.windows)))
+
+    @property
     def se(self) -> float:
-        """Standard error of :attr:`mean` over the windows (``inf`` with one window)."""
+        """Standard error of :attr:`mean` over the windows (``inf`` with one window or a
+        diverged one)."""
         w = self.windows.size
-        return float(np.std(self.windows, ddof=1) / math.sqrt(w)) if w > 1 else math.inf
+        if w < 2 or self.diverged:
+            return math.inf
+        return float(np.std(self.windows, ddof=1) / math.sqrt(w))
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON/YAML form."""
@@ -152,6 +160,7 @@ class HorizonScore:
             "windows": int(self.windows.size),
             "mean": self.mean,
             "se": self.se,
+            "diverged": self.diverged,
             "n": self.n,
             "rho": self.rho,
             "n_eff": self.n_eff,
@@ -256,8 +265,10 @@ def _horizon_score(
     finally:
         rf.close()
     blocks = [_by_time(p) for p in preds]
-    scores = np.array([np.nanmean(np.square(b)) if b.size else np.nan for b in blocks])
-    scores = scores[np.isfinite(scores)]
+    # a window whose simulation diverged (NaN residuals) scores inf
+    scores = np.array(
+        [float(np.mean(np.square(b))) if np.isfinite(b).all() else np.inf for b in blocks if b.size]
+    )
     flat = np.concatenate([b.ravel() for b in blocks])
     flat = flat[np.isfinite(flat)]
     n, ssr = int(flat.size), float(flat @ flat)
@@ -343,13 +354,21 @@ def compare_pair(
     favours: list[str] = []
     parts = []
     for ha, hb in zip(a.horizons, b.horizons, strict=True):
-        mean, se = _difference(ha, hb)
+        if math.isinf(ha.mean) != math.isinf(hb.mean):  # one diverged: the other is better
+            favours.append(b.label if math.isinf(ha.mean) else a.label)
+            parts.append(f"{ha.horizon:g} s: {favours[-1]!r} only stays finite")
+            continue
+        with np.errstate(invalid="ignore"):
+            mean, se = _difference(ha, hb)
         big = max(ha.mean, hb.mean)
-        significant = abs(mean) > SIGNIFICANCE * se and abs(mean) >= MIN_RELATIVE * big
+        significant = bool(
+            abs(mean) > SIGNIFICANCE * se and abs(mean) >= MIN_RELATIVE * big
+        )  # (False for NaN: both diverged)
         if significant:
             favours.append(a.label if mean < 0 else b.label)
         rel = 100 * mean / big if big > 0 else 0.0
-        parts.append(f"{ha.horizon:g} s: {rel:+.1f} % ({abs(mean) / se if se > 0 else 0:.1f} SE)")
+        ses = f"{abs(mean) / se:.1f} SE" if 0 < se < math.inf else "one window"
+        parts.append(f"{ha.horizon:g} s: {rel:+.1f} % ({ses})")
     pa, pb = a.at(primary), b.at(primary)
     n_eff = min(pa.n_eff, pb.n_eff)  # one sample size for both
     bic_a = information_criteria(max(pa.ssr, 1e-300), max(pa.n, 1), n_eff, a.k)[1]

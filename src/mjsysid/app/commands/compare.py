@@ -126,6 +126,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Rebuilds every folder's model, scores its multi-step prediction on the data and prints
     the comparison and the verdicts."""
     from mjsysid.app.commands.evaluate import parse_horizons
+    from mjsysid.lab.evaluate_report import prediction_dict
     from mjsysid.lab.prediction import DEFAULT_HORIZONS, format_scores, score_prediction, verdict
 
     if len(args.results) < 2:
@@ -146,13 +147,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for v in verdicts:
         print(v.sentence(), file=out)
     if args.out:
-        payload = {
-            "data": list(data.sequence_name),
-            "models": [s.as_dict() for s in scores],
-            "verdicts": [
-                {"a": v.a, "b": v.b, "better": v.better, "sentence": v.sentence()} for v in verdicts
-            ],
-        }
+        payload = {"data": list(data.sequence_name), **prediction_dict(scores, verdicts)}
         _write(Path(args.out), payload)
         print(f"comparison: {args.out}", file=err)
     return EXIT_OK
