@@ -162,7 +162,6 @@ def test_applying_retime_to_the_two_rate_log_warns_with_the_largest_move(tmp_pat
                        ignore_columns=["speed", "load", "input_volts", "temp"])  # fmt: skip
 
 
-@pytest.mark.slow
 def test_servo_force_laws_check_is_quiet_and_refuses_the_retimes():
     """Force laws with recorded inputs (goal position, torque enable): the inputs are the
     commands that move; the declared timing fits best; no retime is offered for these
