@@ -264,7 +264,8 @@ def test_the_command_writes_the_page_and_stays_quiet(tmp_path: Path):
     code, out, err = run("evaluate", "example:arm", "nominal", "--html", str(page), "-q")
     assert code == 0, err
     assert "evaluating" not in err and f"page: {page}" in err
-    assert out.split("\n\n", 1)[1].splitlines()[2].startswith("nominal") and "Plotly.newPlot" in page.read_text()
+    assert out.split("\n\n", 1)[1].splitlines()[2].startswith("nominal")
+    assert "Plotly.newPlot" in page.read_text()
 
 
 def test_the_command_names_bad_models(tmp_path: Path):
