@@ -18,7 +18,7 @@ import yaml
 from mjsysid.app.cli import main
 from mjsysid.app.commands import check
 from mjsysid.app.experiment import bundled_examples, load_experiment
-from mjsysid.app.timing_check import ITERATIONS, SHIFT_RATIO, timing_check
+from mjsysid.app.timing_check import ITERATIONS, SHIFT_RATIO, plausible_shifts, timing_check
 from mjsysid.data.clock import clock_report, retime_plan
 from mjsysid.data.json_logs import read_json_log
 from mjsysid.data.recording import load_recording
@@ -162,6 +162,7 @@ def test_applying_retime_to_the_two_rate_log_warns_with_the_largest_move(tmp_pat
                        ignore_columns=["speed", "load", "input_volts", "temp"])  # fmt: skip
 
 
+@pytest.mark.slow  # (12 s on the shared machine)
 def test_servo_force_laws_check_is_quiet_and_refuses_the_retimes():
     """Force laws with recorded inputs (goal position, torque enable): the inputs are the
     commands that move; the declared timing fits best; no retime is offered for these
@@ -198,7 +199,16 @@ def test_force_law_capture_with_commands_before_is_caught_and_the_declaration_qu
     tmp_path: Path,
 ):
     trap = timing_check(load_experiment(_furuta_captured_before(tmp_path / "a", False)))
-    assert trap.best == -1 and trap.ratio < SHIFT_RATIO, trap.describe()
+    assert trap.best == -1 and trap.ratio < SHIFT_RATIO, trap.describe()  # (0.25)
     assert "declare command_timing: before" in trap.message()
     declared = timing_check(load_experiment(_furuta_captured_before(tmp_path / "b", True)))
     assert declared.best == 0 and declared.messages() == [], declared.describe()
+    # after `before`, two rows before the sample is no timing a loop logs: not tried
+    assert sorted(declared.costs) == [0, 1] and declared.costs[1] > 2 * declared.costs[0]
+
+
+def test_the_declared_timing_decides_which_shifts_are_tried():
+    assert plausible_shifts({"a": "held", "b": 0.004}) == (0, -1, 1)
+    assert plausible_shifts({"a": "before", "b": "held"}) == (0, 1)
+    exp = load_experiment("example:arm")
+    assert exp.command_timing == {"prbs": "held", "multisine": "held"}

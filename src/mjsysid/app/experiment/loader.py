@@ -77,6 +77,8 @@ class Experiment:
       fit_options: The ``optimizer:`` section as one validated
         :class:`~mjsysid.fit.options.FitOptions` (the three attributes above, together).
       shooting: The validated ``shooting:`` options (``None`` without that key).
+      command_timing: Each sequence's declared ``command_timing`` by its name (``"held"``
+        where none is declared).
       notes: Facts about the loading worth telling, not problems (what a recording's
         ``command_timing`` did at its edges, a retime's largest row move, clock rate
         changes and gaps), one line each.
@@ -117,6 +119,7 @@ class Experiment:
     export_urdf: Path | None = None
     confidence: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    command_timing: dict[str, Any] = field(default_factory=dict)
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -208,6 +211,7 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
         export_urdf=export_urdf,
         confidence=confidence,
         notes=ld.notes,
+        command_timing=ld.command_timing,
     )
 
 

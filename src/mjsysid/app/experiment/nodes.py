@@ -157,6 +157,7 @@ class _Loading:
     files: list[Path]
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # facts, not problems (timing edges, ...)
+    command_timing: dict[str, Any] = field(default_factory=dict)  # declared, by sequence name
     steps: float = 0.0  # simulated steps of the sequences read so far
     progress: ProgressFactory | None = None  # (load_experiment's progress)
 

@@ -117,6 +117,7 @@ def _load_sequence(keys: SequenceKeys, i: int, ld: _Loading) -> _Sequence:
         sorted(p for p in rec_file.rglob("*") if p.is_file()) if rec_file.is_dir() else [rec_file]
     )
     rec = _read_recording(keys, where, rec_file, ld)
+    ld.command_timing[seq_name] = "held" if keys.command_timing is None else keys.command_timing
     ld.steps += _check_span(where, np.asarray(rec.times), rec_file, ld)
     _limited("max_total_steps", ld.steps, f"{ld.source}: sequences: simulated steps in total")
     _recording_warnings(where, rec, rec_file, ld)
