@@ -344,7 +344,7 @@ def test_a_damaged_log_in_an_experiment_is_an_error_message(tmp_path, capsys):
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
     code = main(["check", str(tmp_path / "exp.yaml")])
     err = capsys.readouterr().err
-    assert code == 1
+    assert code == 2  # (check: 2 for errors)
     assert err.startswith(f"error: {tmp_path / 'exp.yaml'}: sequences[0]")
     assert f"robot log {str(log)!r} must be a readable MCAP file" in err
     assert "Traceback" not in err
@@ -388,5 +388,5 @@ def test_a_recording_error_through_the_command_line(tmp_path):
     }
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
     out, err = io.StringIO(), io.StringIO()
-    assert main(["check", str(tmp_path / "exp.yaml")], stdout=out, stderr=err) == 1
+    assert main(["check", str(tmp_path / "exp.yaml")], stdout=out, stderr=err) == 2  # errors
     assert "line 2: not readable as CSV" in err.getvalue()

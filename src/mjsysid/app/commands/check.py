@@ -13,8 +13,8 @@ runs the timing check that ``mjsysid fit`` runs before it fits, with the same nu
   better.
 
 Exit status (:data:`EXIT_CLEAN`, ...): 0 clean or notes only, 1 warnings, 2 errors (the
-experiment does not load or a check fails; argparse's usage errors also exit 2), 3 the
-experiment file cannot be read.
+experiment does not load: bad keys, unreadable content, a damaged log; or a check fails;
+argparse's usage errors also exit 2), 3 a file is missing or cannot be opened.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "one sample out of step, whether a retime helps) with the quick fits 'mjsysid fit' "
             "runs before fitting. Fits nothing. Exit status: 0 clean or notes only, 1 "
             "warnings, 2 errors (the experiment does not load, a check fails, or a usage "
-            "error), 3 the experiment file cannot be read."
+            "error), 3 a file is missing or cannot be opened."
         ),
         experiment=EXPERIMENT_HELP,
     )
