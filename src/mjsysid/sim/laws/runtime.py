@@ -30,6 +30,7 @@ import numpy as np
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.laws.core import ForceLaw, State, StepContext, law_values, laws_from_params
 from mjsysid.sim.laws.dynamics import data_dynamics
+from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.util.results_files import PARAMS_X_HAT
 
 __all__ = ["LawRuntime", "run_laws", "start_laws"]
@@ -109,7 +110,7 @@ class LawRuntime:
                 f"LawRuntime: the laws read the per-recording constants {missing}; pass "
                 "constants={...}"
             )
-        self._bound: dict[int, list[ForceLaw]] = {}
+        self._bound: dict[ModelKey, list[ForceLaw]] = {}
         self._states: list[State] | None = None
 
     @classmethod
@@ -137,7 +138,7 @@ class LawRuntime:
 
     def bound(self, model: mujoco.MjModel) -> list[ForceLaw]:
         """The laws bound to models shaped like ``model``."""
-        key = int(model.signature)
+        key = model_key(model)
         if key not in self._bound:
             self._bound[key] = [law.bind(model) for law in self.laws]
         return self._bound[key]
