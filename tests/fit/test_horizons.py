@@ -59,7 +59,7 @@ def test_head_is_the_leading_part_of_every_sequence(arm2):
     head(X, params)
     assert rf.stats.steps - steps == 3 * 2 * 90  # candidates x sequences x steps of the head
     # the head's details are those of the shortened sequences
-    pred = head.predict(params)[0]
+    pred = head.predict(None, params)[0]
     assert pred.measured.times[-1] <= 0.3 * arm2.sequences.sensordata[0].times[-1] + 1e-12
     np.testing.assert_array_equal(rf(X, params), full)  # the function itself is unchanged
 
