@@ -262,7 +262,7 @@ def test_section_data_from_a_real_fit(fit: Fit) -> None:
     rows = parameter_rows(fit.params, fit.opt_params, conf)
     assert [r.name for r in rows] == ["j1_damping", "j2_damping"]
     assert rows[1].at_upper and not rows[0].at_upper and not rows[0].at_lower
-    errs = signal_errors(fit.rf.predict(fit.params), fit.rf.predict(fit.opt_params))
+    errs = signal_errors(fit.rf.predict(None, fit.params), fit.rf.predict(None, fit.opt_params))
     assert [e.column for e in errs] == ["j1_pos", "j2_pos", "j1_vel", "j2_vel"]
     assert all(e.identified < e.initial for e in errs)
     trace = optimisation_trace(fit.result)
@@ -280,7 +280,7 @@ def test_section_data_from_a_real_fit(fit: Fit) -> None:
 
 
 def test_points_per_trace_budget(fit: Fit) -> None:
-    preds = fit.rf.predict(fit.opt_params)  # 4 columns, 2 actuators: 22 lines
+    preds = fit.rf.predict(None, fit.opt_params)  # 4 columns, 2 actuators: 22 lines
     assert rep.points_per_trace(preds, 1000, 2_000_000) == 1000
     assert rep.points_per_trace(preds, 1000, 22 * 300) == 300
     assert rep.points_per_trace(preds, 1000, 1000) == 100  # never below 100 per line

@@ -38,9 +38,7 @@ def _plain_loop(model, control):
 
 def test_filtered_and_direct_models_keep_their_own_data():
     direct = mujoco.MjModel.from_xml_string(_XML.format(dyn=""))
-    filtered = mujoco.MjModel.from_xml_string(
-        _XML.format(dyn='dyntype="filter" dynprm="0.05"')
-    )
+    filtered = mujoco.MjModel.from_xml_string(_XML.format(dyn='dyntype="filter" dynprm="0.05"'))
     assert direct.na == 0 and filtered.na == 1
     assert model_key(direct) != model_key(filtered)
 

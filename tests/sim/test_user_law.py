@@ -194,3 +194,59 @@ def test_a_user_law_runs_on_a_dask_worker(user_module):
             np.testing.assert_array_equal(drf(X, params), local(X, params))
     finally:
         client.close()
+
+
+def _true_lag_state(seqs: ms.ModelSequences, t_start: float, i: int) -> float:
+    """The true law state ``y`` at ``t_start`` of recording ``i``: the plain recursion of
+    ``LaggedMotor.step`` from ``y = 0`` (it does not depend on the mechanics)."""
+    dt, supply = 0.005, list(SUPPLY.values())[i]
+    u = seqs.control[i].data[:, 0] * supply / 12.0
+    y = 0.0
+    for k in range(int(round(t_start / dt))):
+        y += dt * (u[k] - y) / TRUTH["lag"][0]
+    return y
+
+
+def test_law_state_starts_are_estimated_with_the_window_starts(user_module):
+    law = user_module.LaggedMotor("motor", "j", "pwm")
+    recordings = _recordings(law)
+    windows = ms.split_windows(recordings, 0.7)  # each window has the torque on a while
+    start = {"k": 0.05, "lag": 0.1}
+
+    def fit(with_law_states: bool) -> ms.ParameterDict:
+        params = ms.ParameterDict(ms.force_law_params(law, start))
+        params.update(ms.initial_state_params(windows, qpos=False, qvel_margin=5.0))
+        if with_law_states:
+            params.update(ms.law_state_params(windows, [law], params, {"motor": {"y": 2.0}}))
+        identified, _ = ms.optimize(params, ms.build_residual_fn([windows], force_laws=[law]))
+        return identified
+
+    without = fit(False)
+    off = max(
+        abs(without["motor_k"].value[0] / TRUTH["k"][0] - 1),
+        abs(without["motor_lag"].value[0] / TRUTH["lag"][0] - 1),
+    )
+    assert off > 0.01  # every window starting its filter at rest biases the fit
+    identified = fit(True)
+    assert identified["motor_k"].value[0] == pytest.approx(TRUTH["k"][0], rel=1e-3)
+    assert identified["motor_lag"].value[0] == pytest.approx(TRUTH["lag"][0], rel=1e-3)
+    estimated = [p for p in identified.values() if p.meta.get("kind") == "initial_law_state"]
+    assert len(estimated) == len(windows.sequence_name) == 6
+    for p in estimated:
+        seq = p.name.split("/")[1]  # "<recording>#<window>"
+        i = list(SUPPLY).index(seq.split("#")[0])
+        t_start = windows.initial_state[windows.sequence_name.index(seq)][0]
+        assert p.name.endswith("motor.y0")
+        assert p.value[0] == pytest.approx(_true_lag_state(recordings, t_start, i), abs=1e-3)
+
+
+def test_law_state_starts_are_refused_for_an_unknown_law_or_state(user_module):
+    law = user_module.LaggedMotor("motor", "j", "pwm")
+    seqs = _recordings(law)
+    params = ms.ParameterDict(ms.force_law_params(law, TRUTH))
+    with pytest.raises(KeyError, match=r"margins: no force law named 'motr'; laws: \['motor'\]"):
+        ms.law_state_params(seqs, [law], params, {"motr": {"y": 1.0}})
+    with pytest.raises(KeyError, match=r"force law 'motor' has no state 'x'; its states: \['y'\]"):
+        ms.law_state_params(seqs, [law], params, {"motor": {"x": 1.0}})
+    with pytest.raises(ValueError, match=r"margins\['motor'\]\['y'\] must be a positive number"):
+        ms.law_state_params(seqs, [law], params, {"motor": {"y": -1.0}})

@@ -53,11 +53,15 @@ def _residual_options(
     return residual_options
 
 
-_LAW_VALUES = ("nominal", "min", "max", "frozen")
+_LAW_VALUES = ("nominal", "min", "max", "frozen", "estimate_states")
 
 
 _LawValues = Annotated[dict[str, Numbers], Must("a mapping of parameter names to numbers")]
 _LawNames = Annotated[list[str], Must("a list of parameter names")]
+_LawStates = Annotated[
+    dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]],
+    Must("a mapping of the law's state names to margins (numbers > 0)"),
+]
 
 
 def _law_keys(name: str, cls: type) -> Any:
@@ -70,6 +74,7 @@ def _law_keys(name: str, cls: type) -> Any:
         if f.compare  # (the others are set by bind)
     }
     fields |= {"nominal": (_LawValues, {}), "min": (_LawValues, {}), "max": (_LawValues, {})}
+    fields |= {"estimate_states": (_LawStates, {})}
     law: Any = Literal[name]
     return create_model(
         f"{cls.__name__}Keys",
@@ -102,6 +107,7 @@ class UserLawKeys(Keys):
     min: _LawValues = Field(default_factory=dict)
     max: _LawValues = Field(default_factory=dict)
     frozen: _LawNames = Field(default_factory=list)
+    estimate_states: _LawStates = Field(default_factory=dict)
 
 
 def _law_tag(value: Any) -> str:
@@ -128,15 +134,17 @@ def _force_laws(
     params: ParameterDict,
     options: dict[str, Any],
     source: str,
-) -> None:
+) -> dict[str, dict[str, float]]:
     """``force_laws:``, a list of laws (``law:`` a library law,
     :func:`~mjsysid.sim.laws.core.library_laws`, or a class of the user's own by import path;
     ``name``, the law's options, and ``nominal``/``min``/``max`` mappings and a
     ``frozen`` list by parameter): adds their parameters to ``params`` and the laws to the
-    residual ``options``."""
+    residual ``options``. Returns ``{law: {state: margin}}`` of the internal states whose
+    starts the fit estimates (``estimate_states``)."""
     if laws is None:
-        return
+        return {}
     out = []
+    margins: dict[str, dict[str, float]] = {}
     for i, keys in enumerate(laws):
         config = keys.model_dump(exclude=set(_LAW_VALUES))
         try:
@@ -153,7 +161,10 @@ def _force_laws(
         except (KeyError, TypeError, ValueError, ImportError) as e:
             raise ExperimentError(f"{source}: force_laws[{i}]: {e}") from None
         out.append(law_from_config(config))
+        if keys.estimate_states:
+            margins[law.name] = dict(keys.estimate_states)
     options["force_laws"] = out
+    return margins
 
 
 _MAX_ITERS = 100  # an experiment's default iteration limit
