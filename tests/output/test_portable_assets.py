@@ -196,3 +196,11 @@ def test_the_urdf_meshes_are_copied(tmp_path):
     compiler = root.find("mujoco/compiler")
     assert compiler is not None and compiler.attrib == {"strippath": "false"}
     assert list(portable.files) == ["assets/link.stl"]
+
+
+def test_a_rerun_with_absolute_paths_removes_the_old_copies(project, tmp_path):
+    out = tmp_path / "results"
+    _fit(project, out)
+    assert (out / "assets" / "tet.obj").is_file()
+    _fit(project, out, "--assets", "absolute")
+    assert not (out / "assets").exists()

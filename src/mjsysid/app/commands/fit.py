@@ -36,6 +36,7 @@ from mjsysid.fit.checkpoints import (
 from mjsysid.fit.options import OPTIMIZERS, FitOptions
 from mjsysid.fit.status import MessageContext, model_context
 from mjsysid.util.files import atomic_write_text
+from mjsysid.util.results_files import ASSETS_DIR
 
 if TYPE_CHECKING:
     from mjsysid.app.experiment import Experiment
@@ -552,7 +553,7 @@ def _save_and_report(
 def _owned_files(folder: Path) -> set[str]:
     """The per-model files the results of ``folder`` name: ``<name>.xml`` (``models`` of
     ``result.yaml``) and the exports of each model (``<name>.urdf``, ``<name>.robot.yaml``,
-    ``<name>.identified.yaml``);
+    ``<name>.identified.yaml``) and the ``assets`` folder of their copied asset files;
     empty when there are no readable results."""
     from mjsysid.util.files import read_yaml
 
@@ -574,6 +575,9 @@ def _owned_files(folder: Path) -> set[str]:
                 f"{name}.identified.yaml",
             )
         )
+    files = (summary or {}).get("files")
+    if isinstance(files, list) and any(str(f).startswith(f"{ASSETS_DIR}/") for f in files):
+        owned.add(ASSETS_DIR)  # the copied assets (--assets copy)
     return {f for f in owned if f and Path(f).name == f and not f.startswith(".")}
 
 
