@@ -419,7 +419,9 @@ def run_stages(
             skip = UNINFORMATIVE * 0.5 * float(r_here @ r_here)
             plan = StagePlan(h, last, it0, None, skip, earlier=seed)
         if s.options.verbose and len(horizons) > 1:
-            part = "the whole data" if last else f"the first {100 * h:g} % of every sequence"
+            part = (
+                "the whole data" if last else f"the first {100 * h:g} % of every sequence or window"
+            )
             print(f"stage {k + 1}/{len(horizons)}: {part}", file=s.out, flush=True)
         stage = fit_stage(fns[k], params, x, s, plan)
         fit.stages.append(stage)

@@ -20,7 +20,6 @@ from mjsysid.app.commands.common import (
     Phases,
     add_no_report,
     add_no_videos,
-    add_quiet,
     describe,
     loading_progress,
     results_folder,
@@ -36,7 +35,7 @@ from mjsysid.fit.checkpoints import (
 from mjsysid.fit.options import OPTIMIZERS, FitOptions
 from mjsysid.fit.status import MessageContext, model_context
 from mjsysid.util.files import atomic_write_text
-from mjsysid.util.results_files import ASSETS_DIR
+from mjsysid.util.results_files import ASSETS_DIR, PARAMS_X_HAT
 
 if TYPE_CHECKING:
     from mjsysid.app.experiment import Experiment
@@ -93,7 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip the quick check, before the fit, that the commands are not one sample out "
         "of step (mjsysid check runs a longer one)",
     )
-    add_quiet(parser, "per-iteration progress")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="the answer only: the status, the identified parameters with their intervals "
+        "and where the results are (no progress, no validation table)",
+    )
 
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -207,13 +212,24 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _data_count(exp: Experiment, windowed: bool) -> str:
+    """``"3 sequences"``, or with shooting windows ``"10 windows of 1 recording"`` (the
+    sequences of a windowed experiment are its windows, named ``<recording>#<k>``)."""
+    n = len(exp.sequences)
+    if not windowed:
+        return _count(n, "sequence")
+    recordings = {name.rsplit("#", 1)[0] for name in exp.sequences.sequence_name}
+    return f"{_count(n, 'window')} of {_count(len(recordings), 'recording')}"
+
+
 def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
     """Says what is fitted on what, how the data are cut and in which stages."""
     from mjsysid.fit.horizons import resolve_horizons
 
+    windowed = exp.shooting is not None and exp.shooting["window"] is not None
     print(
         f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
-        f"{_count(len(exp.sequences), 'sequence')} of {exp.name!r} with {fs.optimizer} ...",
+        f"{_data_count(exp, windowed)} of {exp.name!r} with {fs.optimizer} ...",
         file=err,
     )
     if exp.shooting is not None:
@@ -233,8 +249,8 @@ def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
     if len(hs) > 1:
         shares = ", ".join(f"{100 * h:g} %" for h in hs)
         print(
-            f"  in stages on the first {shares} of every sequence (an early stage's cost is "
-            "on its part of the data)",
+            f"  in stages on the first {shares} of every {'window' if windowed else 'sequence'}"
+            " (an early stage's cost is on its part of the data)",
             file=err,
         )
 
@@ -258,7 +274,8 @@ def _save_run(exp: Experiment, fs: FitSettings) -> None:
 def table(result: Any, conf: Any, params: ParameterDict) -> str:
     """The identified values and their 95 % half-widths, one parameter value a line; with
     bootstrap intervals (``conf.method``) their ends ``[lower, upper]`` as they are
-    (asymmetric), under a header that names the method."""
+    (asymmetric), under a header that names the method. Window starts (initial states of
+    shooting windows) are one line, their count: they are in ``params_x_hat.yaml``."""
     from mjsysid.output.report.format import interval_method
 
     x0 = params.as_vector()
@@ -268,9 +285,12 @@ def table(result: Any, conf: Any, params: ParameterDict) -> str:
     ends = conf.ends() if boot else np.zeros((x0.size, 2))
     head = interval_method(conf) if boot else f"{'± 95 %':>12}"
     lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {head}"]
+    starts = window_starts(params)
     for k, (name, a, b, h, at, src) in enumerate(
         zip(result.parameter_names, x0, result.x, conf.half_widths, side, by, strict=True)
     ):
+        if starts[k]:
+            continue
         if not np.isfinite(h):
             hw = f"{'unidentif.':>12}"
         else:
@@ -280,7 +300,19 @@ def table(result: Any, conf: Any, params: ParameterDict) -> str:
             src, ""
         )
         lines.append(f"{name:<28} {a:12.6g} {b:12.6g} {hw}{flag}")
+    n_starts = int(np.count_nonzero(starts))
+    if n_starts:
+        lines.append(f"{_count(n_starts, 'window-start parameter')} (see {PARAMS_X_HAT})")
     return "\n".join(lines)
+
+
+def window_starts(params: ParameterDict) -> np.ndarray:
+    """``(p,)`` bools: which free entries are initial states (window starts), the nuisance
+    the table summarises in one line."""
+    from mjsysid.objective.initial_state import INITIAL_KINDS
+
+    flags = [[p.meta.get("kind") in INITIAL_KINDS] * p.size for p in params.non_frozen()]
+    return np.array([f for group in flags for f in group], dtype=bool)
 
 
 MAX_CAVEATS = 8
@@ -291,17 +323,19 @@ window starts at their bounds would fill the screen); the rest are in the result
 def _summarise(
     args: argparse.Namespace, result: Any, conf: Any, exp: Experiment, out: TextIO, err: TextIO
 ) -> None:
-    """Prints the outcome: the table on ``out``, counts and caveats on ``err``."""
+    """Prints the outcome: the table on ``out``, counts and caveats on ``err``; with ``-q``
+    the answer only: the status and the table (the caveats are in ``confidence.yaml``)."""
     if args.quiet:  # (otherwise optimize said it)
-        print(result.message, file=err)
-        print(f"cost {result.initial_cost:.6e} -> {result.cost:.6e}", file=err)
-    print(
-        f"{_count(result.nit, 'iteration')}, {_count(result.nfev, 'evaluation')}, "
-        f"optimizer {result.wall_time:.2f} s",
-        file=err,
-    )
+        print(f"{result.message} (status {result.status.value})", file=out)
+    else:
+        print(
+            f"{_count(result.nit, 'iteration')}, {_count(result.nfev, 'evaluation')}, "
+            f"optimizer {result.wall_time:.2f} s",
+            file=err,
+        )
     print(table(result, conf, exp.params), file=out)
-    say_caveats(conf.caveats(), err)
+    if not args.quiet:
+        say_caveats(conf.caveats(), err)
 
 
 def say_caveats(caveats: list[str], err: TextIO) -> None:
@@ -329,16 +363,51 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with results_folder(fs.out, err):
         with ph("loading"):
             rf = exp.build_residual_fn()
-        _announce(exp, rf, fs, err)
+        if not args.quiet:
+            _announce(exp, rf, fs, err)
         _timing_check(args, exp, ph, err)
         context = message_context(exp, fs, rf)
         with _evaluator(args, exp, rf, err) as fit_rf:
             fitted = _fit(args, exp, fs, fit_rf, ph, err, context)
         if fitted is None:
             return EXIT_INTERRUPTED
+        if fitted[1].status == "interrupted":
+            return _save_interrupted(exp, fs, rf, fitted, err)
         code = _save_and_report(args, exp, fs, rf, fitted, ph, out, err)
-    print(ph.summary(), file=err)
+    if not args.quiet:
+        print(ph.summary(), file=err)
     return code
+
+
+INTERRUPTED_NOTE = "INTERRUPTED.txt"
+"""What a results folder holds after Ctrl-C: why there is nothing but the parameters."""
+
+
+def _save_interrupted(
+    exp: Experiment, fs: FitSettings, rf: Any, fitted: tuple[ParameterDict, Any], err: TextIO
+) -> int:
+    """After Ctrl-C: the best parameters so far and a note, nothing computed (no Jacobian,
+    intervals, validation or report: Ctrl-C means stop now); ``result.yaml`` of an earlier
+    run is removed, since the folder no longer holds that run's parameters. Exit 130."""
+    opt_params, result = fitted
+    checkpoint = fs.out / "checkpoint.npz"
+    note = (
+        f"mjsysid fit {exp.path} was interrupted after {_count(result.nit, 'iteration')} "
+        f"(cost {result.initial_cost:.6e} -> {result.cost:.6e}).\n"
+        f"{PARAMS_X_HAT} holds the best parameters so far; there are no intervals, validation "
+        "or report.\n"
+        f"Continue with: mjsysid fit {exp.path} --out {fs.out} --resume\n"
+    )
+    (fs.out / "result.yaml").unlink(missing_ok=True)  # (an earlier run's, now out of date)
+    atomic_write_text(fs.out / PARAMS_X_HAT, yaml.safe_dump(opt_params.to_dict(), sort_keys=False))
+    atomic_write_text(fs.out / INTERRUPTED_NOTE, note)
+    rf.close()
+    print(
+        f"interrupted: the best parameters so far are in {fs.out / PARAMS_X_HAT}; continue "
+        f"with --resume (checkpoint {checkpoint})",
+        file=err,
+    )
+    return EXIT_INTERRUPTED
 
 
 def _timing_check(args: argparse.Namespace, exp: Experiment, ph: Phases, err: TextIO) -> None:
@@ -527,8 +596,8 @@ def _save_and_report(
         _remove_stale(fs.out, earlier - _owned_files(fs.out), err)
     _summarise(args, result, conf, exp, out, err)
     with ph("validation"):
-        validation = _validate(exp, rf, opt_params, fs.out, out, err)
-    print(f"results: {fs.out}", file=err)
+        validation = _validate(exp, rf, opt_params, fs.out, None if args.quiet else out, err)
+    print(f"results: {fs.out}", file=out if args.quiet else err)
     if not args.no_report:
         with ph("report"):
             write_report(
@@ -601,11 +670,17 @@ def _remove_stale(folder: Path, names: set[str], err: TextIO) -> None:
 
 
 def _validate(
-    exp: Experiment, rf: Any, opt_params: ParameterDict, folder: Path, out: TextIO, err: TextIO
+    exp: Experiment,
+    rf: Any,
+    opt_params: ParameterDict,
+    folder: Path,
+    out: TextIO | None,
+    err: TextIO,
 ) -> Any:
     """Simulates the fitted and the held-out sequences with the start and the identified
-    model, prints the table and writes ``validation.yaml`` (a simulation that fails is a
-    warning: the results are saved already); the table, or ``None``."""
+    model, prints the table on ``out`` (not with ``None``) and writes ``validation.yaml`` (a
+    simulation that fails is a warning: the results are saved already); the table, or
+    ``None``."""
     from mjsysid.fit.validation import validation_table
     from mjsysid.sim.rollout import RolloutDivergedError
 
@@ -623,5 +698,6 @@ def _validate(
         folder / "validation.yaml",
         yaml.safe_dump(validation.as_dict(), sort_keys=False, allow_unicode=True),
     )
-    print(validation.format(), file=out)
+    if out is not None:
+        print(validation.format(), file=out)
     return validation
