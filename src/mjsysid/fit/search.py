@@ -90,7 +90,7 @@ def _import_cma() -> type[CMA]:
     except ImportError as e:
         raise ImportError(
             "global search with method 'cmaes' needs the 'cmaes' package: "
-            "pip install 'mjsysid[global]' (or pip install cmaes)"
+            "pip install -e '.[global]' in the mjsysid checkout (or pip install cmaes)"
         ) from e
     return cast(type[CMA], CMA)
 

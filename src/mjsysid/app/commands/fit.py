@@ -108,7 +108,8 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "--global",
         dest="global_search",
         choices=["cmaes"],
-        help="a global CMA-ES stage before the local fit (pip install 'mjsysid[global]'); "
+        help="a global CMA-ES stage before the local fit (pip install -e '.[global]' in the "
+        "mjsysid checkout); "
         "overrides the experiment's optimizer.global",
     )
     search.add_argument(
@@ -125,7 +126,8 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="evaluate candidates on a local Dask cluster of N worker processes "
-        "(pip install 'mjsysid[distributed]'); overrides the experiment's executor",
+        "(pip install -e '.[distributed]' in the mjsysid checkout); overrides the "
+        "experiment's executor",
     )
     where.add_argument(
         "--scheduler",
@@ -433,14 +435,14 @@ def _timing_check(args: argparse.Namespace, exp: Experiment, ph: Phases, err: Te
 def _evaluator(args: argparse.Namespace, exp: Experiment, rf: Any, err: TextIO) -> Iterator[Any]:
     """The residual the fit calls: ``rf`` itself, or ``rf`` spread over a Dask cluster
     (``--workers`` / ``--scheduler`` / the experiment's ``executor:``), closed afterwards."""
-    from mjsysid.fit.distributed import executor_options
+    opts = exp.executor
+    if args.workers is not None or args.scheduler is not None:  # (Dask: only when asked for)
+        from mjsysid.fit.distributed import executor_options
 
-    if args.workers is not None:
-        opts: dict[str, Any] | None = executor_options({"workers": args.workers}, "--workers")
-    elif args.scheduler is not None:
-        opts = executor_options({"scheduler": args.scheduler}, "--scheduler")
-    else:
-        opts = exp.executor
+        if args.workers is not None:
+            opts = executor_options({"workers": args.workers}, "--workers")
+        else:
+            opts = executor_options({"scheduler": args.scheduler}, "--scheduler")
     if opts is None:
         yield rf
         return

@@ -500,7 +500,8 @@ def default_report(
       Path of ``report.html``.
 
     Raises:
-      ImportError: jinja2 or plotly is missing (``pip install 'mjsysid[report]'``).
+      ImportError: jinja2 or plotly is missing (``pip install -e '.[report]'`` in the mjsysid
+        checkout).
       TypeError, ValueError: Bad arguments.
       OSError: The folder cannot be created or written. Writing is atomic: after an error
         no partial ``report.html`` is left (a previous complete report stays).
