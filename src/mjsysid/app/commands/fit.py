@@ -596,6 +596,7 @@ def _save_and_report(
         )
         _save_run(exp, fs)
         _remove_stale(fs.out, earlier - _owned_files(fs.out), err)
+        (fs.out / INTERRUPTED_NOTE).unlink(missing_ok=True)  # (a resumed fit has finished)
     _summarise(args, result, conf, exp, out, err)
     with ph("validation"):
         validation = _validate(exp, rf, opt_params, fs.out, None if args.quiet else out, err)
