@@ -467,7 +467,7 @@ def test_missing_dependencies_message(
     fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "jinja2", None)
-    with pytest.raises(ImportError, match=r"pip install 'mjsysid\[report\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[report\]' in the mjsysid checkout"):
         fit.report(tmp_path)
     assert not (tmp_path / "report.html").exists()
 
