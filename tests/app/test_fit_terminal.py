@@ -71,6 +71,12 @@ def test_progress_lines_label_the_stages_and_summarise_the_window_starts(tmp_pat
     assert iters and all(_ITER.match(ln) for ln in iters), iters
     assert "initial_qpos" not in out  # the 30 window starts are one line
     assert "30 window-start parameters (see params_x_hat.yaml)" in out
+    # the validation: one line per recording and signal, not one per window
+    assert "run1#" not in out
+    table = out.split("fitted windows (median and worst window):\n", 1)[1].splitlines()
+    assert table[0].split()[:3] == ["recording", "signal", "windows"]
+    row = table[1].split()
+    assert row[:3] == ["run1", "encoder", "10"] and float(row[4].rstrip("%")) > 95
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")

@@ -702,5 +702,34 @@ def _validate(
         yaml.safe_dump(validation.as_dict(), sort_keys=False, allow_unicode=True),
     )
     if out is not None:
-        print(validation.format(), file=out)
+        print(validation_text(validation), file=out)
     return validation
+
+
+def validation_text(validation: Any) -> str:
+    """The validation table as the terminal shows it: a fit in shooting windows (sequences
+    named ``<recording>#<k>``) gets one line per recording and signal, its windows' median
+    and worst fit, instead of one line per window; held-out sequences line by line
+    (``validation.yaml`` and the report have every window)."""
+    from mjsysid.fit.validation import ValidationTable
+
+    fitted = [r for r in validation.rows if not r.held_out]
+    if not any("#" in r.sequence for r in fitted):
+        return str(validation.format())
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in fitted:
+        groups.setdefault((r.sequence.rsplit("#", 1)[0], r.signal), []).append(r)
+    lines = [
+        "fitted windows (median and worst window):",
+        f"{'recording':<24} {'signal':<18} {'windows':>7} {'fit start':>10} {'fit ident.':>10} "
+        f"{'worst':>8}",
+    ]
+    for (recording, signal), rows in groups.items():
+        start = float(np.nanmedian([r.fit_start for r in rows]))
+        ident = [r.fit_identified for r in rows]
+        lines.append(
+            f"{recording:<24} {signal:<18} {len(rows):7d} {start:9.1f}% "
+            f"{float(np.nanmedian(ident)):9.1f}% {float(np.nanmin(ident)):7.1f}%"
+        )
+    held = ValidationTable(tuple(r for r in validation.rows if r.held_out)).format()
+    return "\n".join(lines + ([held] if held else []))
