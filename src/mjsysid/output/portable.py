@@ -53,7 +53,7 @@ def check_asset_mode(mode: object, name: str = "assets") -> AssetMode:
     """``mode`` when it is one of :data:`ASSET_MODES`, else a ``ValueError``."""
     if mode not in ASSET_MODES:
         raise ValueError(must_be(name, f"one of {list(ASSET_MODES)}", mode))
-    return mode  # type: ignore[return-value]
+    return mode
 
 
 def resolve_asset(spec: mujoco.MjSpec, file: str, texture: bool = False) -> Path:
