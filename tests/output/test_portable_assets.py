@@ -204,3 +204,17 @@ def test_a_rerun_with_absolute_paths_removes_the_old_copies(project, tmp_path):
     assert (out / "assets" / "tet.obj").is_file()
     _fit(project, out, "--assets", "absolute")
     assert not (out / "assets").exists()
+
+
+def test_the_experiment_file_chooses_absolute_paths(project, tmp_path):
+    path = project / "experiment.yaml"
+    path.write_text(path.read_text() + "export: {assets: absolute}\n")
+    out = tmp_path / "results"
+    _fit(project, out)
+    assert not (out / "assets").exists()
+    _fit(project, out, "--assets", "copy")  # the command line overrides the file
+    assert (out / "assets" / "tet.obj").is_file()
+    path.write_text(path.read_text().replace("absolute}", "absolut}"))
+    err = io.StringIO()
+    assert main(["fit", str(path), "--out", str(out)], stdout=io.StringIO(), stderr=err) == 1
+    assert "export.assets" in err.getvalue() and "'copy'" in err.getvalue()

@@ -78,10 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--assets",
         choices=["copy", "absolute"],
-        default="copy",
         help="how the identified model names its meshes, textures and height fields: copy "
         "them into <out>/assets (default: the folder loads wherever it is moved) or name "
-        "them by their absolute paths",
+        "them by their absolute paths; overrides the experiment's export.assets",
     )
     _add_search_arguments(parser)
     add_no_report(parser)
@@ -592,7 +591,7 @@ def _save_and_report(
             rf,
             confidence=conf,
             model_files={exp.sequences.name: exp.export_urdf or exp.files[1]},
-            assets=args.assets,
+            assets=args.assets or exp.export_assets,
         )
         _save_run(exp, fs)
         _remove_stale(fs.out, earlier - _owned_files(fs.out), err)
