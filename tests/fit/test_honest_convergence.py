@@ -111,7 +111,7 @@ def test_cli_names_a_small_step_stop_and_flags_the_intervals(tmp_path):
     data["optimizer"].update({"xtol": 0.5, "gtol": 0.0, "horizons": "none"})
     exp.write_text(yaml.safe_dump(data))
     out, err = io.StringIO(), io.StringIO()
-    argv = ["fit", str(exp), "--out", str(tmp_path / "res"), "--no-report", "-q"]
+    argv = ["fit", str(exp), "--out", str(tmp_path / "res"), "--no-report"]
     main(argv, stdout=out, stderr=err)
     text = err.getvalue()
     assert "Not converged: the fit stopped on a small step" in text

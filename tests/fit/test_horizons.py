@@ -105,7 +105,8 @@ def test_horizons_recover_the_truth_and_report_every_stage(arm2):
     assert res.initial_cost == pytest.approx(plain.initial_cost, rel=1e-12)
     assert res.fun.shape == plain.fun.shape and res.jac.shape == plain.jac.shape
     assert res.cost == pytest.approx(0.5 * float(rf(res.x, params) @ rf(res.x, params)))
-    assert "first 30 %  iter    1  cost" in out.getvalue()
+    assert "stage 1/2: the first 30 % of every sequence or window" in out.getvalue()
+    assert "first 30 %  iter    1/200  cost" in out.getvalue()
     # a missing 1.0 is appended
     _, res2 = ms.optimize(params, rf, horizons=[0.3])
     assert [s.horizon for s in res2.stages] == [0.3, 1.0]
@@ -313,6 +314,9 @@ def test_checkpoint_names_the_stage_and_resume_continues_there(arm2, tmp_path):
     assert cut.status == "interrupted" and cut.nit == 1
     assert [s.horizon for s in cut.stages] == [0.3, 1.0]
     assert cut.fun.shape == rf(cut.x, params).shape  # the result is on the whole data
+    # Ctrl-C means stop now: one residual on the whole data, no Jacobian (p more rollouts)
+    assert cut.jac.shape == (cut.fun.size, cut.x.size) and np.isnan(cut.jac).all()
+    assert cut.stages[-1].nfev == 1
     assert checkpoint_horizon(ckpt) == 0.3
     np.testing.assert_allclose(load_checkpoint(ckpt, params)[0], cut.x)
     _, resumed = ms.optimize(params, rf, horizons=(0.3, 1.0), checkpoint=ckpt, resume=True)

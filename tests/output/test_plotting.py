@@ -110,7 +110,7 @@ def test_plot_sensor_comparison_missing_matplotlib(
 ) -> None:
     meas, pred, _ = _series(arm)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    with pytest.raises(ImportError, match=r"pip install 'mjsysid\[report\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[report\]' in the mjsysid checkout"):
         plot_sensor_comparison(arm, pred, meas)
 
 

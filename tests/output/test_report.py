@@ -467,7 +467,7 @@ def test_missing_dependencies_message(
     fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "jinja2", None)
-    with pytest.raises(ImportError, match=r"pip install 'mjsysid\[report\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[report\]' in the mjsysid checkout"):
         fit.report(tmp_path)
     assert not (tmp_path / "report.html").exists()
 
@@ -610,6 +610,16 @@ def test_report_with_200_parameters(fit: Fit, tmp_path: Path) -> None:
     assert len(figs["trace_paths"]["data"]) == 30
     for cat in ("optimizer", "bounds", "identifiability", "conditioning"):
         assert f'data-category="{cat}"' in html
+    # a frozen parameter is grey (class frozen), never red (class flagged)
+    rows = re.findall(
+        r'<tr data-order="\d+" data-flagged="(\d)"[^>]*?(?:class="([^"]*)")?>\s*'
+        r'<td class="t name" title="([^"]*)"',
+        html,
+    )
+    by_name = {name: (flagged, css.split()) for flagged, css, name in rows}
+    assert by_name["frozen0"][0] == "0" and "frozen" in by_name["frozen0"][1]
+    assert "flagged" not in by_name["frozen0"][1]
+    assert by_name["link00_mass"][0] == "1" and "flagged" in by_name["link00_mass"][1]
 
 
 def test_report_in_headless_chromium(fit: Fit, browser: DevTools, tmp_path: Path) -> None:
@@ -680,7 +690,8 @@ def test_report_with_200_parameters_in_headless_chromium(
         c.dispatchEvent(new Event('change')); return true; })()""",
     )
     flagged = browser.evaluate(s, f"{visible}.map(r => r.cells[0].textContent)")
-    assert {"link00_mass", "link04_mass", "link05_mass", "frozen0"} <= set(flagged)
+    assert {"link00_mass", "link04_mass", "link05_mass"} <= set(flagged)
+    assert "frozen0" not in flagged  # frozen is marked grey, not flagged
     browser.evaluate(s, "document.getElementById('correlation').scrollIntoView()")
     assert browser.wait_for(s, "document.querySelectorAll('#correlation .main-svg').length") > 0
     assert browser.evaluate(s, "document.documentElement.scrollWidth <= window.innerWidth")

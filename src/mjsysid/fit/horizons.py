@@ -32,6 +32,7 @@ from mjsysid.fit.status import Status, honest_status
 from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
+from mjsysid.util.progress import IterationClock
 
 logger = logging.getLogger("mjsysid.fit.optimize")
 
@@ -48,6 +49,7 @@ class StageSettings:
       options: The fit's options. lm_options: Those of the ``"lm"`` backend.
       names: Label of every free entry. bounds: ``(lo, hi)``, each ``(p,)``.
       out: Stream for progress lines. ckpt: Checkpoint path, or ``None``.
+      clock: The time since the fit started, for the iteration lines' elapsed time and ETA.
     """
 
     options: FitOptions
@@ -56,6 +58,7 @@ class StageSettings:
     bounds: tuple[np.ndarray, np.ndarray]
     out: TextIO
     ckpt: Path | None
+    clock: IterationClock = field(default_factory=IterationClock)
 
 
 @dataclass
@@ -157,7 +160,7 @@ class _Recorder:
             write_checkpoint(s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon, history)
         if s.options.verbose:
             label = "" if plan.horizon == 1.0 else f"first {100.0 * plan.horizon:g} %  "
-            print(f"{label}iter {n:4d}  cost {cost:.6e}", file=s.out)
+            print(s.clock.line(n, s.options.max_iters, cost, label), file=s.out, flush=True)
         if s.options.callback is not None:
             s.options.callback(n, x, cost)
 
@@ -255,13 +258,17 @@ def _seeded(earlier: History | None, x0: np.ndarray, cost0: float) -> History:
 def _finish_last(
     stage: Stage, fn: CountedResidual, jacobian: JacobianCache, rec: _Recorder
 ) -> None:
-    """The last stage's residual, cost and Jacobian at its solution."""
+    """The last stage's residual, cost and Jacobian at its solution (an interrupted stage's
+    Jacobian is not computed: all NaN)."""
     x_hat = stage.x
     r_hat = fn(x_hat)
     if not np.all(np.isfinite(r_hat)):  # cannot happen for accepted steps; be explicit
         x_hat, r_hat = rec.best_x, fn(rec.best_x)
     stage.x, stage.r = x_hat, r_hat
     stage.cost = 0.5 * float(r_hat @ r_hat)
+    if stage.status == Status.INTERRUPTED:  # Ctrl-C means stop now: no p more rollouts
+        stage.J = np.full((r_hat.size, x_hat.size), np.nan)
+        return
     stage.J = jacobian(x_hat, r_hat)
     _judge_stop(stage, rec.s.bounds, rec.plan.start_cost)
 
@@ -411,6 +418,11 @@ def run_stages(
             r_here = fit.full(x)  # (remembered by CountedResidual when a stage ends where it began)
             skip = UNINFORMATIVE * 0.5 * float(r_here @ r_here)
             plan = StagePlan(h, last, it0, None, skip, earlier=seed)
+        if s.options.verbose and len(horizons) > 1:
+            part = (
+                "the whole data" if last else f"the first {100 * h:g} % of every sequence or window"
+            )
+            print(f"stage {k + 1}/{len(horizons)}: {part}", file=s.out, flush=True)
         stage = fit_stage(fns[k], params, x, s, plan)
         fit.stages.append(stage)
         x, it0 = stage.x, 0 if last else it0 + stage.nit
@@ -424,10 +436,12 @@ def run_stages(
 def _evaluate_whole(
     residual_fn: ResidualFn, params: ParameterDict, x: np.ndarray, s: StageSettings
 ) -> Stage:
-    """The whole data at ``x``, no fit: the end of a fit interrupted in an early stage."""
-    final = StageSettings(
-        s.options.replace(max_iters=0), s.lm_options, s.names, s.bounds, s.out, s.ckpt
-    )
-    end = fit_stage(residual_fn, params, x, final, StagePlan(1.0, True, 0, None))
-    end.status = Status.INTERRUPTED
-    return end
+    """The whole data's residual at ``x``, no fit and no Jacobian (all NaN): the end of a fit
+    interrupted in an early stage, reached in one evaluation."""
+    fn = CountedResidual(residual_fn, params)
+    r = fn(x)
+    cost = 0.5 * float(r @ r)
+    return Stage(
+        1.0, x, cost, cost, Status.INTERRUPTED, 0, fn.nfev, 0, 0, [cost], [x.copy()],
+        r=r, J=np.full((r.size, x.size), np.nan),
+    )  # fmt: skip

@@ -8,6 +8,8 @@ A results folder holds::
     confidence.npz       covariance, confidence half-widths (and ends), method and caveats
     confidence.yaml      the same per parameter, human readable
     <model>.xml          the identified model of every ModelSequences
+    assets/              copies of the asset files the models name (meshes, textures, ...;
+                         with assets="copy", the default: see mjsysid.output.portable)
     result.yaml          summary (status, message, costs, versions) and the file list
 
 Every file is written atomically and ``result.yaml`` is written last, so a folder without it
@@ -32,6 +34,7 @@ from mjsysid.fit.prior import PriorRows
 from mjsysid.fit.result import FitHistory, OptimizeResult, StageSummary
 from mjsysid.fit.status import Status
 from mjsysid.output.export import export_files
+from mjsysid.output.portable import AssetMode, PortableAssets, check_asset_mode
 from mjsysid.params.apply import apply_param_modifiers_spec
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be, short_repr
@@ -201,9 +204,13 @@ def _confidence_files(conf: Confidence, alpha: float) -> dict[str, bytes]:
 
 
 def _summary(
-    opt_result: OptimizeResult, ms_list: Sequence[ModelSequences], models: dict[str, str]
+    opt_result: OptimizeResult,
+    ms_list: Sequence[ModelSequences],
+    models: dict[str, str],
+    assets: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The contents of ``result.yaml``."""
+    """The contents of ``result.yaml`` (``assets``: the copied asset files, listed with the
+    files so that a folder moved without them is told incomplete)."""
     return {
         "schema": "mjsysid.results",
         "schema_version": RESULTS_SCHEMA_VERSION,
@@ -230,6 +237,7 @@ def _summary(
             CONFIDENCE_NPZ,
             CONFIDENCE_YAML,
             *models.values(),
+            *assets,
         ],
     }
 
@@ -245,6 +253,7 @@ def save_results(
     alpha: float = 0.05,
     confidence: Confidence | None = None,
     model_files: Mapping[str, str | Path] | None = None,
+    assets: AssetMode = "copy",
 ) -> Path:
     """Writes parameters, result, confidence intervals and identified models to a folder.
 
@@ -261,13 +270,19 @@ def save_results(
         identified ``<name>.urdf``. ``identified.yaml`` (every identified value with its
         unit) and ``robot.yaml`` (the hobby robot-config schema) are always written; see
         :mod:`mjsysid.output.export`.
+      assets: How the written models name their asset files (meshes, textures, height
+        fields): ``"copy"`` (default) copies them into ``assets/`` of the folder, which then
+        loads wherever it is moved; ``"absolute"`` names the source files by their absolute
+        paths (see :mod:`mjsysid.output.portable`).
 
     Returns:
       The folder path.
 
     Raises:
       OSError: The folder cannot be created or written (message names the path).
+      FileNotFoundError: With ``assets="copy"``, an asset file the model names is missing.
     """
+    check_asset_mode(assets)
     ms_list = _check_save_arguments(models_sequences, initial_params, opt_params, opt_result)
     conf = confidence
     if conf is None or conf.at_bound is None:
@@ -275,7 +290,7 @@ def save_results(
     identified = {ms.name: apply_param_modifiers_spec(opt_params, ms.spec.copy()) for ms in ms_list}
     return write_results(
         Path(experiment_results_folder), ms_list, initial_params, opt_params, opt_result,
-        conf, identified, model_files,
+        conf, identified, model_files, assets,
     )  # fmt: skip
 
 
@@ -288,10 +303,12 @@ def write_results(
     confidence: Confidence,
     identified: Mapping[str, mujoco.MjSpec],
     model_files: Mapping[str, str | Path] | None = None,
+    assets: AssetMode = "copy",
 ) -> Path:
     """Writes a results folder of numbers already computed (it computes nothing): the
     parameters, the result, the intervals, the identified spec of every model (``identified``,
-    by name) and the export files; ``result.yaml`` last. Returns the folder."""
+    by name, its asset files named as ``assets`` says) and the export files; ``result.yaml``
+    last. Returns the folder."""
     files: dict[str, bytes] = {
         PARAMS_X0: _dump(initial_params.to_dict()),
         PARAMS_X_HAT: _dump(opt_params.to_dict()),
@@ -299,13 +316,14 @@ def write_results(
     }
     files.update(_confidence_files(confidence, confidence.alpha))
     models: dict[str, str] = {}
+    portable = PortableAssets(assets)
+    specs = {ms.name: portable.spec(identified[ms.name]) for ms in ms_list}
     for ms in ms_list:
-        files[f"{ms.name}.xml"] = spec_xml(identified[ms.name]).encode("utf-8")  # every digit
+        files[f"{ms.name}.xml"] = spec_xml(specs[ms.name]).encode("utf-8")  # every digit
         models[ms.name] = f"{ms.name}.xml"
-    files.update(
-        export_files(opt_params, {m.name: identified[m.name] for m in ms_list}, model_files)
-    )
-    files[RESULT_YAML] = _dump(_summary(opt_result, ms_list, models))
+    files.update(export_files(opt_params, specs, model_files, portable))
+    files.update(portable.files)
+    files[RESULT_YAML] = _dump(_summary(opt_result, ms_list, models, sorted(portable.files)))
     # Nothing in the folder changes until every file is on disk; result.yaml goes in last.
     return atomic_write_files(folder, files, commit=RESULT_YAML)
 

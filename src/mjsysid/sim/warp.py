@@ -48,7 +48,9 @@ from mjsysid.util.errors import must_be
 __all__ = ["INSTALL_HINT", "WarpRollout", "import_warp", "warp_available"]
 
 _MAXVAL = 1e10  # MuJoCo's mjMAXVAL: a larger |qacc| is a divergence
-INSTALL_HINT = "pip install 'mjsysid[warp]' (installs mujoco-warp and warp-lang)"
+INSTALL_HINT = (
+    "pip install -e '.[warp]' in the mjsysid checkout (installs mujoco-warp and warp-lang)"
+)
 
 
 def warp_available() -> bool:

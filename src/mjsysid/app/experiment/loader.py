@@ -40,6 +40,7 @@ from mjsysid.fit.options import FitOptions
 from mjsysid.objective.initial_state import law_state_params
 from mjsysid.objective.residual import ResidualFunction, build_residual_fn
 from mjsysid.objective.signal_transform import SignalTransform
+from mjsysid.output.portable import AssetMode
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.files import read_yaml
 
@@ -87,6 +88,9 @@ class Experiment:
         cmaes`` and its options) or ``{"starts": N}`` (empty: the local fit alone).
       export_urdf: The ``export: {urdf: FILE}`` key: the URDF the model was made from (its
         joints are the model's); the results folder gets its identified copy.
+      export_assets: The ``export: {assets: copy|absolute}`` key (default ``"copy"``): how
+        the written models name their meshes, textures and height fields
+        (:mod:`mjsysid.output.portable`).
       confidence: The ``confidence:`` key as keywords of
         :func:`~mjsysid.fit.confidence.compute_confidence` (empty: linearised intervals).
       executor: The ``executor:`` key as keyword arguments of
@@ -114,6 +118,7 @@ class Experiment:
     holdout: ModelSequences | None = None
     export_urdf: Path | None = None
     confidence: dict[str, Any] = field(default_factory=dict)
+    export_assets: AssetMode = "copy"
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -206,6 +211,7 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
         holdout=holdout,
         export_urdf=export_urdf,
         confidence=confidence,
+        export_assets=top.export.assets if top.export is not None else "copy",
     )
 
 

@@ -20,7 +20,6 @@ from mjsysid.app.experiment.nodes import (
     PositiveInt,
     mistake,
 )
-from mjsysid.fit.distributed import executor_options
 from mjsysid.fit.options import METHODS, OPTIMIZERS, FitOptions, GlobalSearchOptions
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.params.parameter import ParameterDict
@@ -278,6 +277,8 @@ def _executor(value: str | int | ExecutorKeys | None, source: str) -> dict[str, 
     if isinstance(value, ExecutorKeys):
         value = value.model_dump(exclude_unset=True)  # type: ignore[assignment]
     try:
+        from mjsysid.fit.distributed import executor_options  # (Dask: only when asked for)
+
         return executor_options(value, f"{source}: executor")
     except (TypeError, ValueError) as e:
         raise ExperimentError(str(e)) from None
