@@ -422,7 +422,7 @@ class Confidence:
                 f"the fit did not converge{why}: the intervals describe its end point, which "
                 "is not a minimum"
             )
-        out += self._whiteness_caveats()
+        out += self.whiteness_caveats()
         out += self._bound_caveats()
         for n, by in zip(self.names, self.determined_by or [], strict=False):
             if by == "prior":
@@ -431,7 +431,7 @@ class Confidence:
                 )
         return out + list(self.notes)
 
-    def _whiteness_caveats(self) -> list[str]:
+    def whiteness_caveats(self) -> list[str]:
         """The model-cannot-reproduce-the-data caveat, when the residual is not white."""
         w = self.whiteness
         if w is None or w.white:
@@ -671,6 +671,12 @@ def _held_intervals(
     idx = np.flatnonzero(fixed)
     _withhold(cov, half, idx.tolist())
     return cov, half
+
+
+def _stop_reason(res: OptimizeResult) -> str:
+    """``"<status>: <the message's first sentence>"`` of a fit that did not converge."""
+    first = str(res.message).split(". ")[0].rstrip(".")
+    return f"{res.status.value}: {first}" if first else res.status.value
 
 
 HAC_MIN_DOF = 3.0  # the fewest effective degrees of freedom a HAC interval's t takes
@@ -934,6 +940,6 @@ def _linear(
         notes=notes + [c.text() for c in collinear],
         method=used,
         whiteness=white,
-        stop_reason="" if res.success else f"{res.status.value}: {res.message}",
+        stop_reason="" if res.success else _stop_reason(res),
     )
     return conf, J

@@ -25,7 +25,7 @@ import numpy as np
 from mjsysid.fit.backends import BACKENDS, BackendCall, BackendResult
 from mjsysid.fit.checkpoints import History, write_checkpoint
 from mjsysid.fit.jacobian import CountedResidual, JacobianCache, describe_nonfinite, fd_jacobian
-from mjsysid.fit.lm import LMOptions, predicted_decrease
+from mjsysid.fit.lm import LMOptions, predicted_decrease, step_in_standard_errors
 from mjsysid.fit.options import FitOptions, check_horizons
 from mjsysid.fit.result import StageSummary
 from mjsysid.fit.status import Status, honest_status
@@ -35,7 +35,7 @@ from mjsysid.util.errors import must_be
 
 logger = logging.getLogger("mjsysid.fit.optimize")
 
-FTOL_ITERS = 3  # the ftol test: this many consecutive iterations below ftol
+FTOL_ITERS = 3  # the ftol test: the relative cost decrease over this many iterations
 STAGE_SLOW = 0.9  # an early horizon stage ends after a step that cut its cost by < 10 %
 
 
@@ -75,6 +75,8 @@ class Stage:
     history_x: list[np.ndarray]
     r: np.ndarray | None = None
     J: np.ndarray | None = None
+    step: tuple[str, float] | None = None  # the largest Gauss-Newton step left, in std. errors
+    held: list[str] = field(default_factory=list)  # parameters held in this stage (no effect)
 
     def summary(self) -> StageSummary:
         """The stage's record in the result (costs on this stage's data)."""
@@ -126,8 +128,8 @@ class _Recorder:
     best_cost: float
     history_obj: list[float] = field(default_factory=list)
     history_x: list[np.ndarray] = field(default_factory=list)
-    small: int = 0  # consecutive iterations with a relative reduction below ftol
     done: int = 0  # iterations completed (for an interrupted fit)
+    own: int = 0  # iterations of this run (a resumed stage's history holds earlier ones)
 
     @property
     def _steps(self) -> bool:  # iterations follow accepted steps (not scipy's calls)
@@ -135,19 +137,26 @@ class _Recorder:
 
     def __call__(self, it: int, x: np.ndarray, cost: float) -> None:
         self.done = it
+        self.own += 1
         previous = self.history_obj[-1]
-        ftol = self.s.options.ftol
-        if self._steps and ftol > 0 and np.isfinite(previous) and previous > 0:
-            self.small = self.small + 1 if (previous - cost) <= ftol * previous else 0
         self.history_obj.append(cost)
         self.history_x.append(x.copy())
         if cost <= self.best_cost:
             self.best_x, self.best_cost = x.copy(), cost
         self._report(it, x, cost)
-        if self.small >= FTOL_ITERS:
+        if self._plateau():
             raise _Converged(it, Status.FTOL)
         if self._steps and not self.plan.last and cost > STAGE_SLOW * previous:
             raise _Converged(it, Status.SLOWED)
+
+    def _plateau(self) -> bool:
+        """The ftol test: the cost fell by at most ``ftol`` of its value over the last
+        :data:`FTOL_ITERS` iterations, ``c_{k−3} − c_k ≤ ftol·c_{k−3}``."""
+        ftol = self.s.options.ftol
+        if not self._steps or ftol <= 0 or self.own < FTOL_ITERS:
+            return False
+        before, now = self.history_obj[-1 - FTOL_ITERS], self.history_obj[-1]
+        return bool(np.isfinite(before) and before > 0 and before - now <= ftol * before)
 
     def _report(self, it: int, x: np.ndarray, cost: float) -> None:
         s, plan = self.s, self.plan
@@ -263,29 +272,39 @@ def _finish_last(
     stage.x, stage.r = x_hat, r_hat
     stage.cost = 0.5 * float(r_hat @ r_hat)
     stage.J = jacobian(x_hat, r_hat)
-    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost)
+    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost, rec.s.names)
 
 
 def _judge_stop(
-    stage: Stage, bounds: tuple[np.ndarray, np.ndarray], start_cost: float | None = None
+    stage: Stage,
+    bounds: tuple[np.ndarray, np.ndarray],
+    start_cost: float | None = None,
+    names: list[str] | None = None,
 ) -> None:
-    """Renames an xtol/ftol stop that is no minimum ``"small_step"`` (see
-    :func:`~mjsysid.fit.status.honest_status`) and logs the predicted decrease."""
-    if stage.status not in (Status.XTOL, Status.FTOL):
+    """Renames an xtol/ftol/gtol stop that is no minimum ``"small_step"`` (see
+    :func:`~mjsysid.fit.status.honest_status`: a clear predicted decrease, or a
+    Gauss-Newton step over 0.3 standard errors) and logs the predicted decrease."""
+    if stage.status not in (Status.XTOL, Status.FTOL, Status.GTOL):
         return
     assert stage.J is not None and stage.r is not None
     predicted = predicted_decrease(stage.J, stage.r, stage.x, bounds)
     cost0 = max(stage.cost0, start_cost or 0.0)
-    judged = honest_status(stage.status, stage.cost, predicted, cost0)
+    se = step_in_standard_errors(stage.J, stage.r, stage.x, bounds)
+    worst = int(np.argmax(se)) if se.size else 0
+    k = float(se[worst]) if se.size else 0.0
+    if names is not None and se.size:
+        stage.step = (names[worst], k)
+    judged = honest_status(stage.status, stage.cost, predicted, cost0, k)
     if judged is not stage.status:
         logger.warning(
             "the fit stopped on %s at cost %.6g, but the linearised model still predicts a "
-            "decrease of %.3g (%.1f %% of the cost): not converged (status small_step): the "
-            "fit's message says what to try",
+            "decrease of %.3g (%.1f %% of the cost) and a step of %.3g standard errors: not "
+            "converged (status small_step): the fit's message says what to try",
             stage.status.value,
             stage.cost,
             predicted,
             100.0 * predicted / stage.cost if stage.cost > 0 else float("inf"),
+            k,
         )
         stage.status = judged
 

@@ -39,7 +39,8 @@ from mjsysid.fit.jacobian import CountedResidual, fd_jacobian
 from mjsysid.fit.lm import LMOptions
 from mjsysid.fit.options import FitOptions, check_x_scale
 from mjsysid.fit.result import FitHistory, OptimizeResult
-from mjsysid.fit.status import CONVERGED, message
+from mjsysid.fit.status import CONVERGED, Diagnosis, Status, message
+from mjsysid.fit.whiteness import residual_series, whiteness
 from mjsysid.objective.protocols import DescribedResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
@@ -250,11 +251,29 @@ def _resume(start: _Start, s: StageSettings, params: ParameterDict) -> _Start:
     return _Start(x0, start_iter, horizons, earlier)
 
 
-def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -> OptimizeResult:
+# the whole data's cost may end this much above its start value before the fit says it rose
+COST_ROSE_RTOL = 1e-9
+
+
+def _diagnosis(stage: Any, residual_fn: Any, cost0: float) -> Diagnosis:
+    """The end point's :class:`~mjsysid.fit.status.Diagnosis`: the step left, and how far
+    the residual is above its sample-to-sample noise (Durbin-Watson)."""
+    r = stage.r
+    w = whiteness(r, residual_series(residual_fn, r.size), cost0)
+    ratio = w.noise_ratio if w.judged else float("nan")
+    return Diagnosis(stage.step, ratio, w.text())
+
+
+def _result(
+    fit: StagedFit, s: StageSettings, start_iter: int, t_start: float, residual_fn: Any = None
+) -> OptimizeResult:
     """Writes the last checkpoint, says how it ended, and collects the result."""
     done, opts = fit.stages, s.options
     stage = done[-1]
     assert stage.r is not None and stage.J is not None
+    cost0 = stage.cost0 if fit.full is None else fit.initial_cost
+    if stage.cost > cost0 * (1.0 + COST_ROSE_RTOL) and stage.status != Status.INTERRUPTED:
+        stage.status = Status.COST_ROSE
     nit = sum(st.nit for st in done)
     if s.ckpt is not None:
         ended = next((st for st in reversed(done) if st.horizon == fit.stopped_in), stage)
@@ -262,8 +281,9 @@ def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -
             s.ckpt, stage.x, stage.cost, start_iter + nit, s.names, fit.stopped_in,
             History(ended.history_obj, ended.history_x),
         )  # fmt: skip
-    text = message(stage.status, opts.max_iters, opts.messages)
-    cost0 = stage.cost0 if fit.full is None else fit.initial_cost
+    text = message(
+        stage.status, opts.max_iters, opts.messages, _diagnosis(stage, residual_fn, cost0)
+    )
     if opts.verbose:
         print(f"{text} cost {cost0:.6e} -> {stage.cost:.6e} in {nit} iterations", file=s.out)
     history = FitHistory(stage.history_obj, stage.history_x, sum(st.nsecant for st in done))
@@ -319,7 +339,7 @@ def run_fit(
     staged = run_stages(
         residual_fn, params, start.x0, s, start.horizons, start.start_iter, start.earlier
     )
-    result = _result(staged, s, start.start_iter, t_start)
+    result = _result(staged, s, start.start_iter, t_start, residual_fn)
     opt_params = params.copy()
     opt_params.update_from_vector(result.x)
     if options.verbose:  # the table mujoco.sysid's verbose logs

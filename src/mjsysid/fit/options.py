@@ -254,9 +254,12 @@ class FitOptions:
         residual evaluations).
       verbose: Print one line per iteration to ``output`` (default stdout); silent otherwise.
       xtol, gtol: Termination tolerances on the relative step and the gradient (``>= 0``).
-      ftol: Termination tolerance on the relative cost reduction: the fit stops when the cost
-        fell by less than ``ftol·cost`` in each of 3 consecutive iterations (a plateau, e.g.
-        with contacts; raise it, say to 1e-4, to stop stalled contact-rich fits early).
+      ftol: Termination tolerance on the relative progress (``"lm"``, ``"mujoco"``): the fit
+        stops when the cost fell by at most ``ftol`` of its value over the last 3 iterations,
+        ``c_{k−3} − c_k ≤ ftol·c_{k−3}`` (default 1e-4: a fit no longer spends dozens of
+        iterations gaining hundredths of a percent). Such a stop counts as converged only when
+        the Gauss-Newton step left is under 0.3 standard errors of every parameter
+        (:func:`~mjsysid.fit.status.honest_status`), else its status is ``"small_step"``.
       eps: Relative finite-difference step (``> 0``).
       mu_factor: ``"lm"`` and ``"mujoco"`` backends: factor by which the Levenberg-Marquardt
         damping grows after a rejected step (``None``: 4 for ``"lm"``, 2 for ``"mujoco"``;
@@ -331,7 +334,7 @@ class FitOptions:
     verbose: bool = False
     xtol: float = 1e-8
     gtol: float = 1e-8
-    ftol: float = 1e-8
+    ftol: float = 1e-4
     eps: float = 1.5e-8
     mu_factor: float | None = None
     secant: bool = True
