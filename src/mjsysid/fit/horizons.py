@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from mjsysid.fit.backends import BACKENDS, BackendCall, BackendResult
-from mjsysid.fit.checkpoints import History, write_checkpoint
+from mjsysid.fit.checkpoints import History, fit_fingerprint, write_checkpoint
 from mjsysid.fit.jacobian import CountedResidual, JacobianCache, describe_nonfinite, fd_jacobian
 from mjsysid.fit.lm import LMOptions, predicted_decrease, step_in_standard_errors
 from mjsysid.fit.options import FitOptions, check_horizons
@@ -163,7 +163,10 @@ class _Recorder:
         n = plan.start_iter + it
         if s.ckpt is not None:
             history = History(self.history_obj, self.history_x)
-            write_checkpoint(s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon, history)
+            write_checkpoint(
+                s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon, history,
+                fit_fingerprint(s.options),
+            )  # fmt: skip
         if s.options.verbose:
             label = "" if plan.horizon == 1.0 else f"first {100.0 * plan.horizon:g} %  "
             print(f"{label}iter {n:4d}  cost {cost:.6e}", file=s.out)

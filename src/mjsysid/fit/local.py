@@ -29,8 +29,10 @@ import numpy as np
 
 from mjsysid.fit.checkpoints import (
     History,
+    check_checkpoint_cost,
     checkpoint_history,
     checkpoint_horizon,
+    fit_fingerprint,
     load_checkpoint,
     write_checkpoint,
 )
@@ -41,7 +43,7 @@ from mjsysid.fit.options import FitOptions, check_x_scale
 from mjsysid.fit.result import FitHistory, OptimizeResult
 from mjsysid.fit.status import CONVERGED, Diagnosis, Status, message
 from mjsysid.fit.whiteness import residual_series, whiteness
-from mjsysid.objective.protocols import DescribedResidualFn, ResidualFn
+from mjsysid.objective.protocols import DescribedResidualFn, HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -229,12 +231,16 @@ class _Start:
     earlier: History | None = None
 
 
-def _resume(start: _Start, s: StageSettings, params: ParameterDict) -> _Start:
-    """The start read from the checkpoint (``resume=True`` and it exists), in its stage."""
+def _resume(
+    start: _Start, s: StageSettings, params: ParameterDict, residual_fn: Any = None
+) -> _Start:
+    """The start read from the checkpoint (``resume=True`` and it exists), in its stage,
+    checked against the present inputs, options and data (see
+    :mod:`~mjsysid.fit.checkpoints`)."""
     ckpt = s.ckpt
     if not s.options.resume or ckpt is None or not ckpt.exists():
         return start
-    x0, start_iter = load_checkpoint(ckpt, params)
+    x0, start_iter = load_checkpoint(ckpt, params, fit_fingerprint(s.options))
     lo, hi = s.bounds
     out = np.flatnonzero((x0 < lo) | (x0 > hi))
     if out.size:
@@ -245,6 +251,8 @@ def _resume(start: _Start, s: StageSettings, params: ParameterDict) -> _Start:
             "changed since it was written: widen them or start afresh (resume=False)"
         )
     written_in = checkpoint_horizon(ckpt)
+    if residual_fn is not None:
+        _check_cost(ckpt, residual_fn, params, x0, written_in)
     horizons = [h for h in start.horizons if h >= written_in] or [1.0]
     logger.info("resuming from %s at iteration %d", ckpt, start_iter)
     earlier = checkpoint_history(ckpt, x0.size) if horizons[0] == written_in else None
@@ -264,6 +272,20 @@ def _diagnosis(stage: Any, residual_fn: Any, cost0: float) -> Diagnosis:
     return Diagnosis(stage.step, ratio, w.text())
 
 
+def _check_cost(
+    ckpt: Any, residual_fn: Any, params: ParameterDict, x: np.ndarray, horizon: float
+) -> None:
+    """The cost at the checkpoint's point on its stage's data, against the recorded one."""
+    fn = residual_fn
+    if horizon < 1.0:
+        if not isinstance(residual_fn, HorizonResidualFn):
+            return
+        fn = residual_fn.head(horizon)
+    r = CountedResidual(fn, params.copy())(x)
+    if np.all(np.isfinite(r)):
+        check_checkpoint_cost(ckpt, 0.5 * float(r @ r))
+
+
 def _result(
     fit: StagedFit, s: StageSettings, start_iter: int, t_start: float, residual_fn: Any = None
 ) -> OptimizeResult:
@@ -277,9 +299,9 @@ def _result(
     nit = sum(st.nit for st in done)
     if s.ckpt is not None:
         ended = next((st for st in reversed(done) if st.horizon == fit.stopped_in), stage)
-        write_checkpoint(
-            s.ckpt, stage.x, stage.cost, start_iter + nit, s.names, fit.stopped_in,
-            History(ended.history_obj, ended.history_x),
+        write_checkpoint(  # the cost on the data of the stage it is resumed in
+            s.ckpt, stage.x, ended.cost, start_iter + nit, s.names, fit.stopped_in,
+            History(ended.history_obj, ended.history_x), fit_fingerprint(opts),
         )  # fmt: skip
     text = message(
         stage.status, opts.max_iters, opts.messages, _diagnosis(stage, residual_fn, cost0)
@@ -325,7 +347,7 @@ def run_fit(
     if options.check_conditioning:
         start_condition(residual_fn, params, x0, (lo, hi), float(options.eps))
     horizons = list(resolve_horizons(options.horizons, residual_fn, options.optimizer, params))
-    start = _resume(_Start(x0, 0, horizons), s, params)
+    start = _resume(_Start(x0, 0, horizons), s, params, residual_fn)
     if s.ckpt is not None:  # fail now, not after the first iteration, if it cannot be written
         write_checkpoint(
             s.ckpt,
@@ -335,6 +357,7 @@ def run_fit(
             s.names,
             start.horizons[0],
             start.earlier,  # (a fit killed again before its first iteration keeps it)
+            fit_fingerprint(options),
         )
     staged = run_stages(
         residual_fn, params, start.x0, s, start.horizons, start.start_iter, start.earlier

@@ -299,7 +299,11 @@ class FitOptions:
       checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far,
         and the horizon stage it belongs to).
       resume: Start from ``checkpoint`` if it exists (in the stage it was written in); needs
-        ``checkpoint``.
+        ``checkpoint``. Refused, with the differences named, when the checkpoint was written
+        under other options or ``inputs``, or when its cost, evaluated again at its point,
+        differs from the recorded one (other data): see :mod:`~mjsysid.fit.checkpoints`.
+      inputs: ``{path: SHA-256}`` of the files the fit reads (``mjsysid fit`` passes the
+        experiment's), kept in the checkpoint and checked by ``resume``.
       callback: ``callback(iteration, x, cost)`` after each iteration (``cost`` on the
         current stage's horizon; iterations are counted across stages).
       output: Stream for ``verbose``.
@@ -344,6 +348,7 @@ class FitOptions:
     allow_no_effect: bool = False
     checkpoint: str | Path | None = None
     resume: bool = False
+    inputs: Mapping[str, str] | None = None
     callback: IterationCallback | None = None
     output: TextIO | None = None
     messages: MessageContext | None = None
@@ -385,6 +390,11 @@ class FitOptions:
         if self.messages is not None and not isinstance(self.messages, MessageContext):
             raise TypeError(must_be("messages", "a MessageContext or None", self.messages))
         object.__setattr__(self, "horizons", check_horizons(self.horizons))
+        if self.inputs is not None and not (
+            isinstance(self.inputs, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in self.inputs.items())
+        ):
+            raise TypeError(must_be("inputs", "a mapping {path: sha256} of strings", self.inputs))
         if self.resume and self.checkpoint is None:
             raise ValueError(must_be("checkpoint", "a path when resume=True", None))
 
