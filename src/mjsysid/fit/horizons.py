@@ -82,7 +82,7 @@ class Stage:
         """The stage's record in the result (costs on this stage's data)."""
         return StageSummary(
             self.horizon, self.status, self.nit, self.nfev, self.cost0, self.cost,
-            [float(c) for c in self.history_obj],
+            [float(c) for c in self.history_obj], list(self.held),
         )  # fmt: skip
 
 
@@ -202,6 +202,22 @@ def _check_effect(J0: np.ndarray, names: list[str], mode: str | None) -> None:
         logger.warning(msg)
 
 
+def _held(J0: np.ndarray, names: list[str], horizon: float) -> list[str]:
+    """The parameters an early stage holds: those without effect on its part of the data
+    (a zero Jacobian column: a Stribeck velocity the first 10 % never excite). The backends
+    leave such an entry where it is (no gradient moves it); it is released, and checked
+    for an effect, in the stage that excites it (at the latest the whole data's)."""
+    dead = [names[i] for i in np.flatnonzero(~np.any(J0 != 0.0, axis=0))]
+    if dead:
+        logger.info(
+            "parameters %s have no effect on the first %g %% of the data: held there until a "
+            "stage that excites them",
+            dead,
+            100.0 * horizon,
+        )
+    return dead
+
+
 def _run_backend(call: BackendCall, rec: _Recorder) -> BackendResult:
     """The backend's result, or the best point so far when the recorder ended the stage or
     the user interrupted it."""
@@ -234,6 +250,7 @@ def fit_stage(
         )
     J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
     _check_effect(J0, s.names, plan.check_effect)
+    held = [] if plan.last else _held(J0, s.names, plan.horizon)
     seed = _seeded(plan.earlier, x0, cost0)
     rec = _Recorder(s, plan, x0.copy(), cost0, seed.objective, seed.candidates)
     jacobian = JacobianCache(fn, s.bounds, eps)
@@ -243,7 +260,7 @@ def fit_stage(
     res = _run_backend(call, rec)
     stage = Stage(
         plan.horizon, res.x, cost0, rec.best_cost, res.status, res.nit, 0, 0, res.nsecant,
-        rec.history_obj, rec.history_x,
+        rec.history_obj, rec.history_x, held=held,
     )  # fmt: skip
     if plan.last:
         _finish_last(stage, fn, jacobian, rec)
