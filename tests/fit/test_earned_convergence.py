@@ -154,11 +154,10 @@ def _simulate_arm(folder: Path, duration: float) -> Path:
     return exp
 
 
-@pytest.mark.slow
 def test_the_long_noisy_arm_either_reaches_the_truth_or_says_windows(tmp_path, capsys):
     """Issue #30 item 2: a 60 s noisy recording of the 3-link arm fitted with the defaults
     said "Converged" at 4e5 times the truth's cost. It must reach the truth or not say
-    Converged, and suggest shooting windows; every file records it."""
+    Converged, and suggest shooting windows; every file records it. (About 10 s.)"""
     from mjsysid.app.cli import main
 
     exp = _simulate_arm(tmp_path, DURATION)

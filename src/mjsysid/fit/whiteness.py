@@ -90,7 +90,9 @@ def _period(labels: np.ndarray) -> int:
     """The number of columns of one time step: the smallest period of ``labels``."""
     n = labels.size
     for p in range(1, min(n, _MAX_PERIOD) + 1):
-        if n % p == 0 and np.array_equal(labels.reshape(-1, p), np.tile(labels[:p], (n // p, 1))):
+        if n % p or (p < n and labels[p] != labels[0]):
+            continue  # (cheap tests first: the full comparison is O(n))
+        if np.array_equal(labels.reshape(-1, p), np.tile(labels[:p], (n // p, 1))):
             return p
     return 1
 
