@@ -905,7 +905,8 @@ def _linear(
     res, rows = fit.result, fit.rows
     x, names = res.x, list(res.parameter_names)
     J0 = np.asarray(res.jac, dtype=np.float64)
-    J, notes = J0, []
+    J = J0
+    notes: list[str] = []
     unstable = np.zeros(x.size, dtype=bool)
     if fit.residual is not None and rough and fit.bounds is not None:
         J, notes, unstable = _rough_checked(fit.residual, x, J0, fit.bounds, names)

@@ -294,7 +294,9 @@ def _result(
     stage = done[-1]
     assert stage.r is not None and stage.J is not None
     cost0 = stage.cost0 if fit.full is None else fit.initial_cost
-    if stage.cost > cost0 * (1.0 + COST_ROSE_RTOL) and stage.status != Status.INTERRUPTED:
+    scale = max([cost0, *(st.cost0 for st in done)])  # round-off at an exact fit is no rise
+    rose = stage.cost - cost0 > max(COST_ROSE_RTOL * cost0, 1e-12 * scale)
+    if rose and stage.status != Status.INTERRUPTED:
         stage.status = Status.COST_ROSE
     nit = sum(st.nit for st in done)
     if s.ckpt is not None:
