@@ -89,8 +89,8 @@ def calculate_intervals(
         ``noise_variance`` and ``groups`` then describe the ``n − prior_rows`` data rows.
       score_covariance: ``(p, p)`` covariance ``S`` of ``Jᵀr`` when the residuals are not
         independent (a Newey-West estimate, :func:`mjsysid.fit.whiteness.hac_score_covariance`):
-        the covariance is then the sandwich ``H⁺ S H⁺`` (``noise_variance`` and ``groups``
-        are not used; without prior rows).
+        the covariance is then the sandwich ``H⁺ S H⁺`` (``noise_variance``, ``groups``
+        and ``prior_rows`` are not used: ``S`` holds every row's part, prior rows too).
 
     Returns:
       ``(covariance (p, p), half_widths (p,))``. Parameters touching an unidentifiable direction
