@@ -169,7 +169,8 @@ def test_fit_resume_from_checkpoint(tmp_path):
     code, _, err = run("fit", "example:arm", "--out", str(out), "--no-report", "--max-iters", "1")
     assert code == 0 and (out / "checkpoint.npz").is_file()
     # the intervals of an unfinished fit come with a warning, here and in confidence.yaml
-    assert "warning: the fit did not converge: the intervals describe its end point" in err
+    assert "warning: the fit did not converge (max_iters: Stopped after max_iters=1" in err
+    assert "the intervals describe its end point" in err
     saved = yaml.safe_load((out / "confidence.yaml").read_text())
     assert saved["converged"] is False and "did not converge" in saved["caveats"][0]
     code, _, err = run("fit", "example:arm", "--out", str(out), "--no-report", "--resume")
@@ -189,7 +190,7 @@ def test_fit_says_every_caveat_of_its_intervals(tmp_path):
     assert code == 0, err
     assert (
         "warning: elbow_damping is at its upper bound: its interval is bound-limited (not "
-        "given), and the others' are computed with it held there"
+        "given), and the others' are computed with it free (which can only widen them)"
     ) in err
     saved = yaml.safe_load((tmp_path / "r" / "confidence.yaml").read_text())
     assert any("elbow_damping is at its upper bound" in c for c in saved["caveats"])

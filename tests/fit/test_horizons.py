@@ -410,3 +410,22 @@ def test_head_of_measurements_between_simulation_instants(make_problem):
     n = np.count_nonzero(t <= t[0] + 0.4 * (t[-1] - t[0]))
     assert part.shape == (n * 4, 2)  # j1_pos + tip_pos (3) columns
     np.testing.assert_array_equal(part, full[: n * 4])
+
+
+def test_a_parameter_without_effect_on_an_early_stage_is_held_there_and_released_later():
+    """Issue #31: a parameter the first part of the data does not excite (a Stribeck
+    velocity in the first 10 %) waits for the stage that excites it, for every backend."""
+    spec, model, seq = _late_gear_problem()
+    rf = ms.build_residual_fn([seq])
+    for optimizer in ("lm", "mujoco"):
+        params = _late_gear_params(spec, model)
+        names = params.get_non_frozen_parameter_names()
+        _, res = ms.optimize(params, rf, optimizer=optimizer, horizons=(0.3, 1.0))
+        first, last = res.stages
+        assert first.held == [names[2]] and last.held == []
+        assert first.summary()["held"] == [names[2]]
+        np.testing.assert_allclose(res.x, [*TRUTH, 1.4], rtol=1e-5)
+    # and with the default stages
+    _, res = ms.optimize(_late_gear_params(spec, model), rf)
+    assert [st.horizon for st in res.stages][-1] == 1.0
+    np.testing.assert_allclose(res.x, [*TRUTH, 1.4], rtol=1e-5)

@@ -914,3 +914,13 @@ def test_a_python_report_names_python_remedies(fit: Fit, tmp_path: Path) -> None
         default_report(
             fit.seq, fit.params, fit.opt_params, res, fit.rf, tmp_path / "r", messages="yaml"
         )
+
+
+def test_the_report_says_when_the_model_cannot_reproduce_the_data(fit: Fit, tmp_path: Path):
+    """Issue #31: the whiteness caveat (j2's truth lies beyond its bound: the residual is
+    smooth) is in the report with the signals named, as in confidence.yaml and the CLI."""
+    html = fit.report(tmp_path / "r", videos=False).read_text(encoding="utf-8")
+    found = re.search(r"the model cannot reproduce the data: the residuals are not white "
+                      r"\(Durbin-Watson (j\d_(pos|vel)) ", html)  # fmt: skip
+    assert found, "no whiteness caveat in the report"
+    assert "Newey-West (HAC) sandwich" in html

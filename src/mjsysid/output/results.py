@@ -33,6 +33,7 @@ from mjsysid.fit.confidence import Confidence, compute_confidence
 from mjsysid.fit.prior import PriorRows
 from mjsysid.fit.result import FitHistory, OptimizeResult, StageSummary
 from mjsysid.fit.status import Status
+from mjsysid.fit.whiteness import Whiteness
 from mjsysid.output.export import export_files
 from mjsysid.output.portable import AssetMode, PortableAssets, check_asset_mode
 from mjsysid.params.apply import apply_param_modifiers_spec
@@ -81,6 +82,11 @@ _SUMMARY_KEYS = {
     ),
 }
 _OPTIONAL_KEYS = {
+    "converged": (  # issue #31: said in every file (older folders: success)
+        lambda v: isinstance(v, bool),
+        "true or false",
+    ),
+    "stop_reason": _STR,  # why a fit that did not converge stopped
     "stages": (  # horizon stages of the fit (optimize(horizons=...))
         lambda v: isinstance(v, list) and all(isinstance(st, dict) for st in v),
         "a list of mappings",
@@ -197,6 +203,14 @@ def _confidence_files(conf: Confidence, alpha: float) -> dict[str, bytes]:
     arrays["notes"] = np.array(list(conf.notes), dtype=str).reshape(-1)
     if conf.interval is not None:  # a bootstrap's percentile ends, (p, 2)
         arrays["interval"] = np.asarray(conf.interval, dtype=np.float64)
+    arrays["stop_reason"] = np.array(conf.stop_reason, dtype=str)
+    w = conf.whiteness
+    if w is not None:  # Durbin-Watson per signal (issue #31)
+        arrays["whiteness_signals"] = np.array(list(w.durbin_watson), dtype=str).reshape(-1)
+        arrays["whiteness_dw"] = np.array(list(w.durbin_watson.values()), dtype=np.float64)
+        arrays["whiteness_pooled"] = np.array(w.pooled)
+        arrays["whiteness_samples"] = np.array(w.samples)
+        arrays["whiteness_judged"] = np.array(w.judged)
     return {
         CONFIDENCE_NPZ: npz_bytes(arrays),
         CONFIDENCE_YAML: _dump(conf.to_dict()),
@@ -217,6 +231,8 @@ def _summary(
         "optimizer": opt_result.optimizer,
         "status": opt_result.status.value,
         "success": opt_result.success,
+        "converged": opt_result.success,
+        **({} if opt_result.success else {"stop_reason": opt_result.message}),
         "message": opt_result.message,
         "initial_cost": float(opt_result.initial_cost),
         "cost": float(opt_result.cost),
@@ -438,6 +454,22 @@ def _confidence(c: dict[str, Any], x: np.ndarray, names: list[str], success: boo
         notes=[str(n) for n in c["notes"]] if "notes" in c else [],
         interval=np.asarray(c["interval"], dtype=np.float64) if "interval" in c else None,
         method=str(c["method"]) if "method" in c else "linear",
+        whiteness=_whiteness(c),
+        stop_reason=str(c["stop_reason"]) if "stop_reason" in c else "",
+    )
+
+
+def _whiteness(c: dict[str, Any]) -> Whiteness | None:
+    """The residual's whiteness kept in ``confidence.npz`` (``None``: an older folder)."""
+    if "whiteness_dw" not in c:
+        return None
+    names = [str(n) for n in np.atleast_1d(c["whiteness_signals"])]
+    dw = [float(d) for d in np.atleast_1d(c["whiteness_dw"])]
+    return Whiteness(
+        dict(zip(names, dw, strict=True)),
+        float(c["whiteness_pooled"]),
+        int(c["whiteness_samples"]),
+        judged=bool(c["whiteness_judged"]) if "whiteness_judged" in c else True,
     )
 
 

@@ -505,6 +505,14 @@ def _earlier_runs(args: argparse.Namespace, checkpoint: Path, err: TextIO) -> _E
     return _Earlier(done, origin)
 
 
+def _inputs(exp: Experiment) -> dict[str, str]:
+    """The fingerprints a checkpoint keeps for ``--resume``: the model's files and the
+    recordings (the experiment file's own options are compared one by one, and its
+    residual settings through the cost at the checkpoint's point)."""
+    own = str(Path(exp.path).resolve())
+    return {k: v for k, v in exp.fingerprints().items() if k != own}
+
+
 def _totals(result: Any, earlier: _Earlier | None) -> Any:
     """The result of the whole fit: a resumed part counted on from the runs before it."""
     if earlier is None:
@@ -541,6 +549,7 @@ def _fit(
         run_options = fs.fit.replace(
             checkpoint=checkpoint,
             resume=args.resume,
+            inputs=_inputs(exp),
             verbose=not args.quiet,
             output=err,
             messages=context,

@@ -182,7 +182,7 @@ class OptimizerKeys(Keys):
     max_iters: Annotated[int, Field(ge=0), Must("int", "a non-negative integer")] = _MAX_ITERS
     xtol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
     gtol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
-    ftol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
+    ftol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-4
     eps: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.5e-8
     horizons: Annotated[
         Literal["auto", "none"] | _Fraction | list[_Fraction], Must(_HORIZONS, whole=True)
@@ -287,7 +287,9 @@ def _executor(value: str | int | ExecutorKeys | None, source: str) -> dict[str, 
 class ConfidenceKeys(Keys):
     """``confidence:`` keywords of :func:`~mjsysid.fit.confidence.compute_confidence`."""
 
-    method: Annotated[Literal["linear", "bootstrap"], Must("linear or bootstrap")] = "linear"
+    method: Annotated[
+        Literal["auto", "linear", "hac", "bootstrap"], Must("auto, linear, hac or bootstrap")
+    ] = "auto"
     draws: Annotated[int, Field(ge=2), Must("an integer >= 2")] | None = None
     seed: Annotated[int, Field(ge=0), Must("an integer >= 0")] | None = None
     steps: Annotated[int, Field(ge=1), Must("an integer >= 1")] | None = None

@@ -392,7 +392,11 @@ def _context(
         "nuisance_rows": table_rows(nuisance),
         "n_nuisance_flagged": sum(1 for r in nuisance if r.flags),
         "nuisance_pairs": len(a.correlation.nuisance_pairs),
-        "interval_notes": [str(n) for n in a.conf.notes] if a.conf is not None else [],
+        "interval_notes": (
+            [*a.conf.whiteness_caveats(), *(str(n) for n in a.conf.notes)]
+            if a.conf is not None
+            else []
+        ),
         "error_rows": errors,
         "n_error_flagged": sum(1 for e in headline if e["flagged"]),
         "n_error_detail": len(errors) - len(headline),
