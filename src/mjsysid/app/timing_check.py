@@ -214,18 +214,19 @@ def shift_rows(series: TimeSeries | None, shift: int) -> TimeSeries | None:
     return TimeSeries(series.times, data, series.signal_mapping)
 
 
-def _rebuilt(ms: ModelSequences, rows: list[int], **lists: list) -> ModelSequences:
+def _rebuilt(ms: ModelSequences, rows: list[int], **lists: list[Any]) -> ModelSequences:
     """The sequences ``rows`` of ``ms`` as a new :class:`ModelSequences`; ``lists`` replace
     whole per-sequence lists (``control``, ``sensordata``, ``inputs``, ``initial_state``)."""
     assert isinstance(ms.control, list) and isinstance(ms.sensordata, list)
     assert isinstance(ms.initial_state, list) and isinstance(ms.sequence_name, list)
     assert isinstance(ms.inputs, list) and isinstance(ms.constants, list)
-    full = {
-        "initial_state": ms.initial_state,
-        "control": ms.control,
-        "sensordata": ms.sensordata,
-        "inputs": ms.inputs,
-    } | lists
+    full: dict[str, list[Any]] = {
+        "initial_state": list(ms.initial_state),
+        "control": list(ms.control),
+        "sensordata": list(ms.sensordata),
+        "inputs": list(ms.inputs),
+    }
+    full.update(lists)
     refs = ms.rms_reference
     return ModelSequences(
         ms.name,

@@ -728,6 +728,7 @@ def _retimed(times: np.ndarray, retime: float | bool, where: str, notes: list[st
         )
     else:
         notes.append(text)
+    assert plan.times is not None  # (checked above)
     return plan.times
 
 

@@ -229,7 +229,7 @@ def _state_space(
         )
         return None
     report = evaluate_models(
-        plain,  # type: ignore[arg-type]
+        plain,
         exp.sequences,
         horizons=given or DEFAULT_HORIZONS,
         starts=args.starts,
