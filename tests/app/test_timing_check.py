@@ -107,6 +107,7 @@ def test_a_filtered_actuator_does_not_raise_a_false_alarm():
 
 def test_check_exit_codes(tmp_path: Path):
     assert _cli("check", str(tmp_path / "missing.yaml"))[0] == check.EXIT_UNREADABLE == 3
+    assert _cli("check", "example:nope")[0] == check.EXIT_UNREADABLE
     broken = tmp_path / "broken.yaml"
     arm = bundled_examples()["arm"].parent / "arm.xml"
     broken.write_text(f"model: {arm}\nsequences: []\nunknown_key: 1\n")

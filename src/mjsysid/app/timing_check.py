@@ -77,10 +77,9 @@ ITERATIONS = 4
 
 SHIFT_RATIO = 0.7
 """A shift (or a retime) is reported when its cost is below this fraction of the declared
-timing's. A one-row error leaves the declared timing's cost 1.6 to 25 times the right one's
-(a filter actuator's lag absorbs part of it: 1.6 on the dcmotor capture logged before the
-sample; the bundled Furuta logged that way: 4.0; the source document's Furuta case: 6.9; the
-arm declared ``before`` though held: 24)."""
+timing's: a one-row error leaves the declared timing's cost from 1.6 times (where a filter
+actuator's lag absorbs part of it) to many times the right one's (the measured cases are in
+docs/timing.md)."""
 
 
 @dataclass(frozen=True)

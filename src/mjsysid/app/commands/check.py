@@ -106,7 +106,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     if args.shift_iters is not None:
         check_count("max_iterations", args.shift_iters, "--shift-iters")
-    path = resolve_experiment_path(args.experiment)
+    try:
+        path = resolve_experiment_path(args.experiment)
+    except ValueError as e:  # an unknown example
+        print(f"error: {e}", file=err)
+        return EXIT_UNREADABLE
     if not path.is_file():
         print(f"error: experiment {args.experiment!r} is not a readable file", file=err)
         return EXIT_UNREADABLE
