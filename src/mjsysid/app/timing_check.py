@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,12 @@ from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import state_slices
 from mjsysid.data.timeseries import TimeSeries
 from mjsysid.data.timing import jitter_stats
-from mjsysid.objective.initial_state import INITIAL_KINDS, initial_state_params
+from mjsysid.objective.initial_state import (
+    INITIAL_KINDS,
+    LAW_STATE_KIND,
+    initial_state_params,
+    law_state_params,
+)
 from mjsysid.objective.windows import split_windows
 from mjsysid.params.parameter import ParameterDict
 
@@ -253,13 +259,18 @@ def _windows(ms: ModelSequences, rows: int, max_windows: int) -> tuple[ModelSequ
     return _rebuilt(cut, keep), len(keep)
 
 
-def physics_params(params: ParameterDict, windows: ModelSequences | None = None) -> ParameterDict:
+def physics_params(
+    params: ParameterDict,
+    windows: ModelSequences | None = None,
+    laws: Sequence[Any] = (),
+) -> ParameterDict:
     """``params`` without the initial-state parameters (every window starts from its data),
     plus, with ``windows``, the window starts that no sensor shows: the activations of
     filter or integrator actuators (the nominal simulation that :func:`split_windows` reads
     them from would bias the check: a one-row shift of the commands stands in for a wrong
     start activation) and the velocities of hinge and slide joints whose velocity is not
-    measured (a local fit to encoder steps is noisy enough to hide a one-row shift)."""
+    measured (a local fit to encoder steps is noisy enough to hide a one-row shift), and the
+    force ``laws``' internal states where the experiment estimates them at its starts."""
     out = ParameterDict()
     for p in params.values():
         if p.meta.get("kind") not in INITIAL_KINDS:
@@ -272,6 +283,21 @@ def physics_params(params: ParameterDict, windows: ModelSequences | None = None)
         out.update(initial_state_params(windows, joints=unmeasured, qpos=False, act=False))
     if model.na:
         out.update(initial_state_params(windows, qpos=False, qvel=False, act=True))
+    margins = _law_state_margins(params)
+    if margins and laws:
+        out.update(law_state_params(windows, laws, out, margins))
+    return out
+
+
+def _law_state_margins(params: ParameterDict) -> dict[str, dict[str, float]]:
+    """``{law: {state: margin}}`` of the force laws' states the experiment estimates at its
+    starts (``force_laws[i].estimate_states``), read back from their parameters' bounds."""
+    out: dict[str, dict[str, float]] = {}
+    for p in params.values():
+        if p.meta.get("kind") == LAW_STATE_KIND:
+            half = float(np.max(np.asarray(p.max_value) - np.asarray(p.min_value))) / 2
+            law, state = str(p.meta["law"]), str(p.meta["state"])
+            out.setdefault(law, {})[state] = max(out.get(law, {}).get(state, 0.0), half)
     return out
 
 
@@ -371,7 +397,9 @@ def _retime_checks(
             )
             continue
         windows, n = _windows(_retimed(ms, i, t, plan.times), rows, max_windows)
-        cost = _quick_cost(exp, windows, physics_params(exp.params, windows if n else None), iters)
+        laws = exp.residual_options.get("force_laws") or ()
+        params = physics_params(exp.params, windows if n else None, laws)
+        cost = _quick_cost(exp, windows, params, iters)
         out.append(RetimeCheck(name, plan.period, plan.max_move, cost, declared))
     return tuple(out)
 
@@ -400,7 +428,8 @@ def timing_check(
     if not (commands or (retime and jitter)):
         return TimingCheck({}, iterations, 0, rows)
     windows, n = _windows(exp.sequences, rows, max_windows)
-    params = physics_params(exp.params, windows if n else None)
+    laws = exp.residual_options.get("force_laws") or ()
+    params = physics_params(exp.params, windows if n else None, laws)
     # first the declared timing (the parameters near their values), then every timing from there
     warm, _cost = _quick_fit(exp, windows, params, WARM_ITERATIONS)
     costs: dict[int, float] = {}
