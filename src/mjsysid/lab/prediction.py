@@ -367,7 +367,10 @@ def compare_pair(
         if significant:
             favours.append(a.label if mean < 0 else b.label)
         rel = 100 * mean / big if big > 0 else 0.0
-        ses = f"{abs(mean) / se:.1f} SE" if 0 < se < math.inf else "one window"
+        if 0 < se < math.inf:
+            ses = f"{abs(mean) / se:.1f} SE"
+        else:
+            ses = "one window" if se == math.inf else "no scatter"
         parts.append(f"{ha.horizon:g} s: {rel:+.1f} % ({ses})")
     pa, pb = a.at(primary), b.at(primary)
     n_eff = min(pa.n_eff, pb.n_eff)  # one sample size for both

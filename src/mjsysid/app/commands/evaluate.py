@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "actuators included. For plain MuJoCo models it also reports the one-step error "
             "and the open-loop error against horizon per state component. A model is "
             "'nominal' (the experiment at its nominal values), an MJCF file (the experiment's "
-            "laws at nominal values), or a results folder of 'mjsysid fit' (its experiment and "
+            "laws and sensor transform at nominal values), or a results folder of 'mjsysid fit' "
+            "(its experiment and "
             "identified values, laws included); LABEL=MODEL names it in the table."
         ),
         experiment="experiment file (or example:<name>)",
@@ -155,11 +156,14 @@ def _model(label: str, source: str, exp: Experiment, err: TextIO) -> _Model:
         return _Model(label, fitted.exp, fitted.params, keep)
     mj = load_model(source, exp)
     spec = mujoco.MjSpec.from_file(str(_model_file(source, exp)))
-    laws = ParameterDict(
-        p.copy() for p in exp.params.values() if str(p.meta.get("kind", "")).startswith("law:")
+    signal = set(exp.transform.parameter_names) if exp.transform is not None else set()
+    kept = ParameterDict(  # what the MJCF does not hold: the laws' and the transform's values
+        p.copy()
+        for p in exp.params.values()
+        if str(p.meta.get("kind", "")).startswith("law:") or p.name in signal
     )
-    own = dataclasses.replace(exp, spec=spec, model=mj, params=laws)
-    return _Model(label, own, laws, mj if _plain(exp, mj) else None)
+    own = dataclasses.replace(exp, spec=spec, model=mj, params=kept)
+    return _Model(label, own, kept, mj if _plain(exp, mj) else None)
 
 
 def _model_file(source: str, exp: Experiment) -> Path:
