@@ -11,14 +11,10 @@ import pytest
 import mjsysid as ms
 from conftest import arm2_masses, arm2_truth, excitation, simulate
 from mjsysid.fit.validation import (
-    ModelScore,
     ValidationTable,
-    compare_models,
     fit_percent,
-    information_criteria,
     rms_error,
     validate,
-    verdict,
 )
 
 
@@ -48,24 +44,6 @@ def test_fit_percent_of_a_constant_signal_and_a_wrong_shape():
     assert math.isnan(fit_percent([np.nan], [1.0]))
     with pytest.raises(ValueError, match=r"predicted must be an array of shape \(3, 1\)"):
         fit_percent([1.0, 2.0, 3.0], [1.0, 2.0])
-
-
-def test_information_criteria_by_hand():
-    aic, bic = information_criteria(2.0, 10, 3)
-    assert aic == pytest.approx(10 * math.log(0.2) + 6)
-    assert bic == pytest.approx(10 * math.log(0.2) + 3 * math.log(10))
-    with pytest.raises(ValueError, match="ssr > 0, n > 0 and k >= 0"):
-        information_criteria(0.0, 10, 3)
-
-
-def test_verdict_names_the_lowest_bic_and_a_disagreeing_aic():
-    a = ModelScore("friction", 100, 4, 1.0, -10.0, -5.0, ())
-    b = ModelScore("plain", 100, 3, 2.0, -12.0, -1.0, ())
-    text = verdict([b, a])
-    assert text.startswith("The data support 'friction': the lowest BIC, 4.0 below 'plain'.")
-    assert "AIC prefers 'plain'" in text
-    close = ModelScore("plain", 100, 3, 2.0, -11.0, -4.0, ())
-    assert "hardly tell them apart" in verdict([a, close])
 
 
 @pytest.fixture(scope="module")
@@ -121,19 +99,3 @@ def test_the_table_round_trips_through_its_yaml_form(problem):
     assert "held-out sequences:" in text and "fitted sequences:" not in text
     with pytest.raises(TypeError, match="holdout must be a ModelSequences or a list of them"):
         validate(start, fitted, None, holdout=[1])
-
-
-def test_compare_models_prefers_the_true_masses(problem):
-    _, _, test, start, fitted = problem
-    wrong = start.copy()
-    wrong.update_from_vector([1.3, 0.7])
-    rf = ms.build_residual_fn([test])
-    try:
-        scores = compare_models([("true", fitted, rf), ("wrong", wrong, rf)])
-    finally:
-        rf.close()
-    assert scores[0].bic < scores[1].bic
-    assert scores[0].k == 2 and scores[0].n == 400
-    assert verdict(scores).startswith("The data support 'true'")
-    with pytest.raises(ValueError, match="candidates must be two or more models"):
-        compare_models(scores[:1])  # type: ignore[arg-type]
