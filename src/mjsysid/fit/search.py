@@ -61,6 +61,7 @@ from mjsysid.fit.local import run_fit
 from mjsysid.fit.options import FitOptions, GlobalSearchOptions
 from mjsysid.fit.result import GlobalResult, MultistartSummary, OptimizeResult, StartRecord
 from mjsysid.fit.status import Status
+from mjsysid.objective.initial_state import INITIAL_KINDS
 from mjsysid.objective.protocols import DescribedResidualFn, DeviceResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import finite_real, must_be
@@ -146,14 +147,53 @@ class _Box:
         return cast(np.ndarray, (x - self.lo) / (self.hi - self.lo))
 
     def from_unit(self, u: np.ndarray) -> np.ndarray:
-        """``(p,)`` or ``(p, k)`` unit coordinates (clipped to the box) to parameter units."""
-        span = self.hi - self.lo
-        lo, span = (self.lo, span) if u.ndim == 1 else (self.lo[:, None], span[:, None])
-        return cast(np.ndarray, lo + np.clip(u, 0.0, 1.0) * span)
+        """``(p,)`` or ``(p, k)`` unit coordinates (clipped to the box) to parameter units,
+        clipped to ``[lo, hi]`` again: ``lo + 1·(hi − lo)`` can round one ulp above ``hi``."""
+        lo, hi = (self.lo, self.hi) if u.ndim == 1 else (self.lo[:, None], self.hi[:, None])
+        return cast(np.ndarray, np.clip(lo + np.clip(u, 0.0, 1.0) * (hi - lo), lo, hi))
 
 
-def check_box_params(params: ParameterDict) -> tuple[np.ndarray, _Box, list[str]]:
-    """The nominal ``(p,)``, the box and the names; the box must be finite and hold x0."""
+def reflect(u: np.ndarray) -> np.ndarray:
+    """Unbounded coordinates folded into the unit box by mirroring at its faces.
+
+    ``reflect(u) = 1 − |(u mod 2) − 1|``: the identity on ``[0, 1]``, mirrored at 0 and 1
+    and periodic with period 2, so continuous everywhere; a sample just outside a face lands
+    just inside it (the "mirror" boundary handling of evolution strategies, e.g. Hansen,
+    "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772, appendix on boundaries).
+    Every sample costs one draw, however many coordinates sit on a face; rejection
+    sampling (redraw until all coordinates are inside) needs ~2ᵖ draws for a mean on a
+    corner of the box.
+
+    Args:
+      u: ``(p,)`` or ``(p, k)`` unit coordinates, any real values.
+
+    Returns:
+      The same shape, every entry in ``[0, 1]``.
+    """
+    v = np.mod(np.asarray(u, dtype=np.float64), 2.0)
+    return cast(np.ndarray, np.clip(1.0 - np.abs(v - 1.0), 0.0, 1.0))
+
+
+def nuisance_mask(params: ParameterDict) -> np.ndarray:
+    """``(p,)`` the free entries that are nuisance states, not physics: the initial states
+    of recorded sequences and shooting windows (kinds
+    :data:`~mjsysid.objective.initial_state.INITIAL_KINDS`). The global stage holds them at
+    their start values (the recorded state at each window start); the local fit estimates
+    them."""
+    free = params.non_frozen()
+    if not free:
+        return np.zeros(0, dtype=bool)
+    return np.concatenate([np.full(p.size, p.meta.get("kind") in INITIAL_KINDS) for p in free])
+
+
+def check_box_params(
+    params: ParameterDict, searched: np.ndarray | None = None
+) -> tuple[np.ndarray, _Box, list[str]]:
+    """The nominal ``(p,)``, the box of the searched entries and the names of all ``p``.
+
+    Every free entry must start within its bounds; the ``searched`` entries (``(p,)`` bool,
+    default all) must have finite bounds (the search samples their box).
+    """
     if not isinstance(params, ParameterDict):
         raise TypeError(must_be("params", "a ParameterDict", type(params).__name__))
     if params.size == 0:
@@ -161,8 +201,9 @@ def check_box_params(params: ParameterDict) -> tuple[np.ndarray, _Box, list[str]
     x0 = np.asarray(params.as_vector(), dtype=np.float64)
     lo, hi = (np.asarray(b, dtype=np.float64) for b in params.get_bounds())
     names = params.get_non_frozen_parameter_names()
+    sel = np.ones(x0.size, dtype=bool) if searched is None else np.asarray(searched, bool)
     for i, name in enumerate(names):
-        if not (np.isfinite(lo[i]) and np.isfinite(hi[i]) and lo[i] < hi[i]):
+        if sel[i] and not (np.isfinite(lo[i]) and np.isfinite(hi[i]) and lo[i] < hi[i]):
             raise ValueError(
                 f"global search: {name} must have finite bounds min_value < max_value (the "
                 f"search samples the box), got [{float(lo[i])!r}, {float(hi[i])!r}]; give "
@@ -173,7 +214,7 @@ def check_box_params(params: ParameterDict) -> tuple[np.ndarray, _Box, list[str]
                 f"global search: {name} must start within its bounds [{float(lo[i])!r}, "
                 f"{float(hi[i])!r}], got {float(x0[i])!r}; fix the value or the bounds"
             )
-    return x0, _Box(lo, hi), names
+    return x0, _Box(lo[sel], hi[sel]), names
 
 
 def population_fn(residual_fn: ResidualFn, rollout: str) -> ResidualFn:
@@ -336,12 +377,19 @@ def _read_checkpoint(
 
 @dataclass(frozen=True)
 class _Run:
-    """The fixed inputs of one search."""
+    """The fixed inputs of one search.
+
+    Attributes:
+      x0: ``(p,)`` the start, every free entry. searched: Indices into ``x0`` of the entries
+        searched (the physics; ``box`` is theirs); the others are held at ``x0``.
+      names: Labels of ``x0``'s entries.
+    """
 
     residual_fn: ResidualFn
     params: ParameterDict
     box: _Box
     x0: np.ndarray
+    searched: np.ndarray
     options: GlobalSearchOptions
     population: int
     budget: int
@@ -351,12 +399,29 @@ class _Run:
     settings: dict[str, float]
     out: TextIO | None
 
+    @property
+    def searched_names(self) -> list[str]:
+        return [self.names[i] for i in self.searched]
+
+    def candidates(self, U: np.ndarray) -> np.ndarray:
+        """``(p, k)`` candidates: the ``(s, k)`` unit coordinates of the searched entries in
+        parameter units, the held entries at the start."""
+        X = np.repeat(self.x0[:, None], U.shape[1], axis=1)
+        X[self.searched] = self.box.from_unit(U)
+        return X
+
+
+def _ask(run: _Run, cma: CMA) -> np.ndarray:
+    """``(s, λ)`` one generation's samples, mirrored into the unit box (:func:`reflect`):
+    one draw per candidate (the search has no bounds of its own to reject by)."""
+    return reflect(np.stack([cma.ask() for _ in range(run.population)], axis=1))
+
 
 def _generation(run: _Run, cma: CMA, prog: _Progress) -> None:
     """Samples, evaluates (one batched call) and tells one generation; updates ``prog``."""
     cma.reseed_rng(_generation_seed(run.options.seed, prog.generation))
-    U = np.stack([cma.ask() for _ in range(run.population)], axis=1)  # (p, λ)
-    X = run.box.from_unit(U)
+    U = _ask(run, cma)  # (s, λ)
+    X = run.candidates(U)
     first = prog.generation == 0
     if first:  # the nominal rides along in the first batch
         X = np.concatenate([X, run.x0[:, None]], axis=1)
@@ -367,7 +432,8 @@ def _generation(run: _Run, cma: CMA, prog: _Progress) -> None:
             prog.cost_best, prog.x_best = prog.start_cost, run.x0.copy()
         prog.evaluations += 1
     prog.evaluations += run.population
-    # cmaes sorts by value; +inf (diverged) goes last, ties stay in sample order
+    # cmaes sorts by value; +inf (diverged) goes last, ties stay in sample order. It is told
+    # the mirrored points it was evaluated at (so its mean stays in the box).
     cma.tell([(U[:, j].copy(), float(c[j])) for j in range(run.population)])
     j = int(np.argmin(c))
     if c[j] < prog.cost_best:
@@ -443,8 +509,21 @@ def _make_run(
         raise TypeError(must_be("residual_fn", "callable residual_fn(X, params)", residual_fn))
     if callback is not None and not callable(callback):
         raise TypeError(must_be("callback", "callable callback(info) or None", callback))
-    x0, box, names = check_box_params(params)
-    p = x0.size
+    if not isinstance(params, ParameterDict):
+        raise TypeError(must_be("params", "a ParameterDict", type(params).__name__))
+    held = nuisance_mask(params)
+    x0, box, names = check_box_params(params, ~held)
+    searched = np.flatnonzero(~held)
+    if searched.size == 0:
+        raise ValueError(
+            must_be(
+                "global search: params",
+                "at least one free physical parameter (initial states are not searched: the "
+                "global stage holds them at their recorded values)",
+                f"only initial states {names[:3]}{' ...' if len(names) > 3 else ''}",
+            )
+        )
+    p = searched.size  # the physics: the defaults scale with it, not with the windows
     population, budget = options.population_for(p), options.budget_for(p)
     if budget < population + 1:
         raise ValueError(
@@ -460,6 +539,7 @@ def _make_run(
         "sigma": options.sigma0(),
         "seed": float(options.seed),
         "tol_spread": float(options.tol_spread),
+        "searched": float(p),
     }
     if isinstance(residual_fn, DescribedResidualFn):
         residual_fn.check_params(params)
@@ -469,6 +549,7 @@ def _make_run(
         params,
         box,
         x0,
+        searched,
         options,
         population,
         budget,
@@ -527,10 +608,9 @@ def global_search(
             "resuming the global search from %s at generation %d", run.checkpoint, prog.generation
         )
     else:
-        cma = cma_class(
-            mean=run.box.to_unit(run.x0),
+        cma = cma_class(  # no bounds: samples are mirrored into the box (reflect)
+            mean=run.box.to_unit(run.x0[run.searched]),
             sigma=options.sigma0(),
-            bounds=np.array([[0.0, 1.0]] * run.x0.size),
             seed=options.seed,
             population_size=run.population,
         )
@@ -551,8 +631,9 @@ def _result(run: _Run, prog: _Progress, wall: float) -> GlobalResult:
         stop_reason=reason,
         message=(
             f"Global search (CMA-ES, {prog.generation} generations of {run.population}, "
-            f"{prog.evaluations} evaluations): {msg}; best cost {prog.cost_best:.6e} "
-            f"(nominal {prog.start_cost:.6e})."
+            f"{prog.evaluations} evaluations, {run.searched.size} of {run.x0.size} values "
+            f"searched{_held_note(run)}): {msg}; best cost {prog.cost_best:.6e} (nominal "
+            f"{prog.start_cost:.6e})."
         ),
         population=run.population,
         budget=run.budget,
@@ -567,13 +648,19 @@ def _result(run: _Run, prog: _Progress, wall: float) -> GlobalResult:
     )
 
 
+def _held_note(run: _Run) -> str:
+    held = run.x0.size - run.searched.size
+    return f", {held} initial states held at their recorded values" if held else ""
+
+
 def _local_stage(
     params: ParameterDict, residual_fn: ResidualFn, g: GlobalResult, options: FitOptions
 ) -> tuple[ParameterDict, OptimizeResult]:
     """The local fit from the best candidate (none after an interrupted search: the best
     candidate, evaluated)."""
     start = params.copy()
-    start.update_from_vector(g.x)
+    lo, hi = params.get_bounds()  # (a checkpoint of an older version may hold hi + 1 ulp)
+    start.update_from_vector(np.clip(g.x, lo, hi))
     local = options.replace(global_search=None, check_conditioning=False)
     if g.stop_reason == "interrupted":
         skip = local.replace(
