@@ -36,6 +36,7 @@ import numpy as np
 
 import mjsysid as ms
 from mjsysid.app.experiment import load_experiment
+from mjsysid.fit.options import GlobalSearchOptions
 from mjsysid.util.mjcf_text import spec_xml
 
 try:  # run as a script (bench/ on sys.path) or imported from tests/bench
@@ -194,27 +195,66 @@ def held_out_rms(exp: object, params: ms.ParameterDict, cut: bool = False) -> di
     return {k: float(np.sqrt(np.mean(np.concatenate(v) ** 2))) for k, v in errors.items()}
 
 
+FAR_GEAR = {"0.1": 0.1 * fd.TRUE_PARAMS["actuator_gear_pos"], "guess": G["actuator_gear_pos"]}
+
+
+def far_start(params: ms.ParameterDict, gear: float) -> ms.ParameterDict:
+    """The far start: the motor's gear (torque constant) at ``gear``, every other physical
+    parameter at its lower bound (the window starts stay at their recorded values)."""
+    out = params.copy()
+    for name, p in out.items():
+        if p.frozen or p.meta.get("kind", "").startswith("initial_"):
+            continue
+        p.value = np.full_like(p.value, gear) if name == "motor_gear" else p.min_value.copy()
+    return out
+
+
+def _fit(exp: object, start: ms.ParameterDict, far: bool, budget: int | None) -> tuple:
+    """The fit of ``exp`` from ``start`` (``far``: with the global stage, default budget
+    unless ``budget``); the identified parameters, the result and the wall time."""
+    options = exp.fit_options  # type: ignore[attr-defined]
+    if far:
+        # (allow_no_effect: a deadzone the first horizon stage does not excite, #31 item 3)
+        options = options.replace(
+            global_search=GlobalSearchOptions(budget=budget), allow_no_effect=True
+        )
+    fn = exp.build_residual_fn()  # type: ignore[attr-defined]
+    t0 = time.perf_counter()
+    identified, result = ms.optimize(start, fn, options=options)
+    return identified, result, time.perf_counter() - t0
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keep", help="write the case here (default: a temporary folder)")
     ap.add_argument("--window", type=float, default=2.0, help="shooting window (s)")
     ap.add_argument("--width", type=float, default=0.008, help="deadzone ramp (ctrl)")
     ap.add_argument("--more", action="store_true", help="fit a chirp capture too")
+    ap.add_argument(
+        "--far",
+        choices=sorted(FAR_GEAR),
+        help="far start: gear 0.1x the truth or the document's guess, the rest at the lower "
+        "bounds, with the global stage (default budget)",
+    )
+    ap.add_argument("--budget", type=int, help="the global stage's budget (with --far)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep) if args.keep else Path(tmp)
         path = write_case(folder, MORE if args.more else FIT, args.window, args.width)
         exp = load_experiment(path)
-        fn = exp.build_residual_fn()
-        start = time.perf_counter()
-        identified, result = ms.optimize(exp.params, fn, options=exp.fit_options)
-        seconds = time.perf_counter() - start
+        start = far_start(exp.params, FAR_GEAR[args.far]) if args.far else exp.params
+        identified, result, seconds = _fit(exp, start, bool(args.far), args.budget)
         truth = true_values(exp.params)
-        rms = {"start (guesses)": held_out_rms(exp, exp.params),
+        label = "start (far)" if args.far else "start (guesses)"
+        rms = {label: held_out_rms(exp, start),
                "identified": held_out_rms(exp, identified),
                "truth": held_out_rms(exp, truth, cut=True)}  # fmt: skip
     captures = "prbs+chirp" if args.more else "prbs"
     print(f"window {args.window} s, ramp {args.width}, captures {captures}")
+    if args.far:
+        g = result.global_search
+        print(f"far start (gear {FAR_GEAR[args.far]:.4g}, the rest at the lower bounds)")
+        print(f"global stage: {g.wall_time:.1f} s, {g.evaluations} evaluations, {g.message}")
     print(f"fit: {seconds:.1f} s, {result.nit} iterations, status {result.status.name}")
     names = sorted(rms["truth"])
     print(f"{'held-out RMS [mrad]':22s}" + "".join(f"{n:>18s}" for n in names))

@@ -170,8 +170,9 @@ def reflect(u: np.ndarray) -> np.ndarray:
     Returns:
       The same shape, every entry in ``[0, 1]``.
     """
-    v = np.mod(np.asarray(u, dtype=np.float64), 2.0)
-    return cast(np.ndarray, np.clip(1.0 - np.abs(v - 1.0), 0.0, 1.0))
+    u = np.asarray(u, dtype=np.float64)
+    folded = np.clip(1.0 - np.abs(np.mod(u, 2.0) - 1.0), 0.0, 1.0)
+    return cast(np.ndarray, np.where((u >= 0.0) & (u <= 1.0), u, folded))  # (inside: exact)
 
 
 def nuisance_mask(params: ParameterDict) -> np.ndarray:
