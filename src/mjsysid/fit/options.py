@@ -27,6 +27,8 @@ from mjsysid.util.errors import finite_real, must_be, short_repr, yaml_number
 OPTIMIZERS = ("lm", "mujoco", "scipy", "scipy_parallel_fd")
 #: The methods of the global stage (:func:`mjsysid.fit.search.global_search`).
 METHODS = ("cmaes",)
+#: How the global stage scales the parameter box (:class:`GlobalSearchOptions`).
+SCALES = ("auto", "linear")
 
 _SCIPY_OPTIONS = (
     "method",
@@ -160,6 +162,9 @@ class GlobalSearchOptions:
       seed: Seed of the sampling (the same seed and options give the same search).
       tol_spread: Stop when the population's spread (``σ·√max diag C``, a fraction of the
         box) falls below this; 0 disables the test.
+      scale: ``"auto"``: a parameter with positive bounds spanning two decades or more
+        (``hi ≥ 100·lo > 0``: dampings, armatures, time constants) is searched in ``log θ``,
+        the others linearly; ``"linear"``: all linearly.
     """
 
     method: str = "cmaes"
@@ -168,6 +173,7 @@ class GlobalSearchOptions:
     sigma: float | None = None
     seed: int = 0
     tol_spread: float = 1e-3
+    scale: str = "auto"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -194,12 +200,14 @@ class GlobalSearchOptions:
             raise ValueError(
                 must_be("global_search: tol_spread", "a number in [0, 1)", self.tol_spread)
             )
+        if self.scale not in SCALES:
+            raise ValueError(must_be("global_search: scale", f"one of {list(SCALES)}", self.scale))
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> GlobalSearchOptions:
         """From an experiment file's ``optimizer`` mapping: ``global`` (the method),
-        ``population``, ``budget``, ``sigma``, ``seed``, ``tol_spread``."""
-        known = {"global", "population", "budget", "sigma", "seed", "tol_spread"}
+        ``population``, ``budget``, ``sigma``, ``seed``, ``tol_spread``, ``scale``."""
+        known = {"global", "population", "budget", "sigma", "seed", "tol_spread", "scale"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ValueError(must_be("global_search options", f"keys of {sorted(known)}", unknown))

@@ -136,21 +136,56 @@ class _Progress:
     stop_reason: str = ""
 
 
+#: A searched entry with bounds ``0 < lo`` and ``hi ≥ LOG_RATIO·lo`` is searched in ``log θ``.
+LOG_RATIO = 100.0
+
+
 @dataclass(frozen=True)
 class _Box:
-    """The map between parameter units and the unit box ``u = (θ − lo) / (hi − lo)``."""
+    """The map between parameter units and the unit box: ``u = (θ − lo) / (hi − lo)``, or
+    ``u = log(θ/lo) / log(hi/lo)`` for the ``log`` entries (positive bounds spanning
+    decades: a damping in ``[1e-5, 0.1]`` whose truth is 0.002 sits at ``u = 0.02`` on the
+    linear scale, at ``u = 0.58`` on the log scale)."""
 
     lo: np.ndarray
     hi: np.ndarray
+    log: np.ndarray | None = None
+
+    def _col(self, a: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return a if u.ndim == 1 else a[:, None]
+
+    def _logs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The mask and the linear coordinates' bounds (``log lo``, ``log hi`` where log)."""
+        log = np.zeros(self.lo.shape, bool) if self.log is None else self.log
+        lo = np.where(log, np.log(np.where(log, self.lo, 1.0)), self.lo)
+        hi = np.where(log, np.log(np.where(log, self.hi, 1.0)), self.hi)
+        return log, lo, hi
 
     def to_unit(self, x: np.ndarray) -> np.ndarray:
-        return cast(np.ndarray, (x - self.lo) / (self.hi - self.lo))
+        log, lo, hi = self._logs()
+        c = self._col
+        L = c(log, x)
+        y = np.where(L, np.log(np.where(L, np.maximum(x, c(self.lo, x)), 1.0)), x)
+        return cast(np.ndarray, (y - c(lo, x)) / (c(hi, x) - c(lo, x)))
 
     def from_unit(self, u: np.ndarray) -> np.ndarray:
         """``(p,)`` or ``(p, k)`` unit coordinates (clipped to the box) to parameter units,
         clipped to ``[lo, hi]`` again: ``lo + 1·(hi − lo)`` can round one ulp above ``hi``."""
-        lo, hi = (self.lo, self.hi) if u.ndim == 1 else (self.lo[:, None], self.hi[:, None])
-        return cast(np.ndarray, np.clip(lo + np.clip(u, 0.0, 1.0) * (hi - lo), lo, hi))
+        log, ylo, yhi = self._logs()
+        c = self._col
+        y = c(ylo, u) + np.clip(u, 0.0, 1.0) * (c(yhi, u) - c(ylo, u))
+        L = c(log, u)
+        x = np.where(L, np.exp(np.where(L, y, 0.0)), y)
+        return cast(np.ndarray, np.clip(x, c(self.lo, u), c(self.hi, u)))
+
+
+def log_scaled(lo: np.ndarray, hi: np.ndarray, scale: str) -> np.ndarray:
+    """``(s,)`` the entries searched in ``log θ``: with ``scale="auto"``, those with
+    ``0 < lo`` and ``hi ≥`` :data:`LOG_RATIO` ``· lo``; none with ``"linear"``."""
+    if scale == "linear":
+        return np.zeros(lo.shape, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return cast(np.ndarray, (lo > 0) & (hi >= LOG_RATIO * lo))
 
 
 def reflect(u: np.ndarray) -> np.ndarray:
@@ -436,6 +471,9 @@ def _generation(run: _Run, cma: CMA, prog: _Progress) -> None:
     # cmaes sorts by value; +inf (diverged) goes last, ties stay in sample order. It is told
     # the mirrored points it was evaluated at (so its mean stays in the box).
     cma.tell([(U[:, j].copy(), float(c[j])) for j in range(run.population)])
+    # the state as a checkpoint holds it (``cmaes`` keeps one triangle of C): a resumed
+    # search then goes on exactly as an uninterrupted one
+    cma.__setstate__(cma.__getstate__())
     j = int(np.argmin(c))
     if c[j] < prog.cost_best:
         prog.cost_best, prog.x_best = float(c[j]), X[:, j].copy()
@@ -524,6 +562,7 @@ def _make_run(
                 f"only initial states {names[:3]}{' ...' if len(names) > 3 else ''}",
             )
         )
+    box = _Box(box.lo, box.hi, log_scaled(box.lo, box.hi, options.scale))
     p = searched.size  # the physics: the defaults scale with it, not with the windows
     population, budget = options.population_for(p), options.budget_for(p)
     if budget < population + 1:
@@ -541,6 +580,7 @@ def _make_run(
         "seed": float(options.seed),
         "tol_spread": float(options.tol_spread),
         "searched": float(p),
+        "log_scaled": float(np.count_nonzero(box.log)),
     }
     if isinstance(residual_fn, DescribedResidualFn):
         residual_fn.check_params(params)
