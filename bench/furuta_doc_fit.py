@@ -245,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         start = far_start(exp.params, FAR_GEAR[args.far]) if args.far else exp.params
         identified, result, seconds = _fit(exp, start, bool(args.far), args.budget)
         truth = true_values(exp.params)
+        truth_cost = float(0.5 * np.sum(exp.build_residual_fn()(truth.as_vector(), truth) ** 2))
         label = "start (far)" if args.far else "start (guesses)"
         rms = {label: held_out_rms(exp, start),
                "identified": held_out_rms(exp, identified),
@@ -256,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"far start (gear {FAR_GEAR[args.far]:.4g}, the rest at the lower bounds)")
         print(f"global stage: {g.wall_time:.1f} s, {g.evaluations} evaluations, {g.message}")
     print(f"fit: {seconds:.1f} s, {result.nit} iterations, status {result.status.name}")
+    print(f"cost: start {result.initial_cost:.4g}, end {result.cost:.4g}, truth {truth_cost:.4g}")
     names = sorted(rms["truth"])
     print(f"{'held-out RMS [mrad]':22s}" + "".join(f"{n:>18s}" for n in names))
     for row, vals in rms.items():

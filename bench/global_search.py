@@ -46,7 +46,7 @@ import numpy as np
 
 import mjsysid as ms
 from mjsysid.data.excitation import multisine
-from mjsysid.fit.options import GlobalSearchOptions
+from mjsysid.fit.options import FitOptions, GlobalSearchOptions
 from mjsysid.fit.search import fit_global, global_search, multistart
 
 XML_PATH = Path(ms.__file__).parent / "examples" / "dcmotor" / "dcmotor.xml"
@@ -115,12 +115,12 @@ def _one_call_per_candidate(rf: Any) -> Callable[[np.ndarray, ms.ParameterDict],
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rf, start = motor_problem(args.steps, args.threads)
-    local = {"allow_no_effect": True}
+    local = FitOptions(allow_no_effect=True)
     rows = []
-    (_, lm), wall = _timed(lambda: ms.optimize(start, rf, **local))
+    (_, lm), wall = _timed(lambda: ms.optimize(start, rf, options=local))
     rows.append(_row("LM", wall, lm.nfev, lm.cost, lm.x))
     options = GlobalSearchOptions(budget=args.budget, seed=args.seed)
-    (_, gl), wall = _timed(lambda: fit_global(start, rf, options, **local))
+    (_, gl), wall = _timed(lambda: fit_global(start, rf, local.replace(global_search=options)))
     rows.append(_row("CMA-ES+LM", wall, gl.nfev, gl.cost, gl.x))
     same = GlobalSearchOptions(budget=gl.nfev, seed=args.seed, tol_spread=0.0)
     g, wall = _timed(lambda: global_search(start, rf, same))
@@ -134,16 +134,15 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         seq = _one_call_per_candidate(rf)
         g, wall = _timed(lambda: global_search(start, seq, same))
         rows.append(_row("CMA-ES only, 1 call/cand.", wall, g.evaluations, g.cost, g.x))
-    (_, ms_res), wall = _timed(
-        lambda: multistart(start, rf, starts=args.starts, seed=args.seed, **local)
-    )
-    s = ms_res.extras["multistart"]
+    starts = local.replace(starts=args.starts, starts_seed=args.seed)
+    (_, ms_res), wall = _timed(lambda: multistart(start, rf, starts))
+    s = ms_res.multistart
+    assert s is not None and gl.global_search is not None
     rows.append(_row(f"multistart {args.starts}", wall, ms_res.nfev, ms_res.cost, ms_res.x))
-    rows[-1]["note"] = f"{s['n_reached']} of {s['starts']} starts reached the best cost"
+    rows[-1]["note"] = f"{s.n_reached} of {len(s.starts)} starts reached the best cost"
+    gs = gl.global_search
     rows[1]["note"] = (
-        f"global: {gl.extras['global']['evaluations']} evals, "
-        f"{gl.extras['global']['generations']} generations, "
-        f"stop: {gl.extras['global']['stop_reason']}"
+        f"global: {gs.evaluations} evals, {gs.generations} generations, stop: {gs.stop_reason}"
     )
     rf.close()
     return rows

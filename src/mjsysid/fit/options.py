@@ -155,8 +155,9 @@ class GlobalSearchOptions:
       method: ``"cmaes"`` (the only one so far).
       population: Candidates per generation ``λ``; default ``4 + ⌊3 ln p⌋`` (CMA-ES's), at
         least 2.
-      budget: Residual evaluations (columns) of the whole search; default ``max(1000,
-        200·p)``. Whole generations only: the search stops before one would exceed it.
+      budget: Residual evaluations (columns) of the whole search; default ``max(400,
+        100·s)`` for ``s`` searched (physical) values: initial states are not searched and
+        do not count. Whole generations only: the search stops before one would exceed it.
       sigma: Initial step size as a fraction of the box (normalised coordinates); default
         0.3, at most 1.
       seed: Seed of the sampling (the same seed and options give the same search).
@@ -215,12 +216,12 @@ class GlobalSearchOptions:
         return cls(method=options.get("global", "cmaes"), **kw)
 
     def population_for(self, p: int) -> int:
-        """``λ`` for ``p`` free parameters."""
+        """``λ`` for ``p`` searched (physical) values."""
         return self.population or max(2, 4 + math.floor(3 * math.log(p)))
 
     def budget_for(self, p: int) -> int:
-        """The evaluation budget for ``p`` free parameters."""
-        return self.budget or max(1000, 200 * p)
+        """The evaluation budget for ``p`` searched (physical) values."""
+        return self.budget or max(400, 100 * p)
 
     def sigma0(self) -> float:
         """The initial step size (a fraction of the box)."""

@@ -27,14 +27,25 @@ from a datasheet value 3x off, or a deadband started at 0, it can end in a wrong
 ``cmaes`` package) on the cost ``f(θ) = ½‖r(θ)‖²``, and :func:`fit_global` runs the local
 fit from the best candidate.
 
-The search runs in the box-normalised space ``u = (θ − θ_min) / (θ_max − θ_min) ∈ [0, 1]ᵖ``
-(every parameter finitely bounded), so one step size ``σ`` fits all parameters. Each
+The search runs over the **physics only**: the initial states of recorded sequences and of
+shooting windows (kinds :data:`~mjsysid.objective.initial_state.INITIAL_KINDS`, one per
+window, joint and part: 200 of 214 values on 20 s in 0.5 s windows) are nuisance values,
+held at their start values, the states recorded at each window's start, as the local fit
+starts from them; the local fit then estimates them. The defaults (population, budget) scale
+with the ``s`` searched values, never with the number of windows.
+
+The search space is the unit box ``u ∈ [0, 1]ˢ`` between the bounds (every searched
+parameter finitely bounded), linear ``u = (θ − θ_min) / (θ_max − θ_min)``, or ``u =
+log(θ/θ_min) / log(θ_max/θ_min)`` for positive bounds spanning two decades or more
+(``GlobalSearchOptions.scale``), so one step size ``σ`` fits all parameters. CMA-ES samples
+without bounds; every sample is mirrored into the box (:func:`reflect`, one draw per
+candidate, never a redraw) and the mirrored point is what is evaluated and told. Each
 generation's ``λ`` candidates are evaluated as **one** batched residual call, the population
-as the ``(p, λ)`` columns (like a Jacobian), in one multithreaded rollout. Candidates are kept
-in the box by ``cmaes``: a sample outside ``[0, 1]ᵖ`` is redrawn (up to 100 times) and then
-clipped to the box, so every evaluated point is within the bounds. A diverged candidate (a
-NaN column) costs ``+inf``. The first generation also evaluates the nominal, so the best
-candidate is never worse than the start.
+as the ``(p, λ)`` columns (like a Jacobian), in one multithreaded rollout; the candidates in
+parameter units are clipped to ``[θ_min, θ_max]`` (``θ_min + 1·(θ_max − θ_min)`` can round
+one ulp above ``θ_max``), so every value evaluated or handed on is within its bounds. A
+diverged candidate (a NaN column) costs ``+inf``. The first generation also evaluates the
+nominal, so the best candidate is never worse than the start.
 
 Stops: the evaluation budget is spent (no generation goes over it), the population's spread
 ``σ·√max(diag C)`` (a fraction of the box) falls below ``tol_spread`` (the search has
