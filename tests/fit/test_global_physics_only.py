@@ -240,3 +240,22 @@ def test_cli_resume_after_a_global_stage_over_shooting_windows(tmp_path: Path) -
     flags = ["--global", "cmaes", "--budget", "40", "--resume"]
     code = main([*args, *flags], stdout=io.StringIO(), stderr=err)
     assert code == 0, err.getvalue()
+
+
+def test_multistart_draws_the_physics_and_keeps_the_window_starts() -> None:
+    from mjsysid.fit.search import multistart
+
+    params = ms.ParameterDict([ms.Parameter("a", 1.1, -5.0, 5.0), *_window_starts(5)])
+    params.add(ms.Parameter("b", 0.9, -5.0, 5.0))
+    rf = Recorder()
+
+    def ab_first(X: np.ndarray, p: ms.ParameterDict) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        return rf(X[[0, 6, 1, 2, 3, 4, 5]], p)
+
+    _, res = multistart(params, ab_first, FitOptions(starts=4, horizons=None, max_iters=3))
+    assert res.multistart is not None
+    X0 = np.stack([s.x0 for s in res.multistart.starts], axis=1)  # (7, 4)
+    held = params.as_vector()[1:6]
+    np.testing.assert_array_equal(X0[1:6], np.repeat(held[:, None], 4, axis=1))
+    assert np.ptp(X0[0]) > 1.0 and np.ptp(X0[6]) > 1.0

@@ -9,7 +9,8 @@ Multi-start local fits: how many starts in the box reach the best cost, and wher
 
 :func:`multistart` draws starting points in the parameter box (a Latin hypercube: every
 parameter's range is cut into ``N`` equal strata and each stratum holds one start; McKay,
-Beckman & Conover 1979), adds the nominal, evaluates all of them in **one** batched residual
+Beckman & Conover 1979; initial states stay at their nominal, the recorded states, as in the
+global stage), adds the nominal, evaluates all of them in **one** batched residual
 call (a start whose simulation diverges is reported and not fitted), and runs the local fit
 (:func:`mjsysid.fit.optimize.optimize`) from each, best initial cost first.
 
@@ -227,6 +228,8 @@ def nuisance_mask(params: ParameterDict) -> np.ndarray:
     :data:`~mjsysid.objective.initial_state.INITIAL_KINDS`). The global stage holds them at
     their start values (the recorded state at each window start); the local fit estimates
     them."""
+    if not isinstance(params, ParameterDict):
+        raise TypeError(must_be("params", "a ParameterDict", type(params).__name__))
     free = params.non_frozen()
     if not free:
         return np.zeros(0, dtype=bool)
@@ -559,8 +562,6 @@ def _make_run(
         raise TypeError(must_be("residual_fn", "callable residual_fn(X, params)", residual_fn))
     if callback is not None and not callable(callback):
         raise TypeError(must_be("callback", "callable callback(info) or None", callback))
-    if not isinstance(params, ParameterDict):
-        raise TypeError(must_be("params", "a ParameterDict", type(params).__name__))
     held = nuisance_mask(params)
     x0, box, names = check_box_params(params, ~held)
     searched = np.flatnonzero(~held)
@@ -866,12 +867,17 @@ def _start_options(options: FitOptions, j: int) -> FitOptions:
 
 
 def _draw_starts(
-    x_nom: np.ndarray, lo: np.ndarray, hi: np.ndarray, starts: int, seed: int, nominal: bool
+    x_nom: np.ndarray, held: np.ndarray, box: _Box, starts: int, seed: int, nominal: bool
 ) -> np.ndarray:
-    """``(p, starts)``: the nominal (when ``nominal``) then Latin-hypercube points."""
+    """``(p, starts)``: the nominal (when ``nominal``) then Latin-hypercube points in the box
+    of the entries not ``held`` (the initial states stay at their nominal, as in the global
+    stage)."""
     drawn = starts - int(nominal)
     rng = np.random.default_rng(seed)
-    X0 = latin_hypercube(lo, hi, drawn, rng) if drawn else np.zeros((x_nom.size, 0))
+    X0 = np.repeat(x_nom[:, None], drawn, axis=1)
+    if drawn and box.lo.size:
+        X0[~held] = np.clip(latin_hypercube(box.lo, box.hi, drawn, rng), box.lo[:, None],
+                            box.hi[:, None])  # fmt: skip
     return np.concatenate([x_nom[:, None], X0], axis=1) if nominal else X0
 
 
@@ -910,8 +916,9 @@ def multistart(
     t0 = time.perf_counter()
     starts = 8 if options.starts is None else int(options.starts)
     _check_options(starts, rtol, atol)
-    x_nom, box, names = check_box_params(params)
-    X0 = _draw_starts(x_nom, box.lo, box.hi, starts, options.starts_seed, include_nominal)
+    held = nuisance_mask(params)
+    x_nom, box, names = check_box_params(params, ~held)
+    X0 = _draw_starts(x_nom, held, box, starts, options.starts_seed, include_nominal)
     c0 = batch_costs(population_fn(residual_fn, options.rollout), params, X0)  # one call
     by_start: dict[int, StartRecord] = {}
     fits: dict[int, tuple[ParameterDict, OptimizeResult]] = {}
