@@ -69,7 +69,11 @@ def _bounds(key: str) -> tuple[str, str]:
 
 
 def experiment_yaml(
-    captures: Sequence[str], held_out: str, window: float = 1.0, width: float = 0.008
+    captures: Sequence[str],
+    held_out: str,
+    window: float = 1.0,
+    width: float = 0.008,
+    estimate_starts: bool = True,
 ) -> str:
     """The experiment file a user writes for this case (the document's guesses and boxes)."""
     read = (
@@ -107,7 +111,7 @@ def experiment_yaml(
           - {{kind: joint_armature, target: motor_joint, min: {_y(B["motor_armature"][0])}, max: {_y(B["motor_armature"][1])}}}
           - {{kind: joint_damping, target: pendulum_joint, min: {_y(B["pendulum_damping"][0])}, max: {_y(B["pendulum_damping"][1])}}}
           - {{kind: joint_frictionloss, target: pendulum_joint, min: {_y(B["pendulum_frictionloss"][0])}, max: {_y(B["pendulum_frictionloss"][1])}}}
-        shooting: {{window: {_y(window)}, estimate_initial_state: true}}
+        shooting: {{window: {_y(window)}, estimate_initial_state: {str(estimate_starts).lower()}}}
         optimizer: {{method: lm, max_iters: 60}}
         """)  # noqa: E501
 
@@ -141,6 +145,7 @@ def write_case(
     fit: Sequence[tuple[str, int, float]] = FIT,
     window: float = 2.0,
     width: float = 0.008,
+    estimate_starts: bool = True,
 ) -> Path:
     """The captures, the model and the experiment file in ``folder``; returns the latter."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -149,7 +154,7 @@ def write_case(
     held = fd.make_capture(seed, sec, kind, folder).name
     (folder / "furuta.xml").write_text(model_xml())
     path = folder / "experiment.yaml"
-    path.write_text(experiment_yaml(captures, held, window, width))
+    path.write_text(experiment_yaml(captures, held, window, width, estimate_starts))
     return path
 
 
@@ -237,10 +242,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         "bounds, with the global stage (default budget)",
     )
     ap.add_argument("--budget", type=int, help="the global stage's budget (with --far)")
+    ap.add_argument(
+        "--recorded-starts",
+        action="store_true",
+        help="simulate every window from its recorded start (estimate_initial_state: false)",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep) if args.keep else Path(tmp)
-        path = write_case(folder, MORE if args.more else FIT, args.window, args.width)
+        fit = MORE if args.more else FIT
+        path = write_case(folder, fit, args.window, args.width, not args.recorded_starts)
         exp = load_experiment(path)
         start = far_start(exp.params, FAR_GEAR[args.far]) if args.far else exp.params
         identified, result, seconds = _fit(exp, start, bool(args.far), args.budget)
@@ -251,7 +262,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                "identified": held_out_rms(exp, identified),
                "truth": held_out_rms(exp, truth, cut=True)}  # fmt: skip
     captures = "prbs+chirp" if args.more else "prbs"
-    print(f"window {args.window} s, ramp {args.width}, captures {captures}")
+    starts = "recorded" if args.recorded_starts else "estimated"
+    print(f"window {args.window} s ({starts} starts), ramp {args.width}, captures {captures}")
     if args.far:
         g = result.global_search
         print(f"far start (gear {FAR_GEAR[args.far]:.4g}, the rest at the lower bounds)")

@@ -259,3 +259,23 @@ def test_multistart_draws_the_physics_and_keeps_the_window_starts() -> None:
     held = params.as_vector()[1:6]
     np.testing.assert_array_equal(X0[1:6], np.repeat(held[:, None], 4, axis=1))
     assert np.ptp(X0[0]) > 1.0 and np.ptp(X0[6]) > 1.0
+
+
+def test_positive_bounds_spanning_decades_are_searched_in_log() -> None:
+    from mjsysid.fit.search import log_scaled
+
+    lo, hi = np.array([1e-5, 0.0, 0.1, -1.0]), np.array([0.1, 0.5, 5.0, 1.0])
+    log = log_scaled(lo, hi, "auto")
+    np.testing.assert_array_equal(log, [True, False, False, False])
+    assert not log_scaled(lo, hi, "linear").any()
+    box = _Box(lo, hi, log)
+    x = np.array([0.002, 0.25, 1.0, 0.5])
+    u = box.to_unit(x)
+    np.testing.assert_allclose(u, [np.log(200) / np.log(1e4), 0.5, 0.9 / 4.9, 0.75])
+    np.testing.assert_allclose(box.from_unit(u), x, rtol=1e-12)
+    ends = box.from_unit(np.array([[0.0, 1.0]] * 4))
+    np.testing.assert_array_equal(ends, np.stack([lo, hi], axis=1))
+    with pytest.raises(
+        ValueError, match=r"global_search: scale must be one of \['auto', 'linear'\]"
+    ):
+        GlobalSearchOptions(scale="log")
