@@ -47,7 +47,7 @@ import numpy as np
 import mjsysid as ms
 from mjsysid.data.excitation import multisine
 from mjsysid.fit.options import FitOptions, GlobalSearchOptions
-from mjsysid.fit.search import fit_global, global_search, multistart
+from mjsysid.fit.search import fit_global, global_search, multistart, reflect
 
 XML_PATH = Path(ms.__file__).parent / "examples" / "dcmotor" / "dcmotor.xml"
 TRUTH = (0.15, 0.004, 0.003, 1.0)  # deadband, friction loss, kv, gear
@@ -163,6 +163,36 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def ask_cost(dims: int, generations: int = 5, seed: int = 0) -> list[dict[str, Any]]:
+    """Draws and ``ask`` time per generation with the mean on a corner of the box (every
+    parameter on its lower bound, the far start): ``cmaes``'s own bounds (redraw until inside,
+    up to 100 times, then clip) against the global stage's mirroring (:func:`reflect`)."""
+    from cmaes import CMA
+
+    class Counting(CMA):  # counts the normal vectors drawn
+        draws = 0
+
+        def _sample_solution(self) -> np.ndarray:
+            Counting.draws += 1
+            return super()._sample_solution()
+
+    rows = []
+    pop = GlobalSearchOptions().population_for(dims)
+    for how in ("rejection (cmaes bounds)", "mirror (reflect)"):
+        bounds = np.array([[0.0, 1.0]] * dims) if how.startswith("rejection") else None
+        cma = Counting(mean=np.zeros(dims), sigma=0.3, bounds=bounds, seed=seed,
+                       population_size=pop)  # fmt: skip
+        Counting.draws = 0
+        t0 = time.perf_counter()
+        for _ in range(generations):
+            U = reflect(np.stack([cma.ask() for _ in range(pop)], axis=1))
+            cma.tell([(U[:, j], float(np.sum(U[:, j] ** 2))) for j in range(pop)])
+        wall = time.perf_counter() - t0
+        rows.append({"how": how, "dims": dims, "candidates": pop * generations,
+                     "draws": Counting.draws, "ask_s": wall})  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=2500)
@@ -171,7 +201,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--no-sequential", dest="sequential", action="store_false")
+    parser.add_argument(
+        "--ask", action="store_true", help="only the draws of a start on a corner of the box"
+    )
     args = parser.parse_args()
+    if args.ask:
+        print("| sampling | dims | candidates | draws | ask + tell (s) |")
+        print("|---|---:|---:|---:|---:|")
+        for dims in (14, 173):
+            for r in ask_cost(dims):
+                print(f"| {r['how']} | {r['dims']} | {r['candidates']} | {r['draws']} | "
+                      f"{r['ask_s']:.3f} |")  # fmt: skip
+        return
     rows = run(args)
     print(f"motor, {args.steps} steps, start {START}, truth {TRUTH}, threads {args.threads}")
     print(table(rows))
