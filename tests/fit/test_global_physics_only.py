@@ -279,3 +279,17 @@ def test_positive_bounds_spanning_decades_are_searched_in_log() -> None:
         ValueError, match=r"global_search: scale must be one of \['auto', 'linear'\]"
     ):
         GlobalSearchOptions(scale="log")
+
+
+def test_scale_is_an_option_of_the_experiment_mapping_and_of_the_checkpoint(tmp_path) -> None:
+    o = GlobalSearchOptions.from_mapping({"global": "cmaes", "scale": "linear", "budget": 50})
+    assert o.scale == "linear" and o.budget == 50
+    params = ms.ParameterDict([ms.Parameter("k", 0.01, 1e-4, 1.0), ms.Parameter("b", 0, -1, 1)])
+
+    def rf(X: np.ndarray, p: ms.ParameterDict) -> np.ndarray:
+        return np.asarray(X) - np.array([[0.02], [0.3]])
+
+    ckpt = tmp_path / "g.npz"
+    global_search(params, rf, o, checkpoint=ckpt)
+    with pytest.raises(ValueError, match="settings must be the same"):
+        global_search(params, rf, GlobalSearchOptions(budget=50), checkpoint=ckpt, resume=True)
