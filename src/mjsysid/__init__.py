@@ -38,7 +38,7 @@ from mjsysid.fit.options import FitOptions, GlobalSearchOptions
 from mjsysid.fit.result import OptimizeResult
 from mjsysid.fit.status import Status
 from mjsysid.objective.control_transform import ControlTransform
-from mjsysid.objective.initial_state import initial_state_params
+from mjsysid.objective.initial_state import initial_state_params, law_state_params
 from mjsysid.objective.protocols import (
     BuildModelFn,
     CustomRolloutFn,
@@ -172,6 +172,7 @@ __all__ = [
     "get_sensor_indices",
     "initial_state_from_sensors",
     "initial_state_params",
+    "law_state_params",
     "laws_from_params",
     "levenberg_marquardt",
     "load_recording",

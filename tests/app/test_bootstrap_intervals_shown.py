@@ -46,7 +46,7 @@ def test_the_fit_and_the_rebuilt_report_show_the_bootstrap_interval(tmp_path: Pa
     )
     assert code == 0, err
     # the CLI: the method in the header, each interval as its two ends
-    head = table.splitlines()[0]
+    head = next(s for s in table.splitlines() if s.startswith("parameter "))
     assert head.split()[:3] == ["parameter", "initial", "identified"]
     assert head.endswith("95 % block-bootstrap interval, 20 draws") and "±" not in head
     conf = load_results(out).confidence

@@ -27,10 +27,11 @@ def _example(tmp_path: Path, name: str, **optimizer) -> Path:
 
 
 def _fit(exp: Path, out: Path, *extra: str) -> str:
-    err = io.StringIO()
-    code = main(["fit", str(exp), "--out", str(out), *extra], stdout=io.StringIO(), stderr=err)
+    """What the fit said on stderr and stdout (with -q the status is on stdout)."""
+    err, stdout = io.StringIO(), io.StringIO()
+    code = main(["fit", str(exp), "--out", str(out), *extra], stdout=stdout, stderr=err)
     assert code == 0, err.getvalue()
-    return err.getvalue()
+    return err.getvalue() + stdout.getvalue()
 
 
 @pytest.mark.parametrize("quiet", [False, True])

@@ -47,9 +47,7 @@ def fits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str,
     out = {}
     for label, edit in (("true", None), ("wrong", _wrong)):
         path = _arm(root / f"{label}_exp", edit)
-        code, stdout, stderr = run(
-            "fit", str(path), "--out", str(root / label), "-q", "--no-report"
-        )
+        code, stdout, stderr = run("fit", str(path), "--out", str(root / label), "--no-report")
         assert code == 0, stderr
         out[label] = (root / label, stdout, stderr)
     return out

@@ -43,7 +43,7 @@ def test_the_confidence_key_gives_compute_confidence_keywords(tmp_path):
     [
         (
             "confidence: {method: jackknife}",
-            r"confidence\.method must be linear or bootstrap, got str 'jackknife'",
+            r"confidence\.method must be auto, linear, hac or bootstrap, got str 'jackknife'",
         ),
         ("confidence: {draws: 1}", r"confidence\.draws must be an integer >= 2, got int 1"),
         ("confidence: {draws: 1.5}", r"confidence\.draws must be an integer >= 2, got float"),

@@ -39,7 +39,12 @@ def test_the_urdf_is_an_input_of_the_experiment(furuta):
     [
         ("export: {urdf: furuta.xml}", ExperimentError, r"export\.urdf must be a \.urdf file"),
         ("export: {urdf: gone.urdf}", FileNotFoundError, r"export\.urdf: no such file"),
-        ("export: {urdff: a.urdf}", ExperimentError, r"export\.urdf is required"),
+        (
+            "export: {urdff: a.urdf}",
+            ExperimentError,
+            r"export has unknown keys \['urdff'\]; allowed: \['assets', 'urdf'\]; did you mean",
+        ),
+        ("export: {assets: copied}", ExperimentError, r"export\.assets must be"),
         ("export: rotary.urdf", ExperimentError, r"export must be a mapping, got str"),
     ],
 )

@@ -122,10 +122,15 @@ def test_the_schema_and_the_loader_refuse_the_same_mistakes(
 
 def test_missing_and_misspelt_keys_of_one_mapping_are_told_together(tmp_path: Path):
     path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(_arm(export={"urdff": "arm.urdf"})))
+    data = _arm()
+    data["sequences"][0] = {"name": "s", "fiel": data["sequences"][0]["file"]}
+    path.write_text(yaml.safe_dump(data))
     want = (
-        f"{path}: export.urdf is required (the URDF the model was made from); export has "
-        "unknown keys ['urdff']; allowed: ['urdf']; did you mean 'urdf' for 'urdff'?"
+        f"{path}: sequences[0].file is required (a .npz or .csv path); sequences[0] has unknown "
+        "keys ['fiel']; allowed: ['command_timing', 'constants', 'control', 'file', 'holdout', "
+        "'ignore_columns', 'initial_state', 'inputs', 'jitter_tolerance', 'name', 'resample', "
+        "'retime', 'sensors', 'source', 'time', 'time_range', 'time_scale']; did you mean 'file' "
+        "for 'fiel'?"
     )
     with pytest.raises(ExperimentError) as e:
         load_experiment(path)

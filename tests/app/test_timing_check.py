@@ -18,7 +18,7 @@ from mjsysid.app.experiment import bundled_examples, load_experiment
 
 def _fit(*argv: str) -> tuple[int, str]:
     err = io.StringIO()
-    code = main(["fit", *argv, "--no-report", "-q"], stdout=io.StringIO(), stderr=err)
+    code = main(["fit", *argv, "--no-report"], stdout=io.StringIO(), stderr=err)
     return code, err.getvalue()
 
 

@@ -232,5 +232,5 @@ def test_mistakes_name_what_the_log_has(motor: Motor, tmp_path: Path) -> None:
 
 
 def test_missing_package_names_the_extra() -> None:
-    with pytest.raises(ImportError, match=r"pip install 'mjsysid\[logs\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[logs\]' in the mjsysid checkout"):
         _require("mjsysid_no_such_module", "robot logs")

@@ -48,7 +48,7 @@ def test_the_block_bootstrap_recovers_coverage_under_correlated_noise():
     linear, boot = [], []
     for _ in range(60):
         res, params, rf = _fit(A @ THETA + _ar1(rng))
-        lin = compute_confidence(res, rf, params=params)
+        lin = compute_confidence(res, rf, params=params, method="linear")
         bs = compute_confidence(
             res, rf, params=params, method="bootstrap", draws=200, seed=1, blocks=LABELS
         )

@@ -59,7 +59,7 @@ def test_head_is_the_leading_part_of_every_sequence(arm2):
     head(X, params)
     assert rf.stats.steps - steps == 3 * 2 * 90  # candidates x sequences x steps of the head
     # the head's details are those of the shortened sequences
-    pred = head.predict(params)[0]
+    pred = head.predict(None, params)[0]
     assert pred.measured.times[-1] <= 0.3 * arm2.sequences.sensordata[0].times[-1] + 1e-12
     np.testing.assert_array_equal(rf(X, params), full)  # the function itself is unchanged
 
@@ -105,7 +105,8 @@ def test_horizons_recover_the_truth_and_report_every_stage(arm2):
     assert res.initial_cost == pytest.approx(plain.initial_cost, rel=1e-12)
     assert res.fun.shape == plain.fun.shape and res.jac.shape == plain.jac.shape
     assert res.cost == pytest.approx(0.5 * float(rf(res.x, params) @ rf(res.x, params)))
-    assert "first 30 %  iter    1  cost" in out.getvalue()
+    assert "stage 1/2: the first 30 % of every sequence or window" in out.getvalue()
+    assert "first 30 %  iter    1/200  cost" in out.getvalue()
     # a missing 1.0 is appended
     _, res2 = ms.optimize(params, rf, horizons=[0.3])
     assert [s.horizon for s in res2.stages] == [0.3, 1.0]
@@ -313,6 +314,9 @@ def test_checkpoint_names_the_stage_and_resume_continues_there(arm2, tmp_path):
     assert cut.status == "interrupted" and cut.nit == 1
     assert [s.horizon for s in cut.stages] == [0.3, 1.0]
     assert cut.fun.shape == rf(cut.x, params).shape  # the result is on the whole data
+    # Ctrl-C means stop now: one residual on the whole data, no Jacobian (p more rollouts)
+    assert cut.jac.shape == (cut.fun.size, cut.x.size) and np.isnan(cut.jac).all()
+    assert cut.stages[-1].nfev == 1
     assert checkpoint_horizon(ckpt) == 0.3
     np.testing.assert_allclose(load_checkpoint(ckpt, params)[0], cut.x)
     _, resumed = ms.optimize(params, rf, horizons=(0.3, 1.0), checkpoint=ckpt, resume=True)
@@ -406,3 +410,22 @@ def test_head_of_measurements_between_simulation_instants(make_problem):
     n = np.count_nonzero(t <= t[0] + 0.4 * (t[-1] - t[0]))
     assert part.shape == (n * 4, 2)  # j1_pos + tip_pos (3) columns
     np.testing.assert_array_equal(part, full[: n * 4])
+
+
+def test_a_parameter_without_effect_on_an_early_stage_is_held_there_and_released_later():
+    """Issue #31: a parameter the first part of the data does not excite (a Stribeck
+    velocity in the first 10 %) waits for the stage that excites it, for every backend."""
+    spec, model, seq = _late_gear_problem()
+    rf = ms.build_residual_fn([seq])
+    for optimizer in ("lm", "mujoco"):
+        params = _late_gear_params(spec, model)
+        names = params.get_non_frozen_parameter_names()
+        _, res = ms.optimize(params, rf, optimizer=optimizer, horizons=(0.3, 1.0))
+        first, last = res.stages
+        assert first.held == [names[2]] and last.held == []
+        assert first.summary()["held"] == [names[2]]
+        np.testing.assert_allclose(res.x, [*TRUTH, 1.4], rtol=1e-5)
+    # and with the default stages
+    _, res = ms.optimize(_late_gear_params(spec, model), rf)
+    assert [st.horizon for st in res.stages][-1] == 1.0
+    np.testing.assert_allclose(res.x, [*TRUTH, 1.4], rtol=1e-5)

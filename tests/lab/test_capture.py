@@ -367,3 +367,48 @@ def test_a_rehearsed_capture_fits_back_the_simulated_model(model, tmp_path):
     table = {line.split()[0]: line.split() for line in out.getvalue().splitlines() if line}
     assert float(table["motor_filter_tau"][2]) == pytest.approx(0.02, rel=0.05)
     assert float(table["motor_kv"][2]) == pytest.approx(0.002, rel=0.02)
+
+
+def test_device_set_rehearses_a_truth_that_differs_from_the_model(model, tmp_path):
+    """mjsysid device --set: the device runs a changed motor, a capture records it, and a fit
+    that starts from the model's nominal values identifies the change (not the nominal)."""
+    from mjsysid.app.cli import main
+
+    truth = ["actuator_kv:motor=0.004", "actuator_filter_tau:motor=0.04"]
+    true_model, lines = device_cmd.true_model(EXAMPLE / "dcmotor.xml", truth)
+    assert lines == [
+        "actuator_kv:motor = 0.004 (the model's: 0.002)",
+        "actuator_filter_tau:motor = 0.04 (the model's: 0.02)",
+    ]
+    device = load_device(EXAMPLE / "device.yaml")
+    result, _, _ = _capture(device, true_model, tmp_path, SimOptions(lockstep=True), duration=1.5)
+    assert _sidecar(result)["late_commands"] == 0
+    (tmp_path / "dcmotor.xml").write_text((EXAMPLE / "dcmotor.xml").read_text())
+    exp = {
+        "schema_version": 1,
+        "name": "rehearsal",
+        "model": "dcmotor.xml",
+        "sequences": [{"name": "run", "file": "run.csv"}],
+        "parameters": [  # nominal: the model's values (0.02 s, 0.002)
+            {"kind": "actuator_filter_tau", "target": "motor", "max": 0.2},
+            {"kind": "actuator_kv", "target": "motor"},
+        ],
+        "optimizer": {"method": "lm", "max_iters": 50},
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["fit", str(tmp_path / "exp.yaml"), "--no-report", "--out", str(tmp_path / "res")]
+    assert main([*argv, "-q"], stdout=out, stderr=err) == 0, err.getvalue()
+    table = {line.split()[0]: line.split() for line in out.getvalue().splitlines() if line}
+    assert float(table["motor_filter_tau"][1]) == pytest.approx(0.02)  # started at the model's
+    assert float(table["motor_filter_tau"][2]) == pytest.approx(0.04, rel=0.05)
+    assert float(table["motor_kv"][2]) == pytest.approx(0.004, rel=0.02)
+
+
+def test_device_set_refuses_what_a_device_cannot_simulate(tmp_path):
+    with pytest.raises(ValueError, match=r"changes model parameters only, got \['sensor_delay'\]"):
+        device_cmd.true_model(EXAMPLE / "dcmotor.xml", ["sensor_delay:encoder=0.01"])
+    with pytest.raises(ValueError, match=r"no actuator named 'motr'.*did you mean 'motor'\?"):
+        device_cmd.true_model(EXAMPLE / "dcmotor.xml", ["actuator_kv:motr=0.004"])
+    with pytest.raises(ValueError, match=r"--set must look like KIND:TARGET=VALUE"):
+        device_cmd.true_model(EXAMPLE / "dcmotor.xml", ["actuator_kv=0.004"])

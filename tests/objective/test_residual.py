@@ -156,7 +156,7 @@ def test_joint_states_and_multidim_sensors_as_observations(make_problem):
     rf = ms.build_residual_fn([p.sequences])
     assert rf(params.as_vector(), params).shape == (300 * (1 + 1 + 3 + 3),)
     assert np.max(np.abs(rf(np.array([1.3, 0.5, 0.12]), params))) < 1e-9
-    pred = rf.predict(params)[0]
+    pred = rf.predict(None, params)[0]
     assert pred.predicted.names == names
     np.testing.assert_allclose(
         pred.measured.signal("tip_pos"), p.sequences.sensordata[0].signal("tip_pos")
@@ -319,11 +319,11 @@ def test_predictions_written_by_callers_never_reach_the_simulation_cache(arm):
 
     want = ms.build_residual_fn([arm.sequences])(x, params)
     rf = ms.build_residual_fn([arm.sequences])
-    for pred in rf.predict(params, x):  # simulates x and keeps the simulation
+    for pred in rf.predict(x, params):  # simulates x and keeps the simulation
         pred.predicted.data[...] = 0.0
         pred.state[...] = 0.0
     np.testing.assert_array_equal(rf(x, params), want)  # from the kept simulation
-    np.testing.assert_array_equal(rf.predict(params, x)[0].residual, want[: want.size // 2])
+    np.testing.assert_array_equal(rf.predict(x, params)[0].residual, want[: want.size // 2])
 
 
 def test_control_zoh_versus_linear(arm_spec):
@@ -337,7 +337,7 @@ def test_control_zoh_versus_linear(arm_spec):
     zoh = ms.build_residual_fn([seq], normalize=False)
     lin = ms.build_residual_fn([seq], normalize=False, control_interpolation="linear")
     params = ms.ParameterDict([ms.make_parameter("joint_damping", model, "j1")])
-    pz, pl = zoh.predict(params)[0], lin.predict(params)[0]
+    pz, pl = zoh.predict(None, params)[0], lin.predict(None, params)[0]
     assert pz.control[49, 0] == 0.0 and pz.control[50, 0] == 1.0
     assert pl.control[25, 0] == pytest.approx(0.5)
 
@@ -366,7 +366,7 @@ def test_column_normalisation_option(arm):
     by_signal = ms.build_residual_fn([arm.sequences])
     by_column = ms.build_residual_fn([arm.sequences], normalize="column")
     meas = arm.sequences.sensordata[0]
-    diff = meas.data - by_signal.predict(params, x)[0].predicted_at_measured.data
+    diff = meas.data - by_signal.predict(x, params)[0].predicted_at_measured.data
     rs, rc = by_signal(x, params), by_column(x, params)
     n = meas.data.size
     np.testing.assert_allclose(
@@ -545,15 +545,17 @@ def test_a_change_of_meta_alone_is_a_new_structure(arm):
     np.testing.assert_array_equal(rf(b.as_vector(), b), fresh(b.as_vector(), b))
 
 
-def test_predict_takes_x_then_params_and_the_older_order(make_problem):
+def test_predict_takes_x_then_params(make_problem):
     p = make_problem(ARM2, truth_arm, n=100)
     params = arm_params(p.spec, p.model)
     rf = ms.build_residual_fn([p.sequences])
     x = params.as_vector() * 1.01
-    new = rf.predict(x, params)[0].residual
-    np.testing.assert_array_equal(rf.predict(params, x)[0].residual, new)
-    np.testing.assert_array_equal(
-        rf.predict(None, params)[0].residual, rf.predict(params)[0].residual
-    )
+    moved = rf.predict(x, params)[0].residual
+    assert not np.array_equal(rf.predict(None, params)[0].residual, moved)
+    np.testing.assert_array_equal(moved, rf(x, params)[: moved.size])
+    with pytest.raises(
+        TypeError, match=r"x must be a parameter vector or None \(call predict\(None, params\)\)"
+    ):
+        rf.predict(params, x)
     with pytest.raises(TypeError, match="params must be a ParameterDict"):
         rf.predict(x)

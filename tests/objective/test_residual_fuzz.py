@@ -469,10 +469,10 @@ class Trial:
                 raise AssertionError(f"column {j} of {X.shape[1]}: {e}") from None
 
     def check_predict(self, f, frac, x, params):
-        det = f.predict(params, x)
+        det = f.predict(x, params)
         g = self.build()
         gf = g if frac == 1.0 else g.head(frac)
-        det2 = gf.predict(params, x)
+        det2 = gf.predict(x, params)
         r = np.concatenate([d.residual.reshape(-1) for d in det])
         want = self.ref(np.ascontiguousarray(x), params, frac)
         np.testing.assert_array_equal(r, want, err_msg="predict residual vs rf(x)")

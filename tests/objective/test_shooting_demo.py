@@ -104,7 +104,7 @@ def test_windows_are_normalised_by_their_whole_recording(make_problem, with_tran
     np.testing.assert_allclose(scaled, raw / np.tile(rms, raw.size // rms.size), rtol=1e-12)
     # predict (SignalTransform.apply with the reference) equals the batched residual
     rf = build(True)
-    got = np.concatenate([s.residual for s in rf.predict(params, x)])
+    got = np.concatenate([s.residual for s in rf.predict(x, params)])
     np.testing.assert_array_equal(got, rf(x, params))
     with pytest.raises(ValueError, match=r"rms_reference must be 4 entries, got 1"):
         ms.ModelSequences(

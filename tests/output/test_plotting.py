@@ -87,7 +87,7 @@ def test_plot_sensor_comparison_accepts_sequence_prediction(arm: mujoco.MjModel)
     )
     rf = ms.build_residual_fn(seq, nthread=1)
     params = ms.ParameterDict([ms.make_parameter("joint_damping", arm, "j1")])
-    pred = rf.predict(params)[0]
+    pred = rf.predict(None, params)[0]
     fig = plot_sensor_comparison(arm, pred, initial=pred)
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert len(axes) == 3
@@ -110,7 +110,7 @@ def test_plot_sensor_comparison_missing_matplotlib(
 ) -> None:
     meas, pred, _ = _series(arm)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    with pytest.raises(ImportError, match=r"pip install 'mjsysid\[report\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[report\]' in the mjsysid checkout"):
         plot_sensor_comparison(arm, pred, meas)
 
 

@@ -262,7 +262,7 @@ def test_section_data_from_a_real_fit(fit: Fit) -> None:
     rows = parameter_rows(fit.params, fit.opt_params, conf)
     assert [r.name for r in rows] == ["j1_damping", "j2_damping"]
     assert rows[1].at_upper and not rows[0].at_upper and not rows[0].at_lower
-    errs = signal_errors(fit.rf.predict(fit.params), fit.rf.predict(fit.opt_params))
+    errs = signal_errors(fit.rf.predict(None, fit.params), fit.rf.predict(None, fit.opt_params))
     assert [e.column for e in errs] == ["j1_pos", "j2_pos", "j1_vel", "j2_vel"]
     assert all(e.identified < e.initial for e in errs)
     trace = optimisation_trace(fit.result)
@@ -280,7 +280,7 @@ def test_section_data_from_a_real_fit(fit: Fit) -> None:
 
 
 def test_points_per_trace_budget(fit: Fit) -> None:
-    preds = fit.rf.predict(fit.opt_params)  # 4 columns, 2 actuators: 22 lines
+    preds = fit.rf.predict(None, fit.opt_params)  # 4 columns, 2 actuators: 22 lines
     assert rep.points_per_trace(preds, 1000, 2_000_000) == 1000
     assert rep.points_per_trace(preds, 1000, 22 * 300) == 300
     assert rep.points_per_trace(preds, 1000, 1000) == 100  # never below 100 per line
@@ -467,7 +467,7 @@ def test_missing_dependencies_message(
     fit: Fit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "jinja2", None)
-    with pytest.raises(ImportError, match=r"pip install 'mjsysid\[report\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[report\]' in the mjsysid checkout"):
         fit.report(tmp_path)
     assert not (tmp_path / "report.html").exists()
 
@@ -610,6 +610,16 @@ def test_report_with_200_parameters(fit: Fit, tmp_path: Path) -> None:
     assert len(figs["trace_paths"]["data"]) == 30
     for cat in ("optimizer", "bounds", "identifiability", "conditioning"):
         assert f'data-category="{cat}"' in html
+    # a frozen parameter is grey (class frozen), never red (class flagged)
+    rows = re.findall(
+        r'<tr data-order="\d+" data-flagged="(\d)"[^>]*?(?:class="([^"]*)")?>\s*'
+        r'<td class="t name" title="([^"]*)"',
+        html,
+    )
+    by_name = {name: (flagged, css.split()) for flagged, css, name in rows}
+    assert by_name["frozen0"][0] == "0" and "frozen" in by_name["frozen0"][1]
+    assert "flagged" not in by_name["frozen0"][1]
+    assert by_name["link00_mass"][0] == "1" and "flagged" in by_name["link00_mass"][1]
 
 
 def test_report_in_headless_chromium(fit: Fit, browser: DevTools, tmp_path: Path) -> None:
@@ -680,7 +690,8 @@ def test_report_with_200_parameters_in_headless_chromium(
         c.dispatchEvent(new Event('change')); return true; })()""",
     )
     flagged = browser.evaluate(s, f"{visible}.map(r => r.cells[0].textContent)")
-    assert {"link00_mass", "link04_mass", "link05_mass", "frozen0"} <= set(flagged)
+    assert {"link00_mass", "link04_mass", "link05_mass"} <= set(flagged)
+    assert "frozen0" not in flagged  # frozen is marked grey, not flagged
     browser.evaluate(s, "document.getElementById('correlation').scrollIntoView()")
     assert browser.wait_for(s, "document.querySelectorAll('#correlation .main-svg').length") > 0
     assert browser.evaluate(s, "document.documentElement.scrollWidth <= window.innerWidth")
@@ -903,3 +914,13 @@ def test_a_python_report_names_python_remedies(fit: Fit, tmp_path: Path) -> None
         default_report(
             fit.seq, fit.params, fit.opt_params, res, fit.rf, tmp_path / "r", messages="yaml"
         )
+
+
+def test_the_report_says_when_the_model_cannot_reproduce_the_data(fit: Fit, tmp_path: Path):
+    """Issue #31: the whiteness caveat (j2's truth lies beyond its bound: the residual is
+    smooth) is in the report with the signals named, as in confidence.yaml and the CLI."""
+    html = fit.report(tmp_path / "r", videos=False).read_text(encoding="utf-8")
+    found = re.search(r"the model cannot reproduce the data: the residuals are not white "
+                      r"\(Durbin-Watson (j\d_(pos|vel)) ", html)  # fmt: skip
+    assert found, "no whiteness caveat in the report"
+    assert "Newey-West (HAC) sandwich" in html

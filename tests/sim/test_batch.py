@@ -120,9 +120,9 @@ def test_with_constraints_it_is_the_plain_loop_bit_for_bit(threads):
     assert np.abs(state[:, :, 1]).max() > 0.95 * limit  # the limit was reached
 
 
-def _law_rollouts(laws, values, consts, threads):
+def _law_rollouts(laws, values, consts, threads, xml=SERVO):
     """test_laws' batched rollouts (inputs, constants, command rows) on the batch engine."""
-    model = mujoco.MjModel.from_xml_string(SERVO)
+    model = mujoco.MjModel.from_xml_string(xml)
     x0 = ms.create_initial_state(model, np.array([0.3]), np.array([0.0]))
     ctrl = np.zeros((NSTEP, model.nu))
     inputs = _inputs(NSTEP)
@@ -156,8 +156,8 @@ def _law_rollouts(laws, values, consts, threads):
 
 @pytest.mark.parametrize("case", sorted(LAW_CASES))
 def test_servos_with_inputs_constants_and_states_equal_the_reference(case):
-    _, law, values, consts = LAW_CASES[case]
-    _law_rollouts([law], [values], consts, threads=2)
+    xml, law, values, consts = LAW_CASES[case]
+    _law_rollouts([law], [values], consts, threads=2, xml=xml)
 
 
 @pytest.mark.parametrize("case", sorted(FRICTIONS))

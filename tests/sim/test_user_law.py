@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
+from mjsysid.fit.confidence import compute_confidence
 from mjsysid.sim.lockstep import reference_rollout
 
 USER_MODULE = '''
@@ -113,9 +114,9 @@ def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     sys.modules.pop("my_motor_laws", None)
 
 
-def _recordings(law: Any) -> ms.ModelSequences:
+def _recordings(law: Any, only: str | None = None) -> ms.ModelSequences:
     """Two recordings made by the plain loop with the true values (different supplies; the
-    torque switched off for the last quarter of the second)."""
+    torque switched off for the last quarter of the second); ``only``: just that one."""
     spec = mujoco.MjSpec.from_string(MODEL)
     model = spec.compile()
     t = np.arange(N) * model.opt.timestep
@@ -134,9 +135,12 @@ def _recordings(law: Any) -> ms.ModelSequences:
         sensors.append(ms.TimeSeries.from_names(t, angle, model))
         inputs.append(ms.TimeSeries.from_custom_map(t, enable[:, None], [("enable", 1)]))
         consts.append({"supply": supply})
+    keep = [k for k, n in enumerate(names) if only in (None, n)]
     return ms.ModelSequences(
-        "lagged", spec, names, [x0] * 2, controls, sensors, inputs=inputs, constants=consts
-    )
+        "lagged", spec, [names[k] for k in keep], [x0] * len(keep),
+        [controls[k] for k in keep], [sensors[k] for k in keep],
+        inputs=[inputs[k] for k in keep], constants=[consts[k] for k in keep],
+    )  # fmt: skip
 
 
 def test_a_user_law_fits_saves_reloads_and_runs_in_a_plain_loop(user_module, tmp_path):
@@ -194,3 +198,80 @@ def test_a_user_law_runs_on_a_dask_worker(user_module):
             np.testing.assert_array_equal(drf(X, params), local(X, params))
     finally:
         client.close()
+
+
+def _true_lag_state(seqs: ms.ModelSequences, t_start: float, i: int) -> float:
+    """The true law state ``y`` at ``t_start`` of recording ``i``: the plain recursion of
+    ``LaggedMotor.step`` from ``y = 0`` (it does not depend on the mechanics)."""
+    dt, supply = 0.005, list(SUPPLY.values())[i]
+    u = seqs.control[i].data[:, 0] * supply / 12.0
+    y = 0.0
+    for k in range(round(t_start / dt)):
+        y += dt * (u[k] - y) / TRUTH["lag"][0]
+    return y
+
+
+def test_law_state_starts_are_estimated_with_the_window_starts(user_module):
+    law = user_module.LaggedMotor("motor", "j", "pwm")
+    recordings = _recordings(law)
+    windows = ms.split_windows(recordings, 0.7)  # each window has the torque on a while
+    start = {"k": 0.05, "lag": 0.1}
+
+    def fit(with_law_states: bool) -> ms.ParameterDict:
+        params = ms.ParameterDict(ms.force_law_params(law, start))
+        params.update(ms.initial_state_params(windows, qpos=False, qvel_margin=5.0))
+        if with_law_states:
+            params.update(ms.law_state_params(windows, [law], params, {"motor": {"y": 2.0}}))
+        identified, _ = ms.optimize(params, ms.build_residual_fn([windows], force_laws=[law]))
+        return identified
+
+    without = fit(False)
+    off = max(
+        abs(without["motor_k"].value[0] / TRUTH["k"][0] - 1),
+        abs(without["motor_lag"].value[0] / TRUTH["lag"][0] - 1),
+    )
+    assert off > 0.01  # every window starting its filter at rest biases the fit
+    identified = fit(True)
+    assert identified["motor_k"].value[0] == pytest.approx(TRUTH["k"][0], rel=1e-3)
+    assert identified["motor_lag"].value[0] == pytest.approx(TRUTH["lag"][0], rel=1e-3)
+    estimated = [p for p in identified.values() if p.meta.get("kind") == "initial_law_state"]
+    assert len(estimated) == len(windows.sequence_name) == 6
+    for p in estimated:
+        seq = p.name.split("/")[1]  # "<recording>#<window>"
+        i = list(SUPPLY).index(seq.split("#")[0])
+        t_start = windows.initial_state[windows.sequence_name.index(seq)][0]
+        assert p.name.endswith("motor.y0")
+        assert p.value[0] == pytest.approx(_true_lag_state(recordings, t_start, i), abs=1e-3)
+
+
+def test_law_state_starts_are_refused_for_an_unknown_law_or_state(user_module):
+    law = user_module.LaggedMotor("motor", "j", "pwm")
+    seqs = _recordings(law)
+    params = ms.ParameterDict(ms.force_law_params(law, TRUTH))
+    with pytest.raises(KeyError, match=r"margins: no force law named 'motr'; laws: \['motor'\]"):
+        ms.law_state_params(seqs, [law], params, {"motr": {"y": 1.0}})
+    with pytest.raises(KeyError, match=r"force law 'motor' has no state 'x'; its states: \['y'\]"):
+        ms.law_state_params(seqs, [law], params, {"motor": {"x": 1.0}})
+    with pytest.raises(ValueError, match=r"margins\['motor'\]\['y'\] must be a positive number"):
+        ms.law_state_params(seqs, [law], params, {"motor": {"y": -1.0}})
+
+
+def test_a_user_law_in_the_global_stage_multistart_holdout_and_bootstrap(user_module):
+    pytest.importorskip("cmaes")
+    law = user_module.LaggedMotor("motor", "j", "pwm")
+    fitted, held = _recordings(law, only="run12"), _recordings(law, only="run10")
+    params = ms.ParameterDict(ms.force_law_params(law, {"k": 0.05, "lag": 0.1}))
+    fn = ms.build_residual_fn([fitted], force_laws=[law])
+    search = {"population": 6, "budget": 24, "seed": 1}
+    identified, result = ms.optimize(params, fn, global_search=search, holdout=held)
+    np.testing.assert_allclose(identified.as_vector(), [0.08, 0.05], rtol=1e-5)
+    assert result.global_search is not None and 0 < result.global_search.evaluations <= 24
+    # the held-out recording (another supply, the torque switched off) with its own constant
+    (row,) = [r for r in result.validation.rows if r.held_out]
+    assert row.sequence == "run10" and row.fit_identified > 99.99 > row.fit_start
+    both = ms.build_residual_fn([_recordings(law)], force_laws=[law])
+    again, multi = ms.optimize(params, both, starts=2)
+    np.testing.assert_allclose(again.as_vector(), [0.08, 0.05], rtol=1e-5)
+    conf = compute_confidence(multi, both, params=again, method="bootstrap", draws=6)
+    assert conf.method == "bootstrap"
+    assert np.all(np.isfinite(conf.half_widths)) and np.all(conf.half_widths < 0.01)

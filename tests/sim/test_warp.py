@@ -167,7 +167,7 @@ def test_what_the_device_cannot_run_is_refused_by_name():
 
 def test_a_missing_install_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "mujoco_warp", None)  # import raises ImportError
-    with pytest.raises(ImportError, match=r"pip install 'mjsysid\[warp\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[warp\]' in the mjsysid checkout"):
         import_warp()
 
 

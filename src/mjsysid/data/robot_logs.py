@@ -27,7 +27,7 @@ before each grid time). The time column ``time`` counts seconds from the first g
 Formats: ``rosbag2`` (a bag folder with ``metadata.yaml``, sqlite3 or mcap storage; a ``.db3``
 file) through the ``rosbags`` package; ``mcap`` (a ``.mcap`` file) with ROS 2 (``cdr``)
 messages through ``rosbags``, with ``json`` messages through the ``mcap`` package. Both are
-in the ``logs`` extra: ``pip install 'mjsysid[logs]'``.
+in the ``logs`` extra: ``pip install -e '.[logs]'`` in the mjsysid checkout.
 
 A damaged log is a ``ValueError`` naming the file and where: an empty, truncated or corrupt
 MCAP file (the byte offset the reader reached), a half-written ``.db3`` or bag, a message that
@@ -59,7 +59,7 @@ __all__ = ["FORMATS", "STAMPS", "LogSource", "read_log_columns"]
 
 FORMATS = ("mcap", "rosbag2")
 STAMPS = ("header", "receive")
-_INSTALL = "pip install 'mjsysid[logs]'"
+_INSTALL = "pip install -e '.[logs]' in the mjsysid checkout"
 _PART = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[([^\]]+)\])?$")
 
 

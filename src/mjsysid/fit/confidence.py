@@ -5,10 +5,12 @@
 signal where the residual function says which rows belong to which signal, and marks values
 that sit at a bound; :class:`Confidence` carries the result and says, in words, what limits it.
 
-What limits an interval (issue #20; ``docs/intervals.md``): a value at a bound is held there
-and its own interval is bound-limited; near-collinear parameters
-(:mod:`mjsysid.fit.confidence`) get infinite intervals and a caveat naming their combination,
-whatever the noise; Jacobian columns a rough (contact) cost spoils take a larger step
+What limits an interval (issue #20; ``docs/intervals.md``): a value at a bound has a
+bound-limited interval of its own and counts as free for the others' (which can only widen
+them); residuals that are not white (:mod:`mjsysid.fit.whiteness`, Durbin-Watson) get a
+Newey-West sandwich and the caveat that the model cannot reproduce the data; near-collinear
+parameters (:mod:`mjsysid.fit.confidence`) get infinite intervals and a caveat naming their
+combination, whatever the noise; Jacobian columns a rough (contact) cost spoils take a larger step
 (:func:`~mjsysid.fit.jacobian.rough_columns`); ``method="bootstrap"`` resamples sequences or
 windows (:mod:`mjsysid.fit.confidence`) for correlated residuals.
 
@@ -65,12 +67,20 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
+import scipy.stats
 
 from mjsysid.fit.audit import Combination, name_direction
 from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.fit.jacobian import ROUGH_FACTORS, CountedResidual, fd_jacobian, rough_columns
 from mjsysid.fit.prior import PriorRows
 from mjsysid.fit.result import OptimizeResult
+from mjsysid.fit.whiteness import (
+    Layout,
+    Whiteness,
+    hac_score_covariance,
+    residual_series,
+    whiteness,
+)
 from mjsysid.objective.protocols import DescribedResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
@@ -376,7 +386,12 @@ class Confidence:
         the bootstrap), from :func:`compute_confidence`.
       interval: ``(p, 2)`` lower and upper ends where they are not ``value ± half_width``
         (a bootstrap's percentile intervals; ``half_widths`` is then the larger side).
-      method: ``"linear"`` (linearised at the solution) or ``"bootstrap"``.
+      method: ``"linear"`` (linearised at the solution), ``"hac"`` (the linearised
+        sandwich with a Newey-West estimate of the residuals' correlation in time) or
+        ``"bootstrap"``.
+      whiteness: How white the residual is (Durbin-Watson per signal,
+        :class:`~mjsysid.fit.whiteness.Whiteness`); ``None`` when not computed.
+      stop_reason: How the fit ended, in words, when it did not converge (``""`` otherwise).
     """
 
     names: list[str]
@@ -390,6 +405,8 @@ class Confidence:
     notes: list[str] = field(default_factory=list)
     interval: np.ndarray | None = None
     method: str = "linear"
+    whiteness: Whiteness | None = None
+    stop_reason: str = ""
 
     @property
     def identifiable(self) -> np.ndarray:
@@ -400,10 +417,12 @@ class Confidence:
         """What limits these intervals, in words (empty when nothing does)."""
         out = []
         if not self.converged:
+            why = f" ({self.stop_reason})" if self.stop_reason else ""
             out.append(
-                "the fit did not converge: the intervals describe its end point, which is not "
-                "a minimum"
+                f"the fit did not converge{why}: the intervals describe its end point, which "
+                "is not a minimum"
             )
+        out += self.whiteness_caveats()
         out += self._bound_caveats()
         for n, by in zip(self.names, self.determined_by or [], strict=False):
             if by == "prior":
@@ -411,6 +430,24 @@ class Confidence:
                     f"{n} is determined by its prior, not by the data: its interval is the prior's"
                 )
         return out + list(self.notes)
+
+    def whiteness_caveats(self) -> list[str]:
+        """The model-cannot-reproduce-the-data caveat, when the residual is not white."""
+        w = self.whiteness
+        if w is None or w.white:
+            return []
+        how = {
+            "hac": "the intervals are a Newey-West (HAC) sandwich, widened for that "
+            "correlation (never narrower than the linearised ones)",
+            "bootstrap": "the intervals are a block bootstrap over sequences or windows",
+            "linear": "these linearised intervals assume independent residuals and are too "
+            "narrow (confidence: {method: auto} or hac widens them)",
+        }.get(self.method, "")
+        return [
+            f"the model cannot reproduce the data: the residuals are not white "
+            f"({w.text()}; their variance is {w.noise_ratio:.3g}x their sample-to-sample "
+            f"noise), so {how}"
+        ]
 
     def _bound_caveats(self, each: int = 3) -> list[str]:
         """One caveat per parameter at a bound, or one for all of them beyond ``each`` (a
@@ -423,11 +460,11 @@ class Confidence:
             return [
                 f"{len(held)} parameters are at a bound ({named} and {len(held) - each} more; "
                 "the table marks them): their intervals are bound-limited (not given), and the "
-                "others' are computed with them held there"
+                "others' are computed with them free (which can only widen them)"
             ]
         return [
             f"{n} is at its {bound} bound: its interval is bound-limited (not given), and the "
-            "others' are computed with it held there"
+            "others' are computed with it free (which can only widen them)"
             for n, bound in held
         ]
 
@@ -461,13 +498,17 @@ class Confidence:
         if self.determined_by is not None:
             for row, by in zip(rows, self.determined_by, strict=True):
                 row["determined_by"] = by
-        return {
+        out: dict[str, Any] = {
             "alpha": self.alpha,
             "method": self.method,
             "converged": self.converged,
-            "caveats": self.caveats(),
-            "parameters": rows,
         }
+        if self.stop_reason:
+            out["stop_reason"] = self.stop_reason
+        if self.whiteness is not None:
+            out["whiteness"] = self.whiteness.to_dict()
+        out.update(caveats=self.caveats(), parameters=rows)
+        return out
 
 
 BOUND_RTOL = 1e-6  # within this fraction of its range from a bound: at the bound
@@ -537,7 +578,7 @@ def _data_groups(residual_fn: Any, n_data: int, n_total: int) -> np.ndarray | No
     return groups if groups.size == n_data else None
 
 
-METHODS = ("linear", "bootstrap")
+METHODS = ("auto", "linear", "hac", "bootstrap")
 
 
 @dataclass(frozen=True)
@@ -610,20 +651,65 @@ def _collinear(J: np.ndarray, names: list[str], x: np.ndarray, skip: np.ndarray)
 
 
 def _held_intervals(
-    fun: np.ndarray, J: np.ndarray, alpha: float, groups: Any, m: int, fixed: np.ndarray
+    fun: np.ndarray,
+    J: np.ndarray,
+    alpha: float,
+    groups: Any,
+    m: int,
+    fixed: np.ndarray,
+    score_covariance: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(covariance, half_widths)`` with the ``fixed`` entries (at a bound) held there:
-    their columns leave ``J`` before the others' covariance; their own are infinite."""
-    p = J.shape[1]
-    cov = np.full((p, p), np.nan)
-    half = np.full(p, np.inf)
-    np.fill_diagonal(cov, np.inf)
-    free = np.flatnonzero(~fixed)
-    if free.size:
-        c, h = calculate_intervals(fun, J[:, free], alpha, groups=groups, prior_rows=m)
-        cov[np.ix_(free, free)] = c
-        half[free] = h
+    """``(covariance, half_widths)`` with the ``fixed`` entries (at a bound) treated as
+    free for the others' intervals (holding a parameter at a bound it sits at by accident
+    of the data would narrow the others: it can only widen them this way); their own are
+    bound-limited, infinite."""
+    if score_covariance is not None:
+        cov, half = calculate_intervals(fun, J, alpha, score_covariance=score_covariance)
+    else:
+        cov, half = calculate_intervals(fun, J, alpha, groups=groups, prior_rows=m)
+    cov, half = cov.copy(), half.copy()
+    idx = np.flatnonzero(fixed)
+    _withhold(cov, half, idx.tolist())
     return cov, half
+
+
+def _stop_reason(res: OptimizeResult) -> str:
+    """``"<status>: <the message's first sentence>"`` of a fit that did not converge."""
+    first = str(res.message).split(". ")[0].rstrip(".")
+    return f"{res.status.value}: {first}" if first else res.status.value
+
+
+HAC_MIN_DOF = 3.0  # the fewest effective degrees of freedom a HAC interval's t takes
+
+
+def _hac_dof(
+    hac: tuple[np.ndarray, np.ndarray], alpha: float, dof: float, effective: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """HAC intervals with Student's ``t`` on the effective degrees of freedom, about one per
+    kernel window (``T/L − p``, at least :data:`HAC_MIN_DOF`) instead of ``n − p``: with
+    strongly correlated residuals a thousand rows carry a few samples' worth, and the
+    normal quantile then
+    undercovers (Kiefer & Vogelsang, Econometric Theory 21 (2005), fixed-b asymptotics)."""
+    cov, half = hac
+    t_n = float(scipy.stats.t.ppf(1.0 - alpha / 2.0, max(dof, 1.0)))
+    t_eff = float(scipy.stats.t.ppf(1.0 - alpha / 2.0, max(effective, HAC_MIN_DOF)))
+    k = max(t_eff / t_n, 1.0)
+    return cov * k**2, half * k
+
+
+def _widest(
+    base: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per parameter the wider of two intervals: ``base``'s covariance rescaled so that its
+    diagonal matches the wider half-width (``S Σ S``, positive semi-definite as ``Σ``)."""
+    cov, half = base
+    wide = np.maximum(half, other[1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where((half > 0) & np.isfinite(half) & np.isfinite(wide), wide / half, 1.0)
+    cov2 = cov * np.outer(ratio, ratio)
+    inf = ~np.isfinite(wide)
+    _withhold(cov2, wide, np.flatnonzero(inf & np.isfinite(half)).tolist())
+    return cov2, wide
 
 
 def _unresolved(found: list[Collinear], rows: PriorRows | None) -> list[Collinear]:
@@ -720,7 +806,7 @@ def compute_confidence(
     alpha: float = 0.05,
     params: ParameterDict | None = None,
     *,
-    method: str = "linear",
+    method: str = "auto",
     draws: int = 200,
     seed: int = 0,
     steps: int = 1,
@@ -730,8 +816,8 @@ def compute_confidence(
     """Intervals at the solution; noise variance estimated per measured signal when known.
 
     ``params`` (the fitted parameters, for their bounds) marks the values at a bound (within
-    :data:`BOUND_RTOL` of the range, :func:`bound_sides`): they are held there, their columns
-    removed from the Jacobian before the others' covariance, and their own intervals are
+    :data:`BOUND_RTOL` of the range, :func:`bound_sides`): they count as free for the others'
+    intervals (holding them would narrow those), and their own intervals are
     bound-limited (infinite, with a caveat). Near-collinear parameters
     (:func:`~mjsysid.fit.confidence.near_collinear`, from the column-scaled Jacobian, whatever
     the noise) get a caveat naming their combination and infinite intervals: not zero-width
@@ -744,7 +830,10 @@ def compute_confidence(
     Args:
       opt_result: The fit. residual_fn: Its residual function (``residual_fn(X, params)``).
       alpha: ``1 − alpha`` intervals. params: The fitted parameters (bounds, values).
-      method: ``"linear"`` or ``"bootstrap"`` (block bootstrap over the sequences or windows,
+      method: ``"auto"`` (default: ``"hac"`` when the residual is not white, by its
+        Durbin-Watson figures, :mod:`~mjsysid.fit.whiteness`; else ``"linear"``),
+        ``"linear"``, ``"hac"`` (Newey-West sandwich, never narrower than ``"linear"``) or
+        ``"bootstrap"`` (block bootstrap over the sequences or windows,
         :func:`~mjsysid.fit.confidence.block_bootstrap`, for correlated residuals or a model
         that misses; needs ``params`` and the residual function's ``block_offsets`` or
         ``blocks``).
@@ -759,8 +848,8 @@ def compute_confidence(
     if method not in METHODS:
         raise ValueError(must_be("method", f"one of {list(METHODS)}", method))
     fit = _FitInput.of(opt_result, residual_fn, params, rough or method == "bootstrap")
-    conf, J = _linear(fit, alpha, rough)
-    if method == "linear":
+    conf, J = _linear(fit, alpha, rough, method)
+    if method != "bootstrap":
         return conf
     if fit.bounds is None:
         raise ValueError(
@@ -783,6 +872,7 @@ class _FitInput:
     groups: np.ndarray | None
     bounds: Bounds | None
     residual: _Vectorised | None
+    layout: Layout
 
     @classmethod
     def of(
@@ -796,27 +886,47 @@ class _FitInput:
         refits); else it is not evaluated at all."""
         rows = _prior_of(result)
         n = result.fun.size
-        groups = _data_groups(residual_fn, n - (0 if rows is None else rows.size), n)
+        n_data = n - (0 if rows is None else rows.size)
+        groups = _data_groups(residual_fn, n_data, n)
+        layout = residual_series(residual_fn, n_data)
         if params is None or params.size != result.x.size:
-            return cls(result, rows, groups, None, None)
+            return cls(result, rows, groups, None, None, layout)
         residual = _vectorised(result, residual_fn, params, rows) if simulate else None
-        return cls(result, rows, groups, params.get_bounds(), residual)
+        return cls(result, rows, groups, params.get_bounds(), residual, layout)
 
 
-def _linear(fit: _FitInput, alpha: float, rough: bool) -> tuple[Confidence, np.ndarray]:
-    """The linearised intervals (bounds held, collinear groups withheld, rough columns
-    re-stepped) and the Jacobian they used."""
+def _linear(
+    fit: _FitInput, alpha: float, rough: bool, method: str = "linear"
+) -> tuple[Confidence, np.ndarray]:
+    """The linearised intervals (parameters at a bound free for the others', collinear
+    groups withheld, rough columns re-stepped but never narrower than at the default step)
+    and the Jacobian they used; with ``method`` ``"hac"`` (or ``"auto"`` and a residual that
+    is not white) a Newey-West sandwich, never narrower than the linearised ones."""
     res, rows = fit.result, fit.rows
     x, names = res.x, list(res.parameter_names)
-    J = np.asarray(res.jac, dtype=np.float64)
+    J0 = np.asarray(res.jac, dtype=np.float64)
+    J = J0
     notes: list[str] = []
     unstable = np.zeros(x.size, dtype=bool)
     if fit.residual is not None and rough and fit.bounds is not None:
-        J, notes, unstable = _rough_checked(fit.residual, x, J, fit.bounds, names)
+        J, notes, unstable = _rough_checked(fit.residual, x, J0, fit.bounds, names)
     at_bound = None if fit.bounds is None else bound_sides(x, *fit.bounds)
     fixed = np.zeros(x.size, bool) if at_bound is None else at_bound != 0
     m = 0 if rows is None else rows.size
     cov, half = _held_intervals(res.fun, J, alpha, fit.groups, m, fixed)
+    if J is not J0:  # a rough column's larger step must not narrow any interval
+        cov, half = _widest((cov, half), _held_intervals(res.fun, J0, alpha, fit.groups, m, fixed))
+    white = whiteness(res.fun[: res.fun.size - m], fit.layout, res.initial_cost)
+    used = "linear"
+    if method == "hac" or (method == "auto" and not white.white):
+        S, lags = hac_score_covariance(res.fun[: res.fun.size - m], J[: J.shape[0] - m], fit.layout)
+        if m:
+            S = S + J[-m:].T @ J[-m:]  # prior rows: independent, unit variance
+        hac = _hac_dof(_held_intervals(res.fun, J, alpha, fit.groups, m, fixed, S),
+                       alpha, res.fun.size - x.size, white.samples / lags - x.size)  # fmt: skip
+        cov, half = _widest((cov, half), hac)
+        used = "hac"
+        notes = [*notes, f"HAC: Newey-West sandwich, Bartlett kernel over {lags} time steps"]
     collinear = _unresolved(_collinear(J, names, x, unstable), rows)
     _withhold(cov, half, sorted({i for c in collinear for i in c.members if not fixed[i]}))
     conf = Confidence(
@@ -829,5 +939,8 @@ def _linear(fit: _FitInput, alpha: float, rough: bool) -> tuple[Confidence, np.n
         at_bound=at_bound,
         determined_by=None if rows is None else determined_by(half, cov, rows),
         notes=notes + [c.text() for c in collinear],
+        method=used,
+        whiteness=white,
+        stop_reason="" if res.success else _stop_reason(res),
     )
     return conf, J

@@ -1,4 +1,5 @@
-"""Residual evaluations on a Dask cluster (``pip install 'mjsysid[distributed]'``).
+"""Residual evaluations on a Dask cluster (``pip install -e '.[distributed]'`` in the mjsysid
+checkout).
 
 A fit's cost is candidate rollouts: ``p + 1`` per Jacobian, a population per CMA-ES
 generation, one per start of a multi-start. :class:`DistributedResidual` evaluates the
@@ -130,7 +131,9 @@ def _check_timeout(seconds: Any, what: str) -> float:
 
 logger = logging.getLogger(__name__)
 
-_INSTALL_HINT = "install the optional extra: pip install 'mjsysid[distributed]'"
+_INSTALL_HINT = (
+    "install the optional extra: pip install -e '.[distributed]' in the mjsysid checkout"
+)
 _CONNECT_TIMEOUT = 10.0  # s, default: how long the scheduler may take to answer
 _WORKER_TIMEOUT = 30.0  # s, default: how long a call waits for a first worker
 

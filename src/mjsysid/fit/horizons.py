@@ -23,19 +23,20 @@ from typing import Any, TextIO
 import numpy as np
 
 from mjsysid.fit.backends import BACKENDS, BackendCall, BackendResult
-from mjsysid.fit.checkpoints import History, write_checkpoint
+from mjsysid.fit.checkpoints import History, fit_fingerprint, write_checkpoint
 from mjsysid.fit.jacobian import CountedResidual, JacobianCache, describe_nonfinite, fd_jacobian
-from mjsysid.fit.lm import LMOptions, predicted_decrease
+from mjsysid.fit.lm import LMOptions, predicted_decrease, step_in_standard_errors
 from mjsysid.fit.options import FitOptions, check_horizons
 from mjsysid.fit.result import StageSummary
 from mjsysid.fit.status import Status, honest_status
 from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
+from mjsysid.util.progress import IterationClock
 
 logger = logging.getLogger("mjsysid.fit.optimize")
 
-FTOL_ITERS = 3  # the ftol test: this many consecutive iterations below ftol
+FTOL_ITERS = 3  # the ftol test: the relative cost decrease over this many iterations
 STAGE_SLOW = 0.9  # an early horizon stage ends after a step that cut its cost by < 10 %
 
 
@@ -48,6 +49,7 @@ class StageSettings:
       options: The fit's options. lm_options: Those of the ``"lm"`` backend.
       names: Label of every free entry. bounds: ``(lo, hi)``, each ``(p,)``.
       out: Stream for progress lines. ckpt: Checkpoint path, or ``None``.
+      clock: The time since the fit started, for the iteration lines' elapsed time and ETA.
     """
 
     options: FitOptions
@@ -56,6 +58,7 @@ class StageSettings:
     bounds: tuple[np.ndarray, np.ndarray]
     out: TextIO
     ckpt: Path | None
+    clock: IterationClock = field(default_factory=IterationClock)
 
 
 @dataclass
@@ -75,12 +78,14 @@ class Stage:
     history_x: list[np.ndarray]
     r: np.ndarray | None = None
     J: np.ndarray | None = None
+    step: tuple[str, float] | None = None  # the largest Gauss-Newton step left, in std. errors
+    held: list[str] = field(default_factory=list)  # parameters held in this stage (no effect)
 
     def summary(self) -> StageSummary:
         """The stage's record in the result (costs on this stage's data)."""
         return StageSummary(
             self.horizon, self.status, self.nit, self.nfev, self.cost0, self.cost,
-            [float(c) for c in self.history_obj],
+            [float(c) for c in self.history_obj], list(self.held),
         )  # fmt: skip
 
 
@@ -126,8 +131,8 @@ class _Recorder:
     best_cost: float
     history_obj: list[float] = field(default_factory=list)
     history_x: list[np.ndarray] = field(default_factory=list)
-    small: int = 0  # consecutive iterations with a relative reduction below ftol
     done: int = 0  # iterations completed (for an interrupted fit)
+    own: int = 0  # iterations of this run (a resumed stage's history holds earlier ones)
 
     @property
     def _steps(self) -> bool:  # iterations follow accepted steps (not scipy's calls)
@@ -135,29 +140,39 @@ class _Recorder:
 
     def __call__(self, it: int, x: np.ndarray, cost: float) -> None:
         self.done = it
+        self.own += 1
         previous = self.history_obj[-1]
-        ftol = self.s.options.ftol
-        if self._steps and ftol > 0 and np.isfinite(previous) and previous > 0:
-            self.small = self.small + 1 if (previous - cost) <= ftol * previous else 0
         self.history_obj.append(cost)
         self.history_x.append(x.copy())
         if cost <= self.best_cost:
             self.best_x, self.best_cost = x.copy(), cost
         self._report(it, x, cost)
-        if self.small >= FTOL_ITERS:
+        if self._plateau():
             raise _Converged(it, Status.FTOL)
         if self._steps and not self.plan.last and cost > STAGE_SLOW * previous:
             raise _Converged(it, Status.SLOWED)
+
+    def _plateau(self) -> bool:
+        """The ftol test: the cost fell by at most ``ftol`` of its value over the last
+        :data:`FTOL_ITERS` iterations, ``c_{k−3} − c_k ≤ ftol·c_{k−3}``."""
+        ftol = self.s.options.ftol
+        if not self._steps or ftol <= 0 or self.own < FTOL_ITERS:
+            return False
+        before, now = self.history_obj[-1 - FTOL_ITERS], self.history_obj[-1]
+        return bool(np.isfinite(before) and before > 0 and before - now <= ftol * before)
 
     def _report(self, it: int, x: np.ndarray, cost: float) -> None:
         s, plan = self.s, self.plan
         n = plan.start_iter + it
         if s.ckpt is not None:
             history = History(self.history_obj, self.history_x)
-            write_checkpoint(s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon, history)
+            write_checkpoint(
+                s.ckpt, self.best_x, self.best_cost, n, s.names, plan.horizon, history,
+                fit_fingerprint(s.options),
+            )  # fmt: skip
         if s.options.verbose:
             label = "" if plan.horizon == 1.0 else f"first {100.0 * plan.horizon:g} %  "
-            print(f"{label}iter {n:4d}  cost {cost:.6e}", file=s.out)
+            print(s.clock.line(n, s.options.max_iters, cost, label), file=s.out, flush=True)
         if s.options.callback is not None:
             s.options.callback(n, x, cost)
 
@@ -188,6 +203,22 @@ def _check_effect(J0: np.ndarray, names: list[str], mode: str | None) -> None:
         if mode == "error":
             raise ValueError(msg)
         logger.warning(msg)
+
+
+def _held(J0: np.ndarray, names: list[str], horizon: float) -> list[str]:
+    """The parameters an early stage holds: those without effect on its part of the data
+    (a zero Jacobian column: a Stribeck velocity the first 10 % never excite). The backends
+    leave such an entry where it is (no gradient moves it); it is released, and checked
+    for an effect, in the stage that excites it (at the latest the whole data's)."""
+    dead = [names[i] for i in np.flatnonzero(~np.any(J0 != 0.0, axis=0))]
+    if dead:
+        logger.info(
+            "parameters %s have no effect on the first %g %% of the data: held there until a "
+            "stage that excites them",
+            dead,
+            100.0 * horizon,
+        )
+    return dead
 
 
 def _run_backend(call: BackendCall, rec: _Recorder) -> BackendResult:
@@ -222,6 +253,7 @@ def fit_stage(
         )
     J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
     _check_effect(J0, s.names, plan.check_effect)
+    held = [] if plan.last else _held(J0, s.names, plan.horizon)
     seed = _seeded(plan.earlier, x0, cost0)
     rec = _Recorder(s, plan, x0.copy(), cost0, seed.objective, seed.candidates)
     jacobian = JacobianCache(fn, s.bounds, eps)
@@ -231,7 +263,7 @@ def fit_stage(
     res = _run_backend(call, rec)
     stage = Stage(
         plan.horizon, res.x, cost0, rec.best_cost, res.status, res.nit, 0, 0, res.nsecant,
-        rec.history_obj, rec.history_x,
+        rec.history_obj, rec.history_x, held=held,
     )  # fmt: skip
     if plan.last:
         _finish_last(stage, fn, jacobian, rec)
@@ -255,37 +287,51 @@ def _seeded(earlier: History | None, x0: np.ndarray, cost0: float) -> History:
 def _finish_last(
     stage: Stage, fn: CountedResidual, jacobian: JacobianCache, rec: _Recorder
 ) -> None:
-    """The last stage's residual, cost and Jacobian at its solution."""
+    """The last stage's residual, cost and Jacobian at its solution (an interrupted stage's
+    Jacobian is not computed: all NaN)."""
     x_hat = stage.x
     r_hat = fn(x_hat)
     if not np.all(np.isfinite(r_hat)):  # cannot happen for accepted steps; be explicit
         x_hat, r_hat = rec.best_x, fn(rec.best_x)
     stage.x, stage.r = x_hat, r_hat
     stage.cost = 0.5 * float(r_hat @ r_hat)
+    if stage.status == Status.INTERRUPTED:  # Ctrl-C means stop now: no p more rollouts
+        stage.J = np.full((r_hat.size, x_hat.size), np.nan)
+        return
     stage.J = jacobian(x_hat, r_hat)
-    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost)
+    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost, rec.s.names)
 
 
 def _judge_stop(
-    stage: Stage, bounds: tuple[np.ndarray, np.ndarray], start_cost: float | None = None
+    stage: Stage,
+    bounds: tuple[np.ndarray, np.ndarray],
+    start_cost: float | None = None,
+    names: list[str] | None = None,
 ) -> None:
-    """Renames an xtol/ftol stop that is no minimum ``"small_step"`` (see
-    :func:`~mjsysid.fit.status.honest_status`) and logs the predicted decrease."""
-    if stage.status not in (Status.XTOL, Status.FTOL):
+    """Renames an xtol/ftol/gtol stop that is no minimum ``"small_step"`` (see
+    :func:`~mjsysid.fit.status.honest_status`: a clear predicted decrease, or a
+    Gauss-Newton step over 0.3 standard errors) and logs the predicted decrease."""
+    if stage.status not in (Status.XTOL, Status.FTOL, Status.GTOL):
         return
     assert stage.J is not None and stage.r is not None
     predicted = predicted_decrease(stage.J, stage.r, stage.x, bounds)
     cost0 = max(stage.cost0, start_cost or 0.0)
-    judged = honest_status(stage.status, stage.cost, predicted, cost0)
+    se = step_in_standard_errors(stage.J, stage.r, stage.x, bounds)
+    worst = int(np.argmax(se)) if se.size else 0
+    k = float(se[worst]) if se.size else 0.0
+    if names is not None and se.size:
+        stage.step = (names[worst], k)
+    judged = honest_status(stage.status, stage.cost, predicted, cost0, k)
     if judged is not stage.status:
         logger.warning(
             "the fit stopped on %s at cost %.6g, but the linearised model still predicts a "
-            "decrease of %.3g (%.1f %% of the cost): not converged (status small_step): the "
-            "fit's message says what to try",
+            "decrease of %.3g (%.1f %% of the cost) and a step of %.3g standard errors: not "
+            "converged (status small_step): the fit's message says what to try",
             stage.status.value,
             stage.cost,
             predicted,
             100.0 * predicted / stage.cost if stage.cost > 0 else float("inf"),
+            k,
         )
         stage.status = judged
 
@@ -411,6 +457,11 @@ def run_stages(
             r_here = fit.full(x)  # (remembered by CountedResidual when a stage ends where it began)
             skip = UNINFORMATIVE * 0.5 * float(r_here @ r_here)
             plan = StagePlan(h, last, it0, None, skip, earlier=seed)
+        if s.options.verbose and len(horizons) > 1:
+            part = (
+                "the whole data" if last else f"the first {100 * h:g} % of every sequence or window"
+            )
+            print(f"stage {k + 1}/{len(horizons)}: {part}", file=s.out, flush=True)
         stage = fit_stage(fns[k], params, x, s, plan)
         fit.stages.append(stage)
         x, it0 = stage.x, 0 if last else it0 + stage.nit
@@ -424,10 +475,12 @@ def run_stages(
 def _evaluate_whole(
     residual_fn: ResidualFn, params: ParameterDict, x: np.ndarray, s: StageSettings
 ) -> Stage:
-    """The whole data at ``x``, no fit: the end of a fit interrupted in an early stage."""
-    final = StageSettings(
-        s.options.replace(max_iters=0), s.lm_options, s.names, s.bounds, s.out, s.ckpt
-    )
-    end = fit_stage(residual_fn, params, x, final, StagePlan(1.0, True, 0, None))
-    end.status = Status.INTERRUPTED
-    return end
+    """The whole data's residual at ``x``, no fit and no Jacobian (all NaN): the end of a fit
+    interrupted in an early stage, reached in one evaluation."""
+    fn = CountedResidual(residual_fn, params)
+    r = fn(x)
+    cost = 0.5 * float(r @ r)
+    return Stage(
+        1.0, x, cost, cost, Status.INTERRUPTED, 0, fn.nfev, 0, 0, [cost], [x.copy()],
+        r=r, J=np.full((r.size, x.size), np.nan),
+    )  # fmt: skip

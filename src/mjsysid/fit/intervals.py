@@ -59,6 +59,7 @@ def calculate_intervals(
     groups: npt.ArrayLike | None = None,
     rtol: float = 1e-10,
     prior_rows: int = 0,
+    score_covariance: npt.ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Covariance and ``(1 − alpha)`` confidence half-widths at a least-squares solution.
 
@@ -86,6 +87,10 @@ def calculate_intervals(
       prior_rows: The last ``prior_rows`` entries of the residual (and rows of ``J``) are
         the prior rows of a MAP fit, of unit variance (see the module docstring);
         ``noise_variance`` and ``groups`` then describe the ``n − prior_rows`` data rows.
+      score_covariance: ``(p, p)`` covariance ``S`` of ``Jᵀr`` when the residuals are not
+        independent (a Newey-West estimate, :func:`mjsysid.fit.whiteness.hac_score_covariance`):
+        the covariance is then the sandwich ``H⁺ S H⁺`` (``noise_variance``, ``groups``
+        and ``prior_rows`` are not used: ``S`` holds every row's part, prior rows too).
 
     Returns:
       ``(covariance (p, p), half_widths (p,))``. Parameters touching an unidentifiable direction
@@ -107,6 +112,14 @@ def calculate_intervals(
         raise ValueError(must_be("alpha", "in (0, 1)", alpha))
     cutoffs = _cutoffs(rtol, lambda_zero_thresh, v_zero_thresh)
     m = _prior_count(prior_rows, r.size)
+    if score_covariance is not None:
+        S = _float_array("score_covariance", score_covariance)
+        p = Jm.shape[1]
+        if S.shape != (p, p) or not np.all(np.isfinite(S)):
+            raise ValueError(must_be("score_covariance", f"a finite ({p}, {p}) array", S))
+        cov = _covariance(Jm, np.zeros(r.size), cutoffs, S)
+        tval = float(scipy.stats.t.ppf(1.0 - a / 2.0, r.size - p))
+        return cov, tval * np.sqrt(np.diag(cov))
     return _intervals(r, Jm, a, cutoffs, m, _Noise(noise_variance, groups))
 
 
@@ -277,12 +290,22 @@ def _threshold(name: str, value: Any, default: float) -> float:
     return t
 
 
-def _covariance(Jm: np.ndarray, var: np.ndarray, cutoffs: _Cutoffs) -> np.ndarray:
+def _covariance(
+    Jm: np.ndarray, var: np.ndarray, cutoffs: _Cutoffs, S: np.ndarray | None = None
+) -> np.ndarray:
     """``(p, p)`` sandwich covariance over the identifiable directions (see the module
-    docstring); a parameter touching a null direction gets ``inf`` variance, NaN elsewhere."""
+    docstring; with ``S``, the covariance of ``Jᵀr``, ``H⁺ S H⁺``); a parameter touching a
+    null direction gets ``inf`` variance, NaN elsewhere."""
     Js, d = _scaled(Jm)
     eig = _pinv(Js.T @ Js, cutoffs)
     H_pinv = eig.pinv
+    if S is not None:
+        Ss = S * np.outer(d, d)  # Var(J_sᵀr)
+        inner = d[:, None] * H_pinv
+        cov = inner @ Ss @ inner.T
+        cov = 0.5 * (cov + cov.T)
+        np.fill_diagonal(cov, np.maximum(np.diag(cov), 0.0))
+        return _mark_unidentifiable(cov, eig, cutoffs)
     # Sandwich covariance of the least-squares estimate: H⁺ (Jᵀ diag(σ²) J) H⁺; equals σ² H⁺
     # for a constant variance, and stays right when the variance differs between signals.
     # As B Bᵀ with B = D H⁺ J_sᵀ diag(σ), so that its diagonal is a sum of squares (>= 0 to
@@ -291,6 +314,11 @@ def _covariance(Jm: np.ndarray, var: np.ndarray, cutoffs: _Cutoffs) -> np.ndarra
     cov = B @ B.T
     diag = np.einsum("ij,ij->i", B, B)
     np.fill_diagonal(cov, diag)
+    return _mark_unidentifiable(cov, eig, cutoffs)
+
+
+def _mark_unidentifiable(cov: np.ndarray, eig: _Eigen, cutoffs: _Cutoffs) -> np.ndarray:
+    """``cov`` with ``inf`` variance and NaN covariances for the unidentifiable parameters."""
     unident = _unidentifiable(eig, cutoffs)
     cov[unident, :] = np.nan
     cov[:, unident] = np.nan

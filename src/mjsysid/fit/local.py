@@ -29,8 +29,10 @@ import numpy as np
 
 from mjsysid.fit.checkpoints import (
     History,
+    check_checkpoint_cost,
     checkpoint_history,
     checkpoint_horizon,
+    fit_fingerprint,
     load_checkpoint,
     write_checkpoint,
 )
@@ -39,8 +41,9 @@ from mjsysid.fit.jacobian import CountedResidual, fd_jacobian
 from mjsysid.fit.lm import LMOptions
 from mjsysid.fit.options import FitOptions, check_x_scale
 from mjsysid.fit.result import FitHistory, OptimizeResult
-from mjsysid.fit.status import CONVERGED, message
-from mjsysid.objective.protocols import DescribedResidualFn, ResidualFn
+from mjsysid.fit.status import CONVERGED, Diagnosis, Status, message
+from mjsysid.fit.whiteness import residual_series, whiteness
+from mjsysid.objective.protocols import DescribedResidualFn, HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -228,12 +231,16 @@ class _Start:
     earlier: History | None = None
 
 
-def _resume(start: _Start, s: StageSettings, params: ParameterDict) -> _Start:
-    """The start read from the checkpoint (``resume=True`` and it exists), in its stage."""
+def _resume(
+    start: _Start, s: StageSettings, params: ParameterDict, residual_fn: Any = None
+) -> _Start:
+    """The start read from the checkpoint (``resume=True`` and it exists), in its stage,
+    checked against the present inputs, options and data (see
+    :mod:`~mjsysid.fit.checkpoints`)."""
     ckpt = s.ckpt
     if not s.options.resume or ckpt is None or not ckpt.exists():
         return start
-    x0, start_iter = load_checkpoint(ckpt, params)
+    x0, start_iter = load_checkpoint(ckpt, params, fit_fingerprint(s.options))
     lo, hi = s.bounds
     out = np.flatnonzero((x0 < lo) | (x0 > hi))
     if out.size:
@@ -244,26 +251,63 @@ def _resume(start: _Start, s: StageSettings, params: ParameterDict) -> _Start:
             "changed since it was written: widen them or start afresh (resume=False)"
         )
     written_in = checkpoint_horizon(ckpt)
+    if residual_fn is not None:
+        _check_cost(ckpt, residual_fn, params, x0, written_in)
     horizons = [h for h in start.horizons if h >= written_in] or [1.0]
     logger.info("resuming from %s at iteration %d", ckpt, start_iter)
     earlier = checkpoint_history(ckpt, x0.size) if horizons[0] == written_in else None
     return _Start(x0, start_iter, horizons, earlier)
 
 
-def _result(fit: StagedFit, s: StageSettings, start_iter: int, t_start: float) -> OptimizeResult:
+# the whole data's cost may end this much above its start value before the fit says it rose
+COST_ROSE_RTOL = 1e-9
+
+
+def _diagnosis(stage: Any, residual_fn: Any, cost0: float) -> Diagnosis:
+    """The end point's :class:`~mjsysid.fit.status.Diagnosis`: the step left, and how far
+    the residual is above its sample-to-sample noise (Durbin-Watson)."""
+    r = stage.r
+    w = whiteness(r, residual_series(residual_fn, r.size), cost0)
+    ratio = w.noise_ratio if w.judged else float("nan")
+    return Diagnosis(stage.step, ratio, w.text())
+
+
+def _check_cost(
+    ckpt: Any, residual_fn: Any, params: ParameterDict, x: np.ndarray, horizon: float
+) -> None:
+    """The cost at the checkpoint's point on its stage's data, against the recorded one."""
+    fn = residual_fn
+    if horizon < 1.0:
+        if not isinstance(residual_fn, HorizonResidualFn):
+            return
+        fn = residual_fn.head(horizon)
+    r = CountedResidual(fn, params.copy())(x)
+    if np.all(np.isfinite(r)):
+        check_checkpoint_cost(ckpt, 0.5 * float(r @ r))
+
+
+def _result(
+    fit: StagedFit, s: StageSettings, start_iter: int, t_start: float, residual_fn: Any = None
+) -> OptimizeResult:
     """Writes the last checkpoint, says how it ended, and collects the result."""
     done, opts = fit.stages, s.options
     stage = done[-1]
     assert stage.r is not None and stage.J is not None
+    cost0 = stage.cost0 if fit.full is None else fit.initial_cost
+    scale = max([cost0, *(st.cost0 for st in done)])  # round-off at an exact fit is no rise
+    rose = stage.cost - cost0 > max(COST_ROSE_RTOL * cost0, 1e-12 * scale)
+    if rose and stage.status != Status.INTERRUPTED:
+        stage.status = Status.COST_ROSE
     nit = sum(st.nit for st in done)
     if s.ckpt is not None:
         ended = next((st for st in reversed(done) if st.horizon == fit.stopped_in), stage)
-        write_checkpoint(
-            s.ckpt, stage.x, stage.cost, start_iter + nit, s.names, fit.stopped_in,
-            History(ended.history_obj, ended.history_x),
+        write_checkpoint(  # the cost on the data of the stage it is resumed in
+            s.ckpt, stage.x, ended.cost, start_iter + nit, s.names, fit.stopped_in,
+            History(ended.history_obj, ended.history_x), fit_fingerprint(opts),
         )  # fmt: skip
-    text = message(stage.status, opts.max_iters, opts.messages)
-    cost0 = stage.cost0 if fit.full is None else fit.initial_cost
+    text = message(
+        stage.status, opts.max_iters, opts.messages, _diagnosis(stage, residual_fn, cost0)
+    )
     if opts.verbose:
         print(f"{text} cost {cost0:.6e} -> {stage.cost:.6e} in {nit} iterations", file=s.out)
     history = FitHistory(stage.history_obj, stage.history_x, sum(st.nsecant for st in done))
@@ -305,7 +349,7 @@ def run_fit(
     if options.check_conditioning:
         start_condition(residual_fn, params, x0, (lo, hi), float(options.eps))
     horizons = list(resolve_horizons(options.horizons, residual_fn, options.optimizer, params))
-    start = _resume(_Start(x0, 0, horizons), s, params)
+    start = _resume(_Start(x0, 0, horizons), s, params, residual_fn)
     if s.ckpt is not None:  # fail now, not after the first iteration, if it cannot be written
         write_checkpoint(
             s.ckpt,
@@ -315,11 +359,12 @@ def run_fit(
             s.names,
             start.horizons[0],
             start.earlier,  # (a fit killed again before its first iteration keeps it)
+            fit_fingerprint(options),
         )
     staged = run_stages(
         residual_fn, params, start.x0, s, start.horizons, start.start_iter, start.earlier
     )
-    result = _result(staged, s, start.start_iter, t_start)
+    result = _result(staged, s, start.start_iter, t_start, residual_fn)
     opt_params = params.copy()
     opt_params.update_from_vector(result.x)
     if options.verbose:  # the table mujoco.sysid's verbose logs

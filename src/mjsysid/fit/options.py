@@ -263,9 +263,12 @@ class FitOptions:
         residual evaluations).
       verbose: Print one line per iteration to ``output`` (default stdout); silent otherwise.
       xtol, gtol: Termination tolerances on the relative step and the gradient (``>= 0``).
-      ftol: Termination tolerance on the relative cost reduction: the fit stops when the cost
-        fell by less than ``ftol·cost`` in each of 3 consecutive iterations (a plateau, e.g.
-        with contacts; raise it, say to 1e-4, to stop stalled contact-rich fits early).
+      ftol: Termination tolerance on the relative progress (``"lm"``, ``"mujoco"``): the fit
+        stops when the cost fell by at most ``ftol`` of its value over the last 3 iterations,
+        ``c_{k−3} − c_k ≤ ftol·c_{k−3}`` (default 1e-4: a fit no longer spends dozens of
+        iterations gaining hundredths of a percent). Such a stop counts as converged only when
+        the Gauss-Newton step left is under 0.3 standard errors of every parameter
+        (:func:`~mjsysid.fit.status.honest_status`), else its status is ``"small_step"``.
       eps: Relative finite-difference step (``> 0``).
       mu_factor: ``"lm"`` and ``"mujoco"`` backends: factor by which the Levenberg-Marquardt
         damping grows after a rejected step (``None``: 4 for ``"lm"``, 2 for ``"mujoco"``;
@@ -305,7 +308,11 @@ class FitOptions:
       checkpoint: ``.npz`` path written atomically after every iteration (best ``x`` so far,
         and the horizon stage it belongs to).
       resume: Start from ``checkpoint`` if it exists (in the stage it was written in); needs
-        ``checkpoint``.
+        ``checkpoint``. Refused, with the differences named, when the checkpoint was written
+        under other options or ``inputs``, or when its cost, evaluated again at its point,
+        differs from the recorded one (other data): see :mod:`~mjsysid.fit.checkpoints`.
+      inputs: ``{path: SHA-256}`` of the files the fit reads (``mjsysid fit`` passes the
+        experiment's), kept in the checkpoint and checked by ``resume``.
       callback: ``callback(iteration, x, cost)`` after each iteration (``cost`` on the
         current stage's horizon; iterations are counted across stages).
       output: Stream for ``verbose``.
@@ -340,7 +347,7 @@ class FitOptions:
     verbose: bool = False
     xtol: float = 1e-8
     gtol: float = 1e-8
-    ftol: float = 1e-8
+    ftol: float = 1e-4
     eps: float = 1.5e-8
     mu_factor: float | None = None
     secant: bool = True
@@ -350,6 +357,7 @@ class FitOptions:
     allow_no_effect: bool = False
     checkpoint: str | Path | None = None
     resume: bool = False
+    inputs: Mapping[str, str] | None = None
     callback: IterationCallback | None = None
     output: TextIO | None = None
     messages: MessageContext | None = None
@@ -391,6 +399,11 @@ class FitOptions:
         if self.messages is not None and not isinstance(self.messages, MessageContext):
             raise TypeError(must_be("messages", "a MessageContext or None", self.messages))
         object.__setattr__(self, "horizons", check_horizons(self.horizons))
+        if self.inputs is not None and not (
+            isinstance(self.inputs, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in self.inputs.items())
+        ):
+            raise TypeError(must_be("inputs", "a mapping {path: sha256} of strings", self.inputs))
         if self.resume and self.checkpoint is None:
             raise ValueError(must_be("checkpoint", "a path when resume=True", None))
 

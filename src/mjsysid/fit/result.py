@@ -53,6 +53,8 @@ class StageSummary:
       status: How the stage ended. nit: Its iterations. nfev: Its candidate evaluations.
       initial_cost, cost: ``½‖r‖²`` on this stage's part of the data, at its start and end.
       objective: Its costs per accepted iteration (on its part of the data).
+      held: The parameters it held, having no effect on its part of the data (released in
+        the stage that excites them).
     """
 
     horizon: float
@@ -62,6 +64,7 @@ class StageSummary:
     initial_cost: float
     cost: float
     objective: list[float]
+    held: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """Plain scalars and lists (for ``result.yaml``)."""
@@ -73,6 +76,7 @@ class StageSummary:
             "initial_cost": float(self.initial_cost),
             "cost": float(self.cost),
             "objective": [float(c) for c in self.objective],
+            **({"held": list(self.held)} if self.held else {}),
         }
 
     @classmethod
@@ -82,6 +86,7 @@ class StageSummary:
             float(data["horizon"]), Status(data["status"]), int(data["nit"]), int(data["nfev"]),
             float(data["initial_cost"]), float(data["cost"]),
             [float(c) for c in data.get("objective", [])],
+            [str(n) for n in data.get("held", [])],
         )  # fmt: skip
 
 

@@ -103,7 +103,7 @@ def _import_cma() -> type[CMA]:
     except ImportError as e:
         raise ImportError(
             "global search with method 'cmaes' needs the 'cmaes' package: "
-            "pip install 'mjsysid[global]' (or pip install cmaes)"
+            "pip install -e '.[global]' in the mjsysid checkout (or pip install cmaes)"
         ) from e
     return cast(type[CMA], CMA)
 
@@ -668,6 +668,12 @@ def global_search(
             population_size=run.population,
         )
         prog = _Progress(x_best=run.x0.copy())
+    if out is not None:  # the stage switch, labelled
+        print(
+            f"global stage: CMA-ES, population {run.population}, budget {run.budget} evaluations",
+            file=out,
+            flush=True,
+        )
     _loop(run, cma, prog)
     return _result(run, prog, time.perf_counter() - t0)
 
@@ -790,6 +796,13 @@ def fit_global(
         verbose=options.verbose,
         output=options.output,
     )
+    if options.verbose and g.stop_reason != "interrupted":
+        print(
+            f"local stage: {options.optimizer} from the global stage's best candidate "
+            f"(cost {g.cost:.6e})",
+            file=options.output if options.output is not None else sys.stdout,
+            flush=True,
+        )
     opt_params, local = _local_stage(params, residual_fn, g, options)
     return opt_params, _merge(g, local, time.perf_counter() - t0)
 

@@ -36,6 +36,8 @@ class Status(str, Enum):
     INTERRUPTED = "interrupted"
     # an xtol/ftol stop that failed the honesty check (see honest_status)
     SMALL_STEP = "small_step"
+    # the whole data's cost ended above its value at the start (horizon stages led away)
+    COST_ROSE = "cost_rose"
     # early horizon stages only (see mjsysid.fit.horizons)
     SLOWED = "slowed"
     SKIPPED = "skipped"
@@ -44,15 +46,16 @@ class Status(str, Enum):
         return self.value
 
 
-# a fit that ended with one of these met a convergence test
-CONVERGED = frozenset({Status.XTOL, Status.GTOL, Status.FTOL, Status.STALLED})
+# a fit that ended with one of these met a convergence test (a stall is no convergence: the
+# cost stopped falling at a point the Gauss-Newton model does not call a minimum)
+CONVERGED = frozenset({Status.XTOL, Status.GTOL, Status.FTOL})
 
 MESSAGES: dict[Status, str] = {
     Status.XTOL: "Converged: the parameter step fell below xtol.",
     Status.GTOL: "Converged: the projected gradient fell below gtol.",
     Status.FTOL: "Converged: the relative cost reduction stayed below ftol.",
     Status.STALLED: (
-        "Stopped: the cost stalled (three steps in a row were accepted only at a large "
+        "Not converged: the cost stalled (three steps in a row were accepted only at a large "
         "damping and gained under 0.1 %): no nearby point is clearly better."
     ),
     Status.MAX_ITERS: "Stopped after max_iters={n} iterations before converging",
@@ -69,6 +72,11 @@ MESSAGES: dict[Status, str] = {
         "Not converged: the fit stopped on a small step (or a small cost reduction) while "
         "the linearised model still predicts a clear decrease of the cost, so this is not a "
         "minimum; its confidence intervals are not meaningful."
+    ),
+    Status.COST_ROSE: (
+        "Not converged: the cost on the whole data ended above its value at the start (the "
+        "early horizon stages, fitted on the start of the data, led the fit away from it); "
+        "the result is worse than the start."
     ),
 }
 """What each status means (the first sentences of :func:`message`; the remedies follow
@@ -157,7 +165,11 @@ def reworded(result_message: str, status: Status | str, context: MessageContext)
     except ValueError:
         return result_message
     found = re.search(r"max_iters=(\d+)", result_message)
-    return message(st, int(found.group(1)) if found else 0, context)
+    text = message(st, int(found.group(1)) if found else 0, context)
+    if result_message.startswith(_NOT_TO_THE_DATA) and text.startswith("Converged: "):
+        text = _NOT_TO_THE_DATA + text[len("Converged: ") :].rstrip(".") + ")."
+    at = result_message.find(DIAGNOSIS)
+    return text + (result_message[at:] if at >= 0 else "")
 
 
 def _can_collide(m: Any) -> bool:
@@ -303,6 +315,14 @@ def _max_iters(c: MessageContext) -> str:
     )
 
 
+def _cost_rose(c: MessageContext) -> str:
+    one = c.say("horizons=None", "optimizer: {horizons: none}, or --horizons none")
+    out = [f"one stage on the whole data ({one})"]
+    if not c.windowed:
+        out.insert(0, _windows(c))
+    return f" Try {_joined(out)}."
+
+
 def _factorization(c: MessageContext) -> str:
     return (
         " See "
@@ -320,6 +340,7 @@ REMEDIES: dict[Status, Callable[[MessageContext], str]] = {
     Status.NO_IMPROVEMENT: _no_improvement,
     Status.MAX_ITERS: _max_iters,
     Status.FACTORIZATION_FAILED: _factorization,
+    Status.COST_ROSE: _cost_rose,
 }
 """What to do after a stop, per status: the text after :data:`MESSAGES`' meaning."""
 
@@ -331,31 +352,101 @@ SMALL_STEP_PREDICTED = 1e-2
 SMALL_STEP_FLOOR = 1e-10
 
 
-def honest_status(status: Status, cost: float, predicted: float, cost0: float) -> Status:
-    """``status``, or :attr:`Status.SMALL_STEP` for an ``xtol``/``ftol`` stop at which the
-    linearised model still predicts a decrease ``predicted`` over ``SMALL_STEP_PREDICTED``
-    of ``cost`` and over ``SMALL_STEP_FLOOR`` of the start cost ``cost0`` (a small step is
-    not a minimum when the gradient is not small)."""
-    if status not in (Status.XTOL, Status.FTOL):
-        return status
-    floor = max(SMALL_STEP_PREDICTED * max(cost, 0.0), SMALL_STEP_FLOOR * max(cost0, 0.0))
-    if not predicted > floor:  # nan: not judged
-        return status
-    return Status.SMALL_STEP
+STEP_SE = 0.3  # a converged fit's Gauss-Newton step is below this many standard errors
 
 
-def message(status: Status | str, max_iters: int, context: MessageContext | None = None) -> str:
+def honest_status(
+    status: Status, cost: float, predicted: float, cost0: float, step_se: float = 0.0
+) -> Status:
+    """``status``, or :attr:`Status.SMALL_STEP` for an ``xtol``/``ftol``/``gtol`` stop that
+    is no minimum: the linearised model still predicts a decrease ``predicted`` over
+    ``SMALL_STEP_PREDICTED`` of ``cost``, or a Gauss-Newton step of ``step_se`` (the largest
+    over the parameters, :func:`~mjsysid.fit.lm.step_in_standard_errors`) above
+    :data:`STEP_SE` standard errors. A predicted decrease under ``SMALL_STEP_FLOOR`` of the
+    start cost ``cost0`` is round-off at an exact fit: converged whatever the step."""
+    if status not in (Status.XTOL, Status.FTOL, Status.GTOL):
+        return status
+    if not predicted > SMALL_STEP_FLOOR * max(cost0, 0.0):  # nan: not judged
+        return status
+    if predicted > SMALL_STEP_PREDICTED * max(cost, 0.0) or step_se > STEP_SE:
+        return Status.SMALL_STEP
+    return status
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What a finished fit's end point says beyond its status, for its message.
+
+    Attributes:
+      step: ``(name, k)``: the parameter the Gauss-Newton step still moves the most, by
+        ``k`` standard errors (``None``: not judged).
+      noise_ratio: The residual's variance over its sample-to-sample (white) part, ``2/d``
+        with ``d`` the pooled Durbin-Watson figure (1 for white noise;
+        :mod:`mjsysid.fit.whiteness`).
+      signals: The worst signals' Durbin-Watson figures, in words.
+    """
+
+    step: tuple[str, float] | None = None
+    noise_ratio: float = float("nan")
+    signals: str = ""
+
+    @property
+    def far_from_noise(self) -> bool:
+        """Whether the residual is far above the noise (``noise_ratio`` over 10)."""
+        return self.noise_ratio > FAR_ABOVE_NOISE
+
+
+FAR_ABOVE_NOISE = 10.0
+DIAGNOSIS = " At the end:"  # the start of the diagnosis, kept when a message is reworded
+_NOT_TO_THE_DATA = (
+    "Stopped at a minimum that does not reproduce the data (the optimizer's test was met: "
+)
+
+
+def _diagnosed(text: str, st: Status, c: MessageContext, d: Diagnosis | None) -> str:
+    """``text`` with the :class:`Diagnosis` said after it (and a converged fit far above
+    the noise not called converged)."""
+    if d is None:
+        return text
+    out = []
+    if d.step is not None and st is Status.SMALL_STEP:
+        name, k = d.step
+        out.append(f"the Gauss-Newton step still moves {name} by {k:.3g} standard errors")
+    if d.far_from_noise:
+        remedies = ([] if c.windowed else [_windows(c)]) + ([] if c.staged else [_horizons(c)])
+        hint = f"; try {_joined(remedies)}" if remedies else ""
+        sig = f" ({d.signals})" if d.signals else ""
+        out.append(
+            f"the residual is {d.noise_ratio:.3g} times its sample-to-sample noise{sig}: the "
+            "simulation does not follow the data (a long recording drifts, the fit is in a "
+            f"local minimum, or the model misses physics){hint}"
+        )
+        if st in CONVERGED and text.startswith("Converged: "):
+            text = _NOT_TO_THE_DATA + text[len("Converged: ") :].rstrip(".") + ")."
+    return text + (DIAGNOSIS + " " + "; ".join(out) + "." if out else "")
+
+
+def message(
+    status: Status | str,
+    max_iters: int,
+    context: MessageContext | None = None,
+    diagnosis: Diagnosis | None = None,
+) -> str:
     """The words for a fit's final ``status``: what it means and what to do next.
 
     Args:
       status: How the fit ended. max_iters: The iteration limit it ran under.
       context: The reader's language and what can apply to this fit (default: both
         languages, every cause; see :class:`MessageContext`).
+      diagnosis: What the end point says beyond the status (:class:`Diagnosis`): the step
+        left in standard errors, a residual far above the noise (then a converged fit is not
+        called converged, and windows and horizons are suggested).
     """
     st = Status(status)
+    c = context or MessageContext()
     text = MESSAGES[st].format(n=max_iters)
     remedy = REMEDIES.get(st)
-    return text + (remedy(context or MessageContext()) if remedy is not None else "")
+    return _diagnosed(text + (remedy(c) if remedy is not None else ""), st, c, diagnosis)
 
 
 _SCIPY_STATUS = {

@@ -186,13 +186,13 @@ def write_html(report: EvaluationReport, path: str | Path, *, title: str = "Eval
     """A standalone page: the table and the error-versus-horizon curves (plotly.js inlined).
 
     Raises:
-        ImportError: plotly is missing (``pip install 'mjsysid[report]'``).
+        ImportError: plotly is missing (``pip install -e '.[report]'`` in the mjsysid checkout).
     """
     try:
         from plotly import offline
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise ImportError(
-            f"the HTML page needs plotly ({e}): pip install 'mjsysid[report]'"
+            f"the HTML page needs plotly ({e}): pip install -e '.[report]' in the mjsysid checkout"
         ) from None
     js = offline.get_plotlyjs().replace("</script", "<\\/script")
     fig = json.dumps(_figure(report)).replace("</", "<\\/")

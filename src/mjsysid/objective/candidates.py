@@ -33,6 +33,7 @@ import numpy as np
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.objective.alignment import PreparedSequence
 from mjsysid.objective.control_transform import ControlTransform
+from mjsysid.objective.initial_state import LAW_STATE_KIND
 from mjsysid.objective.layout import Layout, check_law_params
 from mjsysid.objective.protocols import BuildModelFn, CustomRolloutFn
 from mjsysid.params.apply import (
@@ -42,9 +43,9 @@ from mjsysid.params.apply import (
     refresh_constants,
     run_modifiers,
 )
-from mjsysid.params.parameter import ParameterDict
+from mjsysid.params.parameter import Parameter, ParameterDict
 from mjsysid.sim.batch import LawRollout
-from mjsysid.sim.laws.core import ForceLaw, parameter_name
+from mjsysid.sim.laws.core import ForceLaw, parameter_name, state_start_key
 from mjsysid.sim.lockstep import LawData
 from mjsysid.sim.rollout import BatchRollout
 from mjsysid.sim.warp import WarpRollout
@@ -287,7 +288,13 @@ class CandidateRollouts:
                     [[cand_params[j] for j in sim_cols[i]] if cand_params else [] for i in group],
                     preds,
                     self.transformed_controls(sequences, work, layout, X, sim_cols, group, base),
-                    law_values=self.law_values(work, layout, X, [sim_cols[i] for i in group]),
+                    law_values=self.law_values(
+                        work,
+                        layout,
+                        X,
+                        [sim_cols[i] for i in group],
+                        [sequences[i].label for i in group],
+                    ),
                 )
         return preds
 
@@ -314,11 +321,18 @@ class CandidateRollouts:
         return np.stack(out)
 
     def law_values(
-        self, work: ParameterDict, layout: Layout, X: np.ndarray, cols: list[np.ndarray]
+        self,
+        work: ParameterDict,
+        layout: Layout,
+        X: np.ndarray,
+        cols: list[np.ndarray],
+        labels: list[str],
     ) -> list[dict[str, np.ndarray]] | None:
         """Per force law, ``{parameter: (sum of candidates, size)}`` values of the columns
-        ``cols`` of ``X`` (a frozen parameter's value for every candidate); ``None`` without
-        laws."""
+        ``cols[g]`` of ``X`` for the sequences ``labels[g]`` (a frozen parameter's value for
+        every candidate), and the starts of its internal states where the sequences have
+        some (:func:`~mjsysid.objective.initial_state.law_state_params`; NaN rows: computed
+        by the law); ``None`` without laws."""
         if self.lockstep is None:
             return None
         check_law_params(self.lockstep.laws, work)
@@ -335,7 +349,40 @@ class CandidateRollouts:
                     else np.repeat(work[name].value[None], flat.size, axis=0)
                 )
             out.append(vals)
+        if any(law.states for law in self.lockstep.laws):
+            self._law_starts(work, layout, X, cols, labels, out)
         return out
+
+    def _law_starts(
+        self,
+        work: ParameterDict,
+        layout: Layout,
+        X: np.ndarray,
+        cols: list[np.ndarray],
+        labels: list[str],
+        out: list[dict[str, np.ndarray]],
+    ) -> None:
+        """Adds the law-state starts of the sequences ``labels`` to the laws' values ``out``."""
+        assert self.lockstep is not None
+        starts: dict[tuple[str, str, str], Parameter] = {
+            (str(p.meta["target"]), str(p.meta["law"]), str(p.meta["state"])): p
+            for p in work.values()
+            if p.meta.get("kind") == LAW_STATE_KIND
+        }
+        if not starts:
+            return
+        first = np.cumsum([0] + [c.size for c in cols])
+        for law, vals in zip(self.lockstep.laws, out, strict=True):
+            for state, size in law.states.items():
+                given = np.full((first[-1], size), np.nan)
+                for g, label in enumerate(labels):
+                    p = starts.get((label, law.name, state))
+                    if p is None:
+                        continue
+                    rows = layout.spans.get(p.name)
+                    block = slice(first[g], first[g + 1])
+                    given[block] = X[rows][:, cols[g]].T if rows is not None else p.value
+                vals[state_start_key(state)] = given
 
     def law_data(
         self, sequences: Sequence[PreparedSequence], key: tuple[tuple[int, int], ...]

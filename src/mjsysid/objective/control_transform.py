@@ -42,7 +42,7 @@ import mujoco
 import numpy as np
 
 from mjsysid.params.parameter import Parameter, ParameterDict
-from mjsysid.util.errors import must_be
+from mjsysid.util.errors import did_you_mean, must_be
 
 _SIZES = {"deadband": (1, 2), "gain": (1, 2), "offset": (1,)}
 _DIRECTIONS = ("both", "positive", "negative")
@@ -118,7 +118,7 @@ class ControlTransform:
             if not self.columns(model, op.pattern).size:
                 raise ValueError(
                     f"{where}: the pattern must match at least one actuator, got none; "
-                    f"actuators: {names}"
+                    f"actuators: {names}{did_you_mean(op.pattern, names)}"
                 )
             if params is None:
                 continue

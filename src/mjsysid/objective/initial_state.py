@@ -5,22 +5,29 @@ sequence. :func:`initial_state_params` makes the initial joint positions, veloci
 actuator activations of chosen sequences parameters of the fit (they need no recompile and
 cost no extra rollouts: the rollout simply starts from the candidate state);
 :func:`initial_state_overrides` gives the residual function the candidate start of each
-sequence.
+sequence. :func:`law_state_params` does the same for the internal states of force laws (a
+filter, a motor current), which no sensor shows: each sequence or shooting window then starts
+its laws from estimated values instead of what the law computes from the recorded start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import mujoco
 import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import state_slices
+from mjsysid.data.timeseries import TimeSeries
 from mjsysid.params.parameter import Parameter, ParameterDict
+from mjsysid.sim.laws.core import ForceLaw, StepContext, law_values
 from mjsysid.util.errors import must_be
 
-INITIAL_KINDS = ("initial_qpos", "initial_qvel", "initial_act")
+#: The kinds of initial-state parameters: each belongs to one sequence (``meta["target"]``).
+INITIAL_KINDS = ("initial_qpos", "initial_qvel", "initial_act", "initial_law_state")
+#: The kind of a force law's internal-state start (:func:`law_state_params`).
+LAW_STATE_KIND = "initial_law_state"
 
 
 def _scalar_joints(model: mujoco.MjModel, joints: Iterable[str] | None) -> list[int]:
@@ -172,7 +179,7 @@ def initial_state_overrides(
                     f"{p.meta.get('actuator')!r}"
                 )
             out.append((slices["act"].start + int(model.actuator_actadr[a]), i))
-        elif kind in INITIAL_KINDS and p.meta.get("target") == label:
+        elif kind in INITIAL_KINDS and kind != LAW_STATE_KIND and p.meta.get("target") == label:
             j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, p.meta.get("joint", ""))
             if j < 0:
                 raise KeyError(
@@ -185,3 +192,130 @@ def initial_state_overrides(
             out.append((adr, i))
         i += p.size
     return out
+
+
+def law_state_rows(params: ParameterDict, label: str) -> list[tuple[str, str, slice]]:
+    """``(law, state, rows of x)`` of each free law-state start of sequence ``label``
+    (:func:`law_state_params`)."""
+    out = []
+    i = 0
+    for p in params.non_frozen():
+        if p.meta.get("kind") == LAW_STATE_KIND and p.meta.get("target") == label:
+            out.append((str(p.meta["law"]), str(p.meta["state"]), slice(i, i + p.size)))
+        i += p.size
+    return out
+
+
+def law_state_params(
+    models_sequences: ModelSequences | Sequence[ModelSequences],
+    laws: Sequence[ForceLaw],
+    params: ParameterDict,
+    margins: Mapping[str, Mapping[str, float]],
+) -> ParameterDict:
+    """Parameters for the starts of force laws' internal states in every recorded sequence
+    (and shooting window: each is a sequence of :func:`~mjsysid.objective.windows.split_windows`).
+
+    A law's internal state (a filter, a motor current) is not measured. Without these
+    parameters every sequence starts it where :meth:`ForceLaw.initial_state` puts it from the
+    recorded start (e.g. a filter at rest on the first command); with them the fit estimates
+    it, like the window starts of the joints.
+
+    Args:
+      models_sequences: The recordings (windows already cut).
+      laws: The force laws of the fit.
+      params: Holds every law's parameters; their current values give the nominal starts.
+      margins: ``{law name: {state: margin}}``: the states to estimate, each within
+        ± margin (the state's units) of its nominal start.
+
+    Returns:
+      One parameter per sequence, law and state, named ``"<model>/<sequence>/<law>.<state>0"``
+      (size: the state's), nominal: what the law's :meth:`~ForceLaw.initial_state` computes
+      at the sequence's recorded start with the nominal values (the recorded state, the
+      command, inputs and constants there).
+
+    Raises:
+      KeyError: ``margins`` names a law or state that does not exist.
+      ValueError: A margin is not a positive finite number.
+    """
+    by_name = {law.name: law for law in laws}
+    for lname, states in margins.items():
+        if lname not in by_name:
+            raise KeyError(f"margins: no force law named {lname!r}; laws: {sorted(by_name)}")
+        for sname, margin in states.items():
+            if sname not in by_name[lname].states:
+                known = sorted(by_name[lname].states)
+                raise KeyError(
+                    f"margins: force law {lname!r} has no state {sname!r}; its states: {known}"
+                )
+            if not (isinstance(margin, int | float) and np.isfinite(margin) and margin > 0):
+                raise ValueError(
+                    must_be(f"margins[{lname!r}][{sname!r}]", "a positive number", margin)
+                )
+    ms_list = (
+        [models_sequences]
+        if isinstance(models_sequences, ModelSequences)
+        else list(models_sequences)
+    )
+    out = ParameterDict()
+    for ms in ms_list:
+        bound = {n: by_name[n].bind(ms.model) for n in margins}
+        for si, (name, x0, ctrl, _) in enumerate(ms.sequences()):
+            inputs, constants = ms.law_data(si)
+            for lname, states in margins.items():
+                law = bound[lname]
+                ctx = _start_context(ms.model, x0, ctrl, inputs, constants)
+                ctx.values = law_values(law, params)
+                start = law.initial_state(_own(ctx, law))
+                for sname, margin in states.items():
+                    v = np.asarray(start[sname], dtype=np.float64).reshape(-1)
+                    out.add(
+                        Parameter(
+                            f"{ms.name}/{name}/{lname}.{sname}0",
+                            v,
+                            v - margin,
+                            v + margin,
+                            meta={"kind": LAW_STATE_KIND, "target": f"{ms.name}/{name}",
+                                  "law": lname, "state": sname},
+                        )
+                    )  # fmt: skip
+    return out
+
+
+def _held(series: TimeSeries, t: float) -> np.ndarray:
+    """The row of ``series`` held at time ``t`` (the last at or before it; the first before)."""
+    k = int(np.searchsorted(series.times, t + 1e-12, side="right")) - 1
+    return np.asarray(series.data_2d[max(k, 0)], dtype=np.float64)
+
+
+def _start_context(
+    model: mujoco.MjModel,
+    x0: np.ndarray,
+    ctrl: TimeSeries | None,
+    inputs: TimeSeries | None,
+    constants: Mapping[str, float],
+) -> StepContext:
+    """The :class:`StepContext` of one simulation at its recorded start ``x0`` (all inputs
+    and constants; :func:`_own` narrows them to a law's)."""
+    sl = state_slices(model)
+    t = float(x0[0])
+    u = np.zeros(model.nu) if ctrl is None else _held(ctrl, t)[: model.nu]
+    row = {} if inputs is None else dict(zip(inputs.names, _held(inputs, t), strict=False))
+    return StepContext(
+        x0[sl["qpos"]][None].copy(), x0[sl["qvel"]][None].copy(), x0[sl["act"]][None].copy(),
+        u[None].copy(), np.zeros((1, model.nv)), np.array([t]), float(model.opt.timestep),
+        np.array([True]),
+        inputs={k: np.array([v]) for k, v in row.items()},
+        constants={k: np.array([float(v)]) for k, v in constants.items()},
+    )  # fmt: skip
+
+
+def _own(ctx: StepContext, law: ForceLaw) -> StepContext:
+    """``ctx`` with only the inputs and constants ``law`` declares (a missing one is named)."""
+    missing = [
+        k for k in (*law.inputs, *law.constants) if k not in ctx.inputs and k not in ctx.constants
+    ]
+    if missing:
+        raise KeyError(f"force law {law.name!r}: the recording gives no {missing} for its start")
+    ctx.inputs = {k: ctx.inputs[k] for k in law.inputs}
+    ctx.constants = {k: ctx.constants[k] for k in law.constants}
+    return ctx

@@ -22,7 +22,11 @@ import numpy as np
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.objective.alignment import PreparedSequence
 from mjsysid.objective.control_transform import ControlTransform
-from mjsysid.objective.initial_state import INITIAL_KINDS, initial_state_overrides
+from mjsysid.objective.initial_state import (
+    INITIAL_KINDS,
+    initial_state_overrides,
+    law_state_rows,
+)
 from mjsysid.params.apply import WritePlan, supports_model_edits
 from mjsysid.params.parameter import Parameter, ParameterDict, check_modifiers_present
 from mjsysid.sim.laws.core import ForceLaw, parameter_name
@@ -44,6 +48,7 @@ class Layout:
         simulation (model entries and initial-state entries).
       model_edits: Every active modifier has an exact compiled-model fast path.
       overrides: Per sequence, ``(state index, x index)`` of its initial-state parameters.
+      law_starts: Per sequence, ``(law, state, rows of x)`` of its force-law state starts.
       spans: Rows of ``x`` of each non-frozen parameter, by name.
       seq_rows: Per sequence, the rows of ``x`` its simulation depends on: the model and
         control-transform entries and its own initial-state entries (all simulation entries
@@ -57,6 +62,7 @@ class Layout:
     sim_mask: np.ndarray
     model_edits: bool
     overrides: list[list[tuple[int, int]]]
+    law_starts: list[list[tuple[str, str, slice]]]
     spans: dict[str, slice]
     seq_rows: list[np.ndarray]
     plans: dict[int, WritePlan] = field(default_factory=dict)
@@ -173,11 +179,17 @@ def make_layout(
     free = work.non_frozen()
     model_mask, sim_mask = masks(work, custom=custom, control_names=control_names)
     overrides = initial_overrides(work, sequences, models_sequences)
+    law_starts = [law_state_rows(work, seq.label) for seq in sequences]
     if custom:
         seq_rows = [np.flatnonzero(sim_mask) for _ in overrides]
     else:
         shared = np.flatnonzero(model_mask | control_mask(work, control_names))
-        seq_rows = [np.union1d(shared, [r for _, r in ov]) for ov in overrides]
+        seq_rows = [
+            np.union1d(
+                shared, [r for _, r in ov] + [r for *_, rs in ls for r in range(rs.start, rs.stop)]
+            )
+            for ov, ls in zip(overrides, law_starts, strict=True)
+        ]
     return Layout(
         free,
         np.repeat(np.arange(len(free)), [p.size for p in free]),
@@ -185,6 +197,7 @@ def make_layout(
         sim_mask,
         supports_model_edits(work),
         overrides,
+        law_starts,
         dict(zip([p.name for p in free], spans([p.size for p in free]), strict=True)),
         [rows.astype(np.intp) for rows in seq_rows],
     )

@@ -221,18 +221,17 @@ class ResidualFunction:
         return np.ascontiguousarray(out[:, 0]) if flat else out
 
     def predict(
-        self,
-        x: npt.ArrayLike | ParameterDict | None = None,
-        params: ParameterDict | npt.ArrayLike | None = None,
+        self, x: npt.ArrayLike | None = None, params: ParameterDict | None = None
     ) -> list[SequencePrediction]:
         """Detailed prediction of every sequence at ``x`` (``None``: the current values).
 
-        The arguments come in the order of :meth:`__call__` (``x, params``). The older order
-        ``predict(params)`` / ``predict(params, x)`` still works: a :class:`ParameterDict`
-        given first is taken as ``params``.
+        The arguments come in the order of :meth:`__call__`: ``predict(x, params)``, or
+        ``predict(None, params)`` for the values ``params`` holds.
         """
-        if isinstance(x, ParameterDict):  # predict(params[, x]): the older argument order
-            x, params = params, x
+        if isinstance(x, ParameterDict):
+            raise TypeError(
+                must_be("x", "a parameter vector or None (call predict(None, params))", x)
+            )
         if not isinstance(params, ParameterDict):
             raise TypeError(must_be("params", "a ParameterDict", params))
         xv = params.as_vector() if x is None else np.asarray(x, dtype=np.float64)

@@ -55,7 +55,7 @@ from mjsysid.objective.signal_ops import (
 )
 from mjsysid.params.parameter import Parameter, ParameterDict
 from mjsysid.util.cache import BoundedCache
-from mjsysid.util.errors import must_be
+from mjsysid.util.errors import did_you_mean, must_be
 
 Index = slice | np.ndarray
 
@@ -678,6 +678,7 @@ class SignalTransform:
                 raise ValueError(
                     f"SignalTransform.{kind}({rule.pattern!r}, {rule.param!r}): the pattern must "
                     f"match at least one measured signal, got none; measured signals: {list(names)}"
+                    f"{did_you_mean(rule.pattern, names)}"
                 )
             if params is not None and rule.param not in params:
                 raise KeyError(f"SignalTransform.{kind}: no parameter named {rule.param!r}")
@@ -693,7 +694,7 @@ class SignalTransform:
             if not match_signals(pat, names):
                 raise ValueError(
                     f"SignalTransform: pattern {pat!r} must match at least one measured "
-                    f"signal, got none; measured signals: {list(names)}"
+                    f"signal, got none; measured signals: {list(names)}{did_you_mean(pat, names)}"
                 )
         for pat, value in self._weights.items():
             size = np.size(value)

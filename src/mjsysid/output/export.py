@@ -28,6 +28,7 @@ import numpy as np
 import yaml
 
 from mjsysid.objective.initial_state import INITIAL_KINDS
+from mjsysid.output.portable import PortableAssets
 from mjsysid.output.robot_yaml import robot_yaml
 from mjsysid.params.kinds import KINDS
 from mjsysid.params.parameter import ParameterDict
@@ -270,7 +271,12 @@ def _set_joint(joint: ET.Element, model: mujoco.MjModel, j: int) -> None:
         limit.set("effort", repr(float(model.jnt_actfrcrange[j, 1])))
 
 
-def identified_urdf(urdf: str, model: mujoco.MjModel) -> str:
+def identified_urdf(
+    urdf: str,
+    model: mujoco.MjModel,
+    assets: PortableAssets | None = None,
+    urdf_file: str | Path | None = None,
+) -> str:
     """A copy of the URDF text ``urdf`` holding the identified ``model``'s values.
 
     Each link that is a body of ``model`` (same name) gets ``<inertial>`` = the body's mass,
@@ -281,6 +287,8 @@ def identified_urdf(urdf: str, model: mujoco.MjModel) -> str:
     Links MuJoCo fused away (the root, massless fixed children) keep their text; a link that
     received a massive fixed child keeps its inertial too (the model holds only the sum),
     with a log warning. Armature has no URDF field: see :func:`robot_config`.
+    With ``assets`` and ``urdf_file`` (where ``urdf`` was read from), the ``<mesh
+    filename>`` files are renamed as :meth:`PortableAssets.urdf` says (else kept as written).
 
     Raises:
       ValueError: ``urdf`` is not a URDF (no ``<robot>`` root) or not XML.
@@ -305,6 +313,8 @@ def identified_urdf(urdf: str, model: mujoco.MjModel) -> str:
         name = joint.get("name", "")
         if name in joints and joint.get("type") != "fixed":
             _set_joint(joint, model, joints[name])
+    if assets is not None and urdf_file is not None:
+        assets.urdf(robot, Path(urdf_file))
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
@@ -325,6 +335,7 @@ def export_files(
     params: ParameterDict,
     specs: Mapping[str, mujoco.MjSpec],
     model_files: Mapping[str, str | Path] | None = None,
+    assets: PortableAssets | None = None,
 ) -> dict[str, bytes]:
     """The export files of a results folder, by file name.
 
@@ -333,6 +344,8 @@ def export_files(
       specs: The identified spec of every fitted model, by ``ModelSequences.name``.
       model_files: The source file of each model, by name (optional); a ``.urdf`` one gives
         ``<name>.urdf`` (:func:`identified_urdf`).
+      assets: How the URDF's mesh files are named (``specs`` are expected to name theirs
+        already, :meth:`PortableAssets.spec`); it collects the copies to write.
 
     Returns:
       ``{file name: bytes}``: ``identified.yaml`` and ``robot.yaml`` (``<name>.identified.yaml``
@@ -352,7 +365,7 @@ def export_files(
         if source is not None and Path(source).suffix.lower() == ".urdf":
             urdf = Path(source).read_text(encoding="utf-8")
             robot_file = f"{name}.urdf"
-            files[robot_file] = identified_urdf(urdf, model).encode("utf-8")
+            files[robot_file] = identified_urdf(urdf, model, assets, source).encode("utf-8")
         else:
             robot_file = f"{name}.robot.xml"
             files[robot_file] = bare_mjcf(spec).encode("utf-8")

@@ -21,7 +21,7 @@ so Mesa's screen, which decides on the cache) is created, through ``MESA_SHADER_
 set for that moment only and then removed again; a cache the user chose
 (``MESA_SHADER_CACHE_DIR`` or ``MESA_SHADER_CACHE_DISABLE`` set) is left as it is.
 
-matplotlib is imported lazily (``pip install 'mjsysid[report]'``).
+matplotlib is imported lazily (``pip install -e '.[report]'`` in the mjsysid checkout).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from mjsysid.objective.residual import SequencePrediction
 
-REPORT_EXTRA_HINT = "pip install 'mjsysid[report]'"
+REPORT_EXTRA_HINT = "pip install -e '.[report]' in the mjsysid checkout"
 
 NO_GL_HELP = (
     "render_rollout needs an offscreen OpenGL context and none could be created. On a machine "

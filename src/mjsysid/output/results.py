@@ -8,6 +8,8 @@ A results folder holds::
     confidence.npz       covariance, confidence half-widths (and ends), method and caveats
     confidence.yaml      the same per parameter, human readable
     <model>.xml          the identified model of every ModelSequences
+    assets/              copies of the asset files the models name (meshes, textures, ...;
+                         with assets="copy", the default: see mjsysid.output.portable)
     result.yaml          summary (status, message, costs, versions) and the file list
 
 Every file is written atomically and ``result.yaml`` is written last, so a folder without it
@@ -31,7 +33,9 @@ from mjsysid.fit.confidence import Confidence, compute_confidence
 from mjsysid.fit.prior import PriorRows
 from mjsysid.fit.result import FitHistory, OptimizeResult, StageSummary
 from mjsysid.fit.status import Status
+from mjsysid.fit.whiteness import Whiteness
 from mjsysid.output.export import export_files
+from mjsysid.output.portable import AssetMode, PortableAssets, check_asset_mode
 from mjsysid.params.apply import apply_param_modifiers_spec
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be, short_repr
@@ -78,6 +82,11 @@ _SUMMARY_KEYS = {
     ),
 }
 _OPTIONAL_KEYS = {
+    "converged": (  # issue #31: said in every file (older folders: success)
+        lambda v: isinstance(v, bool),
+        "true or false",
+    ),
+    "stop_reason": _STR,  # why a fit that did not converge stopped
     "stages": (  # horizon stages of the fit (optimize(horizons=...))
         lambda v: isinstance(v, list) and all(isinstance(st, dict) for st in v),
         "a list of mappings",
@@ -194,6 +203,14 @@ def _confidence_files(conf: Confidence, alpha: float) -> dict[str, bytes]:
     arrays["notes"] = np.array(list(conf.notes), dtype=str).reshape(-1)
     if conf.interval is not None:  # a bootstrap's percentile ends, (p, 2)
         arrays["interval"] = np.asarray(conf.interval, dtype=np.float64)
+    arrays["stop_reason"] = np.array(conf.stop_reason, dtype=str)
+    w = conf.whiteness
+    if w is not None:  # Durbin-Watson per signal (issue #31)
+        arrays["whiteness_signals"] = np.array(list(w.durbin_watson), dtype=str).reshape(-1)
+        arrays["whiteness_dw"] = np.array(list(w.durbin_watson.values()), dtype=np.float64)
+        arrays["whiteness_pooled"] = np.array(w.pooled)
+        arrays["whiteness_samples"] = np.array(w.samples)
+        arrays["whiteness_judged"] = np.array(w.judged)
     return {
         CONFIDENCE_NPZ: npz_bytes(arrays),
         CONFIDENCE_YAML: _dump(conf.to_dict()),
@@ -201,15 +218,21 @@ def _confidence_files(conf: Confidence, alpha: float) -> dict[str, bytes]:
 
 
 def _summary(
-    opt_result: OptimizeResult, ms_list: Sequence[ModelSequences], models: dict[str, str]
+    opt_result: OptimizeResult,
+    ms_list: Sequence[ModelSequences],
+    models: dict[str, str],
+    assets: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The contents of ``result.yaml``."""
+    """The contents of ``result.yaml`` (``assets``: the copied asset files, listed with the
+    files so that a folder moved without them is told incomplete)."""
     return {
         "schema": "mjsysid.results",
         "schema_version": RESULTS_SCHEMA_VERSION,
         "optimizer": opt_result.optimizer,
         "status": opt_result.status.value,
         "success": opt_result.success,
+        "converged": opt_result.success,
+        **({} if opt_result.success else {"stop_reason": opt_result.message}),
         "message": opt_result.message,
         "initial_cost": float(opt_result.initial_cost),
         "cost": float(opt_result.cost),
@@ -230,6 +253,7 @@ def _summary(
             CONFIDENCE_NPZ,
             CONFIDENCE_YAML,
             *models.values(),
+            *assets,
         ],
     }
 
@@ -245,6 +269,7 @@ def save_results(
     alpha: float = 0.05,
     confidence: Confidence | None = None,
     model_files: Mapping[str, str | Path] | None = None,
+    assets: AssetMode = "copy",
 ) -> Path:
     """Writes parameters, result, confidence intervals and identified models to a folder.
 
@@ -261,13 +286,19 @@ def save_results(
         identified ``<name>.urdf``. ``identified.yaml`` (every identified value with its
         unit) and ``robot.yaml`` (the hobby robot-config schema) are always written; see
         :mod:`mjsysid.output.export`.
+      assets: How the written models name their asset files (meshes, textures, height
+        fields): ``"copy"`` (default) copies them into ``assets/`` of the folder, which then
+        loads wherever it is moved; ``"absolute"`` names the source files by their absolute
+        paths (see :mod:`mjsysid.output.portable`).
 
     Returns:
       The folder path.
 
     Raises:
       OSError: The folder cannot be created or written (message names the path).
+      FileNotFoundError: With ``assets="copy"``, an asset file the model names is missing.
     """
+    check_asset_mode(assets)
     ms_list = _check_save_arguments(models_sequences, initial_params, opt_params, opt_result)
     conf = confidence
     if conf is None or conf.at_bound is None:
@@ -275,7 +306,7 @@ def save_results(
     identified = {ms.name: apply_param_modifiers_spec(opt_params, ms.spec.copy()) for ms in ms_list}
     return write_results(
         Path(experiment_results_folder), ms_list, initial_params, opt_params, opt_result,
-        conf, identified, model_files,
+        conf, identified, model_files, assets,
     )  # fmt: skip
 
 
@@ -288,10 +319,12 @@ def write_results(
     confidence: Confidence,
     identified: Mapping[str, mujoco.MjSpec],
     model_files: Mapping[str, str | Path] | None = None,
+    assets: AssetMode = "copy",
 ) -> Path:
     """Writes a results folder of numbers already computed (it computes nothing): the
     parameters, the result, the intervals, the identified spec of every model (``identified``,
-    by name) and the export files; ``result.yaml`` last. Returns the folder."""
+    by name, its asset files named as ``assets`` says) and the export files; ``result.yaml``
+    last. Returns the folder."""
     files: dict[str, bytes] = {
         PARAMS_X0: _dump(initial_params.to_dict()),
         PARAMS_X_HAT: _dump(opt_params.to_dict()),
@@ -299,13 +332,14 @@ def write_results(
     }
     files.update(_confidence_files(confidence, confidence.alpha))
     models: dict[str, str] = {}
+    portable = PortableAssets(assets)
+    specs = {ms.name: portable.spec(identified[ms.name]) for ms in ms_list}
     for ms in ms_list:
-        files[f"{ms.name}.xml"] = spec_xml(identified[ms.name]).encode("utf-8")  # every digit
+        files[f"{ms.name}.xml"] = spec_xml(specs[ms.name]).encode("utf-8")  # every digit
         models[ms.name] = f"{ms.name}.xml"
-    files.update(
-        export_files(opt_params, {m.name: identified[m.name] for m in ms_list}, model_files)
-    )
-    files[RESULT_YAML] = _dump(_summary(opt_result, ms_list, models))
+    files.update(export_files(opt_params, specs, model_files, portable))
+    files.update(portable.files)
+    files[RESULT_YAML] = _dump(_summary(opt_result, ms_list, models, sorted(portable.files)))
     # Nothing in the folder changes until every file is on disk; result.yaml goes in last.
     return atomic_write_files(folder, files, commit=RESULT_YAML)
 
@@ -420,6 +454,22 @@ def _confidence(c: dict[str, Any], x: np.ndarray, names: list[str], success: boo
         notes=[str(n) for n in c["notes"]] if "notes" in c else [],
         interval=np.asarray(c["interval"], dtype=np.float64) if "interval" in c else None,
         method=str(c["method"]) if "method" in c else "linear",
+        whiteness=_whiteness(c),
+        stop_reason=str(c["stop_reason"]) if "stop_reason" in c else "",
+    )
+
+
+def _whiteness(c: dict[str, Any]) -> Whiteness | None:
+    """The residual's whiteness kept in ``confidence.npz`` (``None``: an older folder)."""
+    if "whiteness_dw" not in c:
+        return None
+    names = [str(n) for n in np.atleast_1d(c["whiteness_signals"])]
+    dw = [float(d) for d in np.atleast_1d(c["whiteness_dw"])]
+    return Whiteness(
+        dict(zip(names, dw, strict=True)),
+        float(c["whiteness_pooled"]),
+        int(c["whiteness_samples"]),
+        judged=bool(c["whiteness_judged"]) if "whiteness_judged" in c else True,
     )
 
 

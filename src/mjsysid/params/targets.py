@@ -14,6 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 import mujoco
 import numpy as np
 
+from mjsysid.util.errors import did_you_mean
+
 _OBJ = {
     "joint": mujoco.mjtObj.mjOBJ_JOINT,
     "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR,
@@ -34,9 +36,9 @@ def element_id(model: mujoco.MjModel, element: str, name: str) -> int:
             "pair": model.npair,
             "body": model.nbody,
         }[element]
-        known = [mujoco.mj_id2name(model, _OBJ[element], k) for k in range(count)]
+        known = [n for k in range(count) if (n := mujoco.mj_id2name(model, _OBJ[element], k))]
         raise KeyError(
-            f"the model has no {element} named {name!r}; known: {[k for k in known if k]}"
+            f"the model has no {element} named {name!r}; known: {known}{did_you_mean(name, known)}"
         )
     return int(i)
 

@@ -41,6 +41,7 @@ from mjsysid.sim.laws.core import ForceLaw, State, StepContext
 from mjsysid.sim.laws.dynamics import damping_inertia
 from mjsysid.sim.laws.runtime import run_laws, start_laws
 from mjsysid.sim.lockstep import LawData, LockstepRollout, bind_laws, merge_laws
+from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.sim.rollout import BatchRollout, checked_output
 from mjsysid.util.errors import must_be
 
@@ -118,19 +119,19 @@ class BatchLockstep:
         self.laws = list(laws)
         self.threads = threads
         self.last_threads = 0  # threads of the last run's last steps (diagnostics)
-        self._bound: dict[int, list[ForceLaw]] = {}
-        self._sims: dict[tuple[int, int, int], _Sims] = {}
+        self._bound: dict[ModelKey, list[ForceLaw]] = {}
+        self._sims: dict[tuple[ModelKey, int, int], _Sims] = {}
         self._dynamics = any(law.dynamics for law in self.laws)
 
     def bound(self, model: mujoco.MjModel) -> list[ForceLaw]:
         """The laws bound to models shaped like ``model``."""
-        key = int(model.signature)
+        key = model_key(model)
         if key not in self._bound:
             self._bound[key] = bind_laws(self.laws, model)
         return self._bound[key]
 
     def _batch(self, model: mujoco.MjModel, nsim: int, nthread: int) -> _Sims:
-        key = (int(model.signature), nsim, nthread)
+        key = (model_key(model), nsim, nthread)
         sims = self._sims.get(key)
         if sims is None:
             if len(self._sims) >= 8:
@@ -311,12 +312,12 @@ class LawRollout:
         self.laws = list(laws)
         self.chunked = LockstepRollout(runner, laws)
         self.batch = BatchLockstep(runner, laws)
-        self._free: dict[int, bool] = {}
-        self._times: dict[tuple[int, int, int], list[float]] = {}
+        self._free: dict[ModelKey, bool] = {}
+        self._times: dict[tuple[ModelKey, int, int], list[float]] = {}
 
     def engine(self, model: mujoco.MjModel, nbatch: int, nstep: int) -> str:
         """``"chunked"`` or ``"batch"``: the lock step the next call of this shape runs."""
-        sig = int(model.signature)
+        sig = model_key(model)
         if sig not in self._free:
             self._free[sig] = unconstrained(model)
         if not self._free[sig]:
@@ -340,7 +341,7 @@ class LawRollout:
         nbatch, nstep = control.shape[0], control.shape[1]
         name = self.engine(models[0], nbatch, nstep)
         run = self.chunked.run if name == "chunked" else self.batch.run
-        key = (int(models[0].signature), nbatch, nstep)
+        key = (model_key(models[0]), nbatch, nstep)
         times = self._times.get(key)
         if (times is not None and len(times) >= TRIALS) or not self._free[key[0]]:
             return run(models, initial_states, control, values, data=data, align=align)

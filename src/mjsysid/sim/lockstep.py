@@ -53,6 +53,7 @@ from mjsysid.sim.laws.core import ForceLaw, State, StepContext
 from mjsysid.sim.laws.dynamics import BatchDynamics, data_dynamics
 from mjsysid.sim.laws.joint import ActuatedLaw, JointLaw
 from mjsysid.sim.laws.runtime import run_laws, start_laws
+from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.sim.rollout import BatchRollout, checked_output
 
 CHUNK_WORK = 20e-6  # s of MuJoCo work per step a chunk needs for a thread (bench/force_laws.py)
@@ -233,12 +234,12 @@ class LockstepRollout:
         self.laws = list(laws)
         self.chunk_work = float(chunk_work)
         self.last_chunk_count = 0  # chunks of the last run's last steps (diagnostics)
-        self._bound: dict[int, list[ForceLaw]] = {}
+        self._bound: dict[ModelKey, list[ForceLaw]] = {}
         self._engines = [mujoco.rollout.Rollout(nthread=0) for _ in range(runner.nthread)]
 
     def bound(self, model: mujoco.MjModel) -> list[ForceLaw]:
         """The laws bound to models shaped like ``model``."""
-        key = int(model.signature)
+        key = model_key(model)
         if key not in self._bound:
             self._bound[key] = bind_laws(self.laws, model)
         return self._bound[key]

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from mjsysid.data.states import state_size
 from mjsysid.data.states import state_slices as state_slices  # re-export (tests use it)
 from mjsysid.data.timeseries import SignalMapping, TimeSeries
+from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.sim.trajectory import SystemTrajectory, TrajectorySeries, state_signal_mapping
 from mjsysid.util.errors import must_be, short_repr
 
@@ -167,7 +168,7 @@ class BatchRollout:
         if self.nthread < 1:
             raise ValueError(must_be("nthread", "a positive integer", nthread))
         self._runner = mujoco.rollout.Rollout(nthread=self.nthread) if self.nthread > 1 else None
-        self._datas: dict[int, list[mujoco.MjData]] = {}
+        self._datas: dict[ModelKey, list[mujoco.MjData]] = {}
         self._ends: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def use_datas(self, model: mujoco.MjModel, datas: list[mujoco.MjData]) -> None:
@@ -176,11 +177,11 @@ class BatchRollout:
             raise ValueError(
                 must_be("datas", f"{self.nthread} MjData (one per thread)", len(datas))
             )
-        self._datas[int(model.signature)] = list(datas)
+        self._datas[model_key(model)] = list(datas)
 
     def datas_for(self, model: mujoco.MjModel) -> list[mujoco.MjData]:
         """Per-thread ``MjData`` compatible with ``model`` (cached by model signature)."""
-        key = int(model.signature)
+        key = model_key(model)
         if key not in self._datas:
             self._datas[key] = [mujoco.MjData(model) for _ in range(self.nthread)]
         return self._datas[key]

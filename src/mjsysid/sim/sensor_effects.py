@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.util.errors import must_be
+from mjsysid.util.errors import did_you_mean, must_be
 
 SIGNAL_EFFECTS = ("sensor_delay", "sensor_gain", "sensor_bias")
 
@@ -118,6 +118,7 @@ def _checked_effect(
     if not matched:
         raise ValueError(
             f"{what}: the pattern must match at least one sensor, got none; sensors: {names}"
+            f"{did_you_mean(pattern, names)}"
         )
     value = np.asarray(raw, dtype=np.float64).reshape(-1)
     if not np.all(np.isfinite(value)):

@@ -42,12 +42,15 @@ from mjsysid.data.states import state_size, state_slices
 from mjsysid.sim.laws.core import ForceLaw, State, StepContext
 from mjsysid.sim.laws.runtime import run_laws, start_laws
 from mjsysid.sim.lockstep import LawData, bind_laws, merge_laws
+from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.util.errors import must_be
 
 __all__ = ["INSTALL_HINT", "WarpRollout", "import_warp", "warp_available"]
 
 _MAXVAL = 1e10  # MuJoCo's mjMAXVAL: a larger |qacc| is a divergence
-INSTALL_HINT = "pip install 'mjsysid[warp]' (installs mujoco-warp and warp-lang)"
+INSTALL_HINT = (
+    "pip install -e '.[warp]' in the mjsysid checkout (installs mujoco-warp and warp-lang)"
+)
 
 
 def warp_available() -> bool:
@@ -131,9 +134,9 @@ class WarpRollout:
             )
         self._fields = _model_array_fields(self._mjw)
         self._models: dict[tuple[object, ...], Any] = {}
-        self._refs: dict[int, mujoco.MjModel] = {}
-        self._datas: dict[tuple[int, int], Any] = {}
-        self._bound: dict[int, list[ForceLaw]] = {}
+        self._refs: dict[ModelKey, mujoco.MjModel] = {}
+        self._datas: dict[tuple[ModelKey, int], Any] = {}
+        self._bound: dict[tuple[int, ...], list[ForceLaw]] = {}
 
     @property
     def device_name(self) -> str:
@@ -158,7 +161,7 @@ class WarpRollout:
         if len(dts) > 1:
             raise ValueError(must_be("the candidates' timesteps", "one timestep", sorted(dts)))
         # the shared fields come from the reference model the device models were made of
-        sig = int(m0.signature)
+        sig = model_key(m0)
         ref = self._refs.get(sig)
         if ref is None or _differing([m0], shared, ref):
             ref = self._refs[sig] = m0.__copy__()
@@ -181,7 +184,7 @@ class WarpRollout:
         return mw
 
     def _device_data(self, model: mujoco.MjModel, nworld: int) -> Any:
-        key = (int(model.signature), nworld)
+        key = (model_key(model), nworld)
         d = self._datas.get(key)
         if d is None:
             if len(self._datas) >= 4:
@@ -285,7 +288,7 @@ class WarpRollout:
     ) -> tuple[np.ndarray, ...]:
         """Each step: the state to the host, the laws (NumPy, float64), ``ctrl`` and
         ``qfrc_applied`` back, one device step."""
-        key = int(m0.signature)
+        key = model_key(m0)
         if key not in self._bound:
             self._bound[key] = bind_laws(self.laws, m0)
         laws, merged = merge_laws(self._bound[key], values)

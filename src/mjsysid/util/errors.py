@@ -6,6 +6,8 @@ see at a glance which argument is wrong, what was expected and what arrived.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 import mujoco
@@ -124,3 +126,12 @@ def yaml_number(text: str) -> str:
     mantissa, exponent = spelt.split("e")
     mantissa = mantissa if "." in mantissa else mantissa + ".0"
     return f"{mantissa}e{exponent if exponent[0] in '+-' else '+' + exponent}"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'motor'?"`` when ``known`` holds a name close to ``name`` (a
+    misspelt target or pattern; ``difflib``'s ratio >= 0.6, case ignored), else ``""``."""
+    names = [k for k in known if k]
+    lowered = {k.lower(): k for k in names}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1)
+    return f"; did you mean {lowered[close[0]]!r}?" if close else ""

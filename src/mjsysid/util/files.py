@@ -108,6 +108,8 @@ def atomic_write_files(folder: str | Path, payloads: Mapping[str, bytes], commit
     temps: dict[str, Path] = {}
     try:
         for name, payload in payloads.items():
+            if Path(name).parent != Path("."):  # (a file of a subfolder: assets/tet.obj)
+                _prepare_parent(folder / name)
             temps[name] = _write_temp(folder / name, payload)
         (folder / commit).unlink(missing_ok=True)
         for name, tmp in temps.items():

@@ -18,6 +18,7 @@ non-terminals (it draws on a pipe unless told ``disable=None``).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,3 +99,52 @@ def progress_bar(
         return None
     bar = ProgressBar(stream, label, enabled=enabled)
     return bar if bar.enabled else None
+
+
+def clock_time(seconds: float) -> str:
+    """``seconds`` as ``m:ss`` (``h:mm:ss`` from an hour on); ``"?"`` when not finite."""
+    if not math.isfinite(seconds) or seconds < 0:
+        return "?"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def iteration_line(
+    n: int, max_iters: int, cost: float, elapsed: float, left: float, label: str = ""
+) -> str:
+    """One progress line of a fit, e.g.
+    ``iter   3/100  cost 1.234568e-03  elapsed 0:02  ETA <= 1:05``.
+
+    Args:
+      n: Iterations done (the one just finished). max_iters: The iteration limit.
+      cost: The cost after iteration ``n``. elapsed: Seconds since the fit started.
+      left: Seconds the iterations up to ``max_iters`` would take at the pace so far: an
+        upper bound (a fit usually converges before its limit), hence ``<=``.
+      label: Prefix naming the stage (``"first 30 %  "``).
+    """
+    width = len(str(max_iters))
+    return (
+        f"{label}iter {n:{width + 1}d}/{max_iters}  cost {cost:.6e}  "
+        f"elapsed {clock_time(elapsed)}  ETA <= {clock_time(left)}"
+    )
+
+
+@dataclass
+class IterationClock:
+    """The time of a fit's iterations: :meth:`line` says how far it is and how long the
+    rest may take, at the mean pace of the iterations since the clock started."""
+
+    started: float = field(default_factory=time.monotonic)
+    _first: int | None = field(default=None, repr=False)
+
+    def line(self, n: int, max_iters: int, cost: float, label: str = "") -> str:
+        """:func:`iteration_line` for iteration ``n`` (the first one seen is counted as the
+        first of this run: a resumed fit's pace is its own)."""
+        elapsed = time.monotonic() - self.started
+        if self._first is None:
+            self._first = n - 1
+        done = n - self._first
+        left = elapsed / done * max(max_iters - n, 0) if done > 0 else float("nan")
+        return iteration_line(n, max_iters, cost, elapsed, left, label)

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import TextIO
 
+from mjsysid.app.commands.common import describe
 from mjsysid.lab.capture.device import load_device
 from mjsysid.lab.capture.output import check_no_journal
 from mjsysid.lab.capture.serialport import open_port
@@ -22,6 +23,15 @@ interrupted by SIGINT; another stop signal gives 128 + its number (SIGHUP 129, S
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The device description, the recording and how the capture runs."""
+    describe(
+        parser,
+        "Record an identification run from a microcontroller over a serial port: move it "
+        "to its start (the reset phase), send the description's excitation one command per "
+        "state line, stop it on every way out, and write a recording that 'mjsysid fit' "
+        "reads, with a <stem>.capture.yaml summary. Rehearse it against 'mjsysid device'. "
+        "Needs pyserial: pip install -e '.[capture]' in the mjsysid checkout.",
+    )
     parser.add_argument("device", type=Path, help="device description (YAML)")
     parser.add_argument("recording", type=Path, help="output recording (.npz or .csv)")
     parser.add_argument("--port", help="serial port (default: the description's port)")

@@ -166,7 +166,11 @@ def write_report(
     The videos rendered are counted on a bar on ``err`` when it is a terminal (not with
     ``quiet``)."""
     if not report_available():
-        print("report skipped: install the report extra (pip install 'mjsysid[report]')", file=err)
+        print(
+            "report skipped: install the report extra (pip install -e '.[report]' in the "
+            "mjsysid checkout)",
+            file=err,
+        )
         return
     from mjsysid.output.report import default_report
 

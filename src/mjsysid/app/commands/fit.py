@@ -20,7 +20,6 @@ from mjsysid.app.commands.common import (
     Phases,
     add_no_report,
     add_no_videos,
-    add_quiet,
     describe,
     loading_progress,
     results_folder,
@@ -36,6 +35,7 @@ from mjsysid.fit.checkpoints import (
 from mjsysid.fit.options import OPTIMIZERS, FitOptions
 from mjsysid.fit.status import MessageContext, model_context
 from mjsysid.util.files import atomic_write_text
+from mjsysid.util.results_files import ASSETS_DIR, PARAMS_X_HAT
 
 if TYPE_CHECKING:
     from mjsysid.app.experiment import Experiment
@@ -75,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue from <out>/checkpoint.npz after an interruption",
     )
+    parser.add_argument(
+        "--assets",
+        choices=["copy", "absolute"],
+        help="how the identified model names its meshes, textures and height fields: copy "
+        "them into <out>/assets (default: the folder loads wherever it is moved) or name "
+        "them by their absolute paths; overrides the experiment's export.assets",
+    )
     _add_search_arguments(parser)
     add_no_report(parser)
     add_no_videos(parser)
@@ -84,7 +91,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip the quick check, before the fit, that the commands are not one sample out "
         "of step (mjsysid check runs a longer one)",
     )
-    add_quiet(parser, "per-iteration progress")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="the answer only: the status, the identified parameters with their intervals "
+        "and where the results are (no progress, no validation table)",
+    )
 
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,7 +107,8 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "--global",
         dest="global_search",
         choices=["cmaes"],
-        help="a global CMA-ES stage before the local fit (pip install 'mjsysid[global]'); "
+        help="a global CMA-ES stage before the local fit (pip install -e '.[global]' in the "
+        "mjsysid checkout); "
         "overrides the experiment's optimizer.global",
     )
     search.add_argument(
@@ -111,7 +125,8 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="evaluate candidates on a local Dask cluster of N worker processes "
-        "(pip install 'mjsysid[distributed]'); overrides the experiment's executor",
+        "(pip install -e '.[distributed]' in the mjsysid checkout); overrides the "
+        "experiment's executor",
     )
     where.add_argument(
         "--scheduler",
@@ -198,13 +213,24 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _data_count(exp: Experiment, windowed: bool) -> str:
+    """``"3 sequences"``, or with shooting windows ``"10 windows of 1 recording"`` (the
+    sequences of a windowed experiment are its windows, named ``<recording>#<k>``)."""
+    n = len(exp.sequences)
+    if not windowed:
+        return _count(n, "sequence")
+    recordings = {name.rsplit("#", 1)[0] for name in exp.sequences.sequence_name}
+    return f"{_count(n, 'window')} of {_count(len(recordings), 'recording')}"
+
+
 def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
     """Says what is fitted on what, how the data are cut and in which stages."""
     from mjsysid.fit.horizons import resolve_horizons
 
+    windowed = exp.shooting is not None and exp.shooting["window"] is not None
     print(
         f"fitting {len(exp.params.get_non_frozen_parameter_names())} values on "
-        f"{_count(len(exp.sequences), 'sequence')} of {exp.name!r} with {fs.optimizer} ...",
+        f"{_data_count(exp, windowed)} of {exp.name!r} with {fs.optimizer} ...",
         file=err,
     )
     if exp.shooting is not None:
@@ -224,8 +250,8 @@ def _announce(exp: Experiment, rf: Any, fs: FitSettings, err: TextIO) -> None:
     if len(hs) > 1:
         shares = ", ".join(f"{100 * h:g} %" for h in hs)
         print(
-            f"  in stages on the first {shares} of every sequence (an early stage's cost is "
-            "on its part of the data)",
+            f"  in stages on the first {shares} of every {'window' if windowed else 'sequence'}"
+            " (an early stage's cost is on its part of the data)",
             file=err,
         )
 
@@ -249,7 +275,8 @@ def _save_run(exp: Experiment, fs: FitSettings) -> None:
 def table(result: Any, conf: Any, params: ParameterDict) -> str:
     """The identified values and their 95 % half-widths, one parameter value a line; with
     bootstrap intervals (``conf.method``) their ends ``[lower, upper]`` as they are
-    (asymmetric), under a header that names the method."""
+    (asymmetric), under a header that names the method. Window starts (initial states of
+    shooting windows) are one line, their count: they are in ``params_x_hat.yaml``."""
     from mjsysid.output.report.format import interval_method
 
     x0 = params.as_vector()
@@ -259,9 +286,12 @@ def table(result: Any, conf: Any, params: ParameterDict) -> str:
     ends = conf.ends() if boot else np.zeros((x0.size, 2))
     head = interval_method(conf) if boot else f"{'± 95 %':>12}"
     lines = [f"{'parameter':<28} {'initial':>12} {'identified':>12} {head}"]
+    starts = window_starts(params)
     for k, (name, a, b, h, at, src) in enumerate(
         zip(result.parameter_names, x0, result.x, conf.half_widths, side, by, strict=True)
     ):
+        if starts[k]:
+            continue
         if not np.isfinite(h):
             hw = f"{'unidentif.':>12}"
         else:
@@ -271,7 +301,19 @@ def table(result: Any, conf: Any, params: ParameterDict) -> str:
             src, ""
         )
         lines.append(f"{name:<28} {a:12.6g} {b:12.6g} {hw}{flag}")
+    n_starts = int(np.count_nonzero(starts))
+    if n_starts:
+        lines.append(f"{_count(n_starts, 'window-start parameter')} (see {PARAMS_X_HAT})")
     return "\n".join(lines)
+
+
+def window_starts(params: ParameterDict) -> np.ndarray:
+    """``(p,)`` bools: which free entries are initial states (window starts), the nuisance
+    the table summarises in one line."""
+    from mjsysid.objective.initial_state import INITIAL_KINDS
+
+    flags = [[p.meta.get("kind") in INITIAL_KINDS] * p.size for p in params.non_frozen()]
+    return np.array([f for group in flags for f in group], dtype=bool)
 
 
 MAX_CAVEATS = 8
@@ -282,17 +324,19 @@ window starts at their bounds would fill the screen); the rest are in the result
 def _summarise(
     args: argparse.Namespace, result: Any, conf: Any, exp: Experiment, out: TextIO, err: TextIO
 ) -> None:
-    """Prints the outcome: the table on ``out``, counts and caveats on ``err``."""
+    """Prints the outcome: the table on ``out``, counts and caveats on ``err``; with ``-q``
+    the answer only: the status and the table (the caveats are in ``confidence.yaml``)."""
     if args.quiet:  # (otherwise optimize said it)
-        print(result.message, file=err)
-        print(f"cost {result.initial_cost:.6e} -> {result.cost:.6e}", file=err)
-    print(
-        f"{_count(result.nit, 'iteration')}, {_count(result.nfev, 'evaluation')}, "
-        f"optimizer {result.wall_time:.2f} s",
-        file=err,
-    )
+        print(f"{result.message} (status {result.status.value})", file=out)
+    else:
+        print(
+            f"{_count(result.nit, 'iteration')}, {_count(result.nfev, 'evaluation')}, "
+            f"optimizer {result.wall_time:.2f} s",
+            file=err,
+        )
     print(table(result, conf, exp.params), file=out)
-    say_caveats(conf.caveats(), err)
+    if not args.quiet:
+        say_caveats(conf.caveats(), err)
 
 
 def say_caveats(caveats: list[str], err: TextIO) -> None:
@@ -320,16 +364,51 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with results_folder(fs.out, err):
         with ph("loading"):
             rf = exp.build_residual_fn()
-        _announce(exp, rf, fs, err)
+        if not args.quiet:
+            _announce(exp, rf, fs, err)
         _timing_check(args, exp, ph, err)
         context = message_context(exp, fs, rf)
         with _evaluator(args, exp, rf, err) as fit_rf:
             fitted = _fit(args, exp, fs, fit_rf, ph, err, context)
         if fitted is None:
             return EXIT_INTERRUPTED
+        if fitted[1].status == "interrupted":
+            return _save_interrupted(exp, fs, rf, fitted, err)
         code = _save_and_report(args, exp, fs, rf, fitted, ph, out, err)
-    print(ph.summary(), file=err)
+    if not args.quiet:
+        print(ph.summary(), file=err)
     return code
+
+
+INTERRUPTED_NOTE = "INTERRUPTED.txt"
+"""What a results folder holds after Ctrl-C: why there is nothing but the parameters."""
+
+
+def _save_interrupted(
+    exp: Experiment, fs: FitSettings, rf: Any, fitted: tuple[ParameterDict, Any], err: TextIO
+) -> int:
+    """After Ctrl-C: the best parameters so far and a note, nothing computed (no Jacobian,
+    intervals, validation or report: Ctrl-C means stop now); ``result.yaml`` of an earlier
+    run is removed, since the folder no longer holds that run's parameters. Exit 130."""
+    opt_params, result = fitted
+    checkpoint = fs.out / "checkpoint.npz"
+    note = (
+        f"mjsysid fit {exp.path} was interrupted after {_count(result.nit, 'iteration')} "
+        f"(cost {result.initial_cost:.6e} -> {result.cost:.6e}).\n"
+        f"{PARAMS_X_HAT} holds the best parameters so far; there are no intervals, validation "
+        "or report.\n"
+        f"Continue with: mjsysid fit {exp.path} --out {fs.out} --resume\n"
+    )
+    (fs.out / "result.yaml").unlink(missing_ok=True)  # (an earlier run's, now out of date)
+    atomic_write_text(fs.out / PARAMS_X_HAT, yaml.safe_dump(opt_params.to_dict(), sort_keys=False))
+    atomic_write_text(fs.out / INTERRUPTED_NOTE, note)
+    rf.close()
+    print(
+        f"interrupted: the best parameters so far are in {fs.out / PARAMS_X_HAT}; continue "
+        f"with --resume (checkpoint {checkpoint})",
+        file=err,
+    )
+    return EXIT_INTERRUPTED
 
 
 def _timing_check(args: argparse.Namespace, exp: Experiment, ph: Phases, err: TextIO) -> None:
@@ -355,14 +434,14 @@ def _timing_check(args: argparse.Namespace, exp: Experiment, ph: Phases, err: Te
 def _evaluator(args: argparse.Namespace, exp: Experiment, rf: Any, err: TextIO) -> Iterator[Any]:
     """The residual the fit calls: ``rf`` itself, or ``rf`` spread over a Dask cluster
     (``--workers`` / ``--scheduler`` / the experiment's ``executor:``), closed afterwards."""
-    from mjsysid.fit.distributed import executor_options
+    opts = exp.executor
+    if args.workers is not None or args.scheduler is not None:  # (Dask: only when asked for)
+        from mjsysid.fit.distributed import executor_options
 
-    if args.workers is not None:
-        opts: dict[str, Any] | None = executor_options({"workers": args.workers}, "--workers")
-    elif args.scheduler is not None:
-        opts = executor_options({"scheduler": args.scheduler}, "--scheduler")
-    else:
-        opts = exp.executor
+        if args.workers is not None:
+            opts = executor_options({"workers": args.workers}, "--workers")
+        else:
+            opts = executor_options({"scheduler": args.scheduler}, "--scheduler")
     if opts is None:
         yield rf
         return
@@ -426,6 +505,14 @@ def _earlier_runs(args: argparse.Namespace, checkpoint: Path, err: TextIO) -> _E
     return _Earlier(done, origin)
 
 
+def _inputs(exp: Experiment) -> dict[str, str]:
+    """The fingerprints a checkpoint keeps for ``--resume``: the model's files and the
+    recordings (the experiment file's own options are compared one by one, and its
+    residual settings through the cost at the checkpoint's point)."""
+    own = str(Path(exp.path).resolve())
+    return {k: v for k, v in exp.fingerprints().items() if k != own}
+
+
 def _totals(result: Any, earlier: _Earlier | None) -> Any:
     """The result of the whole fit: a resumed part counted on from the runs before it."""
     if earlier is None:
@@ -462,6 +549,7 @@ def _fit(
         run_options = fs.fit.replace(
             checkpoint=checkpoint,
             resume=args.resume,
+            inputs=_inputs(exp),
             verbose=not args.quiet,
             output=err,
             messages=context,
@@ -512,13 +600,15 @@ def _save_and_report(
             rf,
             confidence=conf,
             model_files={exp.sequences.name: exp.export_urdf or exp.files[1]},
+            assets=args.assets or exp.export_assets,
         )
         _save_run(exp, fs)
         _remove_stale(fs.out, earlier - _owned_files(fs.out), err)
+        (fs.out / INTERRUPTED_NOTE).unlink(missing_ok=True)  # (a resumed fit has finished)
     _summarise(args, result, conf, exp, out, err)
     with ph("validation"):
-        validation = _validate(exp, rf, opt_params, fs.out, out, err)
-    print(f"results: {fs.out}", file=err)
+        validation = _validate(exp, rf, opt_params, fs.out, None if args.quiet else out, err)
+    print(f"results: {fs.out}", file=out if args.quiet else err)
     if not args.no_report:
         with ph("report"):
             write_report(
@@ -543,7 +633,7 @@ def _save_and_report(
 def _owned_files(folder: Path) -> set[str]:
     """The per-model files the results of ``folder`` name: ``<name>.xml`` (``models`` of
     ``result.yaml``) and the exports of each model (``<name>.urdf``, ``<name>.robot.yaml``,
-    ``<name>.identified.yaml``);
+    ``<name>.identified.yaml``) and the ``assets`` folder of their copied asset files;
     empty when there are no readable results."""
     from mjsysid.util.files import read_yaml
 
@@ -565,6 +655,9 @@ def _owned_files(folder: Path) -> set[str]:
                 f"{name}.identified.yaml",
             )
         )
+    files = (summary or {}).get("files")
+    if isinstance(files, list) and any(str(f).startswith(f"{ASSETS_DIR}/") for f in files):
+        owned.add(ASSETS_DIR)  # the copied assets (--assets copy)
     return {f for f in owned if f and Path(f).name == f and not f.startswith(".")}
 
 
@@ -588,11 +681,17 @@ def _remove_stale(folder: Path, names: set[str], err: TextIO) -> None:
 
 
 def _validate(
-    exp: Experiment, rf: Any, opt_params: ParameterDict, folder: Path, out: TextIO, err: TextIO
+    exp: Experiment,
+    rf: Any,
+    opt_params: ParameterDict,
+    folder: Path,
+    out: TextIO | None,
+    err: TextIO,
 ) -> Any:
     """Simulates the fitted and the held-out sequences with the start and the identified
-    model, prints the table and writes ``validation.yaml`` (a simulation that fails is a
-    warning: the results are saved already); the table, or ``None``."""
+    model, prints the table on ``out`` (not with ``None``) and writes ``validation.yaml`` (a
+    simulation that fails is a warning: the results are saved already); the table, or
+    ``None``."""
     from mjsysid.fit.validation import validation_table
     from mjsysid.sim.rollout import RolloutDivergedError
 
@@ -610,5 +709,35 @@ def _validate(
         folder / "validation.yaml",
         yaml.safe_dump(validation.as_dict(), sort_keys=False, allow_unicode=True),
     )
-    print(validation.format(), file=out)
+    if out is not None:
+        print(validation_text(validation), file=out)
     return validation
+
+
+def validation_text(validation: Any) -> str:
+    """The validation table as the terminal shows it: a fit in shooting windows (sequences
+    named ``<recording>#<k>``) gets one line per recording and signal, its windows' median
+    and worst fit, instead of one line per window; held-out sequences line by line
+    (``validation.yaml`` and the report have every window)."""
+    from mjsysid.fit.validation import ValidationTable
+
+    fitted = [r for r in validation.rows if not r.held_out]
+    if not any("#" in r.sequence for r in fitted):
+        return str(validation.format())
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in fitted:
+        groups.setdefault((r.sequence.rsplit("#", 1)[0], r.signal), []).append(r)
+    lines = [
+        "fitted windows (median and worst window):",
+        f"{'recording':<24} {'signal':<18} {'windows':>7} {'fit start':>10} {'fit ident.':>10} "
+        f"{'worst':>8}",
+    ]
+    for (recording, signal), rows in groups.items():
+        start = float(np.nanmedian([r.fit_start for r in rows]))
+        ident = [r.fit_identified for r in rows]
+        lines.append(
+            f"{recording:<24} {signal:<18} {len(rows):7d} {start:9.1f}% "
+            f"{float(np.nanmedian(ident)):9.1f}% {float(np.nanmin(ident)):7.1f}%"
+        )
+    held = ValidationTable(tuple(r for r in validation.rows if r.held_out)).format()
+    return "\n".join(lines + ([held] if held else []))

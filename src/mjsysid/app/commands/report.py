@@ -10,6 +10,7 @@ from mjsysid.app.commands.common import (
     EXIT_ERROR,
     EXIT_OK,
     add_no_videos,
+    describe,
     loading_progress,
     read_run_info,
     report_available,
@@ -27,6 +28,11 @@ HELP = "(re)write the HTML report of a results folder"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The results folder."""
+    describe(
+        parser,
+        "Write report.html again for a results folder of 'mjsysid fit' (the fit is rebuilt "
+        "from its run.yaml; its input files must not have changed since).",
+    )
     parser.add_argument("results", help="folder written by 'mjsysid fit'")
     add_no_videos(parser)
     parser.add_argument(
@@ -64,7 +70,11 @@ def _demo_report(
     from mjsysid.lab.demo import demo_problem
 
     if not report_available():
-        print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
+        print(
+            "error: the report needs the report extra: pip install -e '.[report]' in the "
+            "mjsysid checkout",
+            file=err,
+        )
         return EXIT_ERROR
     problem = demo_problem(quick)
     with results_folder(folder, err):
@@ -113,7 +123,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     opt_params = params.copy()
     opt_params.load_values(folder / PARAMS_X_HAT, strict=False)
     if not report_available():
-        print("error: the report needs the report extra: pip install 'mjsysid[report]'", file=err)
+        print(
+            "error: the report needs the report extra: pip install -e '.[report]' in the "
+            "mjsysid checkout",
+            file=err,
+        )
         return EXIT_ERROR
     with results_folder(folder, err):
         write_report(

@@ -28,7 +28,8 @@ Example (paths are relative to the experiment file)::
     executor: 4                               # optional: a local Dask cluster of 4 workers,
     #   or tcp://host:8786 (a running scheduler), or {workers: 4, threads_per_worker: 1}
     export: {urdf: arm.urdf}                  # optional: the URDF the MJCF was made from;
-    #   the results folder also gets its identified copy (inertials, damping, friction, limits)
+    #   the results folder also gets its identified copy (inertials, damping, friction, limits);
+    #   assets: copy (default: meshes, textures copied into the results folder) or absolute
 
 Names. ``name`` (default: the experiment file's name) and every ``sequences[i].name``
 (default ``seq<i>``) must be plain file names: non-empty, without ``/``, ``\\``, ``..`` or NUL

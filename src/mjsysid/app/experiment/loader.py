@@ -37,8 +37,10 @@ from mjsysid.app.experiment.sequences import _sequences
 from mjsysid.app.experiment.shooting import _shoot, _shooting_options
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.options import FitOptions
+from mjsysid.objective.initial_state import law_state_params
 from mjsysid.objective.residual import ResidualFunction, build_residual_fn
 from mjsysid.objective.signal_transform import SignalTransform
+from mjsysid.output.portable import AssetMode
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.files import read_yaml
 
@@ -86,6 +88,9 @@ class Experiment:
         cmaes`` and its options) or ``{"starts": N}`` (empty: the local fit alone).
       export_urdf: The ``export: {urdf: FILE}`` key: the URDF the model was made from (its
         joints are the model's); the results folder gets its identified copy.
+      export_assets: The ``export: {assets: copy|absolute}`` key (default ``"copy"``): how
+        the written models name their meshes, textures and height fields
+        (:mod:`mjsysid.output.portable`).
       confidence: The ``confidence:`` key as keywords of
         :func:`~mjsysid.fit.confidence.compute_confidence` (empty: linearised intervals).
       executor: The ``executor:`` key as keyword arguments of
@@ -113,6 +118,7 @@ class Experiment:
     holdout: ModelSequences | None = None
     export_urdf: Path | None = None
     confidence: dict[str, Any] = field(default_factory=dict)
+    export_assets: AssetMode = "copy"
 
     def fingerprints(self) -> dict[str, str]:
         """``{absolute path: SHA-256}`` of :attr:`files`, to tell later whether the inputs of
@@ -173,11 +179,13 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
     sequences, holdout = _sequences(top.sequences, ld, name, shooting)
     if shooting is not None:
         sequences = _shoot(ld, sequences, shooting, params, transform)
+    residual_options = _residual_options(top.residual, control)
+    margins = _force_laws(top.force_laws, ld.model, params, residual_options, ld.source)
+    if margins:
+        params.update(_law_state_params(sequences, residual_options, params, margins, ld.source))
     _limited(
         "max_parameters", len(params), f"{ld.source}: parameters (window initial states included)"
     )
-    residual_options = _residual_options(top.residual, control)
-    _force_laws(top.force_laws, ld.model, params, residual_options, ld.source)
     fit, fit_given, search = _fit_options(top.optimizer, ld.source)
     executor = _executor(top.executor, ld.source)
     export_urdf = _export_urdf(top.export, ld)
@@ -203,7 +211,24 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
         holdout=holdout,
         export_urdf=export_urdf,
         confidence=confidence,
+        export_assets=top.export.assets if top.export is not None else "copy",
     )
+
+
+def _law_state_params(
+    sequences: ModelSequences,
+    residual_options: dict[str, Any],
+    params: ParameterDict,
+    margins: dict[str, dict[str, float]],
+    source: str,
+) -> ParameterDict:
+    """The starts of the laws' internal states in every sequence or window
+    (``force_laws[i].estimate_states``)."""
+    try:
+        return law_state_params(sequences, residual_options["force_laws"], params, margins)
+    except (KeyError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) else str(e)
+        raise ExperimentError(f"{source}: force_laws: estimate_states: {msg}") from None
 
 
 def _read_top(path: Path) -> tuple[ExperimentFile, str, _Loading]:

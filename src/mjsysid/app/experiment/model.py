@@ -1,11 +1,11 @@
 """The ``model:`` key (the MJCF or URDF, loaded and compiled), the frozen parameters' values
-written into it, and ``export: {urdf: FILE}``."""
+written into it, and ``export: {urdf: FILE, assets: copy|absolute}``."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import mujoco
 from pydantic import Field
@@ -19,13 +19,18 @@ ModelFile = Annotated[str, Must("a path to an MJCF or URDF file")]
 
 
 class ExportKeys(Keys):
-    """``export:`` what the results folder gets besides the identified MJCF."""
+    """``export:`` what the results folder gets besides the identified MJCF, and how the
+    written models name their asset files (:mod:`mjsysid.output.portable`)."""
 
-    urdf: Annotated[
-        str,
-        Field(pattern=r"\.[uU][rR][dD][fF]$"),
-        Must("the URDF the model was made from", "a .urdf file"),
-    ]
+    urdf: (
+        Annotated[
+            str,
+            Field(pattern=r"\.[uU][rR][dD][fF]$"),
+            Must("the URDF the model was made from", "a .urdf file"),
+        ]
+        | None
+    ) = None
+    assets: Literal["copy", "absolute"] = "copy"
 
 
 def _load_model(model: str, path: Path) -> _Loading:
@@ -60,7 +65,7 @@ def _apply_fixed(ld: _Loading, fixed: list[Parameter]) -> None:
 def _export_urdf(keys: ExportKeys | None, ld: _Loading) -> Path | None:
     """The ``export: {urdf: FILE}`` key, checked: a URDF whose moving joints are joints of
     the model (added to the files read)."""
-    if keys is None:
+    if keys is None or keys.urdf is None:
         return None
     file = ld.base / keys.urdf
     if not file.is_file():

@@ -20,7 +20,6 @@ from mjsysid.app.experiment.nodes import (
     PositiveInt,
     mistake,
 )
-from mjsysid.fit.distributed import executor_options
 from mjsysid.fit.options import METHODS, OPTIMIZERS, FitOptions, GlobalSearchOptions
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.params.parameter import ParameterDict
@@ -53,11 +52,15 @@ def _residual_options(
     return residual_options
 
 
-_LAW_VALUES = ("nominal", "min", "max", "frozen")
+_LAW_VALUES = ("nominal", "min", "max", "frozen", "estimate_states")
 
 
 _LawValues = Annotated[dict[str, Numbers], Must("a mapping of parameter names to numbers")]
 _LawNames = Annotated[list[str], Must("a list of parameter names")]
+_LawStates = Annotated[
+    dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]],
+    Must("a mapping of the law's state names to margins (numbers > 0)"),
+]
 
 
 def _law_keys(name: str, cls: type) -> Any:
@@ -70,6 +73,7 @@ def _law_keys(name: str, cls: type) -> Any:
         if f.compare  # (the others are set by bind)
     }
     fields |= {"nominal": (_LawValues, {}), "min": (_LawValues, {}), "max": (_LawValues, {})}
+    fields |= {"estimate_states": (_LawStates, {})}
     law: Any = Literal[name]
     return create_model(
         f"{cls.__name__}Keys",
@@ -102,6 +106,7 @@ class UserLawKeys(Keys):
     min: _LawValues = Field(default_factory=dict)
     max: _LawValues = Field(default_factory=dict)
     frozen: _LawNames = Field(default_factory=list)
+    estimate_states: _LawStates = Field(default_factory=dict)
 
 
 def _law_tag(value: Any) -> str:
@@ -128,15 +133,17 @@ def _force_laws(
     params: ParameterDict,
     options: dict[str, Any],
     source: str,
-) -> None:
+) -> dict[str, dict[str, float]]:
     """``force_laws:``, a list of laws (``law:`` a library law,
     :func:`~mjsysid.sim.laws.core.library_laws`, or a class of the user's own by import path;
     ``name``, the law's options, and ``nominal``/``min``/``max`` mappings and a
     ``frozen`` list by parameter): adds their parameters to ``params`` and the laws to the
-    residual ``options``."""
+    residual ``options``. Returns ``{law: {state: margin}}`` of the internal states whose
+    starts the fit estimates (``estimate_states``)."""
     if laws is None:
-        return
+        return {}
     out = []
+    margins: dict[str, dict[str, float]] = {}
     for i, keys in enumerate(laws):
         config = keys.model_dump(exclude=set(_LAW_VALUES))
         try:
@@ -153,7 +160,10 @@ def _force_laws(
         except (KeyError, TypeError, ValueError, ImportError) as e:
             raise ExperimentError(f"{source}: force_laws[{i}]: {e}") from None
         out.append(law_from_config(config))
+        if keys.estimate_states:
+            margins[law.name] = dict(keys.estimate_states)
     options["force_laws"] = out
+    return margins
 
 
 _MAX_ITERS = 100  # an experiment's default iteration limit
@@ -172,7 +182,7 @@ class OptimizerKeys(Keys):
     max_iters: Annotated[int, Field(ge=0), Must("int", "a non-negative integer")] = _MAX_ITERS
     xtol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
     gtol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
-    ftol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-8
+    ftol: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-4
     eps: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.5e-8
     horizons: Annotated[
         Literal["auto", "none"] | _Fraction | list[_Fraction], Must(_HORIZONS, whole=True)
@@ -267,6 +277,8 @@ def _executor(value: str | int | ExecutorKeys | None, source: str) -> dict[str, 
     if isinstance(value, ExecutorKeys):
         value = value.model_dump(exclude_unset=True)  # type: ignore[assignment]
     try:
+        from mjsysid.fit.distributed import executor_options  # (Dask: only when asked for)
+
         return executor_options(value, f"{source}: executor")
     except (TypeError, ValueError) as e:
         raise ExperimentError(str(e)) from None
@@ -275,7 +287,9 @@ def _executor(value: str | int | ExecutorKeys | None, source: str) -> dict[str, 
 class ConfidenceKeys(Keys):
     """``confidence:`` keywords of :func:`~mjsysid.fit.confidence.compute_confidence`."""
 
-    method: Annotated[Literal["linear", "bootstrap"], Must("linear or bootstrap")] = "linear"
+    method: Annotated[
+        Literal["auto", "linear", "hac", "bootstrap"], Must("auto, linear, hac or bootstrap")
+    ] = "auto"
     draws: Annotated[int, Field(ge=2), Must("an integer >= 2")] | None = None
     seed: Annotated[int, Field(ge=0), Must("an integer >= 0")] | None = None
     steps: Annotated[int, Field(ge=1), Must("an integer >= 1")] | None = None

@@ -215,7 +215,7 @@ def _make_parameter(
     except ExperimentError:
         raise
     except KeyError as e:
-        hint = _close_element(entry, model)
+        hint = "" if "did you mean" in str(e.args[0]) else _close_element(entry, model)
         raise ExperimentError(f"{where}: {e.args[0]}{hint}") from None
     except (ValueError, TypeError) as e:
         raise ExperimentError(f"{where}: {e}") from None

@@ -20,7 +20,9 @@ def open_port(device: DeviceDescription, port: str | None = None) -> Any:
     try:
         import serial
     except ImportError:
-        raise ImportError("capturing needs pyserial: pip install 'mjsysid[capture]'") from None
+        raise ImportError(
+            "capturing needs pyserial: pip install -e '.[capture]' in the mjsysid checkout"
+        ) from None
     name = port or device.port
     if not name:
         raise ValueError(f"{device.source}: port is empty; give it there or with --port")

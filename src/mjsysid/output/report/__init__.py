@@ -16,7 +16,8 @@ here) and unit-tested separately;
 :mod:`~mjsysid.output.report.build` assembles them (with :mod:`~.sections`, :mod:`~.videos`,
 :mod:`~.format`) and :mod:`~mjsysid.output.report.html` renders and writes the files.
 
-jinja2 and plotly are imported when a report is made (``pip install 'mjsysid[report]'``).
+jinja2 and plotly are imported when a report is made (``pip install -e '.[report]'`` in the
+mjsysid checkout).
 """
 
 from __future__ import annotations

@@ -388,11 +388,15 @@ def _context(
         "title": opts.title or ("System identification: " + ", ".join(m.name for m in fit.ms_list)),
         "warnings": a.warnings,
         "param_rows": table,
-        "n_flagged": sum(1 for r in table if r["flags"]),
+        "n_flagged": sum(1 for r in table if any(f["css"] != "frozen" for f in r["flags"])),
         "nuisance_rows": table_rows(nuisance),
         "n_nuisance_flagged": sum(1 for r in nuisance if r.flags),
         "nuisance_pairs": len(a.correlation.nuisance_pairs),
-        "interval_notes": [str(n) for n in a.conf.notes] if a.conf is not None else [],
+        "interval_notes": (
+            [*a.conf.whiteness_caveats(), *(str(n) for n in a.conf.notes)]
+            if a.conf is not None
+            else []
+        ),
         "error_rows": errors,
         "n_error_flagged": sum(1 for e in headline if e["flagged"]),
         "n_error_detail": len(errors) - len(headline),
@@ -500,7 +504,8 @@ def default_report(
       Path of ``report.html``.
 
     Raises:
-      ImportError: jinja2 or plotly is missing (``pip install 'mjsysid[report]'``).
+      ImportError: jinja2 or plotly is missing (``pip install -e '.[report]'`` in the mjsysid
+        checkout).
       TypeError, ValueError: Bad arguments.
       OSError: The folder cannot be created or written. Writing is atomic: after an error
         no partial ``report.html`` is left (a previous complete report stays).

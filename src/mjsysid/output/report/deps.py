@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-INSTALL_HINT = "pip install 'mjsysid[report]'"
+INSTALL_HINT = "pip install -e '.[report]' in the mjsysid checkout"
 
 
 def missing_dependencies() -> list[str]:

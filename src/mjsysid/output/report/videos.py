@@ -288,7 +288,9 @@ def encode_gif(frames: Sequence[np.ndarray], fps: float) -> bytes:
     try:
         from PIL import Image
     except ImportError as e:
-        raise ImportError("videos need Pillow: pip install 'mjsysid[report]'") from e
+        raise ImportError(
+            "videos need Pillow: pip install -e '.[report]' in the mjsysid checkout"
+        ) from e
 
     if not frames:
         raise ValueError("encode_gif needs at least one frame, got none")

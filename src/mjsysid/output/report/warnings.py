@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mjsysid.fit.status import REMEDIES, MessageContext, Status, reworded
+from mjsysid.fit.status import DIAGNOSIS, REMEDIES, MessageContext, Status, reworded
 from mjsysid.output.report.content import Direction, ParameterRow, ResidualCorrelation, SignalError
 
 
@@ -73,6 +73,8 @@ def _optimizer(w: WarningInputs) -> list[ReportWarning]:
                 "optimizer", f"The optimizer did not report convergence (status {status!s}): {text}"
             )
         ]
+    if DIAGNOSIS in str(getattr(res, "message", "")):  # converged, far above the noise (#30)
+        return [ReportWarning("optimizer", reworded(res.message, res.status, w.context))]
     if res.status == Status.STALLED:
         return [
             ReportWarning(

@@ -63,6 +63,7 @@ __all__ = [
     "library_laws",
     "parameter_name",
     "register_law",
+    "state_start_key",
 ]
 
 
@@ -273,6 +274,18 @@ def law_from_config(config: Mapping[str, Any]) -> ForceLaw:
 
 
 # -- parameters -------------------------------------------------------------------------------
+#: Prefix of the entries of a law's values that hold given starts of its internal states.
+_START = "start:"
+
+
+def state_start_key(state: str) -> str:
+    """The key of a law's values that holds given starts of its internal state ``state``:
+    ``(batch, size)``, NaN rows keep what :meth:`ForceLaw.initial_state` computes. The fit
+    puts the estimated starts of every sequence or shooting window there
+    (:func:`mjsysid.objective.initial_state.law_state_params`)."""
+    return _START + state
+
+
 def parameter_name(law: ForceLaw, key: str) -> str:
     """The full name of parameter ``key`` of ``law``: ``f"{law.name}_{key}"``."""
     return f"{law.name}_{key}"

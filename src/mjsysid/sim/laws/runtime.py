@@ -28,8 +28,16 @@ import mujoco
 import numpy as np
 
 from mjsysid.params.parameter import ParameterDict
-from mjsysid.sim.laws.core import ForceLaw, State, StepContext, law_values, laws_from_params
+from mjsysid.sim.laws.core import (
+    ForceLaw,
+    State,
+    StepContext,
+    law_values,
+    laws_from_params,
+    state_start_key,
+)
 from mjsysid.sim.laws.dynamics import data_dynamics
+from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.util.results_files import PARAMS_X_HAT
 
 __all__ = ["LawRuntime", "run_laws", "start_laws"]
@@ -57,11 +65,20 @@ def start_laws(
     inputs: Mapping[str, np.ndarray],
     constants: Mapping[str, np.ndarray],
 ) -> list[State]:
-    """Every law's initial internal state at ``ctx`` (the first step, before any law ran)."""
-    return [
-        law.initial_state(_law_context(law, ctx, vals, {}, inputs, constants))
-        for law, vals in zip(laws, values, strict=True)
-    ]
+    """Every law's initial internal state at ``ctx`` (the first step, before any law ran):
+    what :meth:`ForceLaw.initial_state` computes, replaced row by row where the law's values
+    give a start (:func:`~mjsysid.sim.laws.core.state_start_key`, a finite row)."""
+    out = []
+    for law, vals in zip(laws, values, strict=True):
+        state = law.initial_state(_law_context(law, ctx, vals, {}, inputs, constants))
+        for name in law.states:
+            given = vals.get(state_start_key(name))
+            if given is not None:
+                given = np.asarray(given, dtype=np.float64).reshape(len(ctx.time), -1)
+                set_rows = np.asarray(np.isfinite(given).all(axis=1))
+                state = {**state, name: np.where(set_rows[:, None], given, state[name])}
+        out.append(state)
+    return out
 
 
 def run_laws(
@@ -109,7 +126,7 @@ class LawRuntime:
                 f"LawRuntime: the laws read the per-recording constants {missing}; pass "
                 "constants={...}"
             )
-        self._bound: dict[int, list[ForceLaw]] = {}
+        self._bound: dict[ModelKey, list[ForceLaw]] = {}
         self._states: list[State] | None = None
 
     @classmethod
@@ -137,7 +154,7 @@ class LawRuntime:
 
     def bound(self, model: mujoco.MjModel) -> list[ForceLaw]:
         """The laws bound to models shaped like ``model``."""
-        key = int(model.signature)
+        key = model_key(model)
         if key not in self._bound:
             self._bound[key] = [law.bind(model) for law in self.laws]
         return self._bound[key]
