@@ -219,10 +219,7 @@ def _fit(exp: object, start: ms.ParameterDict, far: bool, budget: int | None) ->
     unless ``budget``); the identified parameters, the result and the wall time."""
     options = exp.fit_options  # type: ignore[attr-defined]
     if far:
-        # (allow_no_effect: a deadzone the first horizon stage does not excite, #31 item 3)
-        options = options.replace(
-            global_search=GlobalSearchOptions(budget=budget), allow_no_effect=True
-        )
+        options = options.replace(global_search=GlobalSearchOptions(budget=budget))
     fn = exp.build_residual_fn()  # type: ignore[attr-defined]
     t0 = time.perf_counter()
     identified, result = ms.optimize(start, fn, options=options)
