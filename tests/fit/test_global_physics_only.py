@@ -85,6 +85,18 @@ def test_default_budget_scales_with_the_physics_not_the_windows() -> None:
     assert g.evaluations <= g.budget
 
 
+def test_a_force_laws_state_at_a_window_start_is_held_too() -> None:
+    law_start = ms.Parameter(
+        "arm/w0/motor_current0",
+        0.5,
+        -1.0,
+        1.0,
+        meta={"kind": "initial_law_state", "target": "arm/w0", "law": "motor"},
+    )
+    params = ms.ParameterDict([ms.Parameter("a", 1.1, -5.0, 5.0), law_start])
+    np.testing.assert_array_equal(nuisance_mask(params), [False, True])
+
+
 def test_only_initial_states_free_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one free physical parameter"):
         global_search(ms.ParameterDict(_window_starts(3)), Recorder())
