@@ -305,3 +305,24 @@ def test_scale_is_an_option_of_the_experiment_mapping_and_of_the_checkpoint(tmp_
     global_search(params, rf, o, checkpoint=ckpt)
     with pytest.raises(ValueError, match="settings must be the same"):
         global_search(params, rf, GlobalSearchOptions(budget=50), checkpoint=ckpt, resume=True)
+
+
+def test_a_parameter_without_effect_at_the_best_candidate_does_not_lose_the_search(
+    caplog,
+) -> None:
+    """``c`` acts only below 0.5 (a deadzone above every command): the search ends above,
+    where its column is zero; the local fit goes on with a warning instead of raising."""
+
+    def rf(X: np.ndarray, params: ms.ParameterDict) -> np.ndarray:
+        a, c = np.asarray(X, dtype=np.float64)
+        return np.stack([a - 3.0, 10.0 * np.maximum(0.5 - c, 0.0)])
+
+    params = ms.ParameterDict([ms.Parameter("a", 0.0, -5, 5), ms.Parameter("c", 0.0, 0, 1)])
+    options = FitOptions(global_search=GlobalSearchOptions(budget=120), horizons=None)
+    with pytest.raises(ValueError, match="no effect on the residual"):
+        above = ms.ParameterDict([ms.Parameter("a", 0, -5, 5), ms.Parameter("c", 0.8, 0, 1)])
+        ms.optimize(above, rf, horizons=None)
+    opt, res = fit_global(params, rf, options)
+    assert opt["c"].value[0] >= 0.5
+    np.testing.assert_allclose(res.x[0], 3.0, atol=1e-6)
+    assert "no effect on the residual" in caplog.text

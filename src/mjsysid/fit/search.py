@@ -716,11 +716,14 @@ def _local_stage(
     params: ParameterDict, residual_fn: ResidualFn, g: GlobalResult, options: FitOptions
 ) -> tuple[ParameterDict, OptimizeResult]:
     """The local fit from the best candidate (none after an interrupted search: the best
-    candidate, evaluated)."""
+    candidate, evaluated); a parameter without effect there is a warning (``allow_no_effect``)."""
     start = params.copy()
     lo, hi = params.get_bounds()  # (a checkpoint of an older version may hold hi + 1 ulp)
     start.update_from_vector(np.clip(g.x, lo, hi))
-    local = options.replace(global_search=None, check_conditioning=False)
+    # a parameter without effect at the best candidate (a deadzone above every command) is
+    # a logged warning, not an error that throws the search's minutes away: the local fit
+    # keeps it (its interval infinite)
+    local = options.replace(global_search=None, check_conditioning=False, allow_no_effect=True)
     if g.stop_reason == "interrupted":
         skip = local.replace(
             max_iters=0, horizons=None, verbose=False, checkpoint=None, resume=False
