@@ -36,6 +36,7 @@ import numpy as np
 
 import mjsysid as ms
 from mjsysid.app.experiment import load_experiment
+from mjsysid.fit.options import GlobalSearchOptions
 from mjsysid.util.mjcf_text import spec_xml
 
 try:  # run as a script (bench/ on sys.path) or imported from tests/bench
@@ -68,7 +69,11 @@ def _bounds(key: str) -> tuple[str, str]:
 
 
 def experiment_yaml(
-    captures: Sequence[str], held_out: str, window: float = 1.0, width: float = 0.008
+    captures: Sequence[str],
+    held_out: str,
+    window: float = 1.0,
+    width: float = 0.008,
+    estimate_starts: bool = True,
 ) -> str:
     """The experiment file a user writes for this case (the document's guesses and boxes)."""
     read = (
@@ -106,7 +111,7 @@ def experiment_yaml(
           - {{kind: joint_armature, target: motor_joint, min: {_y(B["motor_armature"][0])}, max: {_y(B["motor_armature"][1])}}}
           - {{kind: joint_damping, target: pendulum_joint, min: {_y(B["pendulum_damping"][0])}, max: {_y(B["pendulum_damping"][1])}}}
           - {{kind: joint_frictionloss, target: pendulum_joint, min: {_y(B["pendulum_frictionloss"][0])}, max: {_y(B["pendulum_frictionloss"][1])}}}
-        shooting: {{window: {_y(window)}, estimate_initial_state: true}}
+        shooting: {{window: {_y(window)}, estimate_initial_state: {str(estimate_starts).lower()}}}
         optimizer: {{method: lm, max_iters: 60}}
         """)  # noqa: E501
 
@@ -140,6 +145,7 @@ def write_case(
     fit: Sequence[tuple[str, int, float]] = FIT,
     window: float = 2.0,
     width: float = 0.008,
+    estimate_starts: bool = True,
 ) -> Path:
     """The captures, the model and the experiment file in ``folder``; returns the latter."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -148,7 +154,7 @@ def write_case(
     held = fd.make_capture(seed, sec, kind, folder).name
     (folder / "furuta.xml").write_text(model_xml())
     path = folder / "experiment.yaml"
-    path.write_text(experiment_yaml(captures, held, window, width))
+    path.write_text(experiment_yaml(captures, held, window, width, estimate_starts))
     return path
 
 
@@ -194,28 +200,73 @@ def held_out_rms(exp: object, params: ms.ParameterDict, cut: bool = False) -> di
     return {k: float(np.sqrt(np.mean(np.concatenate(v) ** 2))) for k, v in errors.items()}
 
 
+FAR_GEAR = {"0.1": 0.1 * fd.TRUE_PARAMS["actuator_gear_pos"], "guess": G["actuator_gear_pos"]}
+
+
+def far_start(params: ms.ParameterDict, gear: float) -> ms.ParameterDict:
+    """The far start: the motor's gear (torque constant) at ``gear``, every other physical
+    parameter at its lower bound (the window starts stay at their recorded values)."""
+    out = params.copy()
+    for name, p in out.items():
+        if p.frozen or p.meta.get("kind", "").startswith("initial_"):
+            continue
+        p.value = np.full_like(p.value, gear) if name == "motor_gear" else p.min_value.copy()
+    return out
+
+
+def _fit(exp: object, start: ms.ParameterDict, far: bool, budget: int | None) -> tuple:
+    """The fit of ``exp`` from ``start`` (``far``: with the global stage, default budget
+    unless ``budget``); the identified parameters, the result and the wall time."""
+    options = exp.fit_options  # type: ignore[attr-defined]
+    if far:
+        options = options.replace(global_search=GlobalSearchOptions(budget=budget))
+    fn = exp.build_residual_fn()  # type: ignore[attr-defined]
+    t0 = time.perf_counter()
+    identified, result = ms.optimize(start, fn, options=options)
+    return identified, result, time.perf_counter() - t0
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keep", help="write the case here (default: a temporary folder)")
     ap.add_argument("--window", type=float, default=2.0, help="shooting window (s)")
     ap.add_argument("--width", type=float, default=0.008, help="deadzone ramp (ctrl)")
     ap.add_argument("--more", action="store_true", help="fit a chirp capture too")
+    ap.add_argument(
+        "--far",
+        choices=sorted(FAR_GEAR),
+        help="far start: gear 0.1x the truth or the document's guess, the rest at the lower "
+        "bounds, with the global stage (default budget)",
+    )
+    ap.add_argument("--budget", type=int, help="the global stage's budget (with --far)")
+    ap.add_argument(
+        "--recorded-starts",
+        action="store_true",
+        help="simulate every window from its recorded start (estimate_initial_state: false)",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep) if args.keep else Path(tmp)
-        path = write_case(folder, MORE if args.more else FIT, args.window, args.width)
+        fit = MORE if args.more else FIT
+        path = write_case(folder, fit, args.window, args.width, not args.recorded_starts)
         exp = load_experiment(path)
-        fn = exp.build_residual_fn()
-        start = time.perf_counter()
-        identified, result = ms.optimize(exp.params, fn, options=exp.fit_options)
-        seconds = time.perf_counter() - start
+        start = far_start(exp.params, FAR_GEAR[args.far]) if args.far else exp.params
+        identified, result, seconds = _fit(exp, start, bool(args.far), args.budget)
         truth = true_values(exp.params)
-        rms = {"start (guesses)": held_out_rms(exp, exp.params),
+        truth_cost = float(0.5 * np.sum(exp.build_residual_fn()(truth.as_vector(), truth) ** 2))
+        label = "start (far)" if args.far else "start (guesses)"
+        rms = {label: held_out_rms(exp, start),
                "identified": held_out_rms(exp, identified),
                "truth": held_out_rms(exp, truth, cut=True)}  # fmt: skip
     captures = "prbs+chirp" if args.more else "prbs"
-    print(f"window {args.window} s, ramp {args.width}, captures {captures}")
+    starts = "recorded" if args.recorded_starts else "estimated"
+    print(f"window {args.window} s ({starts} starts), ramp {args.width}, captures {captures}")
+    if args.far:
+        g = result.global_search
+        print(f"far start (gear {FAR_GEAR[args.far]:.4g}, the rest at the lower bounds)")
+        print(f"global stage: {g.wall_time:.1f} s, {g.evaluations} evaluations, {g.message}")
     print(f"fit: {seconds:.1f} s, {result.nit} iterations, status {result.status.name}")
+    print(f"cost: start {result.initial_cost:.4g}, end {result.cost:.4g}, truth {truth_cost:.4g}")
     names = sorted(rms["truth"])
     print(f"{'held-out RMS [mrad]':22s}" + "".join(f"{n:>18s}" for n in names))
     for row, vals in rms.items():

@@ -46,8 +46,8 @@ import numpy as np
 
 import mjsysid as ms
 from mjsysid.data.excitation import multisine
-from mjsysid.fit.options import GlobalSearchOptions
-from mjsysid.fit.search import fit_global, global_search, multistart
+from mjsysid.fit.options import FitOptions, GlobalSearchOptions
+from mjsysid.fit.search import fit_global, global_search, multistart, reflect
 
 XML_PATH = Path(ms.__file__).parent / "examples" / "dcmotor" / "dcmotor.xml"
 TRUTH = (0.15, 0.004, 0.003, 1.0)  # deadband, friction loss, kv, gear
@@ -115,12 +115,12 @@ def _one_call_per_candidate(rf: Any) -> Callable[[np.ndarray, ms.ParameterDict],
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rf, start = motor_problem(args.steps, args.threads)
-    local = {"allow_no_effect": True}
+    local = FitOptions(allow_no_effect=True)
     rows = []
-    (_, lm), wall = _timed(lambda: ms.optimize(start, rf, **local))
+    (_, lm), wall = _timed(lambda: ms.optimize(start, rf, options=local))
     rows.append(_row("LM", wall, lm.nfev, lm.cost, lm.x))
     options = GlobalSearchOptions(budget=args.budget, seed=args.seed)
-    (_, gl), wall = _timed(lambda: fit_global(start, rf, options, **local))
+    (_, gl), wall = _timed(lambda: fit_global(start, rf, local.replace(global_search=options)))
     rows.append(_row("CMA-ES+LM", wall, gl.nfev, gl.cost, gl.x))
     same = GlobalSearchOptions(budget=gl.nfev, seed=args.seed, tol_spread=0.0)
     g, wall = _timed(lambda: global_search(start, rf, same))
@@ -134,16 +134,15 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         seq = _one_call_per_candidate(rf)
         g, wall = _timed(lambda: global_search(start, seq, same))
         rows.append(_row("CMA-ES only, 1 call/cand.", wall, g.evaluations, g.cost, g.x))
-    (_, ms_res), wall = _timed(
-        lambda: multistart(start, rf, starts=args.starts, seed=args.seed, **local)
-    )
-    s = ms_res.extras["multistart"]
+    starts = local.replace(starts=args.starts, starts_seed=args.seed)
+    (_, ms_res), wall = _timed(lambda: multistart(start, rf, starts))
+    s = ms_res.multistart
+    assert s is not None and gl.global_search is not None
     rows.append(_row(f"multistart {args.starts}", wall, ms_res.nfev, ms_res.cost, ms_res.x))
-    rows[-1]["note"] = f"{s['n_reached']} of {s['starts']} starts reached the best cost"
+    rows[-1]["note"] = f"{s.n_reached} of {len(s.starts)} starts reached the best cost"
+    gs = gl.global_search
     rows[1]["note"] = (
-        f"global: {gl.extras['global']['evaluations']} evals, "
-        f"{gl.extras['global']['generations']} generations, "
-        f"stop: {gl.extras['global']['stop_reason']}"
+        f"global: {gs.evaluations} evals, {gs.generations} generations, stop: {gs.stop_reason}"
     )
     rf.close()
     return rows
@@ -164,6 +163,36 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def ask_cost(dims: int, generations: int = 5, seed: int = 0) -> list[dict[str, Any]]:
+    """Draws and ``ask`` time per generation with the mean on a corner of the box (every
+    parameter on its lower bound, the far start): ``cmaes``'s own bounds (redraw until inside,
+    up to 100 times, then clip) against the global stage's mirroring (:func:`reflect`)."""
+    from cmaes import CMA
+
+    class Counting(CMA):  # counts the normal vectors drawn
+        draws = 0
+
+        def _sample_solution(self) -> np.ndarray:
+            Counting.draws += 1
+            return super()._sample_solution()
+
+    rows = []
+    pop = GlobalSearchOptions().population_for(dims)
+    for how in ("rejection (cmaes bounds)", "mirror (reflect)"):
+        bounds = np.array([[0.0, 1.0]] * dims) if how.startswith("rejection") else None
+        cma = Counting(mean=np.zeros(dims), sigma=0.3, bounds=bounds, seed=seed,
+                       population_size=pop)  # fmt: skip
+        Counting.draws = 0
+        t0 = time.perf_counter()
+        for _ in range(generations):
+            U = reflect(np.stack([cma.ask() for _ in range(pop)], axis=1))
+            cma.tell([(U[:, j], float(np.sum(U[:, j] ** 2))) for j in range(pop)])
+        wall = time.perf_counter() - t0
+        rows.append({"how": how, "dims": dims, "candidates": pop * generations,
+                     "draws": Counting.draws, "ask_s": wall})  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=2500)
@@ -172,7 +201,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--no-sequential", dest="sequential", action="store_false")
+    parser.add_argument(
+        "--ask", action="store_true", help="only the draws of a start on a corner of the box"
+    )
     args = parser.parse_args()
+    if args.ask:
+        print("| sampling | dims | candidates | draws | ask + tell (s) |")
+        print("|---|---:|---:|---:|---:|")
+        for dims in (14, 173):
+            for r in ask_cost(dims):
+                print(f"| {r['how']} | {r['dims']} | {r['candidates']} | {r['draws']} | "
+                      f"{r['ask_s']:.3f} |")  # fmt: skip
+        return
     rows = run(args)
     print(f"motor, {args.steps} steps, start {START}, truth {TRUTH}, threads {args.threads}")
     print(table(rows))

@@ -85,7 +85,7 @@ def test_each_generation_is_one_batched_call() -> None:
 def test_defaults_follow_the_parameter_count() -> None:
     o = GlobalSearchOptions()
     assert o.population_for(2) == 6 and o.population_for(10) == 10
-    assert o.budget_for(2) == 1000 and o.budget_for(20) == 4000
+    assert o.budget_for(2) == 400 and o.budget_for(20) == 2000
     assert o.sigma0() == 0.3
 
 

@@ -27,6 +27,8 @@ from mjsysid.util.errors import finite_real, must_be, short_repr, yaml_number
 OPTIMIZERS = ("lm", "mujoco", "scipy", "scipy_parallel_fd")
 #: The methods of the global stage (:func:`mjsysid.fit.search.global_search`).
 METHODS = ("cmaes",)
+#: How the global stage scales the parameter box (:class:`GlobalSearchOptions`).
+SCALES = ("auto", "linear")
 
 _SCIPY_OPTIONS = (
     "method",
@@ -153,13 +155,17 @@ class GlobalSearchOptions:
       method: ``"cmaes"`` (the only one so far).
       population: Candidates per generation ``λ``; default ``4 + ⌊3 ln p⌋`` (CMA-ES's), at
         least 2.
-      budget: Residual evaluations (columns) of the whole search; default ``max(1000,
-        200·p)``. Whole generations only: the search stops before one would exceed it.
+      budget: Residual evaluations (columns) of the whole search; default ``max(400,
+        100·s)`` for ``s`` searched (physical) values: initial states are not searched and
+        do not count. Whole generations only: the search stops before one would exceed it.
       sigma: Initial step size as a fraction of the box (normalised coordinates); default
         0.3, at most 1.
       seed: Seed of the sampling (the same seed and options give the same search).
       tol_spread: Stop when the population's spread (``σ·√max diag C``, a fraction of the
         box) falls below this; 0 disables the test.
+      scale: ``"auto"``: a parameter with positive bounds spanning two decades or more
+        (``hi ≥ 100·lo > 0``: dampings, armatures, time constants) is searched in ``log θ``,
+        the others linearly; ``"linear"``: all linearly.
     """
 
     method: str = "cmaes"
@@ -168,6 +174,7 @@ class GlobalSearchOptions:
     sigma: float | None = None
     seed: int = 0
     tol_spread: float = 1e-3
+    scale: str = "auto"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -194,12 +201,14 @@ class GlobalSearchOptions:
             raise ValueError(
                 must_be("global_search: tol_spread", "a number in [0, 1)", self.tol_spread)
             )
+        if self.scale not in SCALES:
+            raise ValueError(must_be("global_search: scale", f"one of {list(SCALES)}", self.scale))
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> GlobalSearchOptions:
         """From an experiment file's ``optimizer`` mapping: ``global`` (the method),
-        ``population``, ``budget``, ``sigma``, ``seed``, ``tol_spread``."""
-        known = {"global", "population", "budget", "sigma", "seed", "tol_spread"}
+        ``population``, ``budget``, ``sigma``, ``seed``, ``tol_spread``, ``scale``."""
+        known = {"global", "population", "budget", "sigma", "seed", "tol_spread", "scale"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ValueError(must_be("global_search options", f"keys of {sorted(known)}", unknown))
@@ -207,12 +216,12 @@ class GlobalSearchOptions:
         return cls(method=options.get("global", "cmaes"), **kw)
 
     def population_for(self, p: int) -> int:
-        """``λ`` for ``p`` free parameters."""
+        """``λ`` for ``p`` searched (physical) values."""
         return self.population or max(2, 4 + math.floor(3 * math.log(p)))
 
     def budget_for(self, p: int) -> int:
-        """The evaluation budget for ``p`` free parameters."""
-        return self.budget or max(1000, 200 * p)
+        """The evaluation budget for ``p`` searched (physical) values."""
+        return self.budget or max(400, 100 * p)
 
     def sigma0(self) -> float:
         """The initial step size (a fraction of the box)."""

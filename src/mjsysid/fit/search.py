@@ -9,7 +9,8 @@ Multi-start local fits: how many starts in the box reach the best cost, and wher
 
 :func:`multistart` draws starting points in the parameter box (a Latin hypercube: every
 parameter's range is cut into ``N`` equal strata and each stratum holds one start; McKay,
-Beckman & Conover 1979), adds the nominal, evaluates all of them in **one** batched residual
+Beckman & Conover 1979; initial states stay at their nominal, the recorded states, as in the
+global stage), adds the nominal, evaluates all of them in **one** batched residual
 call (a start whose simulation diverges is reported and not fitted), and runs the local fit
 (:func:`mjsysid.fit.optimize.optimize`) from each, best initial cost first.
 
@@ -27,14 +28,25 @@ from a datasheet value 3x off, or a deadband started at 0, it can end in a wrong
 ``cmaes`` package) on the cost ``f(θ) = ½‖r(θ)‖²``, and :func:`fit_global` runs the local
 fit from the best candidate.
 
-The search runs in the box-normalised space ``u = (θ − θ_min) / (θ_max − θ_min) ∈ [0, 1]ᵖ``
-(every parameter finitely bounded), so one step size ``σ`` fits all parameters. Each
+The search runs over the **physics only**: the initial states of recorded sequences and of
+shooting windows (kinds :data:`~mjsysid.objective.initial_state.INITIAL_KINDS`, one per
+window, joint and part: 200 of 214 values on 20 s in 0.5 s windows) are nuisance values,
+held at their start values, the states recorded at each window's start, as the local fit
+starts from them; the local fit then estimates them. The defaults (population, budget) scale
+with the ``s`` searched values, never with the number of windows.
+
+The search space is the unit box ``u ∈ [0, 1]ˢ`` between the bounds (every searched
+parameter finitely bounded), linear ``u = (θ − θ_min) / (θ_max − θ_min)``, or ``u =
+log(θ/θ_min) / log(θ_max/θ_min)`` for positive bounds spanning two decades or more
+(``GlobalSearchOptions.scale``), so one step size ``σ`` fits all parameters. CMA-ES samples
+without bounds; every sample is mirrored into the box (:func:`reflect`, one draw per
+candidate, never a redraw) and the mirrored point is what is evaluated and told. Each
 generation's ``λ`` candidates are evaluated as **one** batched residual call, the population
-as the ``(p, λ)`` columns (like a Jacobian), in one multithreaded rollout. Candidates are kept
-in the box by ``cmaes``: a sample outside ``[0, 1]ᵖ`` is redrawn (up to 100 times) and then
-clipped to the box, so every evaluated point is within the bounds. A diverged candidate (a
-NaN column) costs ``+inf``. The first generation also evaluates the nominal, so the best
-candidate is never worse than the start.
+as the ``(p, λ)`` columns (like a Jacobian), in one multithreaded rollout; the candidates in
+parameter units are clipped to ``[θ_min, θ_max]`` (``θ_min + 1·(θ_max − θ_min)`` can round
+one ulp above ``θ_max``), so every value evaluated or handed on is within its bounds. A
+diverged candidate (a NaN column) costs ``+inf``. The first generation also evaluates the
+nominal, so the best candidate is never worse than the start.
 
 Stops: the evaluation budget is spent (no generation goes over it), the population's spread
 ``σ·√max(diag C)`` (a fraction of the box) falls below ``tol_spread`` (the search has
@@ -61,6 +73,7 @@ from mjsysid.fit.local import run_fit
 from mjsysid.fit.options import FitOptions, GlobalSearchOptions
 from mjsysid.fit.result import GlobalResult, MultistartSummary, OptimizeResult, StartRecord
 from mjsysid.fit.status import Status
+from mjsysid.objective.initial_state import INITIAL_KINDS
 from mjsysid.objective.protocols import DescribedResidualFn, DeviceResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import finite_real, must_be
@@ -135,25 +148,102 @@ class _Progress:
     stop_reason: str = ""
 
 
+#: A searched entry with bounds ``0 < lo`` and ``hi ≥ LOG_RATIO·lo`` is searched in ``log θ``.
+LOG_RATIO = 100.0
+
+
 @dataclass(frozen=True)
 class _Box:
-    """The map between parameter units and the unit box ``u = (θ − lo) / (hi − lo)``."""
+    """The map between parameter units and the unit box: ``u = (θ − lo) / (hi − lo)``, or
+    ``u = log(θ/lo) / log(hi/lo)`` for the ``log`` entries (positive bounds spanning
+    decades: a damping in ``[1e-5, 0.1]`` whose truth is 0.002 sits at ``u = 0.02`` on the
+    linear scale, at ``u = 0.58`` on the log scale)."""
 
     lo: np.ndarray
     hi: np.ndarray
+    log: np.ndarray | None = None
+
+    def _col(self, a: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return a if u.ndim == 1 else a[:, None]
+
+    def _logs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The mask and the linear coordinates' bounds (``log lo``, ``log hi`` where log)."""
+        log = np.zeros(self.lo.shape, bool) if self.log is None else self.log
+        lo = np.where(log, np.log(np.where(log, self.lo, 1.0)), self.lo)
+        hi = np.where(log, np.log(np.where(log, self.hi, 1.0)), self.hi)
+        return log, lo, hi
 
     def to_unit(self, x: np.ndarray) -> np.ndarray:
-        return cast(np.ndarray, (x - self.lo) / (self.hi - self.lo))
+        log, lo, hi = self._logs()
+        c = self._col
+        L = c(log, x)
+        y = np.where(L, np.log(np.where(L, np.maximum(x, c(self.lo, x)), 1.0)), x)
+        return cast(np.ndarray, (y - c(lo, x)) / (c(hi, x) - c(lo, x)))
 
     def from_unit(self, u: np.ndarray) -> np.ndarray:
-        """``(p,)`` or ``(p, k)`` unit coordinates (clipped to the box) to parameter units."""
-        span = self.hi - self.lo
-        lo, span = (self.lo, span) if u.ndim == 1 else (self.lo[:, None], span[:, None])
-        return cast(np.ndarray, lo + np.clip(u, 0.0, 1.0) * span)
+        """``(p,)`` or ``(p, k)`` unit coordinates (clipped to the box) to parameter units,
+        clipped to ``[lo, hi]`` again: ``lo + 1·(hi − lo)`` can round one ulp above ``hi``."""
+        log, ylo, yhi = self._logs()
+        c = self._col
+        y = c(ylo, u) + np.clip(u, 0.0, 1.0) * (c(yhi, u) - c(ylo, u))
+        L = c(log, u)
+        x = np.where(L, np.exp(np.where(L, y, 0.0)), y)
+        return cast(np.ndarray, np.clip(x, c(self.lo, u), c(self.hi, u)))
 
 
-def check_box_params(params: ParameterDict) -> tuple[np.ndarray, _Box, list[str]]:
-    """The nominal ``(p,)``, the box and the names; the box must be finite and hold x0."""
+def log_scaled(lo: np.ndarray, hi: np.ndarray, scale: str) -> np.ndarray:
+    """``(s,)`` the entries searched in ``log θ``: with ``scale="auto"``, those with
+    ``0 < lo`` and ``hi ≥`` :data:`LOG_RATIO` ``· lo``; none with ``"linear"``."""
+    if scale == "linear":
+        return np.zeros(lo.shape, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return cast(np.ndarray, (lo > 0) & (hi >= LOG_RATIO * lo))
+
+
+def reflect(u: np.ndarray) -> np.ndarray:
+    """Unbounded coordinates folded into the unit box by mirroring at its faces.
+
+    ``reflect(u) = 1 − |(u mod 2) − 1|``: the identity on ``[0, 1]``, mirrored at 0 and 1
+    and periodic with period 2, so continuous everywhere; a sample just outside a face lands
+    just inside it (the "mirror" boundary handling of evolution strategies, e.g. Hansen,
+    "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772, appendix on boundaries).
+    Every sample costs one draw, however many coordinates sit on a face; rejection
+    sampling (redraw until all coordinates are inside) needs ~2ᵖ draws for a mean on a
+    corner of the box.
+
+    Args:
+      u: ``(p,)`` or ``(p, k)`` unit coordinates, any real values.
+
+    Returns:
+      The same shape, every entry in ``[0, 1]``.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    folded = np.clip(1.0 - np.abs(np.mod(u, 2.0) - 1.0), 0.0, 1.0)
+    return cast(np.ndarray, np.where((u >= 0.0) & (u <= 1.0), u, folded))  # (inside: exact)
+
+
+def nuisance_mask(params: ParameterDict) -> np.ndarray:
+    """``(p,)`` the free entries that are nuisance states, not physics: the initial states
+    of recorded sequences and shooting windows (kinds
+    :data:`~mjsysid.objective.initial_state.INITIAL_KINDS`). The global stage holds them at
+    their start values (the recorded state at each window start); the local fit estimates
+    them."""
+    if not isinstance(params, ParameterDict):
+        raise TypeError(must_be("params", "a ParameterDict", type(params).__name__))
+    free = params.non_frozen()
+    if not free:
+        return np.zeros(0, dtype=bool)
+    return np.concatenate([np.full(p.size, p.meta.get("kind") in INITIAL_KINDS) for p in free])
+
+
+def check_box_params(
+    params: ParameterDict, searched: np.ndarray | None = None
+) -> tuple[np.ndarray, _Box, list[str]]:
+    """The nominal ``(p,)``, the box of the searched entries and the names of all ``p``.
+
+    Every free entry must start within its bounds; the ``searched`` entries (``(p,)`` bool,
+    default all) must have finite bounds (the search samples their box).
+    """
     if not isinstance(params, ParameterDict):
         raise TypeError(must_be("params", "a ParameterDict", type(params).__name__))
     if params.size == 0:
@@ -161,8 +251,9 @@ def check_box_params(params: ParameterDict) -> tuple[np.ndarray, _Box, list[str]
     x0 = np.asarray(params.as_vector(), dtype=np.float64)
     lo, hi = (np.asarray(b, dtype=np.float64) for b in params.get_bounds())
     names = params.get_non_frozen_parameter_names()
+    sel = np.ones(x0.size, dtype=bool) if searched is None else np.asarray(searched, bool)
     for i, name in enumerate(names):
-        if not (np.isfinite(lo[i]) and np.isfinite(hi[i]) and lo[i] < hi[i]):
+        if sel[i] and not (np.isfinite(lo[i]) and np.isfinite(hi[i]) and lo[i] < hi[i]):
             raise ValueError(
                 f"global search: {name} must have finite bounds min_value < max_value (the "
                 f"search samples the box), got [{float(lo[i])!r}, {float(hi[i])!r}]; give "
@@ -173,7 +264,7 @@ def check_box_params(params: ParameterDict) -> tuple[np.ndarray, _Box, list[str]
                 f"global search: {name} must start within its bounds [{float(lo[i])!r}, "
                 f"{float(hi[i])!r}], got {float(x0[i])!r}; fix the value or the bounds"
             )
-    return x0, _Box(lo, hi), names
+    return x0, _Box(lo[sel], hi[sel]), names
 
 
 def population_fn(residual_fn: ResidualFn, rollout: str) -> ResidualFn:
@@ -336,12 +427,19 @@ def _read_checkpoint(
 
 @dataclass(frozen=True)
 class _Run:
-    """The fixed inputs of one search."""
+    """The fixed inputs of one search.
+
+    Attributes:
+      x0: ``(p,)`` the start, every free entry. searched: Indices into ``x0`` of the entries
+        searched (the physics; ``box`` is theirs); the others are held at ``x0``.
+      names: Labels of ``x0``'s entries.
+    """
 
     residual_fn: ResidualFn
     params: ParameterDict
     box: _Box
     x0: np.ndarray
+    searched: np.ndarray
     options: GlobalSearchOptions
     population: int
     budget: int
@@ -351,12 +449,29 @@ class _Run:
     settings: dict[str, float]
     out: TextIO | None
 
+    @property
+    def searched_names(self) -> list[str]:
+        return [self.names[i] for i in self.searched]
+
+    def candidates(self, U: np.ndarray) -> np.ndarray:
+        """``(p, k)`` candidates: the ``(s, k)`` unit coordinates of the searched entries in
+        parameter units, the held entries at the start."""
+        X = np.repeat(self.x0[:, None], U.shape[1], axis=1)
+        X[self.searched] = self.box.from_unit(U)
+        return X
+
+
+def _ask(run: _Run, cma: CMA) -> np.ndarray:
+    """``(s, λ)`` one generation's samples, mirrored into the unit box (:func:`reflect`):
+    one draw per candidate (the search has no bounds of its own to reject by)."""
+    return reflect(np.stack([cma.ask() for _ in range(run.population)], axis=1))
+
 
 def _generation(run: _Run, cma: CMA, prog: _Progress) -> None:
     """Samples, evaluates (one batched call) and tells one generation; updates ``prog``."""
     cma.reseed_rng(_generation_seed(run.options.seed, prog.generation))
-    U = np.stack([cma.ask() for _ in range(run.population)], axis=1)  # (p, λ)
-    X = run.box.from_unit(U)
+    U = _ask(run, cma)  # (s, λ)
+    X = run.candidates(U)
     first = prog.generation == 0
     if first:  # the nominal rides along in the first batch
         X = np.concatenate([X, run.x0[:, None]], axis=1)
@@ -367,8 +482,12 @@ def _generation(run: _Run, cma: CMA, prog: _Progress) -> None:
             prog.cost_best, prog.x_best = prog.start_cost, run.x0.copy()
         prog.evaluations += 1
     prog.evaluations += run.population
-    # cmaes sorts by value; +inf (diverged) goes last, ties stay in sample order
+    # cmaes sorts by value; +inf (diverged) goes last, ties stay in sample order. It is told
+    # the mirrored points it was evaluated at (so its mean stays in the box).
     cma.tell([(U[:, j].copy(), float(c[j])) for j in range(run.population)])
+    # the state as a checkpoint holds it (``cmaes`` keeps one triangle of C): a resumed
+    # search then goes on exactly as an uninterrupted one
+    cma.__setstate__(cma.__getstate__())
     j = int(np.argmin(c))
     if c[j] < prog.cost_best:
         prog.cost_best, prog.x_best = float(c[j]), X[:, j].copy()
@@ -443,8 +562,20 @@ def _make_run(
         raise TypeError(must_be("residual_fn", "callable residual_fn(X, params)", residual_fn))
     if callback is not None and not callable(callback):
         raise TypeError(must_be("callback", "callable callback(info) or None", callback))
-    x0, box, names = check_box_params(params)
-    p = x0.size
+    held = nuisance_mask(params)
+    x0, box, names = check_box_params(params, ~held)
+    searched = np.flatnonzero(~held)
+    if searched.size == 0:
+        raise ValueError(
+            must_be(
+                "global search: params",
+                "at least one free physical parameter (initial states are not searched: the "
+                "global stage holds them at their recorded values)",
+                f"only initial states {names[:3]}{' ...' if len(names) > 3 else ''}",
+            )
+        )
+    box = _Box(box.lo, box.hi, log_scaled(box.lo, box.hi, options.scale))
+    p = searched.size  # the physics: the defaults scale with it, not with the windows
     population, budget = options.population_for(p), options.budget_for(p)
     if budget < population + 1:
         raise ValueError(
@@ -460,6 +591,8 @@ def _make_run(
         "sigma": options.sigma0(),
         "seed": float(options.seed),
         "tol_spread": float(options.tol_spread),
+        "searched": float(p),
+        "log_scaled": float(np.count_nonzero(box.log)),
     }
     if isinstance(residual_fn, DescribedResidualFn):
         residual_fn.check_params(params)
@@ -469,6 +602,7 @@ def _make_run(
         params,
         box,
         x0,
+        searched,
         options,
         population,
         budget,
@@ -527,10 +661,9 @@ def global_search(
             "resuming the global search from %s at generation %d", run.checkpoint, prog.generation
         )
     else:
-        cma = cma_class(
-            mean=run.box.to_unit(run.x0),
+        cma = cma_class(  # no bounds: samples are mirrored into the box (reflect)
+            mean=run.box.to_unit(run.x0[run.searched]),
             sigma=options.sigma0(),
-            bounds=np.array([[0.0, 1.0]] * run.x0.size),
             seed=options.seed,
             population_size=run.population,
         )
@@ -557,8 +690,9 @@ def _result(run: _Run, prog: _Progress, wall: float) -> GlobalResult:
         stop_reason=reason,
         message=(
             f"Global search (CMA-ES, {prog.generation} generations of {run.population}, "
-            f"{prog.evaluations} evaluations): {msg}; best cost {prog.cost_best:.6e} "
-            f"(nominal {prog.start_cost:.6e})."
+            f"{prog.evaluations} evaluations, {run.searched.size} of {run.x0.size} values "
+            f"searched{_held_note(run)}): {msg}; best cost {prog.cost_best:.6e} (nominal "
+            f"{prog.start_cost:.6e})."
         ),
         population=run.population,
         budget=run.budget,
@@ -573,14 +707,23 @@ def _result(run: _Run, prog: _Progress, wall: float) -> GlobalResult:
     )
 
 
+def _held_note(run: _Run) -> str:
+    held = run.x0.size - run.searched.size
+    return f", {held} initial states held at their recorded values" if held else ""
+
+
 def _local_stage(
     params: ParameterDict, residual_fn: ResidualFn, g: GlobalResult, options: FitOptions
 ) -> tuple[ParameterDict, OptimizeResult]:
     """The local fit from the best candidate (none after an interrupted search: the best
-    candidate, evaluated)."""
+    candidate, evaluated); a parameter without effect there is a warning (``allow_no_effect``)."""
     start = params.copy()
-    start.update_from_vector(g.x)
-    local = options.replace(global_search=None, check_conditioning=False)
+    lo, hi = params.get_bounds()  # (a checkpoint of an older version may hold hi + 1 ulp)
+    start.update_from_vector(np.clip(g.x, lo, hi))
+    # a parameter without effect at the best candidate (a deadzone above every command) is
+    # a logged warning, not an error that throws the search's minutes away: the local fit
+    # keeps it (its interval infinite)
+    local = options.replace(global_search=None, check_conditioning=False, allow_no_effect=True)
     if g.stop_reason == "interrupted":
         skip = local.replace(
             max_iters=0, horizons=None, verbose=False, checkpoint=None, resume=False
@@ -740,12 +883,17 @@ def _start_options(options: FitOptions, j: int) -> FitOptions:
 
 
 def _draw_starts(
-    x_nom: np.ndarray, lo: np.ndarray, hi: np.ndarray, starts: int, seed: int, nominal: bool
+    x_nom: np.ndarray, held: np.ndarray, box: _Box, starts: int, seed: int, nominal: bool
 ) -> np.ndarray:
-    """``(p, starts)``: the nominal (when ``nominal``) then Latin-hypercube points."""
+    """``(p, starts)``: the nominal (when ``nominal``) then Latin-hypercube points in the box
+    of the entries not ``held`` (the initial states stay at their nominal, as in the global
+    stage)."""
     drawn = starts - int(nominal)
     rng = np.random.default_rng(seed)
-    X0 = latin_hypercube(lo, hi, drawn, rng) if drawn else np.zeros((x_nom.size, 0))
+    X0 = np.repeat(x_nom[:, None], drawn, axis=1)
+    if drawn and box.lo.size:
+        X0[~held] = np.clip(latin_hypercube(box.lo, box.hi, drawn, rng), box.lo[:, None],
+                            box.hi[:, None])  # fmt: skip
     return np.concatenate([x_nom[:, None], X0], axis=1) if nominal else X0
 
 
@@ -784,8 +932,9 @@ def multistart(
     t0 = time.perf_counter()
     starts = 8 if options.starts is None else int(options.starts)
     _check_options(starts, rtol, atol)
-    x_nom, box, names = check_box_params(params)
-    X0 = _draw_starts(x_nom, box.lo, box.hi, starts, options.starts_seed, include_nominal)
+    held = nuisance_mask(params)
+    x_nom, box, names = check_box_params(params, ~held)
+    X0 = _draw_starts(x_nom, held, box, starts, options.starts_seed, include_nominal)
     c0 = batch_costs(population_fn(residual_fn, options.rollout), params, X0)  # one call
     by_start: dict[int, StartRecord] = {}
     fits: dict[int, tuple[ParameterDict, OptimizeResult]] = {}
