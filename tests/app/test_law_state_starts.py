@@ -34,7 +34,8 @@ force_laws:
     name: motor
     joint: j
     actuator: m
-    nominal: {{gear: [0.4, 0.4], deadzone: [0.1, 0.1], damping: [0.001, 0.001], frictionloss: [0.01, 0.01], viscous_quadratic: [0.0], back_emf_gain: [0.0]}}
+    nominal: {{gear: [0.4, 0.4], deadzone: [0.1, 0.1], damping: [0.001, 0.001],
+              frictionloss: [0.01, 0.01], viscous_quadratic: [0.0], back_emf_gain: [0.0]}}
     estimate_states: {states}
 parameters: [{{kind: joint_armature, target: j}}]
 shooting: {{window: 0.5}}
@@ -79,7 +80,7 @@ def test_each_window_gets_the_start_of_the_laws_state(tmp_path):
 def test_an_unknown_state_is_named(tmp_path):
     with pytest.raises(
         ExperimentError,
-        match=r"force_laws: estimate_states: .*force law 'motor' has no state 'current'; its states: \['held'\]",
+        match=r"estimate_states: .*'motor' has no state 'current'; its states: \['held'\]",
     ):
         load_experiment(_write(tmp_path, "{current: 0.5}"))
     with pytest.raises(ExperimentError, match="estimate_states"):

@@ -407,6 +407,12 @@ def test_experiment_optimizer_global_and_starts(tmp_path: Path) -> None:
         load_experiment(_example_copy(tmp_path, "{starts: 2, global: cmaes}"))
     with pytest.raises(ExperimentError, match=r"budget"):
         load_experiment(_example_copy(tmp_path, "{global: cmaes, budget: -1}"))
+    linear = load_experiment(_example_copy(tmp_path, "{global: cmaes, scale: linear}"))
+    assert linear.search == {"global_search": {"global": "cmaes", "scale": "linear"}}
+    with pytest.raises(
+        ExperimentError, match=r"optimizer\.scale must be one of \['auto', 'linear'\]"
+    ):
+        load_experiment(_example_copy(tmp_path, "{global: cmaes, scale: log}"))
 
 
 def test_cli_fit_with_a_global_stage_and_with_starts(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from mjsysid.app.experiment.nodes import (
     PositiveInt,
     mistake,
 )
-from mjsysid.fit.options import METHODS, OPTIMIZERS, FitOptions, GlobalSearchOptions
+from mjsysid.fit.options import METHODS, OPTIMIZERS, SCALES, FitOptions, GlobalSearchOptions
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.laws.core import force_law_params, law_from_config, library_laws
@@ -167,7 +167,7 @@ def _force_laws(
 
 
 _MAX_ITERS = 100  # an experiment's default iteration limit
-_SEARCH_KEYS = ("global", "population", "budget", "sigma", "seed", "tol_spread", "starts")
+_SEARCH_KEYS = ("global", "population", "budget", "sigma", "seed", "tol_spread", "scale", "starts")
 _HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
 _Fraction = Annotated[float, Field(gt=0, le=1)]
 
@@ -190,13 +190,19 @@ class OptimizerKeys(Keys):
     global_: Annotated[
         Literal[METHODS] | None,  # type: ignore[valid-type]
         Field(alias="global"),
-        Must("cmaes, with population/budget/sigma/seed/tol_spread"),
+        Must("cmaes, with population/budget/sigma/seed/tol_spread/scale"),
     ] = None
     population: Annotated[int, Field(ge=2)] | None = None
     budget: PositiveInt | None = None
     sigma: Annotated[float, Field(gt=0, le=1)] | None = None
     seed: Annotated[int, Field(ge=0)] | None = None
     tol_spread: Annotated[float, Field(ge=0, lt=1)] | None = None
+    scale: (
+        Annotated[
+            Literal[SCALES], Must(f"one of {list(SCALES)}")  # type: ignore[valid-type]
+        ]
+        | None
+    ) = None
     starts: PositiveInt | None = None
     rollout: Annotated[
         Literal[ROLLOUTS], Must(f"one of {list(ROLLOUTS)}")  # type: ignore[valid-type]
@@ -210,7 +216,9 @@ class OptimizerKeys(Keys):
         if self.starts is not None and len(given) > 1:
             raise mistake("starts", "given without global: and its options", self.starts)
         if given and self.starts is None and self.global_ is None:
-            raise mistake("global", "cmaes, with population/budget/sigma/seed/tol_spread", None)
+            raise mistake(
+                "global", "cmaes, with population/budget/sigma/seed/tol_spread/scale", None
+            )
         return self
 
 
@@ -239,8 +247,8 @@ def _fit_options(
 
 def _search_options(given: dict[str, Any], where: str) -> dict[str, Any]:
     """``global: cmaes`` (with ``population``, ``budget``, ``sigma``, ``seed``,
-    ``tol_spread``) or ``starts: N``, as keywords of :func:`~mjsysid.fit.optimize.optimize`
-    (plain YAML values: ``run.yaml`` records them)."""
+    ``tol_spread``, ``scale``) or ``starts: N``, as keywords of
+    :func:`~mjsysid.fit.optimize.optimize` (plain YAML values: ``run.yaml`` records them)."""
     search = {k: given[k] for k in _SEARCH_KEYS if k in given}
     device = {"rollout": given["rollout"]} if given.get("rollout", "cpu") != "cpu" else {}
     if "starts" in search:
