@@ -15,26 +15,26 @@ from typing import Any
 
 import mujoco
 
-from mjsysid.app.experiment.model import _apply_fixed, _export_urdf, _load_model
+from mjsysid.app.experiment.model import apply_fixed, export_urdf_file, load_model_file
 from mjsysid.app.experiment.nodes import (
     ExperimentError,
+    Loading,
     ProgressFactory,
-    _check_file_name,
-    _limited,
-    _limits,
-    _Loading,
+    apply_limits,
+    check_file_name,
+    within_limit,
 )
 from mjsysid.app.experiment.options import (
-    _confidence_options,
-    _executor,
-    _fit_options,
-    _force_laws,
-    _residual_options,
+    confidence_options,
+    executor_keys,
+    fit_options_of,
+    force_laws_of,
+    residual_options_of,
 )
-from mjsysid.app.experiment.parameters import _parameters
+from mjsysid.app.experiment.parameters import parameters_of
 from mjsysid.app.experiment.schema import ExperimentFile, check_version, read_file
-from mjsysid.app.experiment.sequences import _sequences
-from mjsysid.app.experiment.shooting import _shoot, _shooting_options
+from mjsysid.app.experiment.sequences import sequences_of
+from mjsysid.app.experiment.shooting import shoot, shooting_options
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.options import FitOptions
 from mjsysid.objective.initial_state import law_state_params
@@ -175,28 +175,28 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
     """
     path = resolve_experiment_path(path)
     top, name, ld = _read_top(path)
-    _limits(top.limits, str(path))
-    shooting = _shooting_options(top.shooting)
+    apply_limits(top.limits, str(path))
+    shooting = shooting_options(top.shooting)
     ld.progress = progress
     # Parameters first: a frozen one with a nominal is that value in the model the data are
     # read against and every fit runs on (a frozen parameter is not written by the fit).
-    params, transform, control, fixed = _parameters(top.parameters, ld.spec, ld.model, ld.source)
+    params, transform, control, fixed = parameters_of(top.parameters, ld.spec, ld.model, ld.source)
     if fixed:
-        _apply_fixed(ld, fixed)
-    sequences, holdout = _sequences(top.sequences, ld, name, shooting)
+        apply_fixed(ld, fixed)
+    sequences, holdout = sequences_of(top.sequences, ld, name, shooting)
     if shooting is not None:
-        sequences = _shoot(ld, sequences, shooting, params, transform)
-    residual_options = _residual_options(top.residual, control)
-    margins = _force_laws(top.force_laws, ld.model, params, residual_options, ld.source)
+        sequences = shoot(ld, sequences, shooting, params, transform)
+    residual_options = residual_options_of(top.residual, control)
+    margins = force_laws_of(top.force_laws, ld.model, params, residual_options, ld.source)
     if margins:
         params.update(_law_state_params(sequences, residual_options, params, margins, ld.source))
-    _limited(
+    within_limit(
         "max_parameters", len(params), f"{ld.source}: parameters (window initial states included)"
     )
-    fit, fit_given, search = _fit_options(top.optimizer, ld.source)
-    executor = _executor(top.executor, ld.source)
-    export_urdf = _export_urdf(top.export, ld)
-    confidence = _confidence_options(top.confidence)
+    fit, fit_given, search = fit_options_of(top.optimizer, ld.source)
+    executor = executor_keys(top.executor, ld.source)
+    export_urdf = export_urdf_file(top.export, ld)
+    confidence = confidence_options(top.confidence)
     return Experiment(
         path,
         name,
@@ -240,7 +240,7 @@ def _law_state_params(
         raise ExperimentError(f"{source}: force_laws: estimate_states: {msg}") from None
 
 
-def _read_top(path: Path) -> tuple[ExperimentFile, str, _Loading]:
+def _read_top(path: Path) -> tuple[ExperimentFile, str, Loading]:
     """The file's keys, validated against the schema, the experiment's name and its model.
 
     The model is read first, as the file names it (the rest of the file needs it): a model
@@ -255,10 +255,10 @@ def _read_top(path: Path) -> tuple[ExperimentFile, str, _Loading]:
     data = read_yaml(path)
     check_version(data, source)
     model = data.get("model") if isinstance(data, dict) else None
-    ld = _load_model(model, path) if isinstance(model, str) else None
+    ld = load_model_file(model, path) if isinstance(model, str) else None
     top = read_file(data, source)
     name = path.stem if top.name is None else top.name
-    _check_file_name(
+    check_file_name(
         source, "name", name, "" if top.name is not None else f"the file name {path.name!r}"
     )
-    return top, name, ld or _load_model(top.model, path)
+    return top, name, ld or load_model_file(top.model, path)

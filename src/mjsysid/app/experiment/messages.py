@@ -21,7 +21,7 @@ import annotated_types as at
 from pydantic import BaseModel, Tag, ValidationError
 from pydantic.fields import FieldInfo
 
-from mjsysid.app.experiment.nodes import ExperimentError, Must, _type_name
+from mjsysid.app.experiment.nodes import ExperimentError, Must, type_name
 from mjsysid.util.errors import short_repr, yaml_number
 from mjsysid.util.files import describe_yaml
 
@@ -273,7 +273,7 @@ def _said_by_constraints(spot: _Spot) -> str:
 def _got(value: Any, spot: _Spot) -> str:
     if spot.tp is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)  # as the file's number is used
-    return f"{_type_name(value)} {short_repr(value)}"
+    return f"{type_name(value)} {short_repr(value)}"
 
 
 def _yaml_hint(value: Any, spot: _Spot) -> str:
@@ -336,7 +336,7 @@ def _told_value(error: dict[str, Any], spot: _Spot, union: bool) -> _Mistake:
     if spot.path:
         text = f"{spot.path} must be {said}, got {_got(value, spot)}"
     else:  # the whole file: told in words, never echoed (it may be any file)
-        got = "nothing" if value is None else f"{_type_name(value)} ({describe_yaml(value)})"
+        got = "nothing" if value is None else f"{type_name(value)} ({describe_yaml(value)})"
         text = f"the file must be {said}, got {got}"
     return _Mistake(spot.path, text, union=union)
 

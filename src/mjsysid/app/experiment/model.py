@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import mujoco
 from pydantic import Field
 
-from mjsysid.app.experiment.nodes import ExperimentError, Keys, Must, _Loading
+from mjsysid.app.experiment.nodes import ExperimentError, Keys, Loading, Must
 from mjsysid.params.parameter import Parameter
 from mjsysid.util.model_files import model_files
 
@@ -33,7 +33,7 @@ class ExportKeys(Keys):
     assets: Literal["copy", "absolute"] = "copy"
 
 
-def _load_model(model: str, path: Path) -> _Loading:
+def load_model_file(model: str, path: Path) -> Loading:
     source, base = str(path), path.parent
     model_file = base / model
     if not model_file.is_file():
@@ -44,10 +44,10 @@ def _load_model(model: str, path: Path) -> _Loading:
     except ValueError as e:
         raise ExperimentError(f"{source}: model: {str(model_file)!r} does not load: {e}") from e
     # Every file the model reads (includes, meshes, height fields, textures) is an input.
-    return _Loading(source, base, spec, model, [path, *model_files(model_file)])
+    return Loading(source, base, spec, model, [path, *model_files(model_file)])
 
 
-def _apply_fixed(ld: _Loading, fixed: list[Parameter]) -> None:
+def apply_fixed(ld: Loading, fixed: list[Parameter]) -> None:
     """Writes the frozen parameters' nominal values into the model and recompiles it."""
     for p in fixed:
         assert p.modifier is not None  # (fixed holds model parameters only)
@@ -62,7 +62,7 @@ def _apply_fixed(ld: _Loading, fixed: list[Parameter]) -> None:
         ) from None
 
 
-def _export_urdf(keys: ExportKeys | None, ld: _Loading) -> Path | None:
+def export_urdf_file(keys: ExportKeys | None, ld: Loading) -> Path | None:
     """The ``export: {urdf: FILE}`` key, checked: a URDF whose moving joints are joints of
     the model (added to the files read)."""
     if keys is None or keys.urdf is None:

@@ -3,7 +3,7 @@
 in (:class:`Must`), the errors a model's own checks raise (:func:`mistake`, :func:`said`),
 :class:`ExperimentError`, and the checks that stay code (plain file names, sizes of numbers).
 
-What loading an experiment gathers as it goes (:class:`_Loading`) and the ``progress``
+What loading an experiment gathers as it goes (:class:`Loading`) and the ``progress``
 factory of :func:`~mjsysid.app.experiment.load_experiment` (:data:`ProgressFactory`).
 
 The ``limits:`` key, and the checks of :mod:`mjsysid.util.limits` raising
@@ -101,11 +101,11 @@ Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Field(ge=1), Must("a positive integer")]
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     return type(value).__name__ if value is not None else "nothing"
 
 
-def _numbers(
+def as_numbers(
     value: float | list[float] | None, where: str, size: int | None = None
 ) -> np.ndarray | None:
     """``value`` (validated :data:`Numbers`) as an array of 1 or ``size`` numbers."""
@@ -114,7 +114,7 @@ def _numbers(
     arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
     if size is not None and arr.size not in (1, size):
         raise ExperimentError(
-            f"{where} must be 1 or {size} numbers, got {_type_name(value)} {short_repr(value)}"
+            f"{where} must be 1 or {size} numbers, got {type_name(value)} {short_repr(value)}"
         )
     return arr
 
@@ -122,7 +122,7 @@ def _numbers(
 _FILE_NAME = "a plain file name (non-empty, without '/', '\\', '..' or NUL)"
 
 
-def _check_file_name(source: str, key: str, value: str, default_from: str = "") -> None:
+def check_file_name(source: str, key: str, value: str, default_from: str = "") -> None:
     """Rejects names that could leave the results folder once used as a file name."""
     bad = (
         not value
@@ -133,7 +133,7 @@ def _check_file_name(source: str, key: str, value: str, default_from: str = "") 
     if bad:
         origin = f" (taken from {default_from}; set {key}: explicitly)" if default_from else ""
         raise ExperimentError(
-            f"{source}: {key} must be {_FILE_NAME}, got {_type_name(value)} "
+            f"{source}: {key} must be {_FILE_NAME}, got {type_name(value)} "
             f"{short_repr(value)}{origin}"
         )
 
@@ -146,7 +146,7 @@ has), called when the step ends, also after an error."""
 
 
 @dataclass
-class _Loading:
+class Loading:
     """What loading an experiment has gathered so far: the file's ``source`` (for messages)
     and folder (``base``), the model, the files read and the warnings."""
 
@@ -162,7 +162,7 @@ class _Loading:
     progress: ProgressFactory | None = None  # (load_experiment's progress)
 
 
-def _limits(limits: dict[str, Any] | None, source: str) -> None:
+def apply_limits(limits: dict[str, Any] | None, source: str) -> None:
     """The ``limits:`` key: raises (or lowers) named limits of :mod:`mjsysid.util.limits`
     for this process."""
     if limits is not None:
@@ -172,7 +172,7 @@ def _limits(limits: dict[str, Any] | None, source: str) -> None:
             raise ExperimentError(str(e)) from None
 
 
-def _limited(name: str, value: float, what: str) -> None:
+def within_limit(name: str, value: float, what: str) -> None:
     """:func:`check_limit` raising an :class:`ExperimentError`."""
     try:
         check_limit(name, value, what)

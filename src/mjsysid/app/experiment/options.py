@@ -38,7 +38,7 @@ class ResidualKeys(Keys):
     control_interpolation: Literal["zoh", "linear"] = "zoh"
 
 
-def _residual_options(
+def residual_options_of(
     keys: ResidualKeys | None, control: ControlTransform | None
 ) -> dict[str, Any]:
     """Keyword arguments for :func:`build_residual_fn` from ``residual:``."""
@@ -127,7 +127,7 @@ ForceLaws = Annotated[list[ForceLaw], Must("a list of force laws")]
 """The ``force_laws:`` key."""
 
 
-def _force_laws(
+def force_laws_of(
     laws: list[Any] | None,
     model: mujoco.MjModel,
     params: ParameterDict,
@@ -227,7 +227,7 @@ def _increasing_horizons(values: list[float]) -> None:
         raise mistake("horizons", _HORIZONS, values)
 
 
-def _fit_options(
+def fit_options_of(
     keys: OptimizerKeys | None, source: str
 ) -> tuple[FitOptions, dict[str, Any], dict[str, Any]]:
     """The ``optimizer:`` section as :class:`FitOptions`, the options it gives besides
@@ -278,7 +278,7 @@ Executor = Annotated[
 """The ``executor:`` key."""
 
 
-def _executor(value: str | int | ExecutorKeys | None, source: str) -> dict[str, Any] | None:
+def executor_keys(value: str | int | ExecutorKeys | None, source: str) -> dict[str, Any] | None:
     """The ``executor:`` key: a scheduler address, a worker count or a mapping."""
     if value is None:
         return None
@@ -303,6 +303,6 @@ class ConfidenceKeys(Keys):
     steps: Annotated[int, Field(ge=1), Must("an integer >= 1")] | None = None
 
 
-def _confidence_options(keys: ConfidenceKeys | None) -> dict[str, Any]:
+def confidence_options(keys: ConfidenceKeys | None) -> dict[str, Any]:
     """The ``confidence:`` key as keywords of :func:`~mjsysid.fit.confidence.compute_confidence`."""
     return {} if keys is None else keys.model_dump(exclude_none=True)

@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 from pydantic import Field
 
-from mjsysid.app.experiment.nodes import ExperimentError, Keys, Must, Numbers, _numbers
+from mjsysid.app.experiment.nodes import ExperimentError, Keys, Must, Numbers, as_numbers
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.signal_transform import SignalTransform
 from mjsysid.params.inertia import body_inertia_param
@@ -102,7 +102,7 @@ Parameters = Annotated[list[Entry], Field(min_length=1), Must("a list of paramet
 """The ``parameters:`` key."""
 
 
-def _parameters(
+def parameters_of(
     entries: list[Entry], spec: mujoco.MjSpec, model: mujoco.MjModel, source: str
 ) -> tuple[ParameterDict, SignalTransform | None, ControlTransform | None, list[Parameter]]:
     """``(params, signal transform, control transform, fixed)``: ``fixed`` are the frozen
@@ -135,8 +135,8 @@ def _set_prior(prior: PriorKeys | None, p: Parameter, where: str) -> None:
     number or one per entry): a MAP fit toward it (:mod:`mjsysid.fit.prior`)."""
     if prior is None:
         return
-    std = _numbers(prior.std, f"{where}.prior.std", p.size)
-    mean = _numbers(prior.mean, f"{where}.prior.mean", p.size)
+    std = as_numbers(prior.std, f"{where}.prior.std", p.size)
+    mean = as_numbers(prior.mean, f"{where}.prior.mean", p.size)
     try:
         p.prior = {"std": std} if mean is None else {"mean": mean, "std": std}
     except ValueError as e:
@@ -145,7 +145,7 @@ def _set_prior(prior: PriorKeys | None, p: Parameter, where: str) -> None:
 
 @dataclass
 class _ParameterSet:
-    """What :func:`_parameters` gathers: the parameters, the signal and control transforms
+    """What :func:`parameters_of` gathers: the parameters, the signal and control transforms
     their ``sensor_*``/``control_*`` kinds build, and the frozen ones with a nominal."""
 
     params: ParameterDict = field(default_factory=ParameterDict)
@@ -207,9 +207,9 @@ def _make_parameter(
             model,
             entry.target,
             name=_name(entry),
-            nominal=_numbers(entry.nominal, f"{where}.nominal"),
-            min_value=_numbers(entry.min, f"{where}.min"),
-            max_value=_numbers(entry.max, f"{where}.max"),
+            nominal=as_numbers(entry.nominal, f"{where}.nominal"),
+            min_value=as_numbers(entry.min, f"{where}.min"),
+            max_value=as_numbers(entry.max, f"{where}.max"),
             frozen=entry.frozen,
         )
     except ExperimentError:
@@ -251,9 +251,9 @@ def _inertia_parameter(
         param_name=entry.name,
         frozen=entry.frozen,
     )
-    nominal = _numbers(entry.nominal, f"{where}.nominal", p.size)
-    lo = _numbers(entry.min, f"{where}.min", p.size)
-    hi = _numbers(entry.max, f"{where}.max", p.size)
+    nominal = as_numbers(entry.nominal, f"{where}.nominal", p.size)
+    lo = as_numbers(entry.min, f"{where}.min", p.size)
+    hi = as_numbers(entry.max, f"{where}.max", p.size)
     if nominal is None and lo is None and hi is None:
         return p
     ones = np.ones(p.size)

@@ -15,11 +15,11 @@ from pydantic import Field
 from mjsysid.app.experiment.nodes import (
     ExperimentError,
     Keys,
+    Loading,
     Must,
     Number,
     Positive,
-    _limited,
-    _Loading,
+    within_limit,
 )
 from mjsysid.data.recording import check_time_gap, load_recording
 from mjsysid.data.robot_logs import FORMATS, STAMPS, LogSource
@@ -94,7 +94,7 @@ class RecordingKeys(Keys):
     constants: Annotated[dict[str, Number], Must("a mapping of names to numbers")] | None = None
 
 
-def _recording_file(keys: RecordingKeys, where: str, ld: _Loading) -> Path:
+def recording_file(keys: RecordingKeys, where: str, ld: Loading) -> Path:
     rec_file = ld.base / keys.file
     is_log = keys.source is not None  # a robot log may be a bag folder
     if not (rec_file.is_file() or (is_log and rec_file.is_dir())):
@@ -123,7 +123,7 @@ def _timing_options(keys: RecordingKeys, where: str) -> dict[str, Any]:
     return out
 
 
-def _read_recording(keys: RecordingKeys, where: str, rec_file: Path, ld: _Loading) -> Any:
+def read_recording(keys: RecordingKeys, where: str, rec_file: Path, ld: Loading) -> Any:
     """The recording of one ``sequences[i]`` entry, read with its column options."""
     timing = _timing_options(keys, f"{ld.source}: {where}")
     time_range = None if keys.time_range is None else tuple(keys.time_range)
@@ -161,7 +161,7 @@ def _read_recording(keys: RecordingKeys, where: str, rec_file: Path, ld: _Loadin
             close()
 
 
-def _recording_warnings(where: str, rec: Any, rec_file: Path, ld: _Loading) -> None:
+def recording_warnings(where: str, rec: Any, rec_file: Path, ld: Loading) -> None:
     prefix = f"{ld.source}: {where} ({str(rec_file)!r})"
     ld.notes += [f"{prefix}: {n}" for n in rec.notes]
     if rec.control is not None:
@@ -193,7 +193,7 @@ def _outside_ctrlrange(model: mujoco.MjModel, control: np.ndarray) -> list[str]:
     return out
 
 
-def _check_span(where: str, times: np.ndarray, rec_file: Path, ld: _Loading) -> float:
+def check_span(where: str, times: np.ndarray, rec_file: Path, ld: Loading) -> float:
     """The simulated steps of one recording, checked against ``max_steps``."""
     what = f"{ld.source}: {where} ({str(rec_file)!r})"
     try:
@@ -203,7 +203,7 @@ def _check_span(where: str, times: np.ndarray, rec_file: Path, ld: _Loading) -> 
     dt = float(ld.model.opt.timestep)
     span = float(times[-1] - times[0]) if times.size else 0.0
     steps = span / dt
-    _limited(
+    within_limit(
         "max_steps",
         steps,
         f"{what}: simulated steps (time span {span:.6g} s after time_scale / timestep {dt:g} s)",

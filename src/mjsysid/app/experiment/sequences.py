@@ -12,18 +12,18 @@ from pydantic import Field
 from mjsysid.app.experiment.nodes import (
     ExperimentError,
     Keys,
+    Loading,
     Must,
     Number,
-    _check_file_name,
-    _limited,
-    _Loading,
+    check_file_name,
+    within_limit,
 )
 from mjsysid.app.experiment.recordings import (
     RecordingKeys,
-    _check_span,
-    _read_recording,
-    _recording_file,
-    _recording_warnings,
+    check_span,
+    read_recording,
+    recording_file,
+    recording_warnings,
 )
 from mjsysid.data.recording import initial_state_from_sensors
 from mjsysid.data.sequences import ModelSequences
@@ -68,8 +68,8 @@ class _Sequence:
     constants: dict[str, float] | None = None  # the per-recording constants
 
 
-def _sequences(
-    entries: list[SequenceKeys], ld: _Loading, name: str, shooting: dict[str, Any] | None
+def sequences_of(
+    entries: list[SequenceKeys], ld: Loading, name: str, shooting: dict[str, Any] | None
 ) -> tuple[ModelSequences, ModelSequences | None]:
     """The fitted sequences and the held-out ones (``holdout: true``; ``None`` without)."""
     seqs = [_load_sequence(keys, i, ld) for i, keys in enumerate(entries)]
@@ -91,7 +91,7 @@ def _sequences(
     return _model_sequences(name, ld, fitted), (_model_sequences(name, ld, held) if held else None)
 
 
-def _model_sequences(name: str, ld: _Loading, seqs: list[_Sequence]) -> ModelSequences:
+def _model_sequences(name: str, ld: Loading, seqs: list[_Sequence]) -> ModelSequences:
     try:
         return ModelSequences(
             name,
@@ -107,20 +107,20 @@ def _model_sequences(name: str, ld: _Loading, seqs: list[_Sequence]) -> ModelSeq
         raise ExperimentError(f"{ld.source}: sequences: {e}") from None
 
 
-def _load_sequence(keys: SequenceKeys, i: int, ld: _Loading) -> _Sequence:
+def _load_sequence(keys: SequenceKeys, i: int, ld: Loading) -> _Sequence:
     where = f"sequences[{i}]"
     seq_name = f"seq{i}" if keys.name is None else keys.name
-    _check_file_name(ld.source, f"{where}.name", seq_name)
-    rec_file = _recording_file(keys, where, ld)
+    check_file_name(ld.source, f"{where}.name", seq_name)
+    rec_file = recording_file(keys, where, ld)
     # a bag folder is fingerprinted file by file
     ld.files += (
         sorted(p for p in rec_file.rglob("*") if p.is_file()) if rec_file.is_dir() else [rec_file]
     )
-    rec = _read_recording(keys, where, rec_file, ld)
+    rec = read_recording(keys, where, rec_file, ld)
     ld.command_timing[seq_name] = "held" if keys.command_timing is None else keys.command_timing
-    ld.steps += _check_span(where, np.asarray(rec.times), rec_file, ld)
-    _limited("max_total_steps", ld.steps, f"{ld.source}: sequences: simulated steps in total")
-    _recording_warnings(where, rec, rec_file, ld)
+    ld.steps += check_span(where, np.asarray(rec.times), rec_file, ld)
+    within_limit("max_total_steps", ld.steps, f"{ld.source}: sequences: simulated steps in total")
+    recording_warnings(where, rec, rec_file, ld)
     init = keys.initial_state
     from_sample = rec.initial_qpos is None and (init is None or init.qpos is None)
     qpos, qvel = _initial_state(rec, init, f"{where}.initial_state", ld)
@@ -146,7 +146,7 @@ def _load_sequence(keys: SequenceKeys, i: int, ld: _Loading) -> _Sequence:
 
 
 def _initial_state(
-    rec: Any, init: InitialStateKeys | None, where: str, ld: _Loading
+    rec: Any, init: InitialStateKeys | None, where: str, ld: Loading
 ) -> tuple[Any, Any]:
     """``(qpos, qvel)`` to start from: the sensors' first sample, the recording's
     ``initial_qpos``/``initial_qvel`` columns, or the entry's ``initial_state:``."""

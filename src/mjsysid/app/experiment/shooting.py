@@ -13,12 +13,12 @@ from pydantic import model_validator
 from mjsysid.app.experiment.nodes import (
     ExperimentError,
     Keys,
+    Loading,
     Must,
     Positive,
-    _limited,
-    _Loading,
     mistake,
     said,
+    within_limit,
 )
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.timeseries import SignalType
@@ -53,8 +53,8 @@ class ShootingKeys(Keys):
         return self
 
 
-def _shooting_options(keys: ShootingKeys | None) -> dict[str, Any] | None:
-    """The ``shooting:`` options as :func:`_shoot` takes them (``None`` without the key)."""
+def shooting_options(keys: ShootingKeys | None) -> dict[str, Any] | None:
+    """The ``shooting:`` options as :func:`shoot` takes them (``None`` without the key)."""
     if keys is None:
         return None
     opts = keys.model_dump(exclude={"estimate_activation"})
@@ -103,7 +103,7 @@ def _check_window_count(sequences: ModelSequences, opts: dict[str, Any], source:
         times = np.asarray(meas.times)
         span = float(times[-1] - times[0]) if times.size else 0.0
         count += max(1.0, math.ceil(span / stride))
-    _limited(
+    within_limit(
         "max_windows",
         count,
         f"{source}: shooting.window: {opts['window']!r} s with overlap {opts['overlap']!r} s "
@@ -126,7 +126,7 @@ def _state_signals(model: mujoco.MjModel, meas: Any) -> set[str]:
 
 
 def _warn_uncorrected_starts(
-    ld: _Loading, sequences: ModelSequences, transform: SignalTransform
+    ld: Loading, sequences: ModelSequences, transform: SignalTransform
 ) -> None:
     first = sequences.sequences()[0][3]
     corrected = transform.signals_with_parameters(first.names)
@@ -140,8 +140,8 @@ def _warn_uncorrected_starts(
         )
 
 
-def _shoot(
-    ld: _Loading,
+def shoot(
+    ld: Loading,
     sequences: ModelSequences,
     shooting: dict[str, Any],
     params: ParameterDict,
