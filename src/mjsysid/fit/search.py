@@ -592,7 +592,7 @@ def _make_run(
         "seed": float(options.seed),
         "tol_spread": float(options.tol_spread),
         "searched": float(p),
-        "log_scaled": float(np.count_nonzero(box.log)),
+        "log_scaled": float(0 if box.log is None else np.count_nonzero(box.log)),
     }
     if isinstance(residual_fn, DescribedResidualFn):
         residual_fn.check_params(params)

@@ -15,8 +15,12 @@ import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.audit import Audit
+from mjsysid.fit.confidence import Confidence
 from mjsysid.fit.result import OptimizeResult
 from mjsysid.fit.status import LANGUAGES, MessageContext, fit_context, reworded
+from mjsysid.fit.validation import ValidationTable
+from mjsysid.objective.predictions import SequencePrediction
+from mjsysid.objective.protocols import ResidualFn
 from mjsysid.objective.residual import ResidualFunction
 from mjsysid.output.report.audit_section import audit_section, fit_audit
 from mjsysid.output.report.content import (
@@ -80,12 +84,12 @@ class FitInputs:
     """The fit a report shows (checked :func:`~mjsysid.output.report.default_report` arguments)."""
 
     ms_list: list[ModelSequences]
-    initial_params: Any
-    opt_params: Any
-    opt_result: Any
-    residual_fn: Any
+    initial_params: ParameterDict
+    opt_params: ParameterDict
+    opt_result: OptimizeResult
+    residual_fn: ResidualFn | None
     names: list[str]
-    validation: Any = None
+    validation: ValidationTable | None = None
 
 
 # -- argument checks ------------------------------------------------------------------------------
@@ -193,7 +197,9 @@ def check_fit(
 
 
 # -- analysis -------------------------------------------------------------------------------------
-def _confidence(fit: FitInputs, confidence: Any, alpha: float, notes: list[str]) -> Any:
+def _confidence(
+    fit: FitInputs, confidence: Confidence | None, alpha: float, notes: list[str]
+) -> Confidence | None:
     """``confidence``, or computed at level ``1 − alpha`` (``None`` with a note if it fails)."""
     if confidence is not None:
         return confidence
@@ -210,8 +216,8 @@ def _confidence(fit: FitInputs, confidence: Any, alpha: float, notes: list[str])
 class Predictions:
     """The predictions with the identified and initial parameters, and why some are missing."""
 
-    identified: Any = None
-    initial: Any = None
+    identified: list[SequencePrediction] | None = None
+    initial: list[SequencePrediction] | None = None
     reason: str = ""
 
 
@@ -223,7 +229,7 @@ def _predictions(fit: FitInputs, notes: list[str]) -> Predictions:
             reason="No signal plots: pass the ResidualFunction from build_residual_fn as "
             "residual_fn to draw measured vs predicted signals."
         )
-    got: dict[str, Any] = {}
+    got: dict[str, list[SequencePrediction]] = {}
     reason = ""
     for which, params in (("identified", fit.opt_params), ("initial", fit.initial_params)):
         if which == "initial" and got.get("identified") is None:
@@ -244,7 +250,7 @@ def _predictions(fit: FitInputs, notes: list[str]) -> Predictions:
 class Analysis:
     """Everything the report computes from the fit before drawing the trace and videos."""
 
-    conf: Any
+    conf: Confidence | None
     rows: list[ParameterRow]
     correlation: CorrelationSection
     condition: float
@@ -433,15 +439,15 @@ def write_report(
 # -- the report -----------------------------------------------------------------------------------
 def default_report(
     models_sequences: Sequence[ModelSequences] | ModelSequences,
-    initial_params: Any,
-    opt_params: Any,
-    opt_result: Any,
-    residual_fn: Any,
+    initial_params: ParameterDict,
+    opt_params: ParameterDict,
+    opt_result: OptimizeResult,
+    residual_fn: ResidualFn | None,
     save_dir: str | os.PathLike[str],
     *,
     title: str | None = None,
     videos: bool | str = "auto",
-    confidence: Any = None,
+    confidence: Confidence | None = None,
     alpha: float = 0.05,
     max_points_per_trace: int = 1000,
     max_total_points: int = 2_000_000,
@@ -454,7 +460,7 @@ def default_report(
     video_fps: float = 15.0,
     video_size: tuple[int, int] = (320, 240),
     max_video_seconds: float = 10.0,
-    validation: Any = None,
+    validation: ValidationTable | None = None,
     progress: Progress | None = None,
     messages: str = "python",
 ) -> Path:
