@@ -808,7 +808,7 @@ def _ask_identity(address: str, timeout: float) -> Any:
     """
 
     async def identity() -> Any:
-        connect = distributed.comm.connect
+        connect = distributed.comm.core.connect
         comm = await connect(address, timeout=0.8 * timeout)  # type: ignore[no-untyped-call]
         try:
             await comm.write({"op": "identity", "reply": True})
@@ -842,7 +842,7 @@ def _check_scheduler(address: str, timeout: float) -> None:
             f"{address!r} accepted the connection but did not answer as a Dask scheduler "
             f"within {timeout:g} s: {hint}"
         ) from None
-    except distributed.comm.CommClosedError:
+    except distributed.comm.core.CommClosedError:
         raise ConnectionError(
             f"{address!r} closed the connection without Dask's handshake: not a Dask "
             f"scheduler; {hint}"

@@ -323,7 +323,7 @@ def _mark_unidentifiable(cov: np.ndarray, eig: _Eigen, cutoffs: _Cutoffs) -> np.
     cov[unident, :] = np.nan
     cov[:, unident] = np.nan
     cov[unident, unident] = np.inf
-    return cast(np.ndarray, cov)
+    return np.asarray(cov)
 
 
 def _unidentifiable(eig: _Eigen, cutoffs: _Cutoffs) -> np.ndarray:

@@ -188,7 +188,7 @@ class _Box:
         y = c(ylo, u) + np.clip(u, 0.0, 1.0) * (c(yhi, u) - c(ylo, u))
         L = c(log, u)
         x = np.where(L, np.exp(np.where(L, y, 0.0)), y)
-        return cast(np.ndarray, np.clip(x, c(self.lo, u), c(self.hi, u)))
+        return np.asarray(np.clip(x, c(self.lo, u), c(self.hi, u)))
 
 
 def log_scaled(lo: np.ndarray, hi: np.ndarray, scale: str) -> np.ndarray:
@@ -219,7 +219,7 @@ def reflect(u: np.ndarray) -> np.ndarray:
     """
     u = np.asarray(u, dtype=np.float64)
     folded = np.clip(1.0 - np.abs(np.mod(u, 2.0) - 1.0), 0.0, 1.0)
-    return cast(np.ndarray, np.where((u >= 0.0) & (u <= 1.0), u, folded))  # (inside: exact)
+    return np.asarray(np.where((u >= 0.0) & (u <= 1.0), u, folded))  # (inside: exact)
 
 
 def nuisance_mask(params: ParameterDict) -> np.ndarray:
