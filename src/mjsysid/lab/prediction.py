@@ -45,6 +45,7 @@ import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.states import create_initial_state, state_slices
+from mjsysid.objective.predictions import SequencePrediction
 from mjsysid.objective.windows import split_windows
 from mjsysid.util.errors import must_be
 
@@ -238,12 +239,7 @@ def _act_from_simulation(
     whole sequence with the model and ``params``."""
     model = base.model
     sl = state_slices(model)
-    rf = exp.build_holdout_residual_fn(base)
-    assert rf is not None
-    try:
-        preds = rf.predict(None, params)
-    finally:
-        rf.close()
+    preds = _predict(exp, params, base)
     states = {p.sequence_name: np.asarray(p.state) for p in preds}
     x0s = []
     for name, x0, _, _ in windows.sequences():
@@ -255,15 +251,22 @@ def _act_from_simulation(
     return dataclasses.replace(windows, initial_state=x0s)
 
 
+def _predict(
+    exp: Experiment, params: ParameterDict, data: ModelSequences
+) -> list[SequencePrediction]:
+    """The predictions of ``data`` with ``exp``'s residual options at ``params``."""
+    rf = exp.build_holdout_residual_fn(data)
+    assert rf is not None
+    try:
+        return rf.predict(None, params)
+    finally:
+        rf.close()
+
+
 def _horizon_score(
     exp: Experiment, params: ParameterDict, windows: ModelSequences, horizon: float
 ) -> HorizonScore:
-    rf = exp.build_holdout_residual_fn(windows)
-    assert rf is not None
-    try:
-        preds = rf.predict(None, params)
-    finally:
-        rf.close()
+    preds = _predict(exp, params, windows)
     blocks = [_by_time(p) for p in preds]
     # a window whose simulation diverged (NaN residuals) scores inf
     scores = np.array(

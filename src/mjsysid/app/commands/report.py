@@ -69,12 +69,7 @@ def _demo_report(
     demo's excitation run is deterministic)."""
     from mjsysid.lab.demo import demo_problem
 
-    if not report_available():
-        print(
-            "error: the report needs the report extra: pip install -e '.[report]' in the "
-            "mjsysid checkout",
-            file=err,
-        )
+    if not _report_extra(err):
         return EXIT_ERROR
     problem = demo_problem(quick)
     with results_folder(folder, err):
@@ -122,12 +117,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     params.load_values(folder / PARAMS_X0, strict=False)
     opt_params = params.copy()
     opt_params.load_values(folder / PARAMS_X_HAT, strict=False)
-    if not report_available():
-        print(
-            "error: the report needs the report extra: pip install -e '.[report]' in the "
-            "mjsysid checkout",
-            file=err,
-        )
+    if not _report_extra(err):
         return EXIT_ERROR
     with results_folder(folder, err):
         write_report(
@@ -155,3 +145,15 @@ def _validation(exp: Experiment, rf: Any, params: Any, opt_params: Any) -> Any:
     finally:
         if hold_rf is not None:
             hold_rf.close()
+
+
+def _report_extra(err: TextIO) -> bool:
+    """Whether the report extra is installed (an error on ``err`` if not)."""
+    if report_available():
+        return True
+    print(
+        "error: the report needs the report extra: pip install -e '.[report]' in the "
+        "mjsysid checkout",
+        file=err,
+    )
+    return False
