@@ -6,9 +6,9 @@ implementation lives in one subpackage per pipeline stage (see docs/architecture
 (command line, experiment files) on top and ``lab`` (demo, planner, evaluation, capture
 hardware) beside it.
 
-Code written for ``mujoco.sysid`` has its own door, ``import mjsysid.compat as sysid``
-(:mod:`mjsysid.compat`: the peer's argument orders, return types and conventions;
-docs/coming-from-mujoco-sysid.md).
+Code written for ``mujoco.sysid`` has its own door, the :mod:`mjsysid.compat` package (the
+peer's argument orders, return types and conventions; docs/coming-from-mujoco-sysid.md);
+nothing here imports it.
 """
 
 from mjsysid import signal_modifier

@@ -45,7 +45,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import pickle
 import shutil
 import struct
 import sys
@@ -57,6 +56,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from pickle import UnpicklingError  # (Dask's reader raises it; nothing here unpickles)
 from typing import Any, cast
 
 import mujoco
@@ -794,7 +794,7 @@ _NOT_DASK_ANSWER = (  # what Dask's reader raises on bytes that are not its prot
     MemoryError,  # a "frame length" read from text: 'HTTP/1.1' is 3.07 EiB
     OverflowError,
     EOFError,
-    pickle.UnpicklingError,
+    UnpicklingError,
 )
 
 
