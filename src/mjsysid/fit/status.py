@@ -414,6 +414,7 @@ def _diagnosed(text: str, st: Status, c: MessageContext, d: Diagnosis | None) ->
         out.append(f"the Gauss-Newton step still moves {name} by {k:.3g} standard errors")
     if d.far_from_noise:
         remedies = ([] if c.windowed else [_windows(c)]) + ([] if c.staged else [_horizons(c)])
+        remedies = [r for r in remedies if r not in text]  # (the status's words may name them)
         hint = f"; try {_joined(remedies)}" if remedies else ""
         sig = f" ({d.signals})" if d.signals else ""
         out.append(
