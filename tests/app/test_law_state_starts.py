@@ -42,7 +42,9 @@ shooting: {{window: 0.5}}
 """
 
 
-def _write(tmp_path: Path, states: str) -> Path:
+def write_geared_experiment(tmp_path: Path, states: str) -> Path:
+    """A 2 s recording of a geared arm and an experiment whose motor law estimates
+    ``states`` (its ``estimate_states``) in 0.5 s windows; the experiment file's path."""
     t = np.arange(400) * 0.005
     u = np.round(0.6 * np.sign(np.sin(2 * np.pi * 1.7 * t + 0.3)), 3)
     angle = 0.1 * np.sin(t)
@@ -55,7 +57,7 @@ def _write(tmp_path: Path, states: str) -> Path:
 
 
 def test_each_window_gets_the_start_of_the_laws_state(tmp_path):
-    exp = load_experiment(_write(tmp_path, "{held: 0.5}"))
+    exp = load_experiment(write_geared_experiment(tmp_path, "{held: 0.5}"))
     starts = [p for p in exp.params.values() if p.meta.get("kind") == "initial_law_state"]
     assert [p.name for p in starts] == [f"experiment/run#{k}/motor.held0" for k in range(4)]
     for k, p in enumerate(starts):
@@ -82,6 +84,6 @@ def test_an_unknown_state_is_named(tmp_path):
         ExperimentError,
         match=r"estimate_states: .*'motor' has no state 'current'; its states: \['held'\]",
     ):
-        load_experiment(_write(tmp_path, "{current: 0.5}"))
+        load_experiment(write_geared_experiment(tmp_path, "{current: 0.5}"))
     with pytest.raises(ExperimentError, match="estimate_states"):
-        load_experiment(_write(tmp_path, "{held: -1}"))
+        load_experiment(write_geared_experiment(tmp_path, "{held: -1}"))

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from test_law_state_starts import write_geared_experiment
 
 from mjsysid.app.cli import main
 from mjsysid.app.commands import check
@@ -215,42 +216,12 @@ def test_the_declared_timing_decides_which_shifts_are_tried():
     assert exp.command_timing == {"prbs": "held", "multisine": "held"}
 
 
-GEARED = """
-<mujoco model="geared">
-  <option timestep="0.005"/>
-  <worldbody>
-    <body name="arm">
-      <joint name="j" type="hinge" axis="0 0 1" armature="0.003"/>
-      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="0.05"/>
-    </body>
-  </worldbody>
-  <actuator><general name="m" joint="j" gear="0" ctrlrange="-1 1" ctrllimited="true"/></actuator>
-  <sensor><jointpos name="angle" joint="j"/></sensor>
-</mujoco>
-"""
-
-
 def test_a_laws_internal_state_is_fitted_at_every_window_start(tmp_path: Path):
     """A force law with an internal state whose starts the experiment estimates
     (``estimate_states``): the check fits them at its own windows' starts as well."""
     from mjsysid.app.timing_check import _windows, physics_params
 
-    t = np.arange(400) * 0.005
-    u = np.round(0.6 * np.sign(np.sin(2 * np.pi * 1.7 * t + 0.3)), 3)
-    rows = "\n".join(f"{a:.3f},{b},{0.1 * np.sin(a):.6f}" for a, b in zip(t, u, strict=True))
-    (tmp_path / "run.csv").write_text("time,ctrl.m,angle\n" + rows + "\n")
-    (tmp_path / "geared.xml").write_text(GEARED)
-    law = (
-        "{law: robot_yaml_motor, name: motor, joint: j, actuator: m, estimate_states: "
-        "{held: 0.5}, nominal: {gear: [0.4, 0.4], deadzone: [0.1, 0.1], damping: [0.001, "
-        "0.001], frictionloss: [0.01, 0.01], viscous_quadratic: [0.0], back_emf_gain: [0.0]}}"
-    )
-    (tmp_path / "experiment.yaml").write_text(
-        "schema_version: 1\nmodel: geared.xml\nsequences:\n  - {name: run, file: run.csv}\n"
-        f"force_laws:\n  - {law}\nparameters: [{{kind: joint_armature, target: j}}]\n"
-        "shooting: {window: 0.5}\n"
-    )
-    exp = load_experiment(tmp_path / "experiment.yaml")
+    exp = load_experiment(write_geared_experiment(tmp_path, "{held: 0.5}"))
     windows, n = _windows(exp.sequences, 12, 48)
     params = physics_params(exp.params, windows, exp.residual_options["force_laws"])
     held = [p for p in params.values() if p.meta.get("kind") == "initial_law_state"]
