@@ -226,6 +226,39 @@ def _fit(exp: object, start: ms.ParameterDict, far: bool, budget: int | None) ->
     return identified, result, time.perf_counter() - t0
 
 
+def truth_with_fitted_starts(exp: object, options: object) -> tuple[float, str]:
+    """The cost of the truth's physics with the window starts fitted (the physical values
+    held within 1e-9 of the truth): the lowest cost the fitted model's structure reaches on
+    this data, to set beside the fit's end cost (when the fit ends far above it, the search
+    stopped short; when near it, the data do not tell the two apart). Its status too."""
+    pinned = true_values(exp.params)  # type: ignore[attr-defined]
+    for p in pinned.values():
+        if not (p.frozen or p.meta.get("kind", "").startswith("initial_")):
+            p.min_value, p.max_value = p.value * (1 - 1e-9), p.value * (1 + 1e-9)
+    opts = options.replace(allow_no_effect=True, verbose=False)  # type: ignore[attr-defined]
+    _, res = ms.optimize(pinned, exp.build_residual_fn(), options=opts)  # type: ignore[attr-defined]
+    return float(res.cost), res.status.name
+
+
+def sensitivity(exp: object, identified: ms.ParameterDict) -> list[tuple[str, dict[str, float]]]:
+    """Held-out RMS over the true model's, per physical entry: the truth with that one entry
+    at its identified value (how far each misfit alone moves the held-out error)."""
+    truth = true_values(exp.params)  # type: ignore[attr-defined]
+    base = held_out_rms(exp, truth, cut=True)
+    rows = []
+    for name, p in identified.items():
+        if p.frozen or p.meta.get("kind", "").startswith("initial_"):
+            continue
+        for j in range(p.size):
+            one = truth.copy()
+            value = one[name].value.copy()
+            value[j] = p.value[j]
+            one[name].value = value
+            rms = held_out_rms(exp, one)
+            rows.append((f"{name}[{j}]", {k: rms[k] / base[k] for k in rms}))
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keep", help="write the case here (default: a temporary folder)")
@@ -244,6 +277,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="simulate every window from its recorded start (estimate_initial_state: false)",
     )
+    ap.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="also fit the window starts at the truth's physics (the lowest cost within reach) "
+        "and print each identified entry's effect alone on the held-out error",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep) if args.keep else Path(tmp)
@@ -258,6 +297,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         rms = {label: held_out_rms(exp, start),
                "identified": held_out_rms(exp, identified),
                "truth": held_out_rms(exp, truth, cut=True)}  # fmt: skip
+        if args.diagnose:
+            floor = truth_with_fitted_starts(exp, exp.fit_options)
+            alone = sensitivity(exp, identified)
     captures = "prbs+chirp" if args.more else "prbs"
     starts = "recorded" if args.recorded_starts else "estimated"
     print(f"window {args.window} s ({starts} starts), ramp {args.width}, captures {captures}")
@@ -267,6 +309,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"global stage: {g.wall_time:.1f} s, {g.evaluations} evaluations, {g.message}")
     print(f"fit: {seconds:.1f} s, {result.nit} iterations, status {result.status.name}")
     print(f"cost: start {result.initial_cost:.4g}, end {result.cost:.4g}, truth {truth_cost:.4g}")
+    if args.diagnose:
+        print(f"cost of the truth's physics with its window starts fitted: {floor[0]:.4g} "
+              f"({floor[1]})")  # fmt: skip
     names = sorted(rms["truth"])
     print(f"{'held-out RMS [mrad]':22s}" + "".join(f"{n:>18s}" for n in names))
     for row, vals in rms.items():
@@ -280,6 +325,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             continue
         ours, true = (np.array2string(v, precision=6) for v in (p.value, t[name].value))
         print(f"  {name:34s} {ours:>28s}  truth {true}")
+    if args.diagnose:
+        print("\nheld-out RMS / truth's with one entry at its identified value:")
+        for entry, ratio in alone:
+            print(f"  {entry:34s}" + "".join(f"{ratio[n]:10.3f}" for n in names))
 
 
 if __name__ == "__main__":

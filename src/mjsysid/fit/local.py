@@ -45,7 +45,7 @@ from mjsysid.fit.status import CONVERGED, Diagnosis, Status, message
 from mjsysid.fit.whiteness import residual_series, whiteness
 from mjsysid.objective.protocols import DescribedResidualFn, HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
-from mjsysid.util.errors import must_be
+from mjsysid.util.errors import first_outside, must_be
 
 __all__ = ["check_start", "run_fit", "start_condition"]
 
@@ -144,9 +144,8 @@ def check_start(params: ParameterDict, optimizer: str) -> tuple[np.ndarray, np.n
     x0 = params.as_vector()
     lo, hi = params.get_bounds()
     names = params.get_non_frozen_parameter_names()
-    out = np.flatnonzero((x0 < lo) | (x0 > hi))
-    if out.size:
-        i = out[0]
+    i = first_outside(x0, lo, hi)
+    if i is not None:
         raise ValueError(
             f"initial_params: {names[i]} must start within its bounds "
             f"[{float(lo[i])!r}, {float(hi[i])!r}], got "
@@ -242,9 +241,8 @@ def _resume(
         return start
     x0, start_iter = load_checkpoint(ckpt, params, fit_fingerprint(s.options))
     lo, hi = s.bounds
-    out = np.flatnonzero((x0 < lo) | (x0 > hi))
-    if out.size:
-        i = int(out[0])
+    i = first_outside(x0, lo, hi)
+    if i is not None:
         raise ValueError(
             f"checkpoint {str(ckpt)!r}: {s.names[i]} must lie within its bounds "
             f"[{float(lo[i])!r}, {float(hi[i])!r}], got {float(x0[i])!r}; the bounds "

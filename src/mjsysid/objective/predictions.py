@@ -154,54 +154,60 @@ def default_block(
     return sequence_prediction(details, seq, P[0], at_meas[0], seq.meas, block, state0)
 
 
+@dataclass(frozen=True)
+class SequenceBlock:
+    """What one sequence's residual block is made from, for a batch of ``k`` candidates.
+
+    Attributes:
+      work: The residual's private parameter copy (values are assigned candidate by
+        candidate). X: ``(p, k)`` the candidates. layout: Where each parameter sits in ``X``.
+      seq: The prepared sequence. P: ``(u, nstep, nsensor)`` predictions of its ``u`` distinct
+        simulations. sim: Those simulations. inverse: ``(k,)`` candidate -> simulation.
+      sensor_weights: The residual's per-signal weights.
+    """
+
+    work: ParameterDict
+    X: np.ndarray
+    layout: Layout
+    seq: PreparedSequence
+    P: np.ndarray
+    sim: SimBatch
+    inverse: np.ndarray
+    sensor_weights: Mapping[str, Any]
+
+
 def batched_block(
-    transform: BatchResidualModifier,
-    work: ParameterDict,
-    X: np.ndarray,
-    layout: Layout,
-    seq: PreparedSequence,
-    P: np.ndarray,
-    sim: SimBatch,
-    inverse: np.ndarray,
-    sensor_weights: Mapping[str, Any],
-    view: np.ndarray | None,
+    transform: BatchResidualModifier, b: SequenceBlock, view: np.ndarray | None
 ) -> np.ndarray:
     """``(k, m)`` block of a batched modifier (``view``: where to write it, if its size is
     known); the same values as its ``apply`` candidate by candidate, at less cost."""
-    k = X.shape[1]
+    k = b.X.shape[1]
     block = transform.batch_residuals(
-        work,
+        b.work,
         lambda name: (
-            X[layout.spans[name]].T
-            if name in layout.spans
-            else np.repeat(work[name].value[None], k, axis=0)
+            b.X[b.layout.spans[name]].T
+            if name in b.layout.spans
+            else np.repeat(b.work[name].value[None], k, axis=0)
         ),
-        inverse,
-        P,
-        seq.grid,
-        seq.meas.signal_mapping,
-        seq.meas,
-        sensor_weights,
+        b.inverse,
+        b.P,
+        b.seq.grid,
+        b.seq.meas.signal_mapping,
+        b.seq.meas,
+        b.sensor_weights,
         view,
-        seq.rms_ref,
+        b.seq.rms_ref,
     )
-    if not sim.ok.all():
-        block[~sim.ok[inverse]] = np.nan
+    if not b.sim.ok.all():
+        block[~b.sim.ok[b.inverse]] = np.nan
     return block
 
 
 def custom_block(
     modify_residual: ModifyResidualFn,
     batched: bool,
-    work: ParameterDict,
-    X: np.ndarray,
-    layout: Layout,
-    seq: PreparedSequence,
-    P: np.ndarray,
-    sim: SimBatch,
-    inverse: np.ndarray,
+    b: SequenceBlock,
     models: list[mujoco.MjModel],
-    sensor_weights: Mapping[str, Any],
     details: ModelSequences | None,
 ) -> tuple[np.ndarray, SequencePrediction | None]:
     """``(m, k)`` block of a custom ``modify_residual`` called for every candidate (``models``:
@@ -211,13 +217,14 @@ def custom_block(
     Raises:
       ValueError: The block length differs between candidates.
     """
+    seq, P, sim, inverse, work = b.seq, b.P, b.sim, b.inverse, b.work
     state = align_states(sim.state, sim.x0)
     extra = {"rms_reference": seq.rms_ref} if batched else {}
     cols: list[np.ndarray] = []
     pred: SequencePrediction | None = None
-    for j in range(X.shape[1]):
+    for j in range(b.X.shape[1]):
         u = inverse[j]
-        work.assign_checked_vector(X[:, j], layout.free)
+        work.assign_checked_vector(b.X[:, j], b.layout.free)
         pred_ts = TimeSeries.trusted(seq.grid, P[u], seq.meas.signal_mapping)
         res, pred_used, meas_used = modify_residual(
             work,
@@ -226,7 +233,7 @@ def custom_block(
             models[j],
             details is not None,
             state=TimeSeries.trusted(seq.grid, state[u], None),
-            sensor_weights=sensor_weights,
+            sensor_weights=b.sensor_weights,
             **extra,
         )
         r = np.asarray(res, dtype=np.float64).reshape(-1)

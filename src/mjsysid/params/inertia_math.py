@@ -205,6 +205,14 @@ def _u_from_theta(theta: npt.ArrayLike) -> np.ndarray:
     return math.exp(a) * u
 
 
+def _theta(alpha: float, tri: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``[α, log d1, log d2, log d3, s12, s23, s13, t1, t2, t3]``, shape ``(10,)``, from the
+    upper-triangular ``(3, 3)`` factor ``tri`` (diagonal ``d``, off-diagonal ``s``) and the
+    ``(3,)`` offset ``t``: the order :func:`_u_from_theta` reads."""
+    diag = np.log(np.diag(tri))
+    return np.array([alpha, *diag, tri[0, 1], tri[1, 2], tri[0, 2], *t], dtype=np.float64)
+
+
 def theta_from_pseudo_inertia(j: npt.ArrayLike) -> np.ndarray:
     """Log-Cholesky parameters of a positive-definite pseudo-inertia (inverse of
     :func:`pseudo_inertia_from_theta`).
@@ -223,20 +231,7 @@ def theta_from_pseudo_inertia(j: npt.ArrayLike) -> np.ndarray:
         raise ValueError(must_be("J", "a finite 4x4 array", arr))
     u = upper_cholesky(0.5 * (arr + arr.T), "J")
     v = u / u[3, 3]
-    return np.array(
-        [
-            math.log(u[3, 3]),
-            math.log(v[0, 0]),
-            math.log(v[1, 1]),
-            math.log(v[2, 2]),
-            v[0, 1],
-            v[1, 2],
-            v[0, 2],
-            v[0, 3],
-            v[1, 3],
-            v[2, 3],
-        ]
-    )
+    return _theta(math.log(u[3, 3]), v[:3, :3], v[:3, 3])
 
 
 def theta_from_inertial(mass: float, com: npt.ArrayLike, inertia_com: npt.ArrayLike) -> np.ndarray:
@@ -261,20 +256,7 @@ def theta_from_inertial(mass: float, com: npt.ArrayLike, inertia_com: npt.ArrayL
     i_c = _sym3("inertia_com", inertia_com)
     sigma_c = 0.5 * np.trace(i_c) * np.eye(3) - i_c
     a = upper_cholesky(sigma_c / m, "inertia_com (as the second moment Σ_c = ½ tr(I_c) 𝟙 − I_c)")
-    return np.array(
-        [
-            0.5 * math.log(m),
-            math.log(a[0, 0]),
-            math.log(a[1, 1]),
-            math.log(a[2, 2]),
-            a[0, 1],
-            a[1, 2],
-            a[0, 2],
-            c[0],
-            c[1],
-            c[2],
-        ]
-    )
+    return _theta(0.5 * math.log(m), a, c)
 
 
 def inertial_from_theta(theta: npt.ArrayLike) -> tuple[float, np.ndarray, np.ndarray]:

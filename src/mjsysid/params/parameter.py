@@ -25,7 +25,7 @@ import yaml
 
 from mjsysid.params.prior import Prior, as_prior
 from mjsysid.params.tables import comparison_table, text_table
-from mjsysid.util.errors import finite_real, must_be, short_repr
+from mjsysid.util.errors import finite_real, first_outside, must_be, short_repr
 from mjsysid.util.files import atomic_write_text, read_yaml
 
 PARAMS_SCHEMA = "mjsysid.parameters"
@@ -249,9 +249,8 @@ class Parameter:
                     f"both equal to {float(lo[i])!r} at index {i}. Freeze it to keep it fixed "
                     "(frozen: true in an experiment file, frozen=True in Python)"
                 )
-        out = np.flatnonzero((n < lo) | (n > hi))
-        if out.size:
-            i = out[0]
+        i = first_outside(n, lo, hi)
+        if i is not None:
             raise ValueError(
                 f"{where}: nominal must lie within [min_value, max_value], got nominal[{i}]="
                 f"{float(n[i])!r} outside [{float(lo[i])!r}, {float(hi[i])!r}]"

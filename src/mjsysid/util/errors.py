@@ -97,6 +97,12 @@ def first_bad_index(mask: np.ndarray) -> int:
     return int(np.flatnonzero(np.asarray(mask).ravel())[0])
 
 
+def first_outside(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int | None:
+    """Index of the first entry of ``values`` outside ``[lo, hi]`` (all ``(p,)``), or ``None``."""
+    out = np.flatnonzero((values < lo) | (values > hi))
+    return int(out[0]) if out.size else None
+
+
 def model_key(model: mujoco.MjModel) -> tuple[int, int]:
     """Identifies a model's structure and names (equal for copies), for caching element ids."""
     return int(model.signature), hash(model.names)

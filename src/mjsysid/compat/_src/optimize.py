@@ -144,21 +144,14 @@ def _scipy_result(result: Any, fitted: ParameterDict) -> scipy.optimize.Optimize
     jac[:, cols] = result.jac
     grad = np.zeros(len(names))
     grad[cols] = result.grad
+    copied = {field: getattr(result, field) for field in _SCIPY_FIELDS}
     return scipy.optimize.OptimizeResult(
-        x=fitted.as_vector(),
-        jac=jac,
-        grad=grad,
-        extras=result.extras,
-        fun=result.fun,
-        cost=result.cost,
-        status=result.status,
-        message=result.message,
-        success=result.success,
-        nfev=result.nfev,
-        njev=result.njev,
-        nit=result.nit,
-        result=result,
+        x=fitted.as_vector(), jac=jac, grad=grad, result=result, **copied
     )
+
+
+# the fields of mjsysid's result the peer's result holds under the same names
+_SCIPY_FIELDS = ("extras", "fun", "cost", "status", "message", "success", "nfev", "njev", "nit")
 
 
 def as_core_result(
