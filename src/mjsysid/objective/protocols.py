@@ -196,6 +196,8 @@ class BatchResidualModifier(Protocol):
 def batch_modifier(fn: object) -> BatchResidualModifier | None:
     """The :class:`BatchResidualModifier` whose bound ``apply`` ``fn`` is (else ``None``)."""
     owner = getattr(fn, "__self__", None)
+    if owner is None:  # (a runtime protocol check reads every member: ~40 µs a call)
+        return None
     if isinstance(owner, BatchResidualModifier) and fn == owner.apply:
         return owner
     return None
