@@ -400,25 +400,11 @@ def test_a_glitched_time_stamp_is_dropped_and_counted(model, tmp_path, name, inj
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 64 KiB tmpfs filled but for two pages (needs root to mount; skipped otherwise)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
-    try:
-        free = os.statvfs(mount).f_bavail * os.statvfs(mount).f_frsize
-        (mount / "filler").write_bytes(b"\0" * (free - 2 * 4096))
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
+def small_disk(small_tmpfs):
+    """The small tmpfs filled but for two pages."""
+    free = os.statvfs(small_tmpfs).f_bavail * os.statvfs(small_tmpfs).f_frsize
+    (small_tmpfs / "filler").write_bytes(b"\0" * (free - 2 * 4096))
+    return small_tmpfs
 
 
 def test_a_full_disk_stops_the_capture_and_keeps_what_it_could(model, small_disk, tmp_path):

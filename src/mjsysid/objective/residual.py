@@ -371,7 +371,6 @@ class ResidualFunction:
             P = gather(seq, sim.state, sim.sensordata, sim.x0)
             ms = self.models_sequences[seq.ms_index] if details else None
             span = slice(int(self._offsets[si]), int(self._offsets[si + 1]))
-            b = SequenceBlock(work, X, layout, seq, P, sim, inverse, self.sensor_weights)
             if self.modify_residual is None:
                 assert out is not None
                 pred = default_block(out, span, seq, P, sim, inverse, ms)
@@ -379,11 +378,13 @@ class ResidualFunction:
                     details_out.append(pred)
             elif transform is not None and not details:  # batched: same values, less per call
                 view = None if out is None else out[:, span]
+                b = SequenceBlock(work, X, layout, seq, P, sim, inverse, self.sensor_weights)
                 block = batched_block(transform, b, view)
                 in_place = in_place and block is view
                 blocks_out.append(block.T)
             else:
                 assert self.modify_residual is not None
+                b = SequenceBlock(work, X, layout, seq, P, sim, inverse, self.sensor_weights)
                 block, pred = custom_block(
                     self.modify_residual, transform is not None, b, col_models[seq.ms_index], ms
                 )

@@ -94,7 +94,7 @@ from mjsysid.params.inertia_math import (
 )
 from mjsysid.params.parameter import KindBinding, ModifierFn, Parameter, register_kind
 from mjsysid.params.targets import FieldWrite, MappedModelWrite, element_id, spec_element
-from mjsysid.util.errors import model_key, must_be, require_model
+from mjsysid.util.errors import element_ids_key, must_be, require_model
 
 __all__ = [
     "InertiaType",
@@ -381,7 +381,7 @@ def _make_model_modifier(
     ids: dict[tuple[int, int], tuple[int, np.ndarray, np.ndarray]] = {}
 
     def model_modifier(model: mujoco.MjModel, p: Parameter) -> None:
-        key = model_key(model)
+        key = element_ids_key(model)
         if key not in ids:
             b = element_id(model, "body", target)
             ids[key] = (

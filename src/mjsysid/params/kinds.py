@@ -126,7 +126,7 @@ from mjsysid.params.parameter import (
     registered_kind,
 )
 from mjsysid.params.targets import FieldWrite, MappedModelWrite, element_id, spec_element
-from mjsysid.util.errors import model_key, must_be, require_model
+from mjsysid.util.errors import element_ids_key, must_be, require_model
 
 
 @dataclass(frozen=True)
@@ -596,7 +596,7 @@ def _bind(param: Parameter, kind_name: str, target: str) -> None:
     ids: dict[tuple[int, int], int] = {}  # element id per model structure
 
     def model_modifier(model: mujoco.MjModel, p: Parameter) -> None:
-        key = model_key(model)
+        key = element_ids_key(model)
         if key not in ids:
             ids[key] = element_id(model, element, target)
         set_model(model, ids[key], p.value)

@@ -103,8 +103,10 @@ def first_outside(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int | N
     return int(out[0]) if out.size else None
 
 
-def model_key(model: mujoco.MjModel) -> tuple[int, int]:
-    """Identifies a model's structure and names (equal for copies), for caching element ids."""
+def element_ids_key(model: mujoco.MjModel) -> tuple[int, int]:
+    """Identifies a model's structure and names (equal for copies), for caching the element
+    ids a modifier looks up by name (not :func:`mjsysid.sim.model_key.model_key`, the key of
+    the simulation caches, which leaves names out)."""
     return int(model.signature), hash(model.names)
 
 
