@@ -288,7 +288,7 @@ class CandidateRollouts:
                     [[cand_params[j] for j in sim_cols[i]] if cand_params else [] for i in group],
                     preds,
                     self.transformed_controls(sequences, work, layout, X, sim_cols, group, base),
-                    law_values=self.law_values(
+                    law_values=self.candidate_law_values(
                         work,
                         layout,
                         X,
@@ -320,7 +320,7 @@ class CandidateRollouts:
                 out.append(ct.apply(work, sequences[i].control, model))
         return np.stack(out)
 
-    def law_values(
+    def candidate_law_values(
         self,
         work: ParameterDict,
         layout: Layout,
@@ -335,54 +335,37 @@ class CandidateRollouts:
         by the law); ``None`` without laws."""
         if self.lockstep is None:
             return None
-        check_law_params(self.lockstep.laws, work)
-        flat = np.concatenate(cols)
-        out = []
-        for law in self.lockstep.laws:
-            vals = {}
-            for key in law.parameters:
-                name = parameter_name(law, key)
-                rows = layout.spans.get(name)
-                vals[key] = (
-                    X[rows][:, flat].T
-                    if rows is not None
-                    else np.repeat(work[name].value[None], flat.size, axis=0)
-                )
-            out.append(vals)
-        if any(law.states for law in self.lockstep.laws):
-            self._law_starts(work, layout, X, cols, labels, out)
-        return out
+        laws = self.lockstep.laws
+        check_law_params(laws, work)
 
-    def _law_starts(
-        self,
-        work: ParameterDict,
-        layout: Layout,
-        X: np.ndarray,
-        cols: list[np.ndarray],
-        labels: list[str],
-        out: list[dict[str, np.ndarray]],
-    ) -> None:
-        """Adds the law-state starts of the sequences ``labels`` to the laws' values ``out``."""
-        assert self.lockstep is not None
-        starts: dict[tuple[str, str, str], Parameter] = {
+        def block(p: Parameter, c: np.ndarray) -> np.ndarray:
+            """``(c.size, p.size)``: the values of ``p`` in the columns ``c`` of ``X``."""
+            rows = layout.spans.get(p.name)
+            return X[rows][:, c].T if rows is not None else np.repeat(p.value[None], c.size, 0)
+
+        flat = np.concatenate(cols)
+        out = [
+            {k: block(work[parameter_name(law, k)], flat) for k in law.parameters} for law in laws
+        ]
+        if not any(law.states for law in laws):
+            return out
+        starts = {
             (str(p.meta["target"]), str(p.meta["law"]), str(p.meta["state"])): p
             for p in work.values()
             if p.meta.get("kind") == LAW_STATE_KIND
         }
         if not starts:
-            return
+            return out
         first = np.cumsum([0] + [c.size for c in cols])
-        for law, vals in zip(self.lockstep.laws, out, strict=True):
+        for law, vals in zip(laws, out, strict=True):
             for state, size in law.states.items():
                 given = np.full((first[-1], size), np.nan)
                 for g, label in enumerate(labels):
                     p = starts.get((label, law.name, state))
-                    if p is None:
-                        continue
-                    rows = layout.spans.get(p.name)
-                    block = slice(first[g], first[g + 1])
-                    given[block] = X[rows][:, cols[g]].T if rows is not None else p.value
+                    if p is not None:
+                        given[first[g] : first[g + 1]] = block(p, cols[g])
                 vals[state_start_key(state)] = given
+        return out
 
     def law_data(
         self, sequences: Sequence[PreparedSequence], key: tuple[tuple[int, int], ...]

@@ -40,9 +40,9 @@ from mjsysid.data.states import state_size, state_slices
 from mjsysid.sim.laws.core import ForceLaw, State, StepContext
 from mjsysid.sim.laws.dynamics import damping_inertia
 from mjsysid.sim.laws.runtime import run_laws, start_laws
-from mjsysid.sim.lockstep import LawData, LockstepRollout, bind_laws, merge_laws
+from mjsysid.sim.lockstep import LawData, LawEngine, LawRun, LockstepRollout, merge_laws
 from mjsysid.sim.model_key import ModelKey, model_key
-from mjsysid.sim.rollout import BatchRollout, checked_output
+from mjsysid.sim.rollout import BatchRollout
 from mjsysid.util.errors import must_be
 
 PROBE_STEPS = 6  # steps timed on each batch (one thread, the pool) before choosing
@@ -100,7 +100,7 @@ class _Sims:
             failed[e.ids] = True
 
 
-class BatchLockstep:
+class BatchLockstep(LawEngine):
     """Rolls out a batch with force laws on :class:`mujoco.batch.Batch` (module docstring).
 
     Args:
@@ -115,20 +115,12 @@ class BatchLockstep:
     ) -> None:
         if threads is not None and threads not in (1, runner.nthread):
             raise ValueError(must_be("threads", f"None, 1 or {runner.nthread}", threads))
+        super().__init__(laws)
         self.runner = runner
-        self.laws = list(laws)
         self.threads = threads
         self.last_threads = 0  # threads of the last run's last steps (diagnostics)
-        self._bound: dict[ModelKey, list[ForceLaw]] = {}
         self._sims: dict[tuple[ModelKey, int, int], _Sims] = {}
         self._dynamics = any(law.dynamics for law in self.laws)
-
-    def bound(self, model: mujoco.MjModel) -> list[ForceLaw]:
-        """The laws bound to models shaped like ``model``."""
-        key = model_key(model)
-        if key not in self._bound:
-            self._bound[key] = bind_laws(self.laws, model)
-        return self._bound[key]
 
     def _batch(self, model: mujoco.MjModel, nsim: int, nthread: int) -> _Sims:
         key = (model_key(model), nsim, nthread)
@@ -139,63 +131,38 @@ class BatchLockstep:
             sims = self._sims[key] = _Sims(model, nsim, nthread, self._dynamics)
         return sims
 
-    def run(
-        self,
-        models: Sequence[mujoco.MjModel],
-        initial_states: np.ndarray,
-        control: np.ndarray,
-        values: Sequence[Mapping[str, np.ndarray]],
-        *,
-        data: LawData | None = None,
-        align: bool = True,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`mjsysid.sim.lockstep.LockstepRollout.run`: the same arguments and results.
-
-        Args:
-          models: ``nbatch`` models with the same sizes.
-          initial_states: ``(nbatch, nstate)`` full-physics states at ``t_0``.
-          control: ``(nbatch, nstep, nu)`` recorded controls.
-          values: Per law, ``{parameter: (nbatch, size)}``.
-          data: The laws' recorded inputs, constants and command rows.
-          align: As for :meth:`~mjsysid.sim.rollout.BatchRollout.run`.
-        """
-        m0 = models[0]
-        nbatch, nstep = control.shape[0], control.shape[1]
-        x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
-        laws, merged = merge_laws(self.bound(m0), values)
-        run = _Run(m0, laws, merged, x0, np.asarray(control, np.float64), data or LawData())
+    def rollout(self, run: LawRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`~mjsysid.sim.lockstep.LawEngine.run` on :class:`mujoco.batch.Batch`."""
+        models, m0 = run.models, run.models[0]
+        nbatch, nstep = run.control.shape[0], run.control.shape[1]
+        laws, merged = merge_laws(self.bound(m0), run.values)
+        work = _Run(m0, laws, merged, run.initial_states, run.control, run.data)
         nthread = min(self.runner.nthread, nbatch)
         one = self._batch(m0, nbatch, 1)
         one.use(models)
-        run.start(one)
+        work.start(one)
         if nthread == 1 or self.threads == 1 or (self.threads is None and nstep <= 2 * PROBE_STEPS):
-            run.steps(one, range(nstep))
+            work.steps(one, range(nstep))
             self.last_threads = 1
         elif self.threads is not None:
             pool = self._batch(m0, nbatch, nthread)
             pool.use(models)
-            run.move(one, pool)
-            run.steps(pool, range(nstep))
+            work.move(one, pool)
+            work.steps(pool, range(nstep))
             self.last_threads = nthread
         else:
             pool = self._batch(m0, nbatch, nthread)
             pool.use(models)
-            t_one = run.steps(one, range(PROBE_STEPS))
-            run.move(one, pool)
-            t_pool = run.steps(pool, range(PROBE_STEPS, 2 * PROBE_STEPS))
+            t_one = work.steps(one, range(PROBE_STEPS))
+            work.move(one, pool)
+            t_pool = work.steps(pool, range(PROBE_STEPS, 2 * PROBE_STEPS))
             best = pool if t_pool < t_one else one
             if best is one:
-                run.move(pool, one)
-            run.steps(best, range(2 * PROBE_STEPS, nstep))
+                work.move(pool, one)
+            work.steps(best, range(2 * PROBE_STEPS, nstep))
             self.last_threads = nthread if best is pool else 1
-        state = np.ascontiguousarray(run.state.transpose(1, 0, 2))
-        sensordata = np.ascontiguousarray(run.sensors.transpose(1, 0, 2))
-        dt = np.array([m.opt.timestep for m in models])
-        state_out, sens_out, ok = checked_output(
-            state, sensordata, initial_states, x0[:, 0].copy(), dt, scan=True, align=align
-        )
-        ok &= ~run.failed
-        return state_out, sens_out, ok
+        state, sensordata, ok = run.checked(work.state, work.sensors)
+        return state, sensordata, ok & ~work.failed
 
 
 class _Run:
@@ -291,7 +258,7 @@ def unconstrained(model: mujoco.MjModel) -> bool:
     return not meet.any()
 
 
-class LawRollout:
+class LawRollout(LawEngine):
     """The lock step a residual function runs its force laws with: the chunked one
     (:class:`~mjsysid.sim.lockstep.LockstepRollout`) or :class:`BatchLockstep`, whichever
     was faster, measured.
@@ -309,7 +276,7 @@ class LawRollout:
     """
 
     def __init__(self, runner: BatchRollout, laws: Sequence[ForceLaw]) -> None:
-        self.laws = list(laws)
+        super().__init__(laws)
         self.chunked = LockstepRollout(runner, laws)
         self.batch = BatchLockstep(runner, laws)
         self._free: dict[ModelKey, bool] = {}
@@ -327,26 +294,17 @@ class LawRollout:
             return ("chunked", "batch")[len(times) % 2]
         return "chunked" if min(times[0::2]) <= min(times[1::2]) else "batch"
 
-    def run(
-        self,
-        models: Sequence[mujoco.MjModel],
-        initial_states: np.ndarray,
-        control: np.ndarray,
-        values: Sequence[Mapping[str, np.ndarray]],
-        *,
-        data: LawData | None = None,
-        align: bool = True,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`BatchLockstep.run` on the engine :meth:`engine` names."""
-        nbatch, nstep = control.shape[0], control.shape[1]
-        name = self.engine(models[0], nbatch, nstep)
-        run = self.chunked.run if name == "chunked" else self.batch.run
-        key = (model_key(models[0]), nbatch, nstep)
+    def rollout(self, run: LawRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`~mjsysid.sim.lockstep.LawEngine.run` on the engine :meth:`engine` names."""
+        nbatch, nstep = run.control.shape[0], run.control.shape[1]
+        name = self.engine(run.models[0], nbatch, nstep)
+        engine = self.chunked if name == "chunked" else self.batch
+        key = (model_key(run.models[0]), nbatch, nstep)
         times = self._times.get(key)
         if (times is not None and len(times) >= TRIALS) or not self._free[key[0]]:
-            return run(models, initial_states, control, values, data=data, align=align)
+            return engine.rollout(run)
         start = time.perf_counter()
-        out = run(models, initial_states, control, values, data=data, align=align)
+        out = engine.rollout(run)
         if len(self._times) >= 64:
             self._times.clear()
         self._times.setdefault(key, []).append(time.perf_counter() - start)

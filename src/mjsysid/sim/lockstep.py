@@ -36,6 +36,7 @@ tolerance.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import itertools
 import threading
@@ -180,6 +181,104 @@ class LawData:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class LawRun:
+    """One batched rollout with force laws, as :meth:`LawEngine.run` hands it to an engine.
+
+    Attributes:
+      models: ``nbatch`` models with the same sizes.
+      initial_states: ``(nbatch, nstate)`` full-physics states at ``t_0`` (float64, C order).
+      control: ``(nbatch, nstep, nu)`` recorded controls (float64).
+      values: Per law, ``{parameter: (nbatch, size)}`` values of every rollout.
+      data: The laws' recorded inputs, constants and command rows.
+      align: Row ``k`` at ``t_k`` (else the state after step ``k``), as for
+        :meth:`~mjsysid.sim.rollout.BatchRollout.run`.
+    """
+
+    models: list[mujoco.MjModel]
+    initial_states: np.ndarray
+    control: np.ndarray
+    values: Sequence[Mapping[str, np.ndarray]]
+    data: LawData
+    align: bool
+
+    def checked(
+        self, state: np.ndarray, sensors: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(state, sensordata, ok)`` of time-major ``(nstep, nbatch, ...)`` step results,
+        batch-major and checked by :func:`~mjsysid.sim.rollout.checked_output`."""
+        x0 = self.initial_states
+        return checked_output(
+            np.ascontiguousarray(state.transpose(1, 0, 2)),
+            np.ascontiguousarray(sensors.transpose(1, 0, 2)),
+            x0,
+            x0[:, 0].copy(),
+            np.array([m.opt.timestep for m in self.models]),
+            scan=True,
+            align=self.align,
+        )
+
+
+class LawEngine(abc.ABC):
+    """What rolls out a batch with force laws: the lock steps and the device.
+
+    Args:
+      laws: The force laws (bound on first use to each model signature).
+    """
+
+    def __init__(self, laws: Sequence[ForceLaw]) -> None:
+        self.laws = list(laws)
+        self._bound: dict[ModelKey, list[ForceLaw]] = {}
+
+    def bound(self, model: mujoco.MjModel) -> list[ForceLaw]:
+        """The laws bound to models shaped like ``model``."""
+        key = model_key(model)
+        if key not in self._bound:
+            self._bound[key] = bind_laws(self.laws, model)
+        return self._bound[key]
+
+    def run(
+        self,
+        models: Sequence[mujoco.MjModel],
+        initial_states: np.ndarray,
+        control: np.ndarray,
+        values: Sequence[Mapping[str, np.ndarray]] | None = None,
+        *,
+        data: LawData | None = None,
+        align: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`~mjsysid.sim.rollout.BatchRollout.run` with the laws: the same arguments
+        and results, plus the laws' values and data.
+
+        Args:
+          models: ``nbatch`` models with the same sizes.
+          initial_states: ``(nbatch, nstate)`` full-physics states at ``t_0``.
+          control: ``(nbatch, nstep, nu)`` recorded controls.
+          values: Per law, ``{parameter: (nbatch, size)}`` values of every rollout.
+          data: The laws' recorded inputs, constants and command rows (default: none, a new
+            command at every step).
+          align: As for :meth:`~mjsysid.sim.rollout.BatchRollout.run`.
+
+        Returns:
+          ``(state, sensordata, ok)``: ``(nbatch, nstep, nstate)``, ``(nbatch, nstep,
+          nsensordata)`` and ``(nbatch,)`` (finite and not diverged).
+        """
+        return self.rollout(
+            LawRun(
+                list(models),
+                np.ascontiguousarray(initial_states, dtype=np.float64),
+                np.asarray(control, dtype=np.float64),
+                list(values or []),
+                data or LawData(),
+                align,
+            )
+        )
+
+    @abc.abstractmethod
+    def rollout(self, run: LawRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The results of :meth:`run` for ``run``."""
+
+
 @dataclasses.dataclass
 class _Chunk:
     """A contiguous block of the batch, stepped through the whole horizon by one thread.
@@ -213,7 +312,7 @@ class _Probe:
         return max(0.0, min(self.total) - min(self.mujoco))
 
 
-class LockstepRollout:
+class LockstepRollout(LawEngine):
     """Rolls out a batch with force laws, every rollout one MuJoCo step at a time.
 
     The batch is cut into contiguous chunks (at most one per thread), each stepped through
@@ -230,46 +329,18 @@ class LockstepRollout:
     def __init__(
         self, runner: BatchRollout, laws: Sequence[ForceLaw], chunk_work: float = CHUNK_WORK
     ) -> None:
+        super().__init__(laws)
         self.runner = runner
-        self.laws = list(laws)
         self.chunk_work = float(chunk_work)
         self.last_chunk_count = 0  # chunks of the last run's last steps (diagnostics)
-        self._bound: dict[ModelKey, list[ForceLaw]] = {}
         self._engines = [mujoco.rollout.Rollout(nthread=0) for _ in range(runner.nthread)]
 
-    def bound(self, model: mujoco.MjModel) -> list[ForceLaw]:
-        """The laws bound to models shaped like ``model``."""
-        key = model_key(model)
-        if key not in self._bound:
-            self._bound[key] = bind_laws(self.laws, model)
-        return self._bound[key]
-
-    def run(
-        self,
-        models: Sequence[mujoco.MjModel],
-        initial_states: np.ndarray,
-        control: np.ndarray,
-        values: Sequence[Mapping[str, np.ndarray]],
-        *,
-        data: LawData | None = None,
-        align: bool = True,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`BatchRollout.run` with the laws: the same arguments (``models``,
-        ``initial_states``, ``control``, ``align``) and results (``(state, sensordata, ok)``,
-        checked by the same :func:`~mjsysid.sim.rollout.checked_output`), plus the laws'
-        ``values`` (per law, ``{parameter: (nbatch, size)}`` values of every rollout) and
-        ``data`` (their recorded inputs, constants and command rows; default: none, a new
-        command at every step)."""
-        m0 = models[0]
-        x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
-        laws, merged = merge_laws(self.bound(m0), values)
-        buf = _StepBuffers.of(m0, np.asarray(control, dtype=np.float64), data or LawData(), laws)
-        self._step_all(list(models), laws, merged, x0, buf)
-        raw_state = np.ascontiguousarray(buf.state.transpose(1, 0, 2))
-        sensordata = np.ascontiguousarray(buf.sensors.transpose(1, 0, 2))
-        dt = np.array([m.opt.timestep for m in models])
-        t0 = x0[:, 0].copy()
-        return checked_output(raw_state, sensordata, initial_states, t0, dt, scan=True, align=align)
+    def rollout(self, run: LawRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`LawEngine.run`, chunked (the module docstring)."""
+        laws, merged = merge_laws(self.bound(run.models[0]), run.values)
+        buf = _StepBuffers.of(run.models[0], run.control, run.data, laws)
+        self._step_all(run.models, laws, merged, run.initial_states, buf)
+        return run.checked(buf.state, buf.sensors)
 
     def _step_all(
         self,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import mujoco
@@ -41,7 +41,7 @@ import numpy as np
 from mjsysid.data.states import state_size, state_slices
 from mjsysid.sim.laws.core import ForceLaw, State, StepContext
 from mjsysid.sim.laws.runtime import run_laws, start_laws
-from mjsysid.sim.lockstep import LawData, bind_laws, merge_laws
+from mjsysid.sim.lockstep import LawEngine, LawRun, merge_laws
 from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.util.errors import must_be
 
@@ -106,7 +106,7 @@ def _differing(
     return out
 
 
-class WarpRollout:
+class WarpRollout(LawEngine):
     """Rolls out candidate models as MuJoCo Warp worlds (module docstring).
 
     Args:
@@ -120,8 +120,8 @@ class WarpRollout:
 
     def __init__(self, laws: Sequence[ForceLaw] = (), device: str | None = None) -> None:
         self._wp, self._mjw = import_warp()
+        super().__init__(laws)
         self.device = self._wp.get_device(device)
-        self.laws = list(laws)
         dyn = [law.name for law in self.laws if law.dynamics]
         if dyn:
             raise ValueError(
@@ -136,7 +136,6 @@ class WarpRollout:
         self._models: dict[tuple[object, ...], Any] = {}
         self._refs: dict[ModelKey, mujoco.MjModel] = {}
         self._datas: dict[tuple[ModelKey, int], Any] = {}
-        self._bound: dict[tuple[int, ...], list[ForceLaw]] = {}
 
     @property
     def device_name(self) -> str:
@@ -193,34 +192,19 @@ class WarpRollout:
                 d = self._datas[key] = self._mjw.make_data(model, nworld=nworld)
         return d
 
-    def run(
-        self,
-        models: Sequence[mujoco.MjModel],
-        initial_states: np.ndarray,
-        control: np.ndarray,
-        values: Sequence[Mapping[str, np.ndarray]] | None = None,
-        *,
-        data: LawData | None = None,
-        align: bool = True,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`~mjsysid.sim.rollout.BatchRollout.run` on the device; with force laws,
-        their ``values`` and ``data`` as for :meth:`~mjsysid.sim.lockstep.LockstepRollout.run`.
-
-        Returns:
-          ``(state, sensordata, ok)`` in float64 from the device's float32: ``(nbatch, nstep,
-          nstate)``, ``(nbatch, nstep, nsensordata)`` (row ``k`` at ``t_k`` with ``align``,
-          else the state after step ``k``) and ``(nbatch,)`` all finite.
-        """
+    def rollout(self, run: LawRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`~mjsysid.sim.lockstep.LawEngine.run` on the device (float64 results from
+        the device's float32)."""
+        models, x0, control, align = run.models, run.initial_states, run.control, run.align
         m0 = models[0]
         _check_supported(m0)
         nbatch, nstep = control.shape[0], control.shape[1]
-        x0 = np.asarray(initial_states, dtype=np.float64)
         mw = self._device_model(models)
         d = self._device_data(m0, nbatch)
         with self._wp.ScopedDevice(self.device):
             self._start(mw, d, m0, x0)
             if self.laws:
-                q, v, act, sens = self._step_laws(mw, d, m0, x0, control, values or [], data)
+                q, v, act, sens = self._step_laws(mw, d, run)
             else:
                 q, v, act, sens = self._step_plain(mw, d, m0, control)
         sl = state_slices(m0)
@@ -276,24 +260,13 @@ class WarpRollout:
             out.append(host.transpose(1, 0, 2).astype(np.float64))
         return tuple(out)
 
-    def _step_laws(
-        self,
-        mw: Any,
-        d: Any,
-        m0: mujoco.MjModel,
-        x0: np.ndarray,
-        control: np.ndarray,
-        values: Sequence[Mapping[str, np.ndarray]],
-        data: LawData | None,
-    ) -> tuple[np.ndarray, ...]:
+    def _step_laws(self, mw: Any, d: Any, run: LawRun) -> tuple[np.ndarray, ...]:
         """Each step: the state to the host, the laws (NumPy, float64), ``ctrl`` and
         ``qfrc_applied`` back, one device step."""
-        key = model_key(m0)
-        if key not in self._bound:
-            self._bound[key] = bind_laws(self.laws, m0)
-        laws, merged = merge_laws(self._bound[key], values)
+        m0, x0, control = run.models[0], run.initial_states, run.control
+        laws, merged = merge_laws(self.bound(m0), run.values)
         nbatch, nstep, _ = control.shape
-        law_data = (data or LawData()).time_major(nbatch, nstep)
+        law_data = run.data.time_major(nbatch, nstep)
         assert law_data.new_command is not None
         sl = state_slices(m0)
         q, v, act = x0[:, sl["qpos"]], x0[:, sl["qvel"]], x0[:, sl["act"]]
