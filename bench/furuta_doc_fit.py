@@ -240,6 +240,28 @@ def truth_with_fitted_starts(exp: object, options: object) -> tuple[float, str]:
     return float(res.cost), res.status.name
 
 
+def level_limit(exp: object) -> tuple[list[object], dict[str, tuple[float, float]]]:
+    """What the fitted captures' command levels leave open: the range around each of the
+    truth's deadzone entries that drives the recorded PWM levels alike
+    (:mod:`mjsysid.objective.levels`), and per angle the least and largest held-out RMS over
+    the true model's with the deadzone moved within those ranges (every other value the
+    truth's; 3 x 3 points: each range's two ends and middle). No estimator can do better
+    than this range from these captures; where it is wide, a capture with commands at the
+    levels in between is what narrows it."""
+    truth = true_values(exp.params)  # type: ignore[attr-defined]
+    brackets = exp.build_residual_fn().threshold_brackets(truth)  # type: ignore[attr-defined]
+    base = held_out_rms(exp, truth, cut=True)
+    ends = [np.linspace(b.below + 1e-9, b.above, 3) for b in brackets]  # type: ignore[attr-defined]
+    ratios: dict[str, list[float]] = {}
+    for pos in ends[0]:
+        for neg in ends[1]:
+            moved = truth.copy()
+            moved["motor_deadzone"].value = np.array([pos, neg])
+            for k, v in held_out_rms(exp, moved, cut=True).items():
+                ratios.setdefault(k, []).append(v / base[k])
+    return brackets, {k: (min(v), max(v)) for k, v in ratios.items()}
+
+
 def sensitivity(exp: object, identified: ms.ParameterDict) -> list[tuple[str, dict[str, float]]]:
     """Held-out RMS over the true model's, per physical entry: the truth with that one entry
     at its identified value (how far each misfit alone moves the held-out error)."""
@@ -300,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.diagnose:
             floor = truth_with_fitted_starts(exp, exp.fit_options)
             alone = sensitivity(exp, identified)
+            brackets, spread = level_limit(exp)
     captures = "prbs+chirp" if args.more else "prbs"
     starts = "recorded" if args.recorded_starts else "estimated"
     print(f"window {args.window} s ({starts} starts), ramp {args.width}, captures {captures}")
@@ -326,6 +349,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         ours, true = (np.array2string(v, precision=6) for v in (p.value, t[name].value))
         print(f"  {name:34s} {ours:>28s}  truth {true}")
     if args.diagnose:
+        print("\nwhat the fitted captures' PWM levels leave open of the true deadzone:")
+        for b in brackets:
+            print(f"  {b.name}: ({b.below:.5f}, {b.above:.5f}] = ({255 * b.below:.1f}, "
+                  f"{255 * b.above:.1f}] PWM; truth {b.value:.5f}")  # fmt: skip
+        print(
+            "  held-out RMS / truth's with the deadzone anywhere there (the rest exact): "
+            + ", ".join(f"{k} {lo:.2f}-{hi:.2f}x" for k, (lo, hi) in spread.items())
+        )
         print("\nheld-out RMS / truth's with one entry at its identified value:")
         for entry, ratio in alone:
             print(f"  {entry:34s}" + "".join(f"{ratio[n]:10.3f}" for n in names))

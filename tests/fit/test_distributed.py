@@ -28,6 +28,7 @@ from mjsysid.fit.distributed import (  # noqa: E402
     make_executor,
     residual_recipe,
 )
+from mjsysid.objective.protocols import ThresholdResidualFn  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +111,7 @@ def test_force_laws_travel_with_the_recipe(client: Any, arm: Any) -> None:
     X = candidates(params, 4)
     with distribute(local, client) as drf:
         assert np.array_equal(drf(X, params), local(X, params))
+        assert isinstance(drf, ThresholdResidualFn)  # (the intervals read it, as of local)
 
 
 def test_compiled_spec_path(client: Any, make_problem: Any) -> None:

@@ -81,7 +81,7 @@ from mjsysid.fit.whiteness import (
     residual_series,
     whiteness,
 )
-from mjsysid.objective.protocols import DescribedResidualFn
+from mjsysid.objective.protocols import DescribedResidualFn, ThresholdResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -850,7 +850,7 @@ def compute_confidence(
     fit = _FitInput.of(opt_result, residual_fn, params, rough or method == "bootstrap")
     conf, J = _linear(fit, alpha, rough, method)
     if method != "bootstrap":
-        return conf
+        return _level_limited(conf, residual_fn, params)
     if fit.bounds is None:
         raise ValueError(
             "compute_confidence(method='bootstrap') needs params (the fitted parameters, "
@@ -858,9 +858,27 @@ def compute_confidence(
         )
     n = opt_result.fun.size
     labels = block_labels(residual_fn, n) if blocks is None else np.asarray(blocks)
-    return _bootstrapped(
-        conf, opt_result, _BootstrapInput(fit.residual, J, fit.bounds, labels, draws, seed, steps)
-    )
+    boot = _BootstrapInput(fit.residual, J, fit.bounds, labels, draws, seed, steps)
+    return _level_limited(_bootstrapped(conf, opt_result, boot), residual_fn, params)
+
+
+def _level_limited(conf: Confidence, residual_fn: Any, params: ParameterDict | None) -> Confidence:
+    """``conf`` with the interval of every command threshold widened to the range between
+    the recorded command levels around it (:mod:`mjsysid.objective.levels`: the data cannot
+    tell the values in that range apart), and a caveat for each."""
+    if params is None or not isinstance(residual_fn, ThresholdResidualFn):
+        return conf
+    brackets = [b for b in residual_fn.threshold_brackets(params) if b.name in conf.names]
+    if not brackets:
+        return conf
+    ends, half = conf.ends().copy(), np.array(conf.half_widths, dtype=np.float64)
+    for b in brackets:
+        i = conf.names.index(b.name)
+        if np.isfinite(half[i]):
+            ends[i] = min(ends[i, 0], b.below), max(ends[i, 1], b.above)
+            half[i] = max(conf.values[i] - ends[i, 0], ends[i, 1] - conf.values[i])
+    notes = [*conf.notes, *(b.text() for b in brackets)]
+    return dataclasses.replace(conf, half_widths=half, interval=ends, notes=notes)
 
 
 @dataclass(frozen=True)

@@ -741,6 +741,7 @@ class DistributedResidual:
     simulates = _Local()
     supports_horizons = _Local()
     horizon_samples = _Local()
+    threshold_brackets = _Local()
 
     def head(self, fraction: float) -> DistributedResidual:
         """The residual of the first ``fraction`` of every sequence, evaluated on the workers

@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 
 from mjsysid.data.timeseries import TimeSeries
+from mjsysid.objective.levels import LevelBracket
 from mjsysid.params.parameter import ModelModifierFn, ModifierFn, ParameterDict
 from mjsysid.sim.trajectory import SystemTrajectory
 
@@ -31,6 +32,7 @@ __all__ = [
     "ModifierFn",
     "ModifyResidualFn",
     "ResidualFn",
+    "ThresholdResidualFn",
     "batch_modifier",
 ]
 
@@ -76,6 +78,18 @@ class DescribedResidualFn(Protocol):
 
     def check_params(self, params: ParameterDict) -> None:
         """Raises when ``params`` lacks a parameter the residual needs (a delay, a law's)."""
+        ...
+
+
+@runtime_checkable
+class ThresholdResidualFn(Protocol):
+    """A residual function that says what its recorded command levels determine about the
+    force laws' command thresholds (:mod:`mjsysid.objective.levels`):
+    :class:`~mjsysid.ResidualFunction` implements it. The intervals of a fit read it through
+    this protocol only."""
+
+    def threshold_brackets(self, params: ParameterDict) -> list[LevelBracket]:
+        """One :class:`~mjsysid.objective.levels.LevelBracket` per free threshold entry."""
         ...
 
 

@@ -72,6 +72,7 @@ from mjsysid.objective.layout import (
     masks,
     signal_ids,
 )
+from mjsysid.objective.levels import LevelBracket, threshold_brackets
 from mjsysid.objective.predictions import (
     SequenceBlock,
     SequencePrediction,
@@ -90,6 +91,7 @@ from mjsysid.objective.protocols import (
 from mjsysid.params.apply import apply_param_modifiers
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.laws.core import ForceLaw
+from mjsysid.sim.lockstep import bind_laws
 from mjsysid.sim.rollout import ROLLOUTS, BatchRollout
 from mjsysid.util.errors import must_be
 from mjsysid.util.limits import check_limit
@@ -417,6 +419,16 @@ class ResidualFunction:
         Used to estimate one noise variance per signal for confidence intervals.
         """
         return None if self.modify_residual is not None else signal_ids(self._sequences)
+
+    def threshold_brackets(self, params: ParameterDict) -> list[LevelBracket]:
+        """The ranges the recorded command levels determine the force laws' command
+        thresholds to (:mod:`mjsysid.objective.levels`), per model's laws and recordings."""
+        out: list[LevelBracket] = []
+        for m, ms in enumerate(self.models_sequences):
+            controls = [s.control for s in self._sequences if s.ms_index == m]
+            if controls and self.force_laws:
+                out += threshold_brackets(bind_laws(self.force_laws, ms.model), controls, params)
+        return out
 
     @property
     def sequence_labels(self) -> list[str]:

@@ -80,6 +80,10 @@ class LawParameter:
       actuator_field: ``(field, column)`` of the law's actuator that the parameter's mean
         also sets natively (``("gear", 0)``: MuJoCo's gear is the mean of a per-direction
         pair), so that the identified MJCF holds it; ``None``: the law alone reads it.
+      command_threshold: The parameter is a threshold on the law's command ``|u|`` (entry 0
+        for ``u >= 0``, entry 1 for ``u < 0``): the recorded command levels determine it only
+        to the range between the levels around it, and its interval says so
+        (:mod:`mjsysid.objective.levels`).
     """
 
     size: int = 1
@@ -88,6 +92,7 @@ class LawParameter:
     upper: float = math.inf
     doc: str = ""
     actuator_field: tuple[str, int] | None = None
+    command_threshold: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:

@@ -80,11 +80,8 @@ class CommandTorque(ActuatedLaw):
 
     @property
     def parameters(self) -> Mapping[str, LawParameter]:
-        out = (
-            {"deadzone": LawParameter(2, "1", doc="command threshold (+, -)")}
-            if self.deadzone
-            else {}
-        )
+        threshold = LawParameter(2, "1", doc="command threshold (+, -)", command_threshold=True)
+        out = {"deadzone": threshold} if self.deadzone else {}
         out["torque_constant"] = self.pair("N·m", "torque per unit command", -np.inf)
         if self.back_emf:
             out["back_emf"] = LawParameter(1, "N·m·s/rad", doc="back-EMF torque per velocity")
@@ -135,7 +132,9 @@ class RobotYamlMotor(ActuatedLaw):
             "gear": LawParameter(
                 2, "N·m", 1e-9, np.inf, "torque constant (+, -)", actuator_field=("gear", 0)
             ),
-            "deadzone": LawParameter(2, "1", doc="smallest |command| that drives (+, -)"),
+            "deadzone": LawParameter(
+                2, "1", doc="smallest |command| that drives (+, -)", command_threshold=True
+            ),
             "damping": LawParameter(2, "N·m·s/rad", doc="viscous damping (+, -)"),
             "frictionloss": LawParameter(2, "N·m", doc="Coulomb friction (+, -)"),
             "viscous_quadratic": LawParameter(1, "N·m·s²/rad²", doc="velocity² drag"),

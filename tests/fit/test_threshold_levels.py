@@ -1,0 +1,113 @@
+"""A command threshold (a deadzone) is determined by the recorded command levels only to the
+range between the levels around it: its interval says so, whatever its linearisation says."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+
+import mjsysid as ms
+from mjsysid.fit.confidence import compute_confidence
+from mjsysid.objective.levels import LevelBracket, level_bracket, threshold_brackets
+from mjsysid.sim.laws.core import force_law_params
+from mjsysid.sim.laws.motors import CommandTorque, RobotYamlMotor
+
+MOTOR = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <body name="rotor">
+      <joint name="j" type="hinge" axis="0 0 1" armature="0.003" damping="0.01"/>
+      <geom type="cylinder" size="0.03 0.01" mass="0.1"/>
+    </body>
+  </worldbody>
+  <actuator><motor name="u" joint="j" gear="0"/></actuator>
+  <sensor><jointpos name="angle" joint="j"/><jointvel name="speed" joint="j"/></sensor>
+</mujoco>
+"""
+PWM = np.array([-150, -90, -50, -20, 20, 50, 90, 150])  # the levels a random hold drew
+TRUE_DEADZONE = (36 / 255, 30 / 255)  # 36 and 30 PWM: between 20 and 50 both ways
+
+
+def test_level_bracket_is_the_levels_around_the_value() -> None:
+    levels = np.array([0.1, 0.2, 0.4])
+    assert level_bracket(levels, 0.3, 0.0, 1.0) == (0.2, 0.4)
+    assert level_bracket(levels, 0.2, 0.0, 1.0) == (0.1, 0.2)  # a level at d drives
+    assert level_bracket(levels, 0.05, 0.0, 1.0) == (0.0, 0.1)  # none below: the bound
+    assert level_bracket(levels, 0.5, 0.0, 1.0) == (0.4, 1.0)  # none above: the bound
+
+
+def test_threshold_brackets_per_direction_from_the_bound_actuator() -> None:
+    model = mujoco.MjModel.from_xml_string(MOTOR)
+    law = RobotYamlMotor("m", "j", actuator="u").bind(model)
+    nominal = {"gear": [0.4, 0.4], "deadzone": [0.12, 0.1], "damping": [0.0, 0.0]}
+    nominal |= {"frictionloss": [0.0, 0.0], "viscous_quadratic": 0.0, "back_emf_gain": 0.0}
+    params = ms.ParameterDict(force_law_params(law, nominal))
+    controls = [(PWM / 255)[:, None], np.array([[0.3], [-0.35]])]
+    got = threshold_brackets([law], controls, params)
+    assert got == [
+        LevelBracket("m_deadzone[0]", 0.12, 20 / 255, 50 / 255, "positive"),
+        LevelBracket("m_deadzone[1]", 0.1, 20 / 255, 50 / 255, "negative"),
+    ]
+    params["m_deadzone"].frozen = True
+    assert threshold_brackets([law], controls, params) == []
+
+
+def _problem(nominal: dict) -> tuple[ms.ParameterDict, object]:
+    """A rotor driven through a deadzone by random holds of the PWM levels, simulated at the
+    true values; the parameters start at ``nominal``."""
+    spec = mujoco.MjSpec.from_string(MOTOR)
+    model = spec.compile()
+    rng = np.random.default_rng(3)
+    u = np.repeat(rng.choice(PWM, 40), 20) / 255.0  # 40 holds of 0.1 s
+    times = np.arange(u.size) * model.opt.timestep
+    control = ms.TimeSeries.from_control_names(times, u[:, None], model)
+    x0 = ms.create_initial_state(model)
+    # a logistic edge (width 0.02): the fit has a slope, and its linearised interval is narrow
+    law = CommandTorque("m", "j", actuator="u", back_emf=False, width=0.02)
+    truth = ms.ParameterDict(
+        force_law_params(law, {"deadzone": TRUE_DEADZONE, "torque_constant": [0.3, 0.3]})
+    )
+    blank = ms.TimeSeries.from_names(times, np.ones((u.size, 2)), model)
+    seqs = ms.ModelSequences("rotor", spec, ["holds"], [x0], [control], [blank])
+    fn = ms.build_residual_fn([seqs], force_laws=[law], nthread=1)
+    measured = fn.predict(None, truth)[0].predicted_at_measured
+    seqs = ms.ModelSequences("rotor", spec, ["holds"], [x0], [control], [measured])
+    low = {"deadzone": [0.0, 0.0], "torque_constant": [0.05, 0.05]}
+    high = {"deadzone": [0.3, 0.3], "torque_constant": [1.0, 1.0]}
+    params = ms.ParameterDict(force_law_params(law, nominal, min_value=low, max_value=high))
+    return params, ms.build_residual_fn([seqs], force_laws=[law], nthread=1)
+
+
+def test_a_deadzone_interval_covers_the_levels_around_it() -> None:
+    params, fn = _problem({"deadzone": [0.15, 0.1], "torque_constant": [0.25, 0.25]})
+    fitted, result = ms.optimize(params, fn, max_iters=30)
+    assert np.allclose(fitted["m_torque_constant"].value, 0.3, rtol=1e-4)
+    linear = compute_confidence(result, None, params=fitted)  # no levels to read
+    conf = compute_confidence(result, fn, params=fitted)
+    i = linear.names.index("m_deadzone[0]")
+    assert linear.half_widths[i] < 0.01  # what the slope alone would claim
+    ends = dict(zip(conf.names, conf.ends(), strict=True))
+    for j in (0, 1):
+        lo, hi = ends[f"m_deadzone[{j}]"]
+        assert lo <= 20 / 255 and hi >= 50 / 255  # the whole range the data leave open
+        assert lo < TRUE_DEADZONE[j] < hi
+    notes = "\n".join(conf.caveats())
+    assert "m_deadzone[0] = " in notes
+    assert f"({20 / 255:.6g}, {50 / 255:.6g}]" in notes
+    # the torque constant's interval is not touched
+    assert ends["m_torque_constant[0]"][1] - ends["m_torque_constant[0]"][0] < 1e-3
+
+
+@pytest.mark.parametrize("method", ["linear", "hac", "bootstrap"])
+def test_the_widening_holds_for_every_interval_method(method: str) -> None:
+    params, fn = _problem({"deadzone": TRUE_DEADZONE, "torque_constant": [0.3, 0.3]})
+    _, result = ms.optimize(params, fn, max_iters=2)
+    blocks = np.repeat(np.arange(4), result.fun.size // 4)
+    conf = compute_confidence(result, fn, params=params, method=method, blocks=blocks, draws=20)
+    assert conf.method == method
+    for j in (0, 1):
+        i = conf.names.index(f"m_deadzone[{j}]")
+        lo, hi = conf.ends()[i]
+        assert np.isfinite(conf.half_widths[i]) and lo <= 20 / 255 and hi >= 50 / 255
