@@ -9,7 +9,12 @@ import pytest
 
 import mjsysid as ms
 from mjsysid.fit.confidence import compute_confidence
-from mjsysid.objective.levels import LevelBracket, level_bracket, threshold_brackets
+from mjsysid.objective.levels import (
+    LevelBracket,
+    coarse_level_notes,
+    level_bracket,
+    threshold_brackets,
+)
 from mjsysid.sim.laws.core import force_law_params
 from mjsysid.sim.laws.motors import CommandTorque, RobotYamlMotor
 
@@ -46,9 +51,11 @@ def test_threshold_brackets_per_direction_from_the_bound_actuator() -> None:
     params = ms.ParameterDict(force_law_params(law, nominal))
     controls = [(PWM / 255)[:, None], np.array([[0.3], [-0.35]])]
     got = threshold_brackets([law], controls, params)
+    pos = tuple(sorted([*(PWM[PWM >= 0] / 255).tolist(), 0.3]))
+    neg = tuple(sorted([*(-PWM[PWM < 0] / 255).tolist(), 0.35]))
     assert got == [
-        LevelBracket("m_deadzone[0]", 0.12, 20 / 255, 50 / 255, "positive"),
-        LevelBracket("m_deadzone[1]", 0.1, 20 / 255, 50 / 255, "negative"),
+        LevelBracket("m_deadzone[0]", 0.12, 20 / 255, 50 / 255, "positive", pos),
+        LevelBracket("m_deadzone[1]", 0.1, 20 / 255, 50 / 255, "negative", neg),
     ]
     params["m_deadzone"].frozen = True
     assert threshold_brackets([law], controls, params) == []
@@ -111,3 +118,28 @@ def test_the_widening_holds_for_every_interval_method(method: str) -> None:
         i = conf.names.index(f"m_deadzone[{j}]")
         lo, hi = conf.ends()[i]
         assert np.isfinite(conf.half_widths[i]) and lo <= 20 / 255 and hi >= 50 / 255
+
+
+def test_coarse_levels_are_noted_before_a_fit_dense_ones_not() -> None:
+    model = mujoco.MjModel.from_xml_string(MOTOR)
+    law = CommandTorque("m", "j", actuator="u", back_emf=False).bind(model)
+    high = {"deadzone": [0.3, 0.3], "torque_constant": [1.0, 1.0]}
+    nominal = {"deadzone": [0.1, 0.1], "torque_constant": [0.3, 0.3]}
+    params = ms.ParameterDict(force_law_params(law, nominal, max_value=high))
+    notes = coarse_level_notes([law], [(PWM / 255)[:, None]], params)
+    assert len(notes) == 2
+    assert notes[0].startswith("m_deadzone[0] is a threshold on the recorded commands")
+    assert "hold 2 such levels within its bounds [0, 0.3], the widest range without one " \
+        "(0.07843, 0.1961]" in notes[0]  # fmt: skip
+    every = np.arange(-76, 77)[:, None] / 255  # a chirp through every level: 1.3 % apart
+    assert coarse_level_notes([law], [every], params) == []
+    params["m_deadzone"].frozen = True
+    assert coarse_level_notes([law], [(PWM / 255)[:, None]], params) == []
+
+
+def test_an_experiment_notes_its_coarse_thresholds_when_it_loads() -> None:
+    from mjsysid.app.experiment import load_experiment
+
+    notes = [n for n in load_experiment("example:furuta").notes if "a threshold on the" in n]
+    named = [n.split(": force_laws: ")[1].split(" ")[0] for n in notes]
+    assert named == ["motor_deadzone[0]", "motor_deadzone[1]"]

@@ -22,7 +22,13 @@ from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.laws.core import ForceLaw, parameter_name
 from mjsysid.sim.laws.joint import ActuatedLaw
 
-__all__ = ["LevelBracket", "level_bracket", "threshold_brackets"]
+__all__ = [
+    "COARSE_GAP",
+    "LevelBracket",
+    "coarse_level_notes",
+    "level_bracket",
+    "threshold_brackets",
+]
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class LevelBracket:
         bound when no recorded level lies below the value, ``above`` its upper bound when
         none lies at or above it.
       direction: ``"positive"`` (commands ``u >= 0``) or ``"negative"`` (``|u|`` of ``u < 0``).
+      levels: Every recorded magnitude of that direction, sorted.
     """
 
     name: str
@@ -44,6 +51,7 @@ class LevelBracket:
     below: float
     above: float
     direction: str
+    levels: tuple[float, ...] = ()
 
     def text(self) -> str:
         """The caveat, in words."""
@@ -101,5 +109,44 @@ def threshold_brackets(
                 )
                 label = name if p.size == 1 else f"{name}[{j}]"
                 direction = ("positive", "negative")[j]
-                out.append(LevelBracket(label, float(p.value[j]), below, above, direction))
+                levels = tuple(sides[j].tolist())
+                out.append(LevelBracket(label, float(p.value[j]), below, above, direction, levels))
+    return out
+
+
+COARSE_GAP = 0.02
+"""A threshold's recorded levels are coarse when a range between neighbours (within the
+parameter's bounds) spans more than this fraction of the bounds (integer PWM in a random-hold
+excitation: 2-8 %; a chirp through every level: 1.3 %)."""
+
+
+def coarse_level_notes(
+    laws: Iterable[ForceLaw], controls: Sequence[np.ndarray], params: ParameterDict
+) -> list[str]:
+    """Before a fit: a note for each free threshold entry whose recorded levels are coarse
+    (:data:`COARSE_GAP`), with the widest range between them and the fix.
+
+    Args:
+      laws: The force laws, bound to the model. controls: Per recording, ``(nstep, nu)``.
+      params: The parameters (bounds).
+    """
+    out = []
+    for b in threshold_brackets(laws, controls, params):
+        name, _, index = b.name.partition("[")
+        p = params[name]
+        j = int(index[:-1]) if index else 0
+        lo, hi = float(p.min_value[j]), float(p.max_value[j])
+        if not np.isfinite(hi - lo) or hi <= lo:
+            continue
+        edges = np.array([lo, *(v for v in b.levels if lo < v < hi), hi])
+        k = int(np.argmax(np.diff(edges)))
+        if edges[k + 1] - edges[k] <= COARSE_GAP * (hi - lo):
+            continue
+        out.append(
+            f"{b.name} is a threshold on the recorded commands: a fit determines it only to the "
+            f"range between the two {b.direction} command levels around it, and the recordings "
+            f"hold {edges.size - 2} such levels within its bounds [{lo:.4g}, {hi:.4g}], the "
+            f"widest range without one ({edges[k]:.4g}, {edges[k + 1]:.4g}]; commands at more "
+            "levels (a chirp, a slow ramp) narrow those ranges"
+        )
     return out
