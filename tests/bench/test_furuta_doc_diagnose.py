@@ -48,3 +48,17 @@ def test_one_entry_off_moves_the_held_out_error(exp: object) -> None:
     off["motor_gear"].value = off["motor_gear"].value * np.array([0.8, 1.0])
     rows = dict(fit.sensitivity(exp, off))
     assert rows["motor_gear[0]"]["motor_angle"] > 1.3 * rows["motor_gear[1]"]["motor_angle"]
+
+
+def test_level_limit_brackets_the_true_deadzone_and_spans_one_at_its_end(exp: object) -> None:
+    """The short PRBS's recorded levels around each true deadzone entry hold it, and the
+    held-out error with the deadzone moved within them is a ratio to the truth's."""
+    brackets, spread = fit.level_limit(exp)
+    truth = fit.fd.TRUE_PARAMS
+    names = [b.name for b in brackets]
+    assert names == ["motor_deadzone[0]", "motor_deadzone[1]"]
+    for b, key in zip(brackets, ("motor_deadzone_pos", "motor_deadzone_neg"), strict=True):
+        assert b.below < truth[key] <= b.above
+        assert b.value == pytest.approx(truth[key])
+    for lo, hi in spread.values():
+        assert 0.9 < lo <= hi
