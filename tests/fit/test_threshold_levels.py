@@ -54,8 +54,8 @@ def test_threshold_brackets_per_direction_from_the_bound_actuator() -> None:
     pos = tuple(sorted([*(PWM[PWM >= 0] / 255).tolist(), 0.3]))
     neg = tuple(sorted([*(-PWM[PWM < 0] / 255).tolist(), 0.35]))
     assert got == [
-        LevelBracket("m_deadzone[0]", 0.12, 20 / 255, 50 / 255, "positive", pos),
-        LevelBracket("m_deadzone[1]", 0.1, 20 / 255, 50 / 255, "negative", neg),
+        LevelBracket("m_deadzone[0]", 0.12, 20 / 255, 50 / 255, "positive", pos, (0, np.inf)),
+        LevelBracket("m_deadzone[1]", 0.1, 20 / 255, 50 / 255, "negative", neg, (0, np.inf)),
     ]
     params["m_deadzone"].frozen = True
     assert threshold_brackets([law], controls, params) == []

@@ -44,6 +44,7 @@ class LevelBracket:
         none lies at or above it.
       direction: ``"positive"`` (commands ``u >= 0``) or ``"negative"`` (``|u|`` of ``u < 0``).
       levels: Every recorded magnitude of that direction, sorted.
+      bounds: The entry's bounds ``(lower, upper)``.
     """
 
     name: str
@@ -52,6 +53,7 @@ class LevelBracket:
     above: float
     direction: str
     levels: tuple[float, ...] = ()
+    bounds: tuple[float, float] = (0.0, np.inf)
 
     def text(self) -> str:
         """The caveat, in words."""
@@ -104,13 +106,19 @@ def threshold_brackets(
             u = np.concatenate([np.asarray(c)[:, law.ctrl_index] for c in controls])
             sides = (np.unique(u[u >= 0]), np.unique(-u[u < 0]))
             for j in range(min(p.size, 2)):
-                below, above = level_bracket(
-                    sides[j], float(p.value[j]), float(p.min_value[j]), float(p.max_value[j])
+                lo, hi = float(p.min_value[j]), float(p.max_value[j])
+                below, above = level_bracket(sides[j], float(p.value[j]), lo, hi)
+                out.append(
+                    LevelBracket(
+                        name if p.size == 1 else f"{name}[{j}]",
+                        float(p.value[j]),
+                        below,
+                        above,
+                        ("positive", "negative")[j],
+                        tuple(sides[j].tolist()),
+                        (lo, hi),
+                    )
                 )
-                label = name if p.size == 1 else f"{name}[{j}]"
-                direction = ("positive", "negative")[j]
-                levels = tuple(sides[j].tolist())
-                out.append(LevelBracket(label, float(p.value[j]), below, above, direction, levels))
     return out
 
 
@@ -132,10 +140,7 @@ def coarse_level_notes(
     """
     out = []
     for b in threshold_brackets(laws, controls, params):
-        name, _, index = b.name.partition("[")
-        p = params[name]
-        j = int(index[:-1]) if index else 0
-        lo, hi = float(p.min_value[j]), float(p.max_value[j])
+        lo, hi = b.bounds
         if not np.isfinite(hi - lo) or hi <= lo:
             continue
         edges = np.array([lo, *(v for v in b.levels if lo < v < hi), hi])
