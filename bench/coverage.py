@@ -19,6 +19,11 @@ Problems:
   estimate those; linearised intervals and the default (``auto``: HAC when the residual is
   not white) are scored on the same fits, with the share of fits that carry the "model
   cannot reproduce the data" caveat.
+* ``deadzone``: a rotor driven through the Furuta document's motor model (its own loop in
+  ``bench/truth/furuta_doc.py``) by a fresh random-hold integer PWM per draw, 15 s, the
+  encoder's 1320 counts the only noise; ``robot_yaml_motor``'s gear, deadzone, damping and
+  Coulomb friction per direction fitted from the truth; the deadzones' default intervals
+  (widened to the PWM levels around them) against the same fits' without the widening.
 * ``motor``: the bundled ``dcmotor`` example (deadbands, reverse gain, filter lag, back-EMF,
   a 20 s run cut into 2 s windows whose initial states are fitted too). Its truth is the fit
   to the bundled recording; each draw's data are the truth's prediction plus noise (the
@@ -290,6 +295,101 @@ def motor_case(start: str, max_iters: int, method: str, draws: int) -> Case:
     return Case("motor", names, truth, [_group(n) for n in names], fit)
 
 
+# -- a deadzone on integer PWM -----------------------------------------------------------------
+ROTOR_XML = """
+<mujoco model="rotor">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="arm">
+      <joint name="motor_joint" type="hinge" axis="0 0 1" armature="0.002773"/>
+      <geom type="capsule" fromto="0 0 0 0.08 0 0" size="0.006" mass="0.021"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general name="motor" joint="motor_joint" dyntype="filter" dynprm="0.005035"
+             gear="0.4246065" ctrlrange="-0.592 0.592" ctrllimited="true"/>
+  </actuator>
+  <sensor><jointpos name="motor_angle" joint="motor_joint"/></sensor>
+</mujoco>
+"""
+DEADZONE_FITTED = ("gear", "deadzone", "damping", "frictionloss")  # the law's, per direction
+
+
+def rotor_capture(seed: int, seconds: float) -> tuple[np.ndarray, np.ndarray]:
+    """A rotor driven by the Furuta document's motor model (``bench/truth/furuta_doc.py``'s
+    ``transform_ctrl`` and ``motor_force`` in a plain loop of its own, 10 steps of 2 ms per
+    20 ms command) under the capture's random-hold integer PWM (seed ``seed``): ``(pwm (N,),
+    encoder angle (N + 1,))``, the angle at each tick quantised to 1320 counts."""
+    from truth import furuta_doc as fd
+
+    model = mujoco.MjModel.from_xml_string(ROTOR_XML)
+    data = mujoco.MjData(model)
+    pwm = fd.prbs_pwm(round(seconds / fd.DT_CONTROL), np.random.default_rng([seed, 7]))
+    angle = np.zeros(pwm.size + 1)
+    for k, u in enumerate(pwm):
+        data.ctrl[0] = float(fd.transform_ctrl(u / fd.PWM_FULL_SCALE, fd.TRUE_PARAMS))
+        for _ in range(fd.SUBSTEPS):
+            data.qfrc_applied[0] = float(fd.motor_force(data.qvel[0], data.ctrl[0], fd.TRUE_PARAMS))
+            mujoco.mj_step(model, data)
+        angle[k + 1] = data.qpos[0]
+    return pwm, fd.quantize_angle(angle, fd.MOTOR_COUNTS_PER_REV)
+
+
+def deadzone_case(max_iters: int) -> tuple[Case, dict[str, list[np.ndarray]]]:
+    """The rotor's motor model fitted on a fresh 15 s capture per draw (the law
+    ``robot_yaml_motor``, its edge a 0.008 ramp; gear, deadzone, damping and Coulomb friction
+    per direction, from the truth): ``(case, hits)``. The case scores the default intervals
+    (a deadzone's widened to the PWM levels around it); ``hits["unwidened"]`` the same
+    fits' intervals without that widening (``compute_confidence(levels=False)``)."""
+    from truth import furuta_doc as fd
+
+    from mjsysid.sim.laws.core import force_law_params
+    from mjsysid.sim.laws.motors import RobotYamlMotor
+
+    spec = mujoco.MjSpec.from_string(ROTOR_XML)
+    model = spec.compile()
+    law = RobotYamlMotor("motor", "motor_joint", actuator="motor", width=0.008)
+    t = fd.TRUE_PARAMS
+    pair = {"gear": "actuator_gear", "deadzone": "motor_deadzone", "damping": "motor_damping",
+            "frictionloss": "motor_frictionloss"}  # fmt: skip
+    nominal = {k: [t[f"{v}_pos"], t[f"{v}_neg"]] for k, v in pair.items()}
+    nominal |= {"viscous_quadratic": t["viscous_quadratic"], "back_emf_gain": t["back_emf_gain"]}
+    frozen = ("viscous_quadratic", "back_emf_gain")
+    high = {"deadzone": [0.3, 0.3], "gear": [1.0, 1.0]}
+
+    def params() -> ms.ParameterDict:
+        new = force_law_params(law.bind(model), nominal, max_value=high, frozen=frozen)
+        return ms.ParameterDict(new)
+
+    names = params().get_non_frozen_parameter_names()
+    truth = params().as_vector()
+    hits: dict[str, list[np.ndarray]] = {"unwidened": [], "unwidened infinite": []}
+
+    def fit(rng: np.random.Generator) -> tuple[np.ndarray, Any, Any]:
+        pwm, angle = rotor_capture(int(rng.integers(1 << 30)), 15.0)
+        times = np.arange(angle.size) * fd.DT_CONTROL
+        # row k holds the command that acts from tick k to k + 1 (the capture's row k + 1)
+        ctrl = np.append(pwm, pwm[-1])[:, None] / fd.PWM_FULL_SCALE
+        x0 = ms.create_initial_state(model)
+        rf = ms.build_residual_fn(
+            [ms.ModelSequences(
+                "rotor", spec, ["prbs"], [x0],
+                [ms.TimeSeries.from_control_names(times, ctrl, model)],
+                [ms.TimeSeries.from_names(times, angle[:, None], model)],
+            )],
+            force_laws=[law],
+        )  # fmt: skip
+        opt, res = ms.optimize(params(), rf, max_iters=max_iters, allow_no_effect=True)
+        plain = compute_confidence(res, rf, params=opt, levels=False)
+        lo, hi = plain.ends().T
+        hits["unwidened"].append((lo <= truth) & (truth <= hi))
+        hits["unwidened infinite"].append(~np.isfinite(plain.half_widths))
+        return res.x, compute_confidence(res, rf, params=opt), res
+
+    groups = ["deadzones" if "deadzone" in n else "motor" for n in names]
+    return Case("deadzone", names, truth, groups, fit), hits
+
+
 def run(case: Case, ndraw: int, seed: int) -> dict[str, Any]:
     """Coverage of ``case`` over ``ndraw`` draws."""
     rng = np.random.default_rng(seed)
@@ -338,7 +438,9 @@ def print_report(case: Case, out: dict[str, Any], ndraw: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--problem", choices=["arm", "quadruped", "motor", "misspecified", "all"], default="all"
+        "--problem",
+        choices=["arm", "quadruped", "motor", "misspecified", "deadzone", "all"],
+        default="all",
     )
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
@@ -352,9 +454,22 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     todo = (
-        ["arm", "quadruped", "motor", "misspecified"] if args.problem == "all" else [args.problem]
+        ["arm", "quadruped", "motor", "misspecified", "deadzone"]
+        if args.problem == "all"
+        else [args.problem]
     )
     for name in todo:
+        if name == "deadzone":
+            case, hits = deadzone_case(args.max_iters)
+            print_report(case, run(case, args.draws, args.seed), args.draws)
+            plain, inf = np.array(hits["unwidened"]), np.array(hits["unwidened infinite"])
+            print("  without the widening to the PWM levels (levels=False), the same fits:")
+            for i, n in enumerate(case.names):
+                print(
+                    f"    {n:30s} {100 * plain[:, i].mean():5.1f} % "
+                    f"({100 * inf[:, i].mean():.0f} % infinite)"
+                )
+            continue
         if name == "arm":
             case = bench_case(arm_problem(), args.start, args.max_iters)
         elif name == "quadruped":

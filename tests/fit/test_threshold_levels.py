@@ -61,9 +61,9 @@ def test_threshold_brackets_per_direction_from_the_bound_actuator() -> None:
     assert threshold_brackets([law], controls, params) == []
 
 
-def _problem(nominal: dict) -> tuple[ms.ParameterDict, object]:
+def _problem(nominal: dict, width: float = 0.02) -> tuple[ms.ParameterDict, object]:
     """A rotor driven through a deadzone by random holds of the PWM levels, simulated at the
-    true values; the parameters start at ``nominal``."""
+    true values; the parameters start at ``nominal`` (``width``: the deadzone's edge)."""
     spec = mujoco.MjSpec.from_string(MOTOR)
     model = spec.compile()
     rng = np.random.default_rng(3)
@@ -72,7 +72,7 @@ def _problem(nominal: dict) -> tuple[ms.ParameterDict, object]:
     control = ms.TimeSeries.from_control_names(times, u[:, None], model)
     x0 = ms.create_initial_state(model)
     # a logistic edge (width 0.02): the fit has a slope, and its linearised interval is narrow
-    law = CommandTorque("m", "j", actuator="u", back_emf=False, width=0.02)
+    law = CommandTorque("m", "j", actuator="u", back_emf=False, width=width)
     truth = ms.ParameterDict(
         force_law_params(law, {"deadzone": TRUE_DEADZONE, "torque_constant": [0.3, 0.3]})
     )
@@ -91,7 +91,7 @@ def test_a_deadzone_interval_covers_the_levels_around_it() -> None:
     params, fn = _problem({"deadzone": [0.15, 0.1], "torque_constant": [0.25, 0.25]})
     fitted, result = ms.optimize(params, fn, max_iters=30)
     assert np.allclose(fitted["m_torque_constant"].value, 0.3, rtol=1e-4)
-    linear = compute_confidence(result, None, params=fitted)  # no levels to read
+    linear = compute_confidence(result, fn, params=fitted, levels=False)
     conf = compute_confidence(result, fn, params=fitted)
     i = linear.names.index("m_deadzone[0]")
     assert linear.half_widths[i] < 0.01  # what the slope alone would claim
@@ -143,3 +143,19 @@ def test_an_experiment_notes_its_coarse_thresholds_when_it_loads() -> None:
     notes = [n for n in load_experiment("example:furuta").notes if "a threshold on the" in n]
     named = [n.split(": force_laws: ")[1].split(" ")[0] for n in notes]
     assert named == ["motor_deadzone[0]", "motor_deadzone[1]"]
+
+
+def test_a_cut_deadzone_without_effect_gets_the_range_not_an_infinite_interval() -> None:
+    """The cut edge (width 0) between two levels has a zero Jacobian column: the linearised
+    interval is infinite, but the data tell the range between the levels exactly."""
+    params, fn = _problem({"deadzone": TRUE_DEADZONE, "torque_constant": [0.25, 0.25]}, 0.0)
+    fitted, result = ms.optimize(params, fn, max_iters=20, allow_no_effect=True)
+    plain = compute_confidence(result, fn, params=fitted, levels=False)
+    conf = compute_confidence(result, fn, params=fitted)
+    for j in (0, 1):
+        i = conf.names.index(f"m_deadzone[{j}]")
+        assert np.isinf(plain.half_widths[i])
+        assert tuple(conf.ends()[i]) == (20 / 255, 50 / 255)
+        assert np.isfinite(conf.half_widths[i])
+    i = conf.names.index("m_torque_constant[0]")  # the others as before
+    assert conf.half_widths[i] == plain.half_widths[i]

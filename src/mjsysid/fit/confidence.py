@@ -812,6 +812,7 @@ def compute_confidence(
     steps: int = 1,
     blocks: Any = None,
     rough: bool = True,
+    levels: bool = True,
 ) -> Confidence:
     """Intervals at the solution; noise variance estimated per measured signal when known.
 
@@ -841,6 +842,8 @@ def compute_confidence(
         refit (1: at the solution's Jacobian, no simulation).
       blocks: ``(n,)`` integer block of every residual row (default: from ``residual_fn``).
       rough: Check the Jacobian columns against a larger step.
+      levels: Widen the interval of every command threshold (a deadzone) to the range
+        between the recorded command levels around it (:mod:`mjsysid.objective.levels`).
 
     Raises:
       ValueError: An unknown ``method``; a bootstrap without blocks or params.
@@ -849,8 +852,10 @@ def compute_confidence(
         raise ValueError(must_be("method", f"one of {list(METHODS)}", method))
     fit = _FitInput.of(opt_result, residual_fn, params, rough or method == "bootstrap")
     conf, J = _linear(fit, alpha, rough, method)
+    fn = residual_fn if levels else None
+    flat = ~np.any(np.asarray(J) != 0, axis=0)  # entries with no effect where they are
     if method != "bootstrap":
-        return _level_limited(conf, residual_fn, params)
+        return _level_limited(conf, fn, params, flat)
     if fit.bounds is None:
         raise ValueError(
             "compute_confidence(method='bootstrap') needs params (the fitted parameters, "
@@ -859,24 +864,34 @@ def compute_confidence(
     n = opt_result.fun.size
     labels = block_labels(residual_fn, n) if blocks is None else np.asarray(blocks)
     boot = _BootstrapInput(fit.residual, J, fit.bounds, labels, draws, seed, steps)
-    return _level_limited(_bootstrapped(conf, opt_result, boot), residual_fn, params)
+    return _level_limited(_bootstrapped(conf, opt_result, boot), fn, params, flat)
 
 
-def _level_limited(conf: Confidence, residual_fn: Any, params: ParameterDict | None) -> Confidence:
+def _level_limited(
+    conf: Confidence, residual_fn: Any, params: ParameterDict | None, flat: np.ndarray
+) -> Confidence:
     """``conf`` with the interval of every command threshold widened to the range between
     the recorded command levels around it (:mod:`mjsysid.objective.levels`: the data cannot
-    tell the values in that range apart), and a caveat for each."""
+    tell the values in that range apart), and a caveat for each. The infinite interval of a
+    threshold with no effect where it sits (``flat``: a zero Jacobian column, no recorded
+    level in its edge) becomes that range; one at a bound, or infinite for another reason (a
+    combination the data do not determine), stays as it is."""
     if params is None or not isinstance(residual_fn, ThresholdResidualFn):
         return conf
     brackets = [b for b in residual_fn.threshold_brackets(params) if b.name in conf.names]
     if not brackets:
         return conf
     ends, half = conf.ends().copy(), np.array(conf.half_widths, dtype=np.float64)
+    side = np.zeros(len(conf.names), int) if conf.at_bound is None else conf.at_bound
     for b in brackets:
         i = conf.names.index(b.name)
         if np.isfinite(half[i]):
             ends[i] = min(ends[i, 0], b.below), max(ends[i, 1], b.above)
-            half[i] = max(conf.values[i] - ends[i, 0], ends[i, 1] - conf.values[i])
+        elif flat[i] and not side[i]:  # no effect where it is: the data tell the range
+            ends[i] = b.below, b.above
+        else:
+            continue
+        half[i] = max(conf.values[i] - ends[i, 0], ends[i, 1] - conf.values[i])
     notes = [*conf.notes, *(b.text() for b in brackets)]
     return dataclasses.replace(conf, half_widths=half, interval=ends, notes=notes)
 
