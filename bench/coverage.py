@@ -57,10 +57,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ scripts impor
 
 import problems as pb
 from adapters import ours_params
+from truth import furuta_doc as fd
 
 import mjsysid as ms
 from mjsysid.app.experiment import bundled_examples, load_experiment
 from mjsysid.fit.confidence import compute_confidence
+from mjsysid.sim.laws.core import force_law_params
+from mjsysid.sim.laws.motors import RobotYamlMotor
 
 NOISE = 0.01  # noise std as a fraction of each signal's std
 
@@ -320,8 +323,6 @@ def rotor_capture(seed: int, seconds: float) -> tuple[np.ndarray, np.ndarray]:
     ``transform_ctrl`` and ``motor_force`` in a plain loop of its own, 10 steps of 2 ms per
     20 ms command) under the capture's random-hold integer PWM (seed ``seed``): ``(pwm (N,),
     encoder angle (N + 1,))``, the angle at each tick quantised to 1320 counts."""
-    from truth import furuta_doc as fd
-
     model = mujoco.MjModel.from_xml_string(ROTOR_XML)
     data = mujoco.MjData(model)
     pwm = fd.prbs_pwm(round(seconds / fd.DT_CONTROL), np.random.default_rng([seed, 7]))
@@ -341,11 +342,6 @@ def deadzone_case(max_iters: int) -> tuple[Case, dict[str, list[np.ndarray]]]:
     per direction, from the truth): ``(case, hits)``. The case scores the default intervals
     (a deadzone's widened to the PWM levels around it); ``hits["unwidened"]`` the same
     fits' intervals without that widening (``compute_confidence(levels=False)``)."""
-    from truth import furuta_doc as fd
-
-    from mjsysid.sim.laws.core import force_law_params
-    from mjsysid.sim.laws.motors import RobotYamlMotor
-
     spec = mujoco.MjSpec.from_string(ROTOR_XML)
     model = spec.compile()
     law = RobotYamlMotor("motor", "motor_joint", actuator="motor", width=0.008)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import mujoco
-import numpy as np
 
 from mjsysid.app.experiment.model import apply_fixed, export_urdf_file, load_model_file
 from mjsysid.app.experiment.nodes import (
@@ -190,7 +189,7 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
         sequences = shoot(ld, sequences, shooting, params, transform)
     residual_options = residual_options_of(top.residual, control)
     margins = force_laws_of(top.force_laws, ld.model, params, residual_options, ld.source)
-    ld.notes += _threshold_notes(sequences, residual_options, params, ld)
+    ld.notes += _threshold_notes(sequences, residual_options, params, ld.source)
     if margins:
         params.update(_law_state_params(sequences, residual_options, params, margins, ld.source))
     within_limit(
@@ -228,19 +227,19 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
 
 
 def _threshold_notes(
-    sequences: ModelSequences, residual_options: dict[str, Any], params: ParameterDict, ld: Any
+    sequences: ModelSequences, residual_options: dict[str, Any], params: ParameterDict, source: str
 ) -> list[str]:
     """The notes on the force laws' command thresholds whose recorded levels are coarse
     (:func:`~mjsysid.objective.levels.coarse_level_notes`), prefixed with the file."""
-    laws = [law.bind(ld.model) for law in residual_options.get("force_laws", [])]
+    laws = [law.bind(sequences.model) for law in residual_options.get("force_laws", [])]
     if not laws:
         return []
-    controls = []
-    for i, ts in enumerate(sequences.control if isinstance(sequences.control, list) else []):
-        if ts is not None:
-            cols = sequences.control_columns(i)  # -1: an actuator without a recorded column
-            controls.append(np.where(cols >= 0, ts.data[:, np.maximum(cols, 0)], 0.0))
-    return [f"{ld.source}: force_laws: {n}" for n in coarse_level_notes(laws, controls, params)]
+    controls = [
+        ctrl.data[:, sequences.control_columns(i)]
+        for i, (_, _, ctrl, _) in enumerate(sequences.sequences())
+        if ctrl is not None
+    ]
+    return [f"{source}: force_laws: {n}" for n in coarse_level_notes(laws, controls, params)]
 
 
 def _law_state_params(
