@@ -159,3 +159,12 @@ def test_a_cut_deadzone_without_effect_gets_the_range_not_an_infinite_interval()
         assert np.isfinite(conf.half_widths[i])
     i = conf.names.index("m_torque_constant[0]")  # the others as before
     assert conf.half_widths[i] == plain.half_widths[i]
+
+
+def test_a_threshold_declaration_is_checked() -> None:
+    from mjsysid.sim.laws.core import LawParameter
+
+    with pytest.raises(TypeError, match=r"LawParameter.command_threshold must be True or False"):
+        LawParameter(2, command_threshold="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"command_threshold must be 1 or 2 .* got 3"):
+        LawParameter(3, command_threshold=True)

@@ -101,6 +101,18 @@ class LawParameter:
             raise ValueError(
                 must_be("LawParameter bounds", "lower <= upper", (self.lower, self.upper))
             )
+        if not isinstance(self.command_threshold, bool):
+            raise TypeError(
+                must_be("LawParameter.command_threshold", "True or False", self.command_threshold)
+            )
+        if self.command_threshold and self.size not in (1, 2):
+            raise ValueError(
+                must_be(
+                    "LawParameter.size of a command_threshold",
+                    "1 or 2 (entry 0 for commands >= 0, entry 1 for commands < 0)",
+                    self.size,
+                )
+            )
 
 
 @dataclass
