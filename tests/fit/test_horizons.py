@@ -429,3 +429,90 @@ def test_a_parameter_without_effect_on_an_early_stage_is_held_there_and_released
     _, res = ms.optimize(_late_gear_params(spec, model), rf)
     assert [st.horizon for st in res.stages][-1] == 1.0
     np.testing.assert_allclose(res.x, [*TRUTH, 1.4], rtol=1e-5)
+
+
+def _counting_quadratic():
+    """A residual with curvature, ``r = [x0², x0·x1, x1 − 1]``, that counts its candidates."""
+    seen = []
+
+    def r(X):
+        X = np.asarray(X, dtype=np.float64)
+        seen.append(X.shape[1])
+        return np.stack([X[0] ** 2, X[0] * X[1], X[1] - 1.0])
+
+    return r, seen
+
+
+def _cache(reuse_steps):
+    from mjsysid.fit.jacobian import CountedResidual, JacobianCache
+
+    r, seen = _counting_quadratic()
+    fn = CountedResidual(lambda X, params: r(X), None)
+    bounds = (np.full(2, -10.0), np.full(2, 10.0))
+    return JacobianCache(fn, bounds, 1.5e-8, reuse_steps), r, seen
+
+
+def test_a_jacobian_serves_within_a_few_fd_steps_of_its_point_and_never_drifts():
+    cache, r, seen = _cache(4.0)
+    x = np.array([2.0, 3.0])
+    h = 1.5e-8 * np.maximum(1.0, np.abs(x))  # the forward steps at x
+    J = cache(x, r(x[:, None])[:, 0])
+    assert cache.njev == 1
+    near = x + 3.0 * h  # within 4 steps of x in every entry: the same Jacobian, no rollout
+    calls = len(seen)
+    assert cache(near, r(near[:, None])[:, 0]) is J
+    assert len(seen) == calls + 1 and cache.njev == 1  # (the one call is the test's own r)
+    farther = x + np.array([3.0, 5.0]) * h  # one entry beyond 4 steps: computed afresh
+    J2 = cache(farther, r(farther[:, None])[:, 0])
+    assert cache.njev == 2 and J2 is not J
+    # three steps of 3h each: every one near the previous point, the last 6h from the kept
+    # one (the point of J2 is kept, not moved along): computed again
+    kept = farther
+    for k in (1, 2):
+        y = kept + 3.0 * k * h
+        cache(y, r(y[:, None])[:, 0])
+    assert cache.njev == 3
+    # a reused Jacobian errs by no more than a few times a fresh one's truncation error
+    exact = np.array([[2 * near[0], 0.0], [near[1], near[0]], [0.0, 1.0]])
+    fresh = _cache(0.0)[0](near, r(near[:, None])[:, 0])
+    err_fresh = np.abs(fresh - exact).max()
+    assert np.abs(J - exact).max() <= 8.0 * max(err_fresh, 1.5e-8 * 4)
+
+
+def test_reuse_steps_zero_computes_every_new_point():
+    cache, r, _ = _cache(0.0)
+    x = np.array([2.0, 3.0])
+    cache(x, r(x[:, None])[:, 0])
+    y = x + 1e-12
+    cache(y, r(y[:, None])[:, 0])
+    assert cache.njev == 2
+
+
+def test_the_final_stage_reuses_its_start_jacobian_when_it_ends_next_to_it(arm2, monkeypatch):
+    """The last stage starts at the early stages' solution; an LM step of round-off ends
+    next to it. The result's Jacobian is then the start's: p full-length rollouts fewer
+    than with the reuse off, the same solution, and equal to a fresh Jacobian at the
+    solution to finite-difference accuracy."""
+    import mjsysid.fit.horizons as horizons
+
+    params = arm_masses(arm2.spec, arm2.model)
+    runs, default = {}, horizons.REUSE_STEPS
+    for reuse in (default, 0.0):
+        monkeypatch.setattr(horizons, "REUSE_STEPS", reuse)
+        rf = ms.build_residual_fn([arm2.sequences])
+        opt, res = ms.optimize(params, rf)
+        runs[reuse] = (opt, res, rf.stats.steps, rf)
+    (opt, res, steps, rf), (_, res0, steps0, _) = runs[default], runs[0.0]
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-7)
+    np.testing.assert_array_equal(res.x, res0.x)
+    assert steps0 - steps == 2 * 2 * 300  # p = 2 candidates x 2 sequences x 300 steps
+    # the reused Jacobian differs from a fresh one at the solution no more than a fresh one
+    # differs from itself with half the step (the finite differences' own error)
+    r_hat, bounds = rf(res.x, opt), opt.get_bounds()
+    fresh = ms.fd_jacobian(lambda X: rf(X, opt), res.x, r_hat, bounds)
+    half = ms.fd_jacobian(lambda X: rf(X, opt), res.x, r_hat, bounds, eps=0.75e-8)
+    scale = np.abs(fresh).max(axis=0)
+    reused_err = np.abs(res.jac - fresh).max(axis=0) / scale
+    own_err = np.abs(half - fresh).max(axis=0) / scale
+    assert np.all(reused_err <= 2.0 * own_err) and reused_err.max() < 1e-6
+    np.testing.assert_array_equal(res0.jac, fresh)  # with the reuse off: the fresh one

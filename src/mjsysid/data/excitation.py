@@ -34,6 +34,22 @@ def _check(n: int, nu: int, dt: float, amplitude: float) -> None:
         raise ValueError(must_be("amplitude", "finite and >= 0", amplitude))
 
 
+def _held_draws(
+    n: int, nu: int, dt: float, amplitude: float, hold: int, seed: int
+) -> tuple[np.random.Generator, tuple[int, int]]:
+    """The checked arguments of a held signal: its generator and the ``(levels, nu)`` shape
+    of its levels (``ceil(n / hold)`` of them)."""
+    _check(n, nu, dt, amplitude)
+    if hold < 1:
+        raise ValueError(must_be("hold", "an integer >= 1", hold))
+    return np.random.default_rng(seed), (-(-n // hold), nu)
+
+
+def _held(levels: np.ndarray, hold: int, n: int) -> np.ndarray:
+    """``(n, nu)``: each row of ``levels`` held ``hold`` samples, cut to ``n``."""
+    return np.repeat(levels, hold, axis=0)[:n]
+
+
 def prbs(
     n: int, nu: int, dt: float, *, amplitude: float = 1.0, hold: int = 10, seed: int = 0
 ) -> np.ndarray:
@@ -42,24 +58,16 @@ def prbs(
     Each channel flips sign with probability 1/2 every ``hold`` samples (mean switching
     period ``2·hold·dt``); channels are independent.
     """
-    _check(n, nu, dt, amplitude)
-    if hold < 1:
-        raise ValueError(must_be("hold", "an integer >= 1", hold))
-    rng = np.random.default_rng(seed)
-    levels = rng.choice([-1.0, 1.0], size=(-(-n // hold), nu))
-    return amplitude * np.repeat(levels, hold, axis=0)[:n]
+    rng, shape = _held_draws(n, nu, dt, amplitude, hold, seed)
+    return amplitude * _held(rng.choice([-1.0, 1.0], size=shape), hold, n)
 
 
 def random_steps(
     n: int, nu: int, dt: float, *, amplitude: float = 1.0, hold: int = 50, seed: int = 0
 ) -> np.ndarray:
     """Gaussian levels (std ``amplitude/2``, clipped to ``±amplitude``) held ``hold`` samples."""
-    _check(n, nu, dt, amplitude)
-    if hold < 1:
-        raise ValueError(must_be("hold", "an integer >= 1", hold))
-    rng = np.random.default_rng(seed)
-    levels = np.clip(0.5 * rng.standard_normal((-(-n // hold), nu)), -1.0, 1.0)
-    return amplitude * np.repeat(levels, hold, axis=0)[:n]
+    rng, shape = _held_draws(n, nu, dt, amplitude, hold, seed)
+    return amplitude * _held(np.clip(0.5 * rng.standard_normal(shape), -1.0, 1.0), hold, n)
 
 
 def chirp(

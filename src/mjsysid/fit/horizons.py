@@ -24,7 +24,13 @@ import numpy as np
 
 from mjsysid.fit.backends import BACKENDS, BackendCall, BackendResult
 from mjsysid.fit.checkpoints import History, fit_fingerprint, write_checkpoint
-from mjsysid.fit.jacobian import CountedResidual, JacobianCache, describe_nonfinite, fd_jacobian
+from mjsysid.fit.jacobian import (
+    REUSE_STEPS,
+    CountedResidual,
+    JacobianCache,
+    describe_nonfinite,
+    fd_jacobian,
+)
 from mjsysid.fit.lm import LMOptions, predicted_decrease, step_in_standard_errors
 from mjsysid.fit.options import FitOptions, check_horizons
 from mjsysid.fit.result import StageSummary
@@ -256,7 +262,7 @@ def fit_stage(
     held = [] if plan.last else _held(J0, s.names, plan.horizon)
     seed = _seeded(plan.earlier, x0, cost0)
     rec = _Recorder(s, plan, x0.copy(), cost0, seed.objective, seed.candidates)
-    jacobian = JacobianCache(fn, s.bounds, eps)
+    jacobian = JacobianCache(fn, s.bounds, eps, REUSE_STEPS)
     jacobian.seed(x0, J0)
     remaining = max(s.options.max_iters - plan.start_iter, 0)
     call = BackendCall(fn, jacobian, x0, r0, J0, s.bounds, s.options, s.lm_options, remaining, rec)

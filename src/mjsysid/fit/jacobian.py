@@ -227,34 +227,56 @@ def rough_columns(
     return out, used
 
 
+# A Jacobian computed within this many finite-difference steps of a point serves there too
+# (see JacobianCache): a final stage that starts at an early stage's solution and moves by
+# a few steps of round-off then ends without p more rollouts.
+REUSE_STEPS = 4.0
+
+
 class JacobianCache:
     """The finite-difference Jacobian at the last point asked for, and how many were made.
 
     Backends ask for the Jacobian at a point more than once (the convergence test, the
-    result); each distinct point costs one :func:`fd_jacobian` (``p`` evaluations).
+    result); each distinct point costs one :func:`fd_jacobian` (``p`` evaluations). A point
+    within ``reuse_steps`` finite-difference steps of the kept one in every entry
+    (``|x_i − x_kept,i| <= reuse_steps·|h_i|``) gets the kept Jacobian: a forward difference
+    already errs by ``h_i/2·∂²r/∂x_i²`` (truncation), and a shift of ``k`` steps changes the
+    Jacobian by about ``k·h·∂²r/∂x²``, at most ``2k`` times that error. The distance is
+    always to the point the Jacobian was computed at, so small steps never drift from it.
     """
 
     def __init__(
-        self, fn: CountedResidual, bounds: tuple[np.ndarray, np.ndarray], eps: float
+        self,
+        fn: CountedResidual,
+        bounds: tuple[np.ndarray, np.ndarray],
+        eps: float,
+        reuse_steps: float = REUSE_STEPS,
     ) -> None:
-        self.fn, self.bounds, self.eps = fn, bounds, eps
+        self.fn, self.bounds, self.eps, self.reuse_steps = fn, bounds, eps, reuse_steps
         self.njev = 0
-        self._kept: dict[bytes, np.ndarray] = {}
+        self._x: np.ndarray | None = None  # the kept Jacobian's point
+        self._J: np.ndarray | None = None
 
     def seed(self, x: np.ndarray, J: np.ndarray) -> None:
         """Remembers ``J`` at ``x`` (the start's, counted by the caller)."""
-        self._kept = {x.tobytes(): J}
+        self._x, self._J = np.array(x, dtype=np.float64).reshape(-1), J
 
     def __call__(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64).reshape(-1)
-        key = x.tobytes()
-        if key not in self._kept:
-            self._kept.clear()
-            self._kept[key] = fd_jacobian(
-                self.fn, x, np.asarray(r).reshape(-1), self.bounds, self.eps
-            )
+        if self._J is None or not self._serves(x):
+            J = fd_jacobian(self.fn, x, np.asarray(r).reshape(-1), self.bounds, self.eps)
+            self.seed(x, J)
             self.njev += 1
-        return self._kept[key]
+        assert self._J is not None
+        return self._J
+
+    def _serves(self, x: np.ndarray) -> bool:
+        """The kept Jacobian's point is ``x`` or within ``reuse_steps`` steps of it."""
+        assert self._x is not None
+        if np.array_equal(x, self._x):
+            return True
+        h = np.abs(_fd_steps(self._x, self.bounds[1], self.eps))
+        return bool(np.all(np.abs(x - self._x) <= self.reuse_steps * h))
 
 
 def describe_nonfinite(residual_fn: Any, r: np.ndarray) -> str:
