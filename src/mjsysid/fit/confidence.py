@@ -971,7 +971,9 @@ def _linear(
         converged=bool(res.success),
         at_bound=at_bound,
         determined_by=None if rows is None else determined_by(half, cov, rows),
-        notes=notes + [c.text() for c in collinear],
+        notes=notes
+        + [c.text() for c in collinear]
+        + ([] if res.step_trial is None else [res.step_trial.text()]),
         method=used,
         whiteness=white,
         stop_reason="" if res.success else _stop_reason(res),

@@ -31,10 +31,15 @@ from mjsysid.fit.jacobian import (
     describe_nonfinite,
     fd_jacobian,
 )
-from mjsysid.fit.lm import LMOptions, predicted_decrease, step_in_standard_errors
+from mjsysid.fit.lm import (
+    LMOptions,
+    gauss_newton_step,
+    predicted_decrease,
+    step_in_standard_errors,
+)
 from mjsysid.fit.options import FitOptions, check_horizons
 from mjsysid.fit.result import StageSummary
-from mjsysid.fit.status import Status, honest_status
+from mjsysid.fit.status import TRIAL_FRACTIONS, Status, StepTrial, honest_status
 from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
@@ -85,6 +90,7 @@ class Stage:
     r: np.ndarray | None = None
     J: np.ndarray | None = None
     step: tuple[str, float] | None = None  # the largest Gauss-Newton step left, in std. errors
+    trial: StepTrial | None = None  # that step tried, where it did not deliver (the stop stands)
     held: list[str] = field(default_factory=list)  # parameters held in this stage (no effect)
 
     def summary(self) -> StageSummary:
@@ -305,7 +311,7 @@ def _finish_last(
         stage.J = np.full((r_hat.size, x_hat.size), np.nan)
         return
     stage.J = jacobian(x_hat, r_hat)
-    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost, rec.s.names)
+    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost, rec.s.names, fn)
 
 
 def _judge_stop(
@@ -313,10 +319,16 @@ def _judge_stop(
     bounds: tuple[np.ndarray, np.ndarray],
     start_cost: float | None = None,
     names: list[str] | None = None,
+    residual: CountedResidual | None = None,
 ) -> None:
     """Renames an xtol/ftol/gtol stop that is no minimum ``"small_step"`` (see
     :func:`~mjsysid.fit.status.honest_status`: a clear predicted decrease, or a
-    Gauss-Newton step over 0.3 standard errors) and logs the predicted decrease."""
+    Gauss-Newton step over 0.3 standard errors) and logs the predicted decrease.
+
+    With ``residual``, the linearised model's word is checked first: its step is tried
+    (:func:`_try_step`), and a stop where that step does not deliver keeps its status, with
+    the trial in ``stage.trial`` (the cost is not quadratic at that scale: a rough or
+    strongly curved cost, where the model's step says nothing about a minimum)."""
     if stage.status not in (Status.XTOL, Status.FTOL, Status.GTOL):
         return
     assert stage.J is not None and stage.r is not None
@@ -328,18 +340,58 @@ def _judge_stop(
     if names is not None and se.size:
         stage.step = (names[worst], k)
     judged = honest_status(stage.status, stage.cost, predicted, cost0, k)
-    if judged is not stage.status:
-        logger.warning(
-            "the fit stopped on %s at cost %.6g, but the linearised model still predicts a "
-            "decrease of %.3g (%.1f %% of the cost) and a step of %.3g standard errors: not "
-            "converged (status small_step): the fit's message says what to try",
+    if judged is stage.status:
+        return
+    trial = None if residual is None else _try_step(residual, stage, bounds, k)
+    if trial is not None and not trial.confirmed:
+        logger.info(
+            "the fit stopped on %s at cost %.6g; the linearised model's step does not lower "
+            "the cost: the stop stands (see the fit's message)",
             stage.status.value,
             stage.cost,
-            predicted,
-            100.0 * predicted / stage.cost if stage.cost > 0 else float("inf"),
-            k,
         )
-        stage.status = judged
+        stage.trial = trial
+        return
+    logger.warning(
+        "the fit stopped on %s at cost %.6g, but the linearised model still predicts a "
+        "decrease of %.3g (%.1f %% of the cost) and a step of %.3g standard errors: not "
+        "converged (status small_step): the fit's message says what to try",
+        stage.status.value,
+        stage.cost,
+        predicted,
+        100.0 * predicted / stage.cost if stage.cost > 0 else float("inf"),
+        k,
+    )
+    stage.status = judged
+
+
+def _try_step(
+    residual: CountedResidual, stage: Stage, bounds: tuple[np.ndarray, np.ndarray], step_se: float
+) -> StepTrial | None:
+    """The Gauss-Newton step of ``stage``'s end (cut to the box) at the fractions
+    :data:`~mjsysid.fit.status.TRIAL_FRACTIONS`, on the residual (one batched call) and on
+    the linearised model (``None``: no step to try)."""
+    assert stage.J is not None and stage.r is not None
+    step = gauss_newton_step(stage.J, stage.r, stage.x, bounds)
+    if step is None or not np.any(step):
+        return None
+    f = np.array(TRIAL_FRACTIONS)
+    X = np.clip(
+        stage.x[:, None] + step[:, None] * f[None, :], bounds[0][:, None], bounds[1][:, None]
+    )
+    R = residual(X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        actual = 0.5 * np.sum(R * R, axis=0)
+    actual = np.where(np.isfinite(actual), actual, np.inf)
+    model = stage.r[:, None] + (stage.J @ step)[:, None] * f[None, :]
+    predicted = 0.5 * np.sum(model * model, axis=0)
+    return StepTrial(
+        stage.cost,
+        TRIAL_FRACTIONS,
+        tuple(map(float, predicted)),
+        tuple(map(float, actual)),
+        step_se,
+    )
 
 
 # horizons="auto": the early stages, each used only if every sequence keeps this many samples

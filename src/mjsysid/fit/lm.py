@@ -516,18 +516,15 @@ def levenberg_marquardt(
     return LMResult(st.x, st.r, st.cost, st.status, st.nit, st.njev, st.nsecant, st.mu)
 
 
-def predicted_decrease(
+def gauss_newton_step(
     J: np.ndarray, r: np.ndarray, x: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
-) -> float:
-    """The cost decrease the Gauss-Newton model predicts from ``x`` within the bounds.
+) -> np.ndarray | None:
+    """``(p,)`` the Gauss-Newton step from ``x`` within the bounds (``None``: not solvable).
 
     With ``g = Jᵀr`` and ``H = JᵀJ`` over the free entries (those not held by an active bound:
-    at the lower bound with ``g > 0`` or the upper with ``g < 0``), the Gauss-Newton step
-    ``d = −(H + λI)⁻¹ g`` (``λ = 1e-12·tr H / p`` keeps a rank-deficient ``H`` solvable) is
-    cut to the largest ``α ≤ 1`` that stays in the box; the model ``½‖r + αJd‖²`` decreases
-    monotonically in ``α`` up to 1, so the result, ``−α gᵀd − ½ α² dᵀHd ≥ 0``, is a decrease
-    the linearised problem certainly offers (Nocedal & Wright, *Numerical Optimization*,
-    2nd ed., §10.3). Scale-free in the parameters.
+    at the lower bound with ``g > 0`` or the upper with ``g < 0``; their step is 0), the step
+    ``d = −(H + λI)⁻¹ g`` (``λ = 1e-12·tr H / p`` keeps a rank-deficient ``H`` solvable) cut
+    to the largest ``α ≤ 1`` that stays in the box: ``s = α·d``.
 
     Args:
       J: ``(m, p)`` Jacobian at ``x``. r: ``(m,)`` residual. x: ``(p,)`` point.
@@ -536,21 +533,44 @@ def predicted_decrease(
     lo, hi = bounds
     g = J.T @ r
     free = ~(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)))
+    step = np.zeros(x.size)
     if not free.any():
-        return 0.0
+        return step
     Jf, gf = J[:, free], g[free]
     H = Jf.T @ Jf
     lam = 1e-12 * max(float(np.trace(H)) / max(gf.size, 1), 1e-300)
     try:
         d = -np.linalg.solve(H + lam * np.eye(gf.size), gf)
     except np.linalg.LinAlgError:
-        return float("nan")
+        return None
     xf, lof, hif = x[free], lo[free], hi[free]
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(d > 0, (hif - xf) / d, np.where(d < 0, (lof - xf) / d, np.inf))
-    alpha = float(min(1.0, np.min(room))) if room.size else 1.0
-    alpha = max(alpha, 0.0)
-    return float(-alpha * (gf @ d) - 0.5 * alpha**2 * (d @ H @ d))
+    alpha = max(float(min(1.0, np.min(room))), 0.0)
+    step[free] = alpha * d
+    return step
+
+
+def predicted_decrease(
+    J: np.ndarray, r: np.ndarray, x: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
+) -> float:
+    """The cost decrease the Gauss-Newton model predicts from ``x`` within the bounds.
+
+    With the step ``s`` of :func:`gauss_newton_step` (the Gauss-Newton step cut to the box),
+    the model ``½‖r + αJd‖²`` decreases monotonically in ``α`` up to 1, so the result,
+    ``½‖r‖² − ½‖r + Js‖² = −gᵀs − ½‖Js‖² ≥ 0``, is a decrease the linearised problem
+    certainly offers (Nocedal & Wright, *Numerical Optimization*, 2nd ed., §10.3). Scale-free
+    in the parameters; NaN when the step is not solvable.
+
+    Args:
+      J: ``(m, p)`` Jacobian at ``x``. r: ``(m,)`` residual. x: ``(p,)`` point.
+      bounds: ``(lo, hi)``, each ``(p,)``.
+    """
+    step = gauss_newton_step(J, r, x, bounds)
+    if step is None:
+        return float("nan")
+    Js = J @ step
+    return float(-(r @ Js) - 0.5 * (Js @ Js))
 
 
 def step_in_standard_errors(

@@ -267,7 +267,7 @@ def _diagnosis(stage: Any, residual_fn: Any, cost0: float) -> Diagnosis:
     r = stage.r
     w = whiteness(r, residual_series(residual_fn, r.size), cost0)
     ratio = w.noise_ratio if w.judged else float("nan")
-    return Diagnosis(stage.step, ratio, w.text())
+    return Diagnosis(stage.step, ratio, w.text(), stage.trial)
 
 
 def _check_cost(
@@ -327,6 +327,7 @@ def _result(
         optimizer=opts.optimizer,
         history=history,
         stages=[st.summary() for st in done] if len(done) > 1 else [],
+        step_trial=stage.trial,
     )
 
 

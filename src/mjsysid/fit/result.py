@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mjsysid.fit.prior import PriorRows
-from mjsysid.fit.status import Status
+from mjsysid.fit.status import Status, StepTrial
 from mjsysid.fit.validation import ValidationTable
 
 __all__ = [
@@ -249,6 +249,9 @@ class OptimizeResult:
         starts ran.
       validation: The table of ``optimize(holdout=...)``, when held-out data was given
         (``None`` also when its simulation failed: the fit is kept, with a logged warning).
+      step_trial: The Gauss-Newton step left at a stop, tried where it did not deliver what
+        the linearised model predicts (:class:`~mjsysid.fit.status.StepTrial`: the stop
+        stands, the linearised intervals are approximate), else ``None``.
     """
 
     x: np.ndarray
@@ -272,6 +275,7 @@ class OptimizeResult:
     global_search: GlobalResult | None = None
     multistart: MultistartSummary | None = None
     validation: ValidationTable | None = None
+    step_trial: StepTrial | None = None
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)  # a plain word ("xtol") becomes its member

@@ -7,8 +7,9 @@ backends translate their own termination codes into a :class:`Status` here
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -354,6 +355,90 @@ SMALL_STEP_FLOOR = 1e-10
 
 STEP_SE = 0.3  # a converged fit's Gauss-Newton step is below this many standard errors
 
+# The fractions of the Gauss-Newton step a stop that fails honest_status tries (one batched
+# residual call), and the share of the predicted decrease that confirms the model there.
+TRIAL_FRACTIONS = (1.0, 0.5, 0.25)
+CONFIRMED_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class StepTrial:
+    """The Gauss-Newton step of a stop that failed :func:`honest_status`, tried on the
+    residual: is the decrease the linearised model promises there?
+
+    Attributes:
+      cost: ``½‖r‖²`` at the stop.
+      fractions: ``(k,)`` the fractions of the step tried (:data:`TRIAL_FRACTIONS`).
+      predicted: ``(k,)`` the linearised model's costs there, ``½‖r + f·Js‖²``.
+      actual: ``(k,)`` the residual's costs there (``inf`` where the simulation diverged).
+      step_se: The step's largest entry in standard errors.
+    """
+
+    cost: float
+    fractions: tuple[float, ...]
+    predicted: tuple[float, ...]
+    actual: tuple[float, ...]
+    step_se: float
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether the stop is no minimum after all: at some fraction the cost falls by at
+        least :data:`CONFIRMED_SHARE` of the predicted decrease, or by a clear share of the
+        cost (:data:`SMALL_STEP_PREDICTED`) whatever the prediction."""
+        for want, got in zip(self.predicted, self.actual, strict=True):
+            fall, promised = self.cost - got, self.cost - want
+            if fall > 0 and (
+                fall >= CONFIRMED_SHARE * promised or fall > SMALL_STEP_PREDICTED * self.cost
+            ):
+                return True
+        return False
+
+    def summary(self) -> dict[str, Any]:
+        """Plain scalars and lists (for ``result.yaml``; a diverged cost is ``.inf``)."""
+        return {
+            "cost": float(self.cost),
+            "fractions": [float(f) for f in self.fractions],
+            "predicted": [float(c) for c in self.predicted],
+            "actual": [float(c) for c in self.actual],
+            "step_se": float(self.step_se),
+        }
+
+    @classmethod
+    def from_summary(cls, data: Mapping[str, Any]) -> StepTrial:
+        """The inverse of :meth:`summary`."""
+        return cls(
+            float(data["cost"]),
+            tuple(float(f) for f in data["fractions"]),
+            tuple(float(c) for c in data["predicted"]),
+            tuple(float(c) for c in data["actual"]),
+            float(data["step_se"]),
+        )
+
+    def text(self) -> str:
+        """The trial in words, for a stop it did not confirm."""
+        tried = ", ".join(
+            f"{_relative(got, self.cost)} at {_FRACTION_WORDS.get(f, f'{f:g} of it')}"
+            for f, got in zip(self.fractions, self.actual, strict=True)
+        )
+        return (
+            f"the Gauss-Newton step the linearised model still proposes ({self.step_se:.3g} "
+            f"standard errors, a predicted decrease of "
+            f"{100.0 * (self.cost - self.predicted[0]) / self.cost:.3g} %) does not lower the "
+            f"cost ({tried}): the cost is not quadratic at the scale of the standard errors, so "
+            "the stop stands and the linearised intervals are approximate (a bootstrap does "
+            "not rely on that scale)"
+        )
+
+
+_FRACTION_WORDS = {1.0: "the whole step", 0.5: "half of it", 0.25: "a quarter"}
+
+
+def _relative(cost: float, base: float) -> str:
+    """``cost`` against ``base`` in words: "+12.3 %", "−0.03 %", "diverged"."""
+    if not math.isfinite(cost):
+        return "diverged"
+    return f"{100.0 * (cost - base) / base:+.3g} %"
+
 
 def honest_status(
     status: Status, cost: float, predicted: float, cost0: float, step_se: float = 0.0
@@ -384,11 +469,14 @@ class Diagnosis:
         with ``d`` the pooled Durbin-Watson figure (1 for white noise;
         :mod:`mjsysid.fit.whiteness`).
       signals: The worst signals' Durbin-Watson figures, in words.
+      trial: The Gauss-Newton step tried where it did not deliver what the linearised
+        model predicts (:class:`StepTrial`; the stop then stands).
     """
 
     step: tuple[str, float] | None = None
     noise_ratio: float = float("nan")
     signals: str = ""
+    trial: StepTrial | None = None
 
     @property
     def far_from_noise(self) -> bool:
@@ -412,6 +500,8 @@ def _diagnosed(text: str, st: Status, c: MessageContext, d: Diagnosis | None) ->
     if d.step is not None and st is Status.SMALL_STEP:
         name, k = d.step
         out.append(f"the Gauss-Newton step still moves {name} by {k:.3g} standard errors")
+    if d.trial is not None:
+        out.append(d.trial.text())
     if d.far_from_noise:
         remedies = ([] if c.windowed else [_windows(c)]) + ([] if c.staged else [_horizons(c)])
         remedies = [r for r in remedies if r not in text]  # (the status's words may name them)

@@ -32,7 +32,7 @@ from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.confidence import Confidence, compute_confidence
 from mjsysid.fit.prior import PriorRows
 from mjsysid.fit.result import FitHistory, OptimizeResult, StageSummary
-from mjsysid.fit.status import Status
+from mjsysid.fit.status import Status, StepTrial
 from mjsysid.fit.whiteness import Whiteness
 from mjsysid.output.export import export_files
 from mjsysid.output.portable import AssetMode, PortableAssets, check_asset_mode
@@ -90,6 +90,13 @@ _OPTIONAL_KEYS = {
     "stages": (  # horizon stages of the fit (optimize(horizons=...))
         lambda v: isinstance(v, list) and all(isinstance(st, dict) for st in v),
         "a list of mappings",
+    ),
+    "step_trial": (  # the Gauss-Newton step left, tried (mjsysid.fit.status.StepTrial)
+        lambda v: (
+            isinstance(v, dict)
+            and {"cost", "fractions", "predicted", "actual", "step_se"} <= set(v)
+        ),
+        "a mapping of cost, fractions, predicted, actual and step_se",
     ),
     "prior": (  # the prior rows of a MAP fit (mjsysid.fit.prior.PriorRows.to_dict)
         lambda v: isinstance(v, dict) and {"columns", "mean", "std", "names"} <= set(v),
@@ -243,6 +250,11 @@ def _summary(
         "parameter_names": list(opt_result.parameter_names),
         **({"stages": [st.summary() for st in opt_result.stages]} if opt_result.stages else {}),
         **({"prior": opt_result.prior.to_dict()} if opt_result.prior is not None else {}),
+        **(
+            {"step_trial": opt_result.step_trial.summary()}
+            if opt_result.step_trial is not None
+            else {}
+        ),
         "models": models,
         "sequences": {ms.name: list(ms.sequence_name) for ms in ms_list},
         "versions": _versions(),
@@ -436,6 +448,9 @@ def _optimize_result(
         ),
         stages=[StageSummary.from_summary(st) for st in summary.get("stages", [])],
         prior=PriorRows.from_dict(summary["prior"]) if summary.get("prior") else None,
+        step_trial=(
+            StepTrial.from_summary(summary["step_trial"]) if summary.get("step_trial") else None
+        ),
     )
 
 
