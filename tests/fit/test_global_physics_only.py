@@ -18,9 +18,9 @@ from mjsysid.fit.search import (
     fit_global,
     global_checkpoint_path,
     global_search,
-    nuisance_mask,
     reflect,
 )
+from mjsysid.objective.initial_state import nuisance_mask
 
 cmaes = pytest.importorskip("cmaes")
 

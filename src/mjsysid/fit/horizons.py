@@ -40,6 +40,7 @@ from mjsysid.fit.lm import (
 from mjsysid.fit.options import FitOptions, check_horizons
 from mjsysid.fit.result import StageSummary
 from mjsysid.fit.status import TRIAL_FRACTIONS, Status, StepTrial, honest_status
+from mjsysid.objective.initial_state import nuisance_mask
 from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
@@ -199,11 +200,40 @@ def _start_residual(fn: CountedResidual, residual_fn: Any, x0: np.ndarray) -> np
     return r0
 
 
-def _check_effect(J0: np.ndarray, names: list[str], mode: str | None) -> None:
-    """Parameters with a zero Jacobian column: an error (``"error"``) or a warning."""
+def _pin_still_starts(
+    J0: np.ndarray, params: ParameterDict, x0: np.ndarray, s: StageSettings
+) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """The stage's bounds with every initial state that has no effect at the start (a zero
+    Jacobian column: a joint at rest held by friction that sticks forgets a small initial
+    velocity within its first step) pinned at its value, as a recording without shooting
+    holds it, and the ``(p,)`` mask of those entries. A nuisance value without effect is no
+    modelling mistake (not :func:`_check_effect`'s error) and must not drift where a later
+    point gives it a slight effect."""
+    still = nuisance_mask(params) & ~np.any(J0 != 0.0, axis=0)
+    if not still.any():
+        return s.bounds, still
+    logger.warning(
+        "the initial states %s have no effect on the residual at the start point (a joint "
+        "at rest that sticks forgets a small initial velocity within its first step): held "
+        "at their recorded values",
+        [s.names[i] for i in np.flatnonzero(still)],
+    )
+    lo, hi = s.bounds[0].copy(), s.bounds[1].copy()
+    lo[still] = hi[still] = x0[still]
+    return (lo, hi), still
+
+
+def _check_effect(
+    J0: np.ndarray, names: list[str], mode: str | None, skip: np.ndarray | None = None
+) -> None:
+    """Parameters with a zero Jacobian column (but the ``skip`` ones): an error
+    (``"error"``) or a warning."""
     if mode is None:
         return
-    dead = np.flatnonzero(~np.any(J0 != 0.0, axis=0))
+    dead_mask = ~np.any(J0 != 0.0, axis=0)
+    if skip is not None:
+        dead_mask &= ~skip
+    dead = np.flatnonzero(dead_mask)
     if dead.size:
         msg = (
             f"parameters {[names[i] for i in dead.tolist()]} have no effect on the "
@@ -264,14 +294,19 @@ def fit_stage(
             plan.horizon, x0, cost0, cost0, Status.SKIPPED, 0, fn.nfev, 0, 0, [cost0], [x0]
         )
     J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
-    _check_effect(J0, s.names, plan.check_effect)
-    held = [] if plan.last else _held(J0, s.names, plan.horizon)
+    bounds, still = s.bounds, np.zeros(x0.size, dtype=bool)
+    if plan.last:
+        bounds, still = _pin_still_starts(J0, params, x0, s)
+    _check_effect(J0, s.names, plan.check_effect, skip=still)
+    held = [s.names[i] for i in np.flatnonzero(still)]
+    if not plan.last:
+        held = _held(J0, s.names, plan.horizon)
     seed = _seeded(plan.earlier, x0, cost0)
     rec = _Recorder(s, plan, x0.copy(), cost0, seed.objective, seed.candidates)
-    jacobian = JacobianCache(fn, s.bounds, eps, REUSE_STEPS)
+    jacobian = JacobianCache(fn, bounds, eps, REUSE_STEPS)
     jacobian.seed(x0, J0)
     remaining = max(s.options.max_iters - plan.start_iter, 0)
-    call = BackendCall(fn, jacobian, x0, r0, J0, s.bounds, s.options, s.lm_options, remaining, rec)
+    call = BackendCall(fn, jacobian, x0, r0, J0, bounds, s.options, s.lm_options, remaining, rec)
     res = _run_backend(call, rec)
     stage = Stage(
         plan.horizon, res.x, cost0, rec.best_cost, res.status, res.nit, 0, 0, res.nsecant,
@@ -311,7 +346,7 @@ def _finish_last(
         stage.J = np.full((r_hat.size, x_hat.size), np.nan)
         return
     stage.J = jacobian(x_hat, r_hat)
-    _judge_stop(stage, rec.s.bounds, rec.plan.start_cost, rec.s.names, fn)
+    _judge_stop(stage, jacobian.bounds, rec.plan.start_cost, rec.s.names, fn)
 
 
 def _judge_stop(

@@ -165,7 +165,24 @@ class LMResult:
 def _box_step(
     H: np.ndarray, g: np.ndarray, mu: float, lower: np.ndarray, upper: np.ndarray
 ) -> np.ndarray | None:
-    """``argmin gᵀd + ½dᵀ(H + μI)d`` within ``[lower, upper]``, or ``None`` if singular."""
+    """``argmin gᵀd + ½dᵀ(H + μI)d`` within ``[lower, upper]``, or ``None`` if singular.
+
+    An entry whose box has no width (``upper <= lower``: a value pinned for the stage) is
+    ``d_i = lower_i``; the others solve the reduced problem, with ``g`` shifted by the pinned
+    entries' coupling ``H[:, pinned]·d_pinned`` (``mju_boxQP`` wants every box open)."""
+    pinned = upper <= lower
+    if pinned.any():
+        d = np.where(pinned, lower, 0.0)
+        free = ~pinned
+        if free.any():
+            sub = _box_step(
+                H[np.ix_(free, free)], g[free] + H[np.ix_(free, pinned)] @ d[pinned], mu,
+                lower[free], upper[free],
+            )  # fmt: skip
+            if sub is None:
+                return None
+            d[free] = sub
+        return d
     p = g.size
     d = np.zeros((p, 1))
     scratch = np.zeros((p, p + 7))

@@ -73,7 +73,7 @@ from mjsysid.fit.local import run_fit
 from mjsysid.fit.options import FitOptions, GlobalSearchOptions
 from mjsysid.fit.result import GlobalResult, MultistartSummary, OptimizeResult, StartRecord
 from mjsysid.fit.status import Status
-from mjsysid.objective.initial_state import INITIAL_KINDS
+from mjsysid.objective.initial_state import nuisance_mask
 from mjsysid.objective.protocols import DescribedResidualFn, DeviceResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import finite_real, must_be
@@ -220,20 +220,6 @@ def reflect(u: np.ndarray) -> np.ndarray:
     u = np.asarray(u, dtype=np.float64)
     folded = np.clip(1.0 - np.abs(np.mod(u, 2.0) - 1.0), 0.0, 1.0)
     return np.asarray(np.where((u >= 0.0) & (u <= 1.0), u, folded))  # (inside: exact)
-
-
-def nuisance_mask(params: ParameterDict) -> np.ndarray:
-    """``(p,)`` the free entries that are nuisance states, not physics: the initial states
-    of recorded sequences and shooting windows (kinds
-    :data:`~mjsysid.objective.initial_state.INITIAL_KINDS`). The global stage holds them at
-    their start values (the recorded state at each window start); the local fit estimates
-    them."""
-    if not isinstance(params, ParameterDict):
-        raise TypeError(must_be("params", "a ParameterDict", type(params).__name__))
-    free = params.non_frozen()
-    if not free:
-        return np.zeros(0, dtype=bool)
-    return np.concatenate([np.full(p.size, p.meta.get("kind") in INITIAL_KINDS) for p in free])
 
 
 def check_box_params(

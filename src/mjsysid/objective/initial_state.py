@@ -162,6 +162,20 @@ def _activation_params(
     return out
 
 
+def nuisance_mask(params: ParameterDict) -> np.ndarray:
+    """``(p,)`` the free entries that are nuisance states, not physics: the initial states
+    of recorded sequences and shooting windows (kinds
+    :data:`~mjsysid.objective.initial_state.INITIAL_KINDS`). The global stage holds them at
+    their start values (the recorded state at each window start); the local fit estimates
+    them."""
+    if not isinstance(params, ParameterDict):
+        raise TypeError(must_be("params", "a ParameterDict", type(params).__name__))
+    free = params.non_frozen()
+    if not free:
+        return np.zeros(0, dtype=bool)
+    return np.concatenate([np.full(p.size, p.meta.get("kind") in INITIAL_KINDS) for p in free])
+
+
 def initial_state_overrides(
     params: ParameterDict, model: mujoco.MjModel, label: str
 ) -> list[tuple[int, int]]:

@@ -1,0 +1,58 @@
+"""Initial states without effect at the start (a joint at rest held by friction that sticks
+forgets a small initial velocity within its first step) are held at their recorded values
+in the last stage, with a warning, instead of stopping the fit with the no-effect error that
+a modelling mistake gets; the LM box step treats a box without width as a pinned value."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+
+import numpy as np
+
+import mjsysid as ms
+from mjsysid.app.experiment import bundled_examples, load_experiment
+from mjsysid.fit.lm import _box_step
+
+
+def test_a_box_without_width_pins_its_entry_and_the_rest_solve_the_reduced_problem():
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(6, 4))
+    H, g = A.T @ A, rng.normal(size=4)
+    wide = np.full(4, 1e6)
+    lower, upper = -wide.copy(), wide.copy()
+    lower[1] = upper[1] = 0.25  # entry 1 pinned at a step of 0.25
+    d = _box_step(H, g, 0.1, lower, upper)
+    free = [0, 2, 3]
+    Hf = H[np.ix_(free, free)] + 0.1 * np.eye(3)
+    expected = np.linalg.solve(Hf, -(g[free] + H[free, 1] * 0.25))
+    assert d is not None and d[1] == 0.25
+    np.testing.assert_allclose(d[free], expected, rtol=1e-9)
+    all_pinned = _box_step(H, g, 0.1, np.full(4, 0.5), np.full(4, 0.5))
+    np.testing.assert_array_equal(all_pinned, np.full(4, 0.5))
+
+
+def test_a_servo_at_rest_fits_with_its_starts_estimated(tmp_path, caplog):
+    """example:servo with shooting: {estimate_initial_state: true}, the advice of the warning
+    the example prints: the three fitted logs start at rest, and the friction that sticks
+    makes their initial velocities dead at the start. They stay at their recorded values; the
+    positions are estimated."""
+    folder = tmp_path / "servo"
+    shutil.copytree(bundled_examples()["servo"].parent, folder)
+    exp_file = folder / "experiment.yaml"
+    exp_file.write_text(exp_file.read_text() + "shooting: {estimate_initial_state: true}\n")
+    exp = load_experiment(exp_file)
+    start = exp.params.copy()
+    options = exp.fit_options.replace(max_iters=3)
+    with caplog.at_level(logging.WARNING, logger="mjsysid.fit.optimize"):
+        opt, res = ms.optimize(exp.params, exp.build_residual_fn(), options=options)
+    still = [n for n in opt if n.endswith("_qvel0")]
+    assert len(still) == 3
+    assert f"the initial states {still} have no effect" in caplog.text
+    assert "held at their recorded values" in caplog.text
+    for name in still:
+        np.testing.assert_array_equal(opt[name].value, start[name].value)
+    assert any(
+        not np.array_equal(opt[n].value, start[n].value) for n in opt if n.endswith("_qpos0")
+    )
+    assert np.isfinite(res.cost) and res.cost < res.initial_cost
