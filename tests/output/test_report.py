@@ -254,6 +254,13 @@ def test_residual_autocorrelation_and_its_warning():
     (w,) = collect_warnings([], autocorrelation=got)
     assert w.category == "confidence" and "1 signal(s) are correlated in time" in w.message
     assert "b in m/t" in w.message and "×4.4" in w.message
+    assert "too narrow" in w.message and "confidence: {method: auto}" in w.message
+    # HAC and bootstrap intervals already allow for the correlation: said, not "too narrow"
+    (hac,) = collect_warnings([], autocorrelation=got, interval_method="hac")
+    assert "account for it: a Newey-West (HAC) sandwich" in hac.message
+    assert "too narrow" not in hac.message and "b in m/t" in hac.message
+    (boot,) = collect_warnings([], autocorrelation=got, interval_method="bootstrap")
+    assert "block bootstrap" in boot.message and "too narrow" not in boot.message
     assert collect_warnings([], autocorrelation=[ResidualCorrelation("m/s", "a", 0.3)]) == []
 
 

@@ -41,6 +41,8 @@ def test_the_method_is_said_in_words() -> None:
     assert interval_method(boot) == "95 % block-bootstrap interval, 100 draws"
     linear = Confidence(["a"], np.ones(1), np.ones(1), np.eye(1), 0.1)
     assert interval_method(linear) == "90 % linearised interval"
+    hac = Confidence(["a"], np.ones(1), np.ones(1), np.eye(1), 0.05, method="hac")
+    assert interval_method(hac) == "95 % Newey-West (HAC) interval"
     assert interval_method(None) == ""
     unsaid = Confidence(["a"], np.ones(1), np.ones(1), np.eye(1), 0.05, method="bootstrap")
     assert interval_method(unsaid) == "95 % block-bootstrap interval"  # no note: no count

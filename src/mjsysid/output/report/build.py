@@ -319,6 +319,7 @@ def analyse(
         cond_threshold=opts.cond_threshold,
         notes=notes,
         autocorrelation=residual_autocorrelation(p1) if p1 else (),
+        interval_method="linear" if conf is None else conf.method,
     )
     return Analysis(
         conf, rows, correlation, condition, directions, preds, errors, sequences, warnings,

@@ -29,7 +29,8 @@ _DRAWS = re.compile(r"^bootstrap: (\d+) draws\b")
 
 def interval_method(confidence: Confidence | None) -> str:
     """How the intervals were computed, in words: ``"95 % block-bootstrap interval, 100
-    draws"`` or ``"95 % linearised interval"`` (``""``: no intervals).
+    draws"``, ``"95 % Newey-West (HAC) interval"`` or ``"95 % linearised interval"`` (``""``:
+    no intervals).
 
     The draws come from the bootstrap's note (:attr:`Confidence.notes
     <mjsysid.fit.confidence.Confidence.notes>`, ``"bootstrap: 100 draws over ..."``), which a
@@ -38,6 +39,8 @@ def interval_method(confidence: Confidence | None) -> str:
     if confidence is None:
         return ""
     level = f"{100.0 * (1.0 - float(confidence.alpha)):g} %"
+    if confidence.method == "hac":
+        return f"{level} Newey-West (HAC) interval"
     if confidence.method != "bootstrap":
         return f"{level} linearised interval"
     draws = [m[1] for n in confidence.notes if (m := _DRAWS.match(str(n)))]

@@ -43,6 +43,7 @@ class WarningInputs:
     autocorrelation: Sequence[ResidualCorrelation] = ()
     rho_threshold: float = 0.5
     context: MessageContext = field(default_factory=MessageContext)
+    interval_method: str = "linear"
 
 
 def _names_list(names: Sequence[str], limit: int = 8) -> str:
@@ -101,12 +102,29 @@ def _autocorrelation(w: WarningInputs) -> list[ReportWarning]:
             f"The residuals of {len(corr)} signal(s) are correlated in time (lag-1 "
             f"autocorrelation up to {worst.rho:.2f}, {worst.signal} in {worst.sequence}): "
             "dynamics the model does not have, a filtered sensor, or samples much faster "
-            "than the noise changes. The confidence intervals assume independent noise: "
-            f"they are too narrow, by about ×{worst.inflation:.2g} (√((1+ρ)/(1−ρ))) for the "
-            "worst signal",
+            "than the noise changes. " + _correlated_intervals(w.interval_method, worst.inflation),
             [f"{c.sequence}: {c.signal}: ρ = {c.rho:.3f}" for c in corr[:20]],
         )
     ]
+
+
+def _correlated_intervals(method: str, inflation: float) -> str:
+    """What residuals correlated in time do to the intervals of ``method``."""
+    if method == "hac":
+        return (
+            "The confidence intervals account for it: a Newey-West (HAC) sandwich over the "
+            "correlated samples, never narrower than the linearised ones"
+        )
+    if method == "bootstrap":
+        return (
+            "The confidence intervals account for it: a block bootstrap resamples whole "
+            "sequences or windows"
+        )
+    return (
+        "The confidence intervals assume independent noise: they are too narrow, by about "
+        f"×{inflation:.2g} (√((1+ρ)/(1−ρ))) for the worst signal (confidence: "
+        "{method: auto} widens them)"
+    )
 
 
 def _bounds(w: WarningInputs) -> list[ReportWarning]:
@@ -245,6 +263,7 @@ def collect_warnings(
     autocorrelation: Sequence[ResidualCorrelation] = (),
     rho_threshold: float = 0.5,
     context: MessageContext | None = None,
+    interval_method: str = "linear",
 ) -> list[ReportWarning]:
     """Everything a user should look at, in words, most important first.
 
@@ -262,6 +281,9 @@ def collect_warnings(
       rho_threshold: Flag residuals whose lag-1 autocorrelation exceeds this.
       context: The reader's language and what can apply to the fit (remedies are named in
         its words, only those that can apply; default: both languages, every cause).
+      interval_method: How the intervals were computed (``"linear"``, ``"hac"`` or
+        ``"bootstrap"``: :attr:`~mjsysid.fit.confidence.Confidence.method`): correlated
+        residuals make only linearised ones too narrow.
     """
     inputs = WarningInputs(
         rows,
@@ -276,5 +298,6 @@ def collect_warnings(
         autocorrelation=autocorrelation,
         rho_threshold=rho_threshold,
         context=context or MessageContext(),
+        interval_method=interval_method,
     )
     return [warning for kind in WARNING_KINDS for warning in kind(inputs)]
