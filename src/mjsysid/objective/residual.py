@@ -151,6 +151,9 @@ class ResidualFunction:
             for ms in self.models_sequences:
                 control_transform.validate(ms.model)
         self.modify_residual = modify_residual
+        # the batched form of a SignalTransform's apply, found once (the runtime protocol
+        # check reads every member of the protocol: tens of microseconds a call)
+        self._batched = batch_modifier(modify_residual)
         self.custom_rollout = custom_rollout
         self.build_model = build_model
         self.sensor_weights = dict(sensor_weights or {})
@@ -186,9 +189,8 @@ class ResidualFunction:
         _check_sensor_weights(self.sensor_weights, self._sequences)
         self._measured_names = list(dict.fromkeys(n for s in self._sequences for n in s.meas.names))
         self._widths = {n: len(s.meas.columns(n)) for s in self._sequences for n in s.meas.names}
-        batched = batch_modifier(modify_residual)
-        if batched is not None:
-            batched.validate_signals(self._measured_names, widths=self._widths)
+        if self._batched is not None:
+            self._batched.validate_signals(self._measured_names, widths=self._widths)
         self._offsets = self._block_offsets(self._sequences)
 
     # -- construction -----------------------------------------------------------------------
@@ -204,9 +206,8 @@ class ResidualFunction:
     def check_params(self, params: ParameterDict) -> None:
         """Checks, before any simulation, that the parameters a SignalTransform or the
         ControlTransform reads exist (with valid sizes)."""
-        batched = batch_modifier(self.modify_residual)
-        if batched is not None:
-            batched.validate_signals(self._measured_names, params, self._widths)
+        if self._batched is not None:
+            self._batched.validate_signals(self._measured_names, params, self._widths)
         if self.control_transform is not None:
             for ms in self.models_sequences:
                 self.control_transform.validate(ms.model, params)
@@ -259,7 +260,7 @@ class ResidualFunction:
         cand_params = self._candidate_params(work, X, layout, plan)
         self.stats.time_build += _time.perf_counter() - t0
         t0 = _time.perf_counter()
-        transform = batch_modifier(self.modify_residual)
+        transform = self._batched
         custom = self.modify_residual is not None and transform is None
         preds = self._simulate(work, X, layout, plan, col_models, cand_params, details or custom)
         self.stats.time_rollout += _time.perf_counter() - t0
@@ -458,7 +459,7 @@ class ResidualFunction:
         ``apply`` (custom code never receives shortened series unasked), and, with
         ``params``, a free parameter that changes the simulation (signal-only fits simulate
         once in all)."""
-        built_in = self.modify_residual is None or batch_modifier(self.modify_residual)
+        built_in = self.modify_residual is None or self._batched
         if not built_in or self.custom_rollout is not None:
             return False
         return params is None or self.simulates(params)
@@ -467,7 +468,7 @@ class ResidualFunction:
         """Measured samples each sequence keeps in :meth:`head` ``(fraction)`` that every
         delay the bounds of ``params`` allow can read (a batched modifier such as a
         :class:`SignalTransform` reads the prediction at ``t - delay``)."""
-        batched = batch_modifier(self.modify_residual)
+        batched = self._batched
         delays = (0.0, 0.0)
         if batched is not None and params is not None:
             delays = batched.delay_bounds(params)
