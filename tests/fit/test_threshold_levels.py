@@ -168,3 +168,26 @@ def test_a_threshold_declaration_is_checked() -> None:
         LawParameter(2, command_threshold="yes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"command_threshold must be 1 or 2 .* got 3"):
         LawParameter(3, command_threshold=True)
+
+
+def test_a_threshold_without_effect_at_the_start_keeps_its_value_and_the_fit_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A deadzone started between two recorded levels (none within its edge) has a zero
+    Jacobian column: no modelling mistake, so no error (the fit once stopped with "no
+    effect ... allow_no_effect=True"); it keeps its value, with a warning, and the rest is
+    fitted."""
+    import logging
+
+    params, fn = _problem({"deadzone": TRUE_DEADZONE, "torque_constant": [0.25, 0.25]}, 0.0)
+    with caplog.at_level(logging.WARNING, logger="mjsysid.fit.optimize"):
+        fitted, _ = ms.optimize(params, fn, max_iters=20)
+    said = "the command thresholds ['m_deadzone[0]', 'm_deadzone[1]'] have no effect"
+    assert said in caplog.text
+    np.testing.assert_array_equal(fitted["m_deadzone"].value, TRUE_DEADZONE)
+    np.testing.assert_allclose(fitted["m_torque_constant"].value, 0.3, rtol=1e-6)
+    # a parameter without effect that is neither a threshold nor a start is still an error
+    spec_params = ms.ParameterDict([*params.values()])
+    spec_params.add(ms.Parameter("unused", 1.0, 0.0, 2.0, modifier=lambda spec, p: None))
+    with pytest.raises(ValueError, match=r"parameters \['unused'\] have no effect"):
+        ms.optimize(spec_params, fn, max_iters=2)

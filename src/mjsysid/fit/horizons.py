@@ -41,7 +41,7 @@ from mjsysid.fit.options import FitOptions, check_horizons
 from mjsysid.fit.result import StageSummary
 from mjsysid.fit.status import TRIAL_FRACTIONS, Status, StepTrial, honest_status
 from mjsysid.objective.initial_state import nuisance_mask
-from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn
+from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn, ThresholdResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 from mjsysid.util.progress import IterationClock
@@ -200,24 +200,47 @@ def _start_residual(fn: CountedResidual, residual_fn: Any, x0: np.ndarray) -> np
     return r0
 
 
-def _pin_still_starts(
-    J0: np.ndarray, params: ParameterDict, x0: np.ndarray, s: StageSettings
+def _pin_unmovable(
+    J0: np.ndarray, params: ParameterDict, x0: np.ndarray, s: StageSettings, residual_fn: Any
 ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """The stage's bounds with every initial state that has no effect at the start (a zero
-    Jacobian column: a joint at rest held by friction that sticks forgets a small initial
-    velocity within its first step) pinned at its value, as a recording without shooting
-    holds it, and the ``(p,)`` mask of those entries. A nuisance value without effect is no
-    modelling mistake (not :func:`_check_effect`'s error) and must not drift where a later
-    point gives it a slight effect."""
-    still = nuisance_mask(params) & ~np.any(J0 != 0.0, axis=0)
+    """The stage's bounds with the entries that have no effect at the start for a reason
+    that is no modelling mistake (not :func:`_check_effect`'s error) pinned at their values,
+    with a warning each, and the ``(p,)`` mask of those entries:
+
+    * initial states (a joint at rest held by friction that sticks forgets a small initial
+      velocity within its first step): held at their recorded values, as a recording
+      without shooting holds them; pinned so that they cannot drift where a later point
+      gives them a slight effect;
+    * command thresholds (a deadzone) with no recorded level within their edge: no
+      gradient moves them, so they keep their start value, and their interval is the range
+      between the recorded levels around it (:mod:`mjsysid.objective.levels`).
+    """
+    dead = ~np.any(J0 != 0.0, axis=0)
+    starts = nuisance_mask(params) & dead
+    thresholds = np.zeros_like(dead)
+    if isinstance(residual_fn, ThresholdResidualFn):
+        named = {b.name for b in residual_fn.threshold_brackets(params)}
+        thresholds = np.array([n in named for n in s.names], dtype=bool) & dead
+    if starts.any():
+        logger.warning(
+            "the initial states %s have no effect on the residual at the start point (a "
+            "joint at rest that sticks forgets a small initial velocity within its first "
+            "step): held at their recorded values",
+            [s.names[i] for i in np.flatnonzero(starts)],
+        )
+    if thresholds.any():
+        logger.warning(
+            "the command thresholds %s have no effect at the start point: no recorded "
+            "command level lies within their edge, so no gradient moves them; they keep their "
+            "start values %s, and their intervals are the ranges between the recorded levels "
+            "around them (commands at more levels, or a start near a recorded level, let "
+            "the fit move them)",
+            [s.names[i] for i in np.flatnonzero(thresholds)],
+            [float(f"{v:.6g}") for v in x0[thresholds]],
+        )
+    still = starts | thresholds
     if not still.any():
         return s.bounds, still
-    logger.warning(
-        "the initial states %s have no effect on the residual at the start point (a joint "
-        "at rest that sticks forgets a small initial velocity within its first step): held "
-        "at their recorded values",
-        [s.names[i] for i in np.flatnonzero(still)],
-    )
     lo, hi = s.bounds[0].copy(), s.bounds[1].copy()
     lo[still] = hi[still] = x0[still]
     return (lo, hi), still
@@ -296,7 +319,7 @@ def fit_stage(
     J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
     bounds, still = s.bounds, np.zeros(x0.size, dtype=bool)
     if plan.last:
-        bounds, still = _pin_still_starts(J0, params, x0, s)
+        bounds, still = _pin_unmovable(J0, params, x0, s, residual_fn)
     _check_effect(J0, s.names, plan.check_effect, skip=still)
     held = [s.names[i] for i in np.flatnonzero(still)]
     if not plan.last:
