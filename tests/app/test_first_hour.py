@@ -15,6 +15,7 @@ import mjsysid.fit.confidence as confidence_module
 import mjsysid.output.results as results_module
 from mjsysid.app.cli import main
 from mjsysid.app.commands.common import Phases
+from mjsysid.app.experiment import bundled_examples
 
 
 def _fit(*argv: str) -> tuple[int, str]:
@@ -142,3 +143,18 @@ def test_noise_only_columns_are_not_called_unreproducible():
     ]
     (warning,) = _large_errors(SimpleNamespace(errors=errors, large_error=0.2))  # type: ignore[arg-type]
     assert "1 signal column(s)" in warning.message and "pos[1]" not in " ".join(warning.details)
+
+
+@pytest.mark.parametrize("name", sorted(bundled_examples()))
+def test_every_bundled_example_can_take_a_global_stage(name: str):
+    """`mjsysid fit example:NAME --global cmaes` samples the box of the physical values: every
+    bundled example gives them finite bounds (the initial states get theirs from shooting)."""
+    from mjsysid.app.experiment import load_experiment
+    from mjsysid.objective.initial_state import nuisance_mask
+
+    params = load_experiment(f"example:{name}").params
+    lo, hi = params.get_bounds()
+    physical = ~nuisance_mask(params)
+    names = np.array(params.get_non_frozen_parameter_names())
+    infinite = names[physical & ~(np.isfinite(lo) & np.isfinite(hi))]
+    assert infinite.size == 0, f"example:{name}: infinite bounds on {infinite.tolist()}"
