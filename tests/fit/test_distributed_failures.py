@@ -304,23 +304,36 @@ def cluster(
         tmp_path,
         "scheduler",
     )
-    deadline = time.monotonic() + 60
-    while not file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    address = json.loads(file.read_text())["address"]
-    worker = _start(
-        ["distributed.cli.dask_worker", "--no-nanny", "--nthreads", "1", *common],
-        tmp_path,
-        "worker",
-    )
+    started = [scheduler]
     try:
-        yield address, scheduler, worker
-    finally:
-        for p in (worker, scheduler):
+        address = _scheduler_address(file)
+        started.append(
+            _start(
+                ["distributed.cli.dask_worker", "--no-nanny", "--nthreads", "1", *common],
+                tmp_path,
+                "worker",
+            )
+        )
+        yield address, scheduler, started[1]
+    finally:  # (also when the scheduler never said where it listens)
+        for p in reversed(started):
             if p.poll() is None:
                 p.send_signal(signal.SIGCONT)
                 p.kill()
             p.wait(timeout=30)
+
+
+def _scheduler_address(file: Path, wait: float = 60.0) -> str:
+    """The address in the scheduler's file, once the file is written whole (it appears
+    before its contents: read too early, it is empty or cut)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return str(json.loads(file.read_text())["address"])
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _slow_call(address: str, make_problem: Any, timeout: float) -> tuple[Any, Any, np.ndarray]:
