@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import mujoco
@@ -193,3 +194,44 @@ def test_audit_command_prints_the_audit():
     assert main(["audit", "example:cartpole", "--noise", "0.01"], stdout=out, stderr=err) == 0
     text = out.getvalue()
     assert "parameters determined" in text and "pole_mass" in text and "95% ±" in text
+
+
+def test_window_starts_are_summed_up_and_listed_with_all():
+    """example:furuta fits 9 physical values and 160 window starts (1 s windows): the audit
+    lists the physics, counts the starts and the weak combinations among them alone, and
+    keeps every weak combination that touches the physics; --all lists everything."""
+    from mjsysid.app.experiment import load_experiment
+
+    exp = load_experiment("example:furuta")
+    audit = audit_residual(exp.build_residual_fn(), exp.params, noise=0.35)
+    assert len(audit.nuisance) == 160 and all("#" in n for n in audit.nuisance)
+    text = "\n".join(audit.lines())
+    physical = [p for p in audit.parameters if p.name not in audit.nuisance]
+    assert text.startswith(
+        f"{sum(p.determined for p in physical)} of 9 physical parameters determined, and "
+    )
+    assert "furuta/run1#3/pendulum_joint_qpos0 " not in text  # no table row of a start
+    alone = [c for c in audit.combinations if set(c.names) <= audit.nuisance]
+    assert f"initial states: 160 left out of the table and {len(alone)} weak combinations" in text
+    for c in audit.combinations:
+        if not set(c.names) <= audit.nuisance:
+            assert f"weak: {c.text}" in text
+    assert "(the smallest; 169 in all)" in text
+    every = "\n".join(audit.lines(every=True))
+    assert every.startswith(audit.summary()) and "furuta/run1#3/pendulum_joint_qpos0 " in every
+    assert every.count("\nweak: ") == len(audit.combinations)
+    # without initial states the audit reads as before
+    plain = audit_residual(exp.build_residual_fn(), exp.params, noise=0.35)
+    assert dataclasses.replace(plain, nuisance=frozenset()).lines() == every.split("\n")
+
+
+def test_audit_command_lists_the_window_starts_with_all():
+    row = "furuta/run1#3/pendulum_joint_qpos0 "
+    outputs = []
+    for extra in ([], ["--all"]):
+        out = io.StringIO()
+        argv = ["audit", "example:furuta", "--noise", "0.35", *extra]
+        assert main(argv, stdout=out, stderr=io.StringIO()) == 0
+        outputs.append(out.getvalue())
+    assert row not in outputs[0] and "mjsysid audit --all lists them" in outputs[0]
+    assert row in outputs[1] and "left out of the table" not in outputs[1]

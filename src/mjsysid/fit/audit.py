@@ -22,6 +22,7 @@ identifiability analysis", Bioinformatics 25 (2009); Ljung, System Identificatio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ import numpy.typing as npt
 import scipy.stats
 
 from mjsysid.fit.intervals import calculate_intervals
+from mjsysid.objective.initial_state import nuisance_mask
 from mjsysid.util.errors import must_be
 
 __all__ = [
@@ -86,6 +88,9 @@ class Combination:
     text: str
 
 
+_SHOWN_VALUES = 12  # singular values listed when the initial states are summed up
+
+
 @dataclass(frozen=True)
 class Audit:
     """The audit of one Jacobian (see the module docstring).
@@ -97,6 +102,8 @@ class Audit:
       combinations: The weak directions, named.
       advice: Sentences: what to freeze, tie or excite more.
       noise: The residual noise level ``σ`` used (residual units).
+      nuisance: The names of the initial states among the parameters (window starts of
+        multiple shooting): :meth:`lines` sums them up instead of listing them.
     """
 
     singular_values: np.ndarray
@@ -105,6 +112,7 @@ class Audit:
     combinations: list[Combination]
     advice: list[str] = field(default_factory=list)
     noise: float = 0.0
+    nuisance: frozenset[str] = frozenset()
 
     @property
     def n_determined(self) -> int:
@@ -118,21 +126,53 @@ class Audit:
             f"(condition number {self.condition:.3g})"
         )
 
-    def lines(self) -> list[str]:
-        """The whole audit as text lines (the command line prints them)."""
-        out = [self.summary(), f"noise level (residual units): {self.noise:.3g}"]
-        out.append(
-            "singular values (range-scaled): " + " ".join(f"{s:.3g}" for s in self.singular_values)
-        )
+    def lines(self, every: bool = False) -> list[str]:
+        """The whole audit as text lines (the command line prints them).
+
+        With initial states among the parameters (:attr:`nuisance`) and not ``every``: the
+        physics in full, the initial states summed up (how many are determined, how many
+        weak combinations they form among themselves): the window starts of multiple
+        shooting outnumber the physics and trade position against velocity within their
+        windows, which tells nothing about the physics."""
+        hidden = set() if every else set(self.nuisance)
+        shown = [p for p in self.parameters if p.name not in hidden]
+        combos = [c for c in self.combinations if not set(c.names) <= hidden]
+        if hidden:
+            starts = len(self.parameters) - len(shown)
+            starts_determined = sum(p.determined for p in self.parameters if p.name in hidden)
+            head = (
+                f"{sum(p.determined for p in shown)} of {len(shown)} physical parameters "
+                f"determined, and {starts_determined} of {starts} initial states (condition "
+                f"number {self.condition:.3g})"
+            )
+        else:
+            head = self.summary()
+        out = [head, f"noise level (residual units): {self.noise:.3g}"]
+        values = [f"{s:.3g}" for s in self.singular_values]
+        if hidden and len(values) > _SHOWN_VALUES:
+            values = [
+                *values[: _SHOWN_VALUES - 1],
+                f"... {values[-1]} (the smallest; {len(values)} in all)",
+            ]
+        out.append("singular values (range-scaled): " + " ".join(values))
         out.append(f"{'parameter':<28} {'value':>11} {'rel. sens.':>11} {'95% ±':>11}  status")
-        for p in self.parameters:
+        for p in shown:
             status = "determined" if p.determined else "NOT determined"
             out.append(
                 f"{p.name:<28} {p.value:>11.4g} {p.sensitivity:>11.3g} {p.half_width:>11.3g}"
                 f"  {status}"
             )
-        out += [f"weak: {c.text}" for c in self.combinations]
-        out += [f"advice: {a}" for a in self.advice]
+        out += [f"weak: {c.text}" for c in combos]
+        if hidden:
+            out.append(
+                f"initial states: {starts} left out of the table "
+                f"and {len(self.combinations) - len(combos)} weak combinations among them "
+                "alone (a window's start position and velocity traded off within the window: "
+                "nothing about the physics); mjsysid audit --all lists them"
+            )
+            out += [f"advice: {a}" for a in _advice(shown, combos)]
+        else:
+            out += [f"advice: {a}" for a in self.advice]
         return out
 
 
@@ -450,4 +490,8 @@ def audit_residual(
         cols = n_columns if r0.size % max(n_columns, 1) == 0 else 1
         noise = noise_from_residual(r0, cols)
     names = params.get_non_frozen_parameter_names()  # type: ignore[attr-defined]
-    return audit_jacobian(J, names, x, lo, hi, noise=noise, alpha=alpha, rtol=rtol)
+    audit = audit_jacobian(J, names, x, lo, hi, noise=noise, alpha=alpha, rtol=rtol)
+    starts = nuisance_mask(params)  # type: ignore[arg-type]
+    return dataclasses.replace(
+        audit, nuisance=frozenset(n for n, is_start in zip(names, starts, strict=True) if is_start)
+    )

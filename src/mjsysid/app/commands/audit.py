@@ -36,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="residual noise std (residual units; default: estimated from the recording)",
     )
     parser.add_argument("--alpha", type=float, default=0.05, help="1 - alpha intervals")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="list every initial state (window start) too, not only their count",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -51,6 +56,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     audit = audit_residual(
         exp.build_residual_fn(), exp.params, noise=args.noise, n_columns=cols, alpha=args.alpha
     )
-    for line in audit.lines():
+    for line in audit.lines(every=args.all):
         print(line, file=out)
     return EXIT_OK
