@@ -141,3 +141,35 @@ def test_a_population_cma_es_cannot_adapt_from_is_refused(tmp_path):
     argv = ["design", "example:cartpole", "--popsize", "3", "-o", str(tmp_path / "d.npz")]
     assert main(argv, stdout=io.StringIO(), stderr=err) == 1
     assert err.getvalue() == "error: --popsize must be an integer >= 4, got 3\n"
+
+
+def test_a_windowed_experiment_with_force_laws_is_designed_for_its_laws_too(tmp_path):
+    """example:furuta: a motor as force laws (a deadzone, a torque constant, friction), fitted
+    in 1 s shooting windows. The design leaves the windows' starts out, simulates every
+    candidate with the laws (a law's parameter has an effect, so a finite interval), and
+    writes the sensors that simulation gives (the plain model's would miss the motor)."""
+    from mjsysid.app.experiment import load_experiment
+    from mjsysid.fit.design import nominal_run
+
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "design.csv"
+    argv = ["design", "example:furuta", "--duration", "2", "--generations", "2"]
+    argv += ["--popsize", "4", "-o", str(target)]
+    assert main(argv, stdout=out, stderr=err) == 0, err.getvalue()
+    assert "the 160 initial-state parameters of the recorded windows are left out" in err.getvalue()
+    rows = {ln.split()[0]: ln.split()[1:] for ln in out.getvalue().splitlines() if ln[:1] != " "}
+    for name in ("motor_torque_constant[0]", "arm_friction_friction[1]", "motor_deadzone[0]"):
+        assert np.isfinite(float(rows[name][0])), rows[name]  # the design's interval
+    exp = load_experiment("example:furuta")
+    rec = load_recording(target, exp.model)
+    x0 = np.asarray(exp.sequences.initial_state[0], dtype=np.float64)
+    laws = tuple(exp.residual_options["force_laws"])
+    physics = ms.ParameterDict(
+        [p for p in exp.params.values() if not p.meta.get("kind", "").startswith("initial_")]
+    )
+    problem = DesignProblem(exp.spec, physics, x0, 2.0, force_laws=laws)
+    _, sensors, _ = nominal_run(problem, [rec.control.data], x0)
+    np.testing.assert_allclose(rec.sensordata.data, sensors[0].data, rtol=1e-9, atol=1e-12)
+    plain = DesignProblem(exp.spec, physics, x0, 2.0)  # without the laws: the motor is off
+    _, unpowered, _ = nominal_run(plain, [rec.control.data], x0)
+    assert np.abs(unpowered[0].data - sensors[0].data).max() > 0.1

@@ -33,8 +33,10 @@ from mjsysid.data.timeseries import TimeSeries
 from mjsysid.fit.audit import parameter_scales
 from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.fit.jacobian import fd_jacobian
+from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.residual import build_residual_fn
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.laws.core import ForceLaw
 from mjsysid.sim.rollout import sysid_rollout
 from mjsysid.util.errors import must_be
 
@@ -62,6 +64,9 @@ class DesignProblem:
       center: ``(nu,)`` the command's mean (default: the middle of ``ctrlrange``, or 0).
       max_velocity: ``|qvel|`` limit (rad/s or m/s) on every joint, ``None``: none.
       noise: Sensor noise std (sensor units), the ``σ`` of the intervals.
+      force_laws: The experiment's force laws (:func:`~mjsysid.build_residual_fn`'s), which
+        every candidate is simulated with, so that their parameters are designed for too.
+      control_transform: The experiment's control transform (a deadband, a gain), likewise.
     """
 
     spec: mujoco.MjSpec
@@ -72,6 +77,8 @@ class DesignProblem:
     center: np.ndarray | None = None
     max_velocity: float | None = None
     noise: float = 0.01
+    force_laws: Sequence[ForceLaw] = ()
+    control_transform: ControlTransform | None = None
     model: mujoco.MjModel = field(init=False)
 
     def __post_init__(self) -> None:
@@ -231,16 +238,17 @@ def evaluate(
     m = problem.model
     K = len(controls)
     x0 = np.asarray(problem.initial_state, dtype=np.float64)
-    trajs = sysid_rollout(m, None, np.stack(controls), x0)
-    viol = np.array(
-        [violation(problem, np.asarray(t.state), c) for t, c in zip(trajs, controls, strict=True)]
-    )
-    times = np.asarray(trajs[0].times)
-    sens = [TimeSeries.from_names(times, np.asarray(t.sensordata), m) for t in trajs]
+    params = problem.params
+    times, sens, states = nominal_run(problem, controls, x0)
+    viol = np.array([violation(problem, st, c) for st, c in zip(states, controls, strict=True)])
     ctrl: list[TimeSeries | None] = [TimeSeries.from_control_names(times, c, m) for c in controls]
     seqs = ModelSequences("design", problem.spec, [f"c{k}" for k in range(K)], [x0] * K, ctrl, sens)
-    rf = build_residual_fn([seqs], normalize=False)
-    params = problem.params
+    rf = build_residual_fn(
+        [seqs],
+        normalize=False,
+        force_laws=list(problem.force_laws),
+        control_transform=problem.control_transform,
+    )
     x = params.as_vector()
     lo, hi = params.get_bounds()
 
@@ -253,6 +261,35 @@ def evaluate(
     blocks = np.split(J, K, axis=0)
     phi = np.array([_logdet(b * scales) for b in blocks])
     return phi, viol, blocks
+
+
+def nominal_run(
+    problem: DesignProblem, controls: Sequence[np.ndarray], x0: np.ndarray
+) -> tuple[np.ndarray, list[TimeSeries], list[np.ndarray]]:
+    """``(times (n,), sensors, states (n, nstate) each)`` of the nominal model under each
+    candidate's controls: MuJoCo's rollout, or with force laws or a control transform the
+    residual function's own simulation of them (its prediction at the nominal)."""
+    m = problem.model
+    if not problem.force_laws and problem.control_transform is None:
+        trajs = sysid_rollout(m, None, np.stack(controls), x0)
+        times = np.asarray(trajs[0].times)
+        sens = [TimeSeries.from_names(times, np.asarray(t.sensordata), m) for t in trajs]
+        return times, sens, [np.asarray(t.state) for t in trajs]
+    times = x0[0] + np.arange(problem.n) * m.opt.timestep
+    blank = TimeSeries.from_names(times, np.zeros((problem.n, m.nsensordata)), m)
+    ctrl: list[TimeSeries | None] = [TimeSeries.from_control_names(times, c, m) for c in controls]
+    names = [f"c{k}" for k in range(len(controls))]
+    seqs = ModelSequences(
+        "design", problem.spec, names, [x0] * len(controls), ctrl, [blank] * len(controls)
+    )
+    rf = build_residual_fn(
+        [seqs],
+        normalize=False,
+        force_laws=list(problem.force_laws),
+        control_transform=problem.control_transform,
+    )
+    preds = rf.predict(None, problem.params)
+    return times, [p.predicted_at_measured for p in preds], [p.state for p in preds]
 
 
 def _logdet(Js: np.ndarray) -> float:

@@ -68,8 +68,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Loads the experiment, designs, writes the command file, prints the comparison."""
     from mjsysid.app.experiment import load_experiment
     from mjsysid.data.recording import write_recording
-    from mjsysid.fit.design import DesignProblem, design_excitation
-    from mjsysid.sim.rollout import sysid_rollout
+    from mjsysid.fit.design import DesignProblem, design_excitation, nominal_run
+    from mjsysid.objective.initial_state import INITIAL_KINDS
+    from mjsysid.params.parameter import ParameterDict
 
     check_args(args)
     exp = load_experiment(args.experiment)
@@ -78,13 +79,27 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "max_steps", args.duration / dt, f"--duration {args.duration:g} s at timestep {dt:g} s"
     )
     x0 = np.asarray(exp.sequences.initial_state[0], dtype=np.float64)
+    # the recordings' window starts are no parameters of a new excitation (its runs start
+    # from the first recording's start): the design is about the physics
+    physics = ParameterDict(
+        [p for p in exp.params.values() if p.meta.get("kind") not in INITIAL_KINDS]
+    )
+    if len(physics) < len(exp.params):
+        print(
+            f"design: the {len(exp.params) - len(physics)} initial-state parameters of the "
+            "recorded windows are left out (the design's runs start from the first "
+            "recording's start)",
+            file=err,
+        )
     problem = DesignProblem(
         exp.spec,
-        exp.params,
+        physics,
         x0,
         args.duration,
         max_velocity=args.max_velocity,
         noise=args.noise,
+        force_laws=tuple(exp.residual_options.get("force_laws", ())),
+        control_transform=exp.residual_options.get("control_transform"),
     )
     design = design_excitation(
         problem,
@@ -93,13 +108,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         popsize=args.popsize,
         seed=args.seed,
     )
-    traj = sysid_rollout(problem.model, None, design.control, x0)[0]
+    _, sensors, _ = nominal_run(problem, [design.control], x0)  # (with the experiment's laws)
     path = write_recording(
         Path(args.output),
         problem.model,
         design.times,
         design.control,
-        np.asarray(traj.sensordata),
+        np.asarray(sensors[0].data),
     )
     for line in design.lines():
         print(line, file=out)
