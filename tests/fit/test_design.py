@@ -173,3 +173,15 @@ def test_a_windowed_experiment_with_force_laws_is_designed_for_its_laws_too(tmp_
     plain = DesignProblem(exp.spec, physics, x0, 2.0)  # without the laws: the motor is off
     _, unpowered, _ = nominal_run(plain, [rec.control.data], x0)
     assert np.abs(unpowered[0].data - sensors[0].data).max() > 0.1
+
+
+def test_an_experiment_without_actuators_is_told_why_design_does_not_apply(tmp_path):
+    err = io.StringIO()
+    argv = ["design", "example:servo", "-o", str(tmp_path / "d.csv")]
+    assert main(argv, stdout=io.StringIO(), stderr=err) == 1
+    assert err.getvalue().startswith(
+        "error: mjsysid design shapes the commands of the model's actuators, and the model of "
+        "'example:servo' has none: its joints are driven otherwise (through the force laws "
+        "['servo', 'friction'] and their recorded inputs)"
+    )
+    assert not (tmp_path / "d.csv").exists()

@@ -74,6 +74,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     check_args(args)
     exp = load_experiment(args.experiment)
+    if exp.model.nu == 0:
+        laws = [law.name for law in exp.residual_options.get("force_laws", ())]
+        through = f" (through the force laws {laws} and their recorded inputs)" if laws else ""
+        raise ValueError(
+            f"mjsysid design shapes the commands of the model's actuators, and the model of "
+            f"{args.experiment!r} has none: its joints are driven otherwise{through}; excite "
+            "them with a signal of your own (mjsysid.data.excitation: chirp, multisine, prbs)"
+        )
     dt = exp.model.opt.timestep
     check_limit(
         "max_steps", args.duration / dt, f"--duration {args.duration:g} s at timestep {dt:g} s"
