@@ -124,6 +124,7 @@ def test_the_box_example_opens_clean(tmp_path: Path):
     html = (tmp_path / "o" / "report.html").read_text()
     assert "No warnings:" in html
     assert "cannot reproduce" not in html
+    assert '<span class="badge ok">' in html  # a converged fit at its noise: the green badge
     assert "large interval" not in html.split('<section id="parameters"')[1].split("<section")[0]
     assert read_yaml(tmp_path / "o" / "result.yaml")["success"]
 

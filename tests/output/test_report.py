@@ -931,3 +931,19 @@ def test_the_report_says_when_the_model_cannot_reproduce_the_data(fit: Fit, tmp_
                       r"\(Durbin-Watson (j\d_(pos|vel)) ", html)  # fmt: skip
     assert found, "no whiteness caveat in the report"
     assert "Newey-West (HAC) sandwich" in html
+
+
+def test_the_status_badge_warns_when_a_converged_fit_does_not_reproduce_the_data(
+    fit: Fit, tmp_path: Path
+):
+    """The badge follows the message: a converged fit whose residual is far above its noise
+    (more than 10x: the message then says "Stopped at a minimum that does not reproduce the
+    data") gets the warning colour, not the converged one."""
+    from mjsysid.fit.status import FAR_ABOVE_NOISE
+
+    html = fit.report(tmp_path / "r", videos=False).read_text(encoding="utf-8")
+    conf = compute_confidence(fit.result, fit.rf, params=fit.opt_params)
+    far = conf.whiteness is not None and conf.whiteness.noise_ratio > FAR_ABOVE_NOISE
+    assert fit.result.success and far  # this fixture: j2's truth beyond its bound
+    assert '<span class="badge warn">' in html and '<span class="badge ok">' not in html
+    assert "Stopped at a minimum that does not reproduce the data" in html

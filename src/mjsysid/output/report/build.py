@@ -17,7 +17,7 @@ from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.audit import Audit
 from mjsysid.fit.confidence import Confidence
 from mjsysid.fit.result import OptimizeResult
-from mjsysid.fit.status import LANGUAGES, MessageContext, fit_context, reworded
+from mjsysid.fit.status import FAR_ABOVE_NOISE, LANGUAGES, MessageContext, fit_context, reworded
 from mjsysid.fit.validation import ValidationTable
 from mjsysid.objective.predictions import SequencePrediction
 from mjsysid.objective.protocols import ResidualFn
@@ -368,6 +368,11 @@ def page(
     )
     said["message"] = reworded(said["message"], said["status"], a.context)
     said["bootstrap"] = a.conf is not None and a.conf.method == "bootstrap"
+    # a converged fit whose residual is far above its noise is no fit of the data: its badge
+    # warns, as its message says (mjsysid.fit.status: FAR_ABOVE_NOISE)
+    white = a.conf.whiteness if a.conf is not None else None
+    far = white is not None and white.judged and white.noise_ratio > FAR_ABOVE_NOISE
+    said["reproduces"] = bool(said["success"]) and not far
     context.update(
         summary=said,
         plotly_inline=plotly.inline,
