@@ -34,7 +34,7 @@ from mjsysid.fit.audit import parameter_scales
 from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.fit.jacobian import fd_jacobian
 from mjsysid.objective.control_transform import ControlTransform
-from mjsysid.objective.residual import build_residual_fn
+from mjsysid.objective.residual import ResidualFunction, build_residual_fn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.laws.core import ForceLaw
 from mjsysid.sim.rollout import sysid_rollout
@@ -243,12 +243,7 @@ def evaluate(
     viol = np.array([violation(problem, st, c) for st, c in zip(states, controls, strict=True)])
     ctrl: list[TimeSeries | None] = [TimeSeries.from_control_names(times, c, m) for c in controls]
     seqs = ModelSequences("design", problem.spec, [f"c{k}" for k in range(K)], [x0] * K, ctrl, sens)
-    rf = build_residual_fn(
-        [seqs],
-        normalize=False,
-        force_laws=list(problem.force_laws),
-        control_transform=problem.control_transform,
-    )
+    rf = _residual_fn(problem, seqs)
     x = params.as_vector()
     lo, hi = params.get_bounds()
 
@@ -261,6 +256,17 @@ def evaluate(
     blocks = np.split(J, K, axis=0)
     phi = np.array([_logdet(b * scales) for b in blocks])
     return phi, viol, blocks
+
+
+def _residual_fn(problem: DesignProblem, seqs: ModelSequences) -> ResidualFunction:
+    """The candidates' residual function: unnormalised, with the problem's force laws and
+    control transform."""
+    return build_residual_fn(
+        [seqs],
+        normalize=False,
+        force_laws=list(problem.force_laws),
+        control_transform=problem.control_transform,
+    )
 
 
 def nominal_run(
@@ -282,13 +288,7 @@ def nominal_run(
     seqs = ModelSequences(
         "design", problem.spec, names, [x0] * len(controls), ctrl, [blank] * len(controls)
     )
-    rf = build_residual_fn(
-        [seqs],
-        normalize=False,
-        force_laws=list(problem.force_laws),
-        control_transform=problem.control_transform,
-    )
-    preds = rf.predict(None, problem.params)
+    preds = _residual_fn(problem, seqs).predict(None, problem.params)
     return times, [p.predicted_at_measured for p in preds], [p.state for p in preds]
 
 

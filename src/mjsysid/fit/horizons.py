@@ -33,8 +33,8 @@ from mjsysid.fit.jacobian import (
 )
 from mjsysid.fit.lm import (
     LMOptions,
+    decrease_along,
     gauss_newton_step,
-    predicted_decrease,
     step_in_standard_errors,
 )
 from mjsysid.fit.options import FitOptions, check_horizons
@@ -216,6 +216,8 @@ def _pin_unmovable(
       between the recorded levels around it (:mod:`mjsysid.objective.levels`).
     """
     dead = ~np.any(J0 != 0.0, axis=0)
+    if not dead.any():
+        return s.bounds, dead
     starts = nuisance_mask(params) & dead
     thresholds = np.zeros_like(dead)
     if isinstance(residual_fn, ThresholdResidualFn):
@@ -321,9 +323,11 @@ def fit_stage(
     if plan.last:
         bounds, still = _pin_unmovable(J0, params, x0, s, residual_fn)
     _check_effect(J0, s.names, plan.check_effect, skip=still)
-    held = [s.names[i] for i in np.flatnonzero(still)]
-    if not plan.last:
-        held = _held(J0, s.names, plan.horizon)
+    held = (
+        [s.names[i] for i in np.flatnonzero(still)]
+        if plan.last
+        else _held(J0, s.names, plan.horizon)
+    )
     seed = _seeded(plan.earlier, x0, cost0)
     rec = _Recorder(s, plan, x0.copy(), cost0, seed.objective, seed.candidates)
     jacobian = JacobianCache(fn, bounds, eps, REUSE_STEPS)
@@ -390,7 +394,8 @@ def _judge_stop(
     if stage.status not in (Status.XTOL, Status.FTOL, Status.GTOL):
         return
     assert stage.J is not None and stage.r is not None
-    predicted = predicted_decrease(stage.J, stage.r, stage.x, bounds)
+    step = gauss_newton_step(stage.J, stage.r, stage.x, bounds)
+    predicted = decrease_along(stage.J, stage.r, step)
     cost0 = max(stage.cost0, start_cost or 0.0)
     se = step_in_standard_errors(stage.J, stage.r, stage.x, bounds)
     worst = int(np.argmax(se)) if se.size else 0
@@ -400,7 +405,7 @@ def _judge_stop(
     judged = honest_status(stage.status, stage.cost, predicted, cost0, k)
     if judged is stage.status:
         return
-    trial = None if residual is None else _try_step(residual, stage, bounds, k)
+    trial = None if residual is None else _try_step(residual, stage, step, bounds, k)
     if trial is not None and not trial.confirmed:
         logger.info(
             "the fit stopped on %s at cost %.6g; the linearised model's step does not lower "
@@ -424,13 +429,16 @@ def _judge_stop(
 
 
 def _try_step(
-    residual: CountedResidual, stage: Stage, bounds: tuple[np.ndarray, np.ndarray], step_se: float
+    residual: CountedResidual,
+    stage: Stage,
+    step: np.ndarray | None,
+    bounds: tuple[np.ndarray, np.ndarray],
+    step_se: float,
 ) -> StepTrial | None:
-    """The Gauss-Newton step of ``stage``'s end (cut to the box) at the fractions
+    """``step``, the Gauss-Newton step of ``stage``'s end (cut to the box), at the fractions
     :data:`~mjsysid.fit.status.TRIAL_FRACTIONS`, on the residual (one batched call) and on
     the linearised model (``None``: no step to try)."""
     assert stage.J is not None and stage.r is not None
-    step = gauss_newton_step(stage.J, stage.r, stage.x, bounds)
     if step is None or not np.any(step):
         return None
     f = np.array(TRIAL_FRACTIONS)

@@ -583,7 +583,12 @@ def predicted_decrease(
       J: ``(m, p)`` Jacobian at ``x``. r: ``(m,)`` residual. x: ``(p,)`` point.
       bounds: ``(lo, hi)``, each ``(p,)``.
     """
-    step = gauss_newton_step(J, r, x, bounds)
+    return decrease_along(J, r, gauss_newton_step(J, r, x, bounds))
+
+
+def decrease_along(J: np.ndarray, r: np.ndarray, step: np.ndarray | None) -> float:
+    """``½‖r‖² − ½‖r + J·step‖²``: the linearised model's decrease along ``step`` (NaN for
+    ``None``, a step that could not be solved)."""
     if step is None:
         return float("nan")
     Js = J @ step
