@@ -168,7 +168,7 @@ def test_a_rough_column_takes_the_larger_step():
     J0 = fd_jacobian(_rough_residual, x, r0, (np.full(2, -1.0), np.full(2, 1.0)))
     smooth = T**2
     assert np.linalg.norm(J0[:, 1] - smooth) > 0.5 * np.linalg.norm(smooth)  # spoilt
-    J, factor = rough_columns(_rough_residual, x, J0, (np.full(2, -1.0), np.full(2, 1.0)))
+    J, factor = rough_columns(_rough_residual, x, r0, J0, (np.full(2, -1.0), np.full(2, 1.0)))
     assert factor.tolist() == [1.0, 100.0]
     np.testing.assert_array_equal(J[:, 0], J0[:, 0])  # a stable column is left as it was
     assert np.linalg.norm(J[:, 1] - smooth) < 0.1 * np.linalg.norm(smooth)
@@ -199,7 +199,7 @@ def test_compute_confidence_says_which_columns_took_the_larger_step():
     assert plain.notes == []
     # issue #31: the larger step never makes an interval narrower than the default step's
     assert np.all(conf.half_widths >= plain.half_widths)
-    J_big = rough_columns(_rough_residual, x, J0, bounds)[0]
+    J_big = rough_columns(_rough_residual, x, r0, J0, bounds)[0]
     _, big = ms.calculate_intervals(res.fun, J_big)
     np.testing.assert_allclose(conf.half_widths, np.maximum(big, plain.half_widths))
 
@@ -245,10 +245,13 @@ def test_a_column_without_effect_or_at_round_off_is_not_rough():
 
     x = np.array([0.2, 0.3, 0.4])
     bounds = (np.full(3, -1.0), np.full(3, 1.0))
-    J0 = fd_jacobian(residual, x, residual(x[:, None])[:, 0], bounds)
-    J, factor = rough_columns(residual, x, J0, bounds)
+    r0 = residual(x[:, None])[:, 0]
+    J0 = fd_jacobian(residual, x, r0, bounds)
+    calls = []
+    J, factor = rough_columns(lambda X: calls.append(X.shape) or residual(X), x, r0, J0, bounds)
     assert factor.tolist() == [1.0, 1.0, 1.0]
     np.testing.assert_array_equal(J, J0)
+    assert calls == [(3, 3)]  # one batch at the larger step; the residual at x is given
 
 
 def test_a_column_stable_at_no_step_is_said_to_be_rough_and_not_called_collinear():
@@ -281,7 +284,8 @@ def test_a_column_stable_at_no_step_is_said_to_be_rough_and_not_called_collinear
 
 def conf_jacobian(residual_fn, x, J0, bounds):
     """The Jacobian compute_confidence uses (rough columns re-stepped)."""
-    return rough_columns(lambda X: residual_fn(X, None), x, J0, bounds)[0]
+    fn = lambda X: residual_fn(X, None)  # noqa: E731
+    return rough_columns(fn, x, fn(x[:, None])[:, 0], J0, bounds)[0]
 
 
 def test_many_parameters_at_bounds_make_one_caveat():

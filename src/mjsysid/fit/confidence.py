@@ -584,10 +584,12 @@ METHODS = ("auto", "linear", "hac", "bootstrap")
 @dataclass(frozen=True)
 class _Vectorised:
     """The fit's residual as ``(p, k) -> (n, k)`` over every row of ``opt_result.fun``: the
-    residual function's rows, and the prior rows after them where it leaves them out."""
+    residual function's rows, and the prior rows after them where it leaves them out;
+    ``r0`` ``(n,)`` is its value at the fit's point."""
 
     fn: CountedResidual
     rows: PriorRows | None
+    r0: np.ndarray
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         R = self.fn(X)
@@ -603,10 +605,14 @@ def _vectorised(
         return None
     n, m = opt_result.fun.size, 0 if rows is None else rows.size
     fn = CountedResidual(residual_fn, params)
-    size = fn(opt_result.x[:, None]).shape[0]
-    if size == n:
-        return _Vectorised(fn, None)
-    return _Vectorised(fn, rows) if m and size == n - m else None
+    x = opt_result.x[:, None]
+    r0 = np.asarray(fn(x), dtype=np.float64)[:, 0]
+    if r0.size == n:
+        return _Vectorised(fn, None, r0)
+    if not (m and r0.size == n - m):
+        return None
+    assert rows is not None
+    return _Vectorised(fn, rows, np.concatenate([r0, rows.residual(x)[:, 0]]))
 
 
 def _rough_checked(
@@ -615,7 +621,7 @@ def _rough_checked(
     """``J`` with a larger step for the columns a rough cost spoils, the notes saying so
     (:func:`~mjsysid.fit.jacobian.rough_columns`) and ``(p,)`` which columns were stable at
     no step (they took the largest)."""
-    J2, factor = rough_columns(residual, x, J, bounds)
+    J2, factor = rough_columns(residual, x, residual.r0, J, bounds)
     larger = np.flatnonzero(factor > 1)
     unstable = factor >= max(ROUGH_FACTORS)
     if not larger.size:

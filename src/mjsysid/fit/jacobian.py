@@ -168,6 +168,7 @@ def _agree(a: np.ndarray, b: np.ndarray, rtol: float, atol: np.ndarray) -> np.nd
 def rough_columns(
     residual: Callable[[np.ndarray], np.ndarray],
     x: np.ndarray,
+    r: np.ndarray,
     J: np.ndarray,
     bounds: tuple[np.ndarray, np.ndarray],
     eps: float = 1.5e-8,
@@ -187,7 +188,8 @@ def rough_columns(
 
     Args:
       residual: Vectorised residual, ``(p, k) -> (n, k)``.
-      x: ``(p,)`` point. J: ``(n, p)`` Jacobian there at the step ``eps``.
+      x: ``(p,)`` point. r: ``(n,)`` residual at ``x``. J: ``(n, p)`` Jacobian there at
+        the step ``eps``.
       bounds: ``(lower, upper)``, each ``(p,)``.
       eps: The relative step ``J`` was made with. factors: Larger steps, increasing.
       rtol: Agreement tolerance.
@@ -197,7 +199,7 @@ def rough_columns(
       (1 where ``J``'s column was stable; the largest factor where no step was).
     """
     lo, hi = bounds
-    r0 = np.asarray(residual(x[:, None]), dtype=np.float64)[:, 0]
+    r0 = np.asarray(r, dtype=np.float64).reshape(-1)
     out = np.array(J, dtype=np.float64, copy=True)
     used = np.ones(x.size)
     todo = np.arange(x.size)

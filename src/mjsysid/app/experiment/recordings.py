@@ -107,14 +107,30 @@ def recording_file(keys: RecordingKeys, where: str, ld: Loading) -> Path:
     return rec_file
 
 
-_TIMING_KEYS = ("command_timing", "retime", "resample", "jitter_tolerance")
+# the keys of a ``sequences[i]`` entry passed to load_recording as they are (where given)
+_LOAD_KEYS = (
+    "time",
+    "time_scale",
+    "control",
+    "sensors",
+    "ignore_columns",
+    "inputs",
+    "constants",
+    "command_timing",
+    "retime",
+    "resample",
+    "jitter_tolerance",
+)
 
 
-def _timing_options(keys: RecordingKeys, where: str) -> dict[str, Any]:
-    """``command_timing``, ``retime``, ``resample``, ``jitter_tolerance`` and ``source`` of
-    one ``sequences[i]`` entry, as keywords of :func:`~mjsysid.data.recording.load_recording`
-    (see docs/timing.md and docs/robot-logs.md)."""
-    out = {k: getattr(keys, k) for k in _TIMING_KEYS if getattr(keys, k) is not None}
+def _load_options(keys: RecordingKeys, where: str) -> dict[str, Any]:
+    """The keywords of :func:`~mjsysid.data.recording.load_recording` for one
+    ``sequences[i]`` entry: its column keys, ``time_range``, the timing keys and ``source``
+    (see docs/timing.md and docs/robot-logs.md); a key not given keeps the function's
+    default."""
+    out = {k: getattr(keys, k) for k in _LOAD_KEYS if getattr(keys, k) is not None}
+    if keys.time_range is not None:
+        out["time_range"] = tuple(keys.time_range)
     if keys.source is not None:
         try:
             out["source"] = LogSource(**keys.source.model_dump(exclude_unset=True))
@@ -125,26 +141,12 @@ def _timing_options(keys: RecordingKeys, where: str) -> dict[str, Any]:
 
 def read_recording(keys: RecordingKeys, where: str, rec_file: Path, ld: Loading) -> Any:
     """The recording of one ``sequences[i]`` entry, read with its column options."""
-    timing = _timing_options(keys, f"{ld.source}: {where}")
-    time_range = None if keys.time_range is None else tuple(keys.time_range)
+    options = _load_options(keys, f"{ld.source}: {where}")
     bar = ld.progress(f"reading {rec_file.name!r}") if ld.progress is not None else None
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", TimingWarning)
-            rec = load_recording(
-                rec_file,
-                ld.model,
-                time=keys.time,
-                time_scale=keys.time_scale,
-                control=keys.control,
-                sensors=keys.sensors,
-                ignore_columns=keys.ignore_columns,
-                time_range=time_range,
-                inputs=keys.inputs,
-                constants=keys.constants,
-                progress=bar,
-                **timing,
-            )
+            rec = load_recording(rec_file, ld.model, progress=bar, **options)
         for w in caught:
             if issubclass(w.category, TimingWarning):
                 ld.warnings.append(f"{ld.source}: {where}: {w.message}")
