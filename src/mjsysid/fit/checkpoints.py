@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from mjsysid.fit.options import FitOptions
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 from mjsysid.util.files import atomic_savez, atomic_write_text, load_npz, read_yaml
@@ -62,12 +63,12 @@ def _plain(value: Any) -> str:
     return repr(value)
 
 
-def fit_fingerprint(options: Any) -> dict[str, str]:
+def fit_fingerprint(options: FitOptions) -> dict[str, str]:
     """``{"option <name>": value, "input <path>": sha256}`` of a fit's
     :class:`~mjsysid.fit.options.FitOptions`: the options of :data:`FINGERPRINT_OPTIONS`
     and the input files the caller named (``options.inputs``)."""
     out = {f"option {k}": _plain(getattr(options, k)) for k in FINGERPRINT_OPTIONS}
-    for path, digest in sorted((getattr(options, "inputs", None) or {}).items()):
+    for path, digest in sorted((options.inputs or {}).items()):
         out[f"input {path}"] = str(digest)
     return out
 
