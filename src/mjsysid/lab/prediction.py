@@ -12,10 +12,11 @@ with the same error can get opposite verdicts. Here a model is judged on many sh
    open-loop simulation of the whole sequence with the model itself (their dynamics are
    driven by the commands only).
 2. **Any model kind.** Every model is simulated by the residual function of its own
-   experiment (:meth:`~mjsysid.app.experiment.Experiment.build_holdout_residual_fn`) with its
-   identified parameters: native MuJoCo parameters, control and sensor transforms, force laws
-   and user laws alike, on its own state layout (models with different state sizes are
-   compared on the same recordings). The residuals are weighted and normalised as the fit's.
+   experiment (an :class:`ExperimentLike`, such as ``mjsysid.app.experiment.Experiment``)
+   with its identified parameters: native MuJoCo parameters, control and sensor transforms,
+   force laws and user laws alike, on its own state layout (models with different state
+   sizes are compared on the same recordings). The residuals are weighted and normalised as
+   the fit's.
 3. **Scores.** For horizon ``H`` and window ``w`` the score is the mean squared residual
    ``e_w``; the model's score is ``mean_w e_w`` with its standard error
    ``std_w(e_w) / sqrt(W)``.
@@ -39,8 +40,9 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import mujoco
 import numpy as np
 
 from mjsysid.data.sequences import ModelSequences
@@ -50,7 +52,7 @@ from mjsysid.objective.windows import split_windows
 from mjsysid.util.errors import must_be
 
 if TYPE_CHECKING:
-    from mjsysid.app.experiment import Experiment
+    from mjsysid.objective.residual import ResidualFunction
     from mjsysid.params.parameter import ParameterDict
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "MIN_RELATIVE",
     "PRIMARY_HORIZON",
     "SIGNIFICANCE",
+    "ExperimentLike",
     "HorizonScore",
     "PairVerdict",
     "PredictionScore",
@@ -70,6 +73,29 @@ __all__ = [
     "score_prediction",
     "verdict",
 ]
+
+
+class ExperimentLike(Protocol):
+    """What scoring asks of a model's experiment (``mjsysid.app.experiment.Experiment`` is
+    one): its name, model and data, and a residual function built like its fit's on
+    other sequences (its force laws, transforms, weights and normalisation)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def spec(self) -> mujoco.MjSpec: ...
+
+    @property
+    def model(self) -> mujoco.MjModel: ...
+
+    @property
+    def sequences(self) -> ModelSequences: ...
+
+    def build_holdout_residual_fn(
+        self, sequences: ModelSequences | None = None
+    ) -> ResidualFunction | None: ...
+
 
 DEFAULT_HORIZONS = (0.1, 0.5, 2.0)
 """Window lengths (s) of the prediction."""
@@ -193,7 +219,7 @@ class PredictionScore:
         }
 
 
-def on_model(data: ModelSequences, exp: Experiment) -> ModelSequences:
+def on_model(data: ModelSequences, exp: ExperimentLike) -> ModelSequences:
     """The recordings of ``data`` as sequences of ``exp``'s model, each started from the
     recorded positions and velocities on that model's own state layout (activations zero:
     the first window's are replaced by the model's own simulation, see
@@ -233,7 +259,7 @@ def on_model(data: ModelSequences, exp: Experiment) -> ModelSequences:
 
 
 def _act_from_simulation(
-    exp: Experiment, params: ParameterDict, base: ModelSequences, windows: ModelSequences
+    exp: ExperimentLike, params: ParameterDict, base: ModelSequences, windows: ModelSequences
 ) -> ModelSequences:
     """``windows`` with every start activation read from an open-loop simulation of its
     whole sequence with the model and ``params``."""
@@ -252,7 +278,7 @@ def _act_from_simulation(
 
 
 def _predict(
-    exp: Experiment, params: ParameterDict, data: ModelSequences
+    exp: ExperimentLike, params: ParameterDict, data: ModelSequences
 ) -> list[SequencePrediction]:
     """The predictions of ``data`` with ``exp``'s residual options at ``params``."""
     rf = exp.build_holdout_residual_fn(data)
@@ -264,7 +290,7 @@ def _predict(
 
 
 def _horizon_score(
-    exp: Experiment, params: ParameterDict, windows: ModelSequences, horizon: float
+    exp: ExperimentLike, params: ParameterDict, windows: ModelSequences, horizon: float
 ) -> HorizonScore:
     preds = _predict(exp, params, windows)
     blocks = [_by_time(p) for p in preds]
@@ -295,7 +321,7 @@ def _k(params: ParameterDict) -> int:
 
 def score_prediction(
     label: str,
-    exp: Experiment,
+    exp: ExperimentLike,
     params: ParameterDict,
     data: ModelSequences,
     horizons: Sequence[float] = DEFAULT_HORIZONS,

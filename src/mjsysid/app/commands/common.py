@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mjsysid.util.files import read_yaml, remove_write_leftovers
+from mjsysid.util.limits import check_limit
 from mjsysid.util.lock import folder_lock
 from mjsysid.util.mujoco_log import mujoco_log_in
 from mjsysid.util.progress import ProgressBar, progress_bar
@@ -197,3 +199,21 @@ def write_report(
         if bar is not None:
             bar.close()
     print(f"report: {path}", file=err)
+
+
+def parse_prediction_horizons(text: str | None) -> tuple[float, ...] | None:
+    """``--horizons`` of ``evaluate`` and ``compare``: prediction horizons in seconds,
+    separated by commas (``None`` when not given)."""
+    if text is None:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ValueError(
+            f"--horizons must be seconds separated by commas (0.1,0.5,1), got {text!r}"
+        ) from None
+    if not values or any(not (math.isfinite(v) and v > 0) for v in values):
+        raise ValueError(f"--horizons must be positive finite seconds, got {text!r}")
+    for v in values:
+        check_limit("max_duration_s", v, "--horizons")
+    return values

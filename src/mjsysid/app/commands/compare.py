@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
-from mjsysid.app.commands.common import EXIT_OK, RUN_FILE, describe, read_run_info
+from mjsysid.app.commands.common import (
+    EXIT_OK,
+    RUN_FILE,
+    describe,
+    parse_prediction_horizons,
+    read_run_info,
+)
 from mjsysid.util.files import atomic_write_text
 from mjsysid.util.results_files import PARAMS_X_HAT
 
@@ -125,7 +131,6 @@ def _write(path: Path, payload: dict[str, Any]) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Rebuilds every folder's model, scores its multi-step prediction on the data and prints
     the comparison and the verdicts."""
-    from mjsysid.app.commands.evaluate import parse_horizons
     from mjsysid.lab.evaluate_report import prediction_dict
     from mjsysid.lab.prediction import DEFAULT_HORIZONS, format_scores, score_prediction, verdict
 
@@ -133,7 +138,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise ValueError(f"compare needs two or more results folders, got {len(args.results)}")
     if args.out and Path(args.out).suffix.lower() not in (".json", ".yaml", ".yml"):
         raise ValueError(f"--out must be a .json or .yaml file, got {args.out!r}")
-    horizons = parse_horizons(args.horizons) or DEFAULT_HORIZONS
+    horizons = parse_prediction_horizons(args.horizons) or DEFAULT_HORIZONS
     fitted = [
         rebuild(Path(f), label, err)
         for f, label in zip(args.results, _labels(args.results), strict=True)

@@ -12,13 +12,18 @@ is a plain MuJoCo model (no force laws, no activations) the state-space table of
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from mjsysid.app.commands.common import EXIT_OK, add_quiet, describe, loading_progress
-from mjsysid.util.limits import check_count, check_limit
+from mjsysid.app.commands.common import (
+    EXIT_OK,
+    add_quiet,
+    describe,
+    loading_progress,
+    parse_prediction_horizons,
+)
+from mjsysid.util.limits import check_count
 
 if TYPE_CHECKING:
     import mujoco
@@ -62,22 +67,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "prediction; 0.1,0.2,0.5,1,2,5,... for the open-loop table)",
     )
     add_quiet(parser, "progress lines")
-
-
-def parse_horizons(text: str | None) -> tuple[float, ...] | None:
-    if text is None:
-        return None
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise ValueError(
-            f"--horizons must be seconds separated by commas (0.1,0.5,1), got {text!r}"
-        ) from None
-    if not values or any(not (math.isfinite(v) and v > 0) for v in values):
-        raise ValueError(f"--horizons must be positive finite seconds, got {text!r}")
-    for v in values:
-        check_limit("max_duration_s", v, "--horizons")
-    return values
 
 
 def _label_and_source(arg: str) -> tuple[str, str]:
@@ -178,7 +167,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from mjsysid.lab.prediction import format_scores, score_prediction, verdict
 
     check_count("max_starts", args.starts, "--starts")
-    given = parse_horizons(args.horizons)
+    given = parse_prediction_horizons(args.horizons)
     exp = load_experiment(args.experiment, progress=loading_progress(err, args.quiet))
     models: dict[str, _Model] = {}
     for arg in args.models:
