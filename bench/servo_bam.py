@@ -48,7 +48,7 @@ LOGS = {
     "sin_time_square": "2024-10-26_12h24m55.json",
     "up_and_down": "2024-10-26_12h27m27.json",
 }
-MAX_ITERS = 60  # the example's settings (one stage: the servo logs are short and stable)
+MAX_ITERS = 60  # the example's settings (with its default horizon stages)
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,16 @@ def parameters(variant: Variant) -> ms.ParameterDict:
 
 
 def fit(
-    variant: Variant, names: Sequence[str], start_from: ms.ParameterDict | None = None
+    variant: Variant,
+    names: Sequence[str],
+    start_from: ms.ParameterDict | None = None,
+    horizons: str | None = "auto",
 ) -> tuple[ms.ParameterDict, float]:
     """``(identified parameters, seconds)`` of a fit on the logs ``names``, from the
     variant's starting values, or from ``start_from``'s where it has the parameter (a richer
-    model started from a simpler one's fit, its extra terms at their starting values)."""
+    model started from a simpler one's fit, its extra terms at their starting values), with
+    the ``horizons`` of :func:`mjsysid.optimize` (``"auto"``, as the example; ``None``: one
+    stage)."""
     params = parameters(variant)
     if start_from is not None:
         for name in params:
@@ -144,7 +149,7 @@ def fit(
                 params[name].value = start_from[name].value.copy()
     fn = ms.build_residual_fn([sequences(names)], force_laws=[SERVO, variant.friction])
     start = time.perf_counter()
-    identified, _ = ms.optimize(params, fn, max_iters=MAX_ITERS, horizons=None)
+    identified, _ = ms.optimize(params, fn, max_iters=MAX_ITERS, horizons=horizons)
     return identified, time.perf_counter() - start
 
 
@@ -166,6 +171,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--quick", action="store_true", help="in-sample fits only")
+    ap.add_argument(
+        "--horizons", choices=["auto", "none"], default="auto", help="the fit's horizon stages"
+    )
     args = ap.parse_args(argv)
     logs = {log.trajectory: log for log in bam.load_logs()}
     ref = bam.load_params()
@@ -180,7 +188,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         fits = {}
         for logs_in in folds:
-            fits[logs_in] = fit(variant, logs_in, simpler.get(logs_in))
+            horizons = None if args.horizons == "none" else args.horizons
+            fits[logs_in] = fit(variant, logs_in, simpler.get(logs_in), horizons)
         simpler = {k: v[0] for k, v in fits.items()}
         params, sec = fits[tuple(LOGS)]
         table[f"mjsysid {name}, in-sample"] = maes(variant, params, list(LOGS))

@@ -9,6 +9,7 @@ import logging
 import shutil
 
 import numpy as np
+import pytest
 
 import mjsysid as ms
 from mjsysid.app.experiment import bundled_examples, load_experiment
@@ -56,3 +57,44 @@ def test_a_servo_at_rest_fits_with_its_starts_estimated(tmp_path, caplog):
         not np.array_equal(opt[n].value, start[n].value) for n in opt if n.endswith("_qpos0")
     )
     assert np.isfinite(res.cost) and res.cost < res.initial_cost
+
+
+class _SwitchedOff:
+    """``b`` acts only through ``a·(b − 2)``: the head drives ``a`` to its lower bound 0, where
+    ``b`` has no effect on the whole data (a Stribeck velocity once the Stribeck friction is
+    zero)."""
+
+    def __init__(self, whole: bool = True) -> None:
+        self.whole = whole
+
+    def __call__(self, X: np.ndarray, params: object) -> np.ndarray:
+        a, b = np.asarray(X, dtype=float)[:, None, :]
+        if not self.whole:
+            return np.concatenate([a + 5.0, a * (b - 2.0)], axis=0)
+        return np.concatenate([a * (b - 2.0), a - 1.0], axis=0)
+
+    def supports_horizons(self, params: object = None) -> bool:
+        return True
+
+    def horizon_samples(self, fraction: float, params: object = None) -> list[int]:
+        return [100]
+
+    def head(self, fraction: float) -> _SwitchedOff:
+        return _SwitchedOff(whole=False)
+
+
+def test_a_value_switched_off_by_another_is_held_not_an_error(caplog):
+    """Where the early stage ended, ``b`` has no effect: not the modelling mistake the
+    no-effect error is for (it had one where the fit started), so it is held with a warning;
+    the run from the fit's start then finds the whole data's minimum."""
+    params = ms.ParameterDict(
+        [ms.Parameter("a", 0.5, 0.0, 10.0), ms.Parameter("b", 1.0, 0.1, 10.0)]
+    )
+    with caplog.at_level(logging.WARNING, logger="mjsysid.fit.optimize"):
+        _, res = ms.optimize(params, _SwitchedOff(), horizons=[0.5, 1.0])
+    assert "['b'] had an effect where the fit started but have none here" in caplog.text
+    np.testing.assert_allclose(res.x, [1.0, 2.0], atol=1e-6)
+    # a parameter that never had an effect is still the modelling mistake's error
+    dead = ms.ParameterDict([ms.Parameter("a", 0.0, 0.0, 10.0), ms.Parameter("b", 1.0, 0.1, 10.0)])
+    with pytest.raises(ValueError, match=r"parameters \['b'\] have no effect"):
+        ms.optimize(dead, _SwitchedOff(), horizons=None)

@@ -93,6 +93,7 @@ class Stage:
     step: tuple[str, float] | None = None  # the largest Gauss-Newton step left, in std. errors
     trial: StepTrial | None = None  # that step tried, where it did not deliver (the stop stands)
     held: list[str] = field(default_factory=list)  # parameters held in this stage (no effect)
+    alive: np.ndarray | None = None  # (p,) entries with an effect at the stage's start
 
     def summary(self) -> StageSummary:
         """The stage's record in the result (costs on this stage's data)."""
@@ -108,9 +109,13 @@ class StagePlan:
     iterations before it (``start_iter``), the parameter-effect check (``"error"``, ``"warn"``
     or ``None``), the cost below which it is skipped (``skip_below``) and, for a stage
     resumed from a checkpoint written in it, its iterations before the interruption
-    (``earlier``, prepended to its history); for the last stage after shorter ones, the whole
-    data's cost at the fit's start (``start_cost``: the yardstick of round-off at an exact
-    fit, where this stage may start already at round-off)."""
+    (``earlier``, prepended to its history); for the last stage after shorter ones, the fit's
+    start point and the whole data's residual there (``fallback``: the stage is run from
+    there too when the shorter stages ended where the whole data fit worse, and the better
+    end kept), its cost (``start_cost``: the yardstick of round-off at an exact fit, where
+    this stage may start already at round-off) and the ``(p,)`` entries that had an effect
+    at an earlier stage's start (``alive``: one without effect here is switched off by
+    another value, not a modelling mistake, and is held)."""
 
     horizon: float
     last: bool
@@ -118,7 +123,12 @@ class StagePlan:
     check_effect: str | None
     skip_below: float | None = None
     earlier: History | None = None
-    start_cost: float | None = None
+    fallback: tuple[np.ndarray, np.ndarray] | None = None
+    alive: np.ndarray | None = None
+
+    @property
+    def start_cost(self) -> float | None:
+        return None if self.fallback is None else 0.5 * float(self.fallback[1] @ self.fallback[1])
 
 
 class _Converged(Exception):
@@ -201,7 +211,12 @@ def _start_residual(fn: CountedResidual, residual_fn: Any, x0: np.ndarray) -> np
 
 
 def _pin_unmovable(
-    J0: np.ndarray, params: ParameterDict, x0: np.ndarray, s: StageSettings, residual_fn: Any
+    J0: np.ndarray,
+    params: ParameterDict,
+    x0: np.ndarray,
+    s: StageSettings,
+    residual_fn: Any,
+    alive: np.ndarray | None = None,
 ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
     """The stage's bounds with the entries that have no effect at the start for a reason
     that is no modelling mistake (not :func:`_check_effect`'s error) pinned at their values,
@@ -213,12 +228,16 @@ def _pin_unmovable(
       gives them a slight effect;
     * command thresholds (a deadzone) with no recorded level within their edge: no
       gradient moves them, so they keep their start value, and their interval is the range
-      between the recorded levels around it (:mod:`mjsysid.objective.levels`).
+      between the recorded levels around it (:mod:`mjsysid.objective.levels`);
+    * entries that had an effect at an earlier stage's start (``alive``) and have none
+      here: another value switched them off (a Stribeck velocity once the Stribeck
+      friction went to zero); they keep their values.
     """
     dead = ~np.any(J0 != 0.0, axis=0)
     if not dead.any():
         return s.bounds, dead
     starts = nuisance_mask(params) & dead
+    off = dead & ~starts & (np.zeros_like(dead) if alive is None else alive)
     thresholds = np.zeros_like(dead)
     if isinstance(residual_fn, ThresholdResidualFn):
         named = {b.name for b in residual_fn.threshold_brackets(params)}
@@ -240,7 +259,16 @@ def _pin_unmovable(
             [s.names[i] for i in np.flatnonzero(thresholds)],
             [float(f"{v:.6g}") for v in x0[thresholds]],
         )
-    still = starts | thresholds
+    off &= ~thresholds
+    if off.any():
+        logger.warning(
+            "%s had an effect where the fit started but have none here: other values switch "
+            "them off (a Stribeck velocity once the Stribeck friction is zero); they keep "
+            "their values %s, and their intervals are infinite",
+            [s.names[i] for i in np.flatnonzero(off)],
+            [float(f"{v:.6g}") for v in x0[off]],
+        )
+    still = starts | thresholds | off
     if not still.any():
         return s.bounds, still
     lo, hi = s.bounds[0].copy(), s.bounds[1].copy()
@@ -309,8 +337,14 @@ def fit_stage(
     s: StageSettings,
     plan: StagePlan,
 ) -> Stage:
-    """Runs the backend on ``residual_fn`` from ``x0`` (see the module docstring)."""
-    eps = float(s.options.eps)
+    """Runs the backend on ``residual_fn`` from ``x0`` (see the module docstring).
+
+    The last stage after shorter ones is run a second time from the fit's start
+    (``plan.fallback``) when the shorter stages ended where the whole data fit worse than
+    there, and the lower of the two ends is kept: the shorter stages may have found a better
+    basin (their point fits the part they saw) or been misled by it (the rest of the data
+    holds what they could not see: a motor switched off, a fast chirp); only the whole data
+    tells; such a staged fit never ends above the one-stage fit from the same start."""
     fn = CountedResidual(residual_fn, params)
     r0 = _start_residual(fn, residual_fn, x0)
     cost0 = 0.5 * float(r0 @ r0)
@@ -318,10 +352,53 @@ def fit_stage(
         return Stage(
             plan.horizon, x0, cost0, cost0, Status.SKIPPED, 0, fn.nfev, 0, 0, [cost0], [x0]
         )
+    stage = _stage_from(fn, residual_fn, params, x0, r0, s, plan)
+    start_cost = plan.start_cost
+    if plan.fallback is None or start_cost is None or not start_cost < cost0:
+        return stage
+    if stage.status == Status.INTERRUPTED:
+        return stage
+    logger.warning(
+        "the shorter horizon stages ended where the whole data fit worse (cost %.6g) than the "
+        "fit's start (cost %.6g): the last stage is run from the start too, and the lower end "
+        "kept",
+        cost0,
+        start_cost,
+    )
+    if s.options.verbose:
+        print("stage again from the fit's start: the whole data", file=s.out, flush=True)
+    fn2 = CountedResidual(residual_fn, params)
+    x1, r1 = plan.fallback
+    other = _stage_from(fn2, residual_fn, params, x1.copy(), r1, s, plan)
+    best, worse = (other, stage) if other.cost < stage.cost else (stage, other)
+    logger.info(
+        "the last stage ended at cost %.6g from the shorter stages' end and at %.6g from the "
+        "fit's start",
+        stage.cost,
+        other.cost,
+    )
+    best.nfev += worse.nfev + 1  # (+1: the whole data at the shorter stages' end)
+    best.njev += worse.njev
+    return best
+
+
+def _stage_from(
+    fn: CountedResidual,
+    residual_fn: ResidualFn,
+    params: ParameterDict,
+    x0: np.ndarray,
+    r0: np.ndarray,
+    s: StageSettings,
+    plan: StagePlan,
+) -> Stage:
+    """One backend run from ``x0`` (residual ``r0``), with its start's checks."""
+    eps = float(s.options.eps)
+    cost0 = 0.5 * float(r0 @ r0)
     J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
+    alive = np.any(J0 != 0.0, axis=0)
     bounds, still = s.bounds, np.zeros(x0.size, dtype=bool)
     if plan.last:
-        bounds, still = _pin_unmovable(J0, params, x0, s, residual_fn)
+        bounds, still = _pin_unmovable(J0, params, x0, s, residual_fn, plan.alive)
     _check_effect(J0, s.names, plan.check_effect, skip=still)
     held = (
         [s.names[i] for i in np.flatnonzero(still)]
@@ -337,7 +414,7 @@ def fit_stage(
     res = _run_backend(call, rec)
     stage = Stage(
         plan.horizon, res.x, cost0, rec.best_cost, res.status, res.nit, 0, 0, res.nsecant,
-        rec.history_obj, rec.history_x, held=held,
+        rec.history_obj, rec.history_x, held=held, alive=alive,
     )  # fmt: skip
     if plan.last:
         _finish_last(stage, fn, jacobian, rec)
@@ -562,10 +639,12 @@ def run_stages(
     )
     fns: list[ResidualFn] = [*heads, residual_fn]
     fit = StagedFit(full=CountedResidual(residual_fn, params) if len(horizons) > 1 else None)
+    start = None
     if fit.full is not None:  # the result's initial cost, the first stage's yardstick
-        r_start = fit.full(x0)
-        fit.initial_cost = 0.5 * float(r_start @ r_start)
+        start = (x0.copy(), fit.full(x0))
+        fit.initial_cost = 0.5 * float(start[1] @ start[1])
     x, it0 = x0, start_iter
+    alive = np.zeros(x0.size, dtype=bool)  # entries with an effect at an earlier stage's start
     allow = s.options.allow_no_effect
     for k, h in enumerate(horizons):
         last = k == len(horizons) - 1
@@ -574,7 +653,7 @@ def run_stages(
         seed = earlier if k == 0 else None
         plan = StagePlan(
             h, last, it0, ("warn" if allow else "error") if last else None, earlier=seed,
-            start_cost=fit.initial_cost if fit.full is not None else None,
+            fallback=start, alive=alive,
         )  # fmt: skip
         if not last:
             assert fit.full is not None
@@ -588,6 +667,8 @@ def run_stages(
             print(f"stage {k + 1}/{len(horizons)}: {part}", file=s.out, flush=True)
         stage = fit_stage(fns[k], params, x, s, plan)
         fit.stages.append(stage)
+        if stage.alive is not None:
+            alive |= stage.alive
         x, it0 = stage.x, 0 if last else it0 + stage.nit
         if stage.status == Status.INTERRUPTED and not last:
             fit.stopped_in = h
