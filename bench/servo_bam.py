@@ -48,7 +48,7 @@ LOGS = {
     "sin_time_square": "2024-10-26_12h24m55.json",
     "up_and_down": "2024-10-26_12h27m27.json",
 }
-MAX_ITERS = 60  # the example's settings (with its default horizon stages)
+MAX_ITERS = 60  # the example's settings (one stage; --horizons auto: the default stages)
 
 
 @dataclass(frozen=True)
@@ -135,13 +135,13 @@ def fit(
     variant: Variant,
     names: Sequence[str],
     start_from: ms.ParameterDict | None = None,
-    horizons: str | None = "auto",
+    horizons: str | None = None,
 ) -> tuple[ms.ParameterDict, float]:
     """``(identified parameters, seconds)`` of a fit on the logs ``names``, from the
     variant's starting values, or from ``start_from``'s where it has the parameter (a richer
     model started from a simpler one's fit, its extra terms at their starting values), with
-    the ``horizons`` of :func:`mjsysid.optimize` (``"auto"``, as the example; ``None``: one
-    stage)."""
+    the ``horizons`` of :func:`mjsysid.optimize` (``None``: one stage, as the example;
+    ``"auto"``: the default stages)."""
     params = parameters(variant)
     if start_from is not None:
         for name in params:
@@ -172,7 +172,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--models", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--quick", action="store_true", help="in-sample fits only")
     ap.add_argument(
-        "--horizons", choices=["auto", "none"], default="auto", help="the fit's horizon stages"
+        "--horizons",
+        choices=["auto", "none"],
+        default="none",
+        help="the fit's horizon stages (none: one stage, as example:servo)",
     )
     args = ap.parse_args(argv)
     logs = {log.trajectory: log for log in bam.load_logs()}

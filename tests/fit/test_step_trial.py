@@ -5,8 +5,6 @@ message, the intervals' caveats and result.yaml."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -79,8 +77,7 @@ def test_a_clear_fall_confirms_even_when_the_model_overpromises():
 def servo_fit(tmp_path_factory):
     exp = load_experiment("example:servo")
     fn = exp.build_residual_fn()
-    one_stage = dataclasses.replace(exp.fit_options, horizons=None)  # where it stops short
-    opt, res = ms.optimize(exp.params, fn, options=one_stage)
+    opt, res = ms.optimize(exp.params, fn, options=exp.fit_options)
     return exp, fn, opt, res, tmp_path_factory.mktemp("servo")
 
 
