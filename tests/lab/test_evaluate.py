@@ -3,6 +3,7 @@ file, the table's flag, a downstream task and ``mjsysid evaluate``."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import shutil
@@ -276,3 +277,27 @@ def test_the_command_names_bad_models(tmp_path: Path):
     code, _, err = run("evaluate", "example:cartpole", "nominal", "--horizons", "0,x", "-q")
     assert code == 1 and "--horizons must be" in err
     shutil.rmtree(tmp_path)
+
+
+def test_the_page_of_models_with_force_laws_holds_the_multi_step_prediction(tmp_path: Path):
+    """example:servo's models have force laws: no state-space table, but the page is written
+    with the prediction's table, verdict and curves (it used to be left out with a note)."""
+    pytest.importorskip("plotly")
+    page = tmp_path / "evaluation.html"
+    code, out, err = run(
+        "evaluate", "example:servo", "nominal", "again=nominal", "--html", str(page), "-q"
+    )
+    assert code == 0, err
+    assert f"page: {page}" in err and "state-space table" in out
+    text = page.read_text()
+    assert "<h2>Multi-step prediction</h2>" in text and "One step, open loop" not in text
+    assert "On the held-out sequences: up_and_down." in text
+    assert 'Plotly.newPlot("prediction"' in text and '"name": "again"' in text
+    verdict = out.strip().splitlines()[-2]  # (the last line is the state-space note)
+    assert verdict.startswith("no clear difference between 'nominal' and 'again'")
+    assert f"<li>{html.escape(verdict)}</li>" in text
+
+
+def test_the_page_needs_something_to_draw(tmp_path: Path):
+    with pytest.raises(ValueError, match="needs a state-space report or prediction scores"):
+        write_html(None, tmp_path / "empty.html")

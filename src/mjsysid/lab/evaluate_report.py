@@ -5,8 +5,8 @@ normalised open-loop error at each horizon, the growth factor (open-loop error o
 recording divided by the one-step error) and the downstream success. A model whose small
 one-step error compounds into a large open-loop error is flagged (``<- compounds``) and named
 in a note under the table. :func:`report_dict` is the JSON content (:func:`write_json`);
-:func:`write_html` draws the error-versus-horizon curves with plotly (imported only there,
-plotly.js inlined: the page works offline).
+:func:`write_html` draws the multi-step prediction's scores and the error-versus-horizon curves
+with plotly (imported only there, plotly.js inlined: the page works offline).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from mjsysid.lab.evaluate import EvaluationReport, HorizonErrors, ModelEvaluation
-from mjsysid.lab.prediction import PairVerdict, PredictionScore
+from mjsysid.lab.prediction import PairVerdict, PredictionScore, format_scores
 from mjsysid.util.files import atomic_write_text
 
 __all__ = [
@@ -214,12 +214,60 @@ def _figure(report: EvaluationReport) -> dict[str, Any]:
     return {"data": data, "layout": layout}
 
 
-def write_html(report: EvaluationReport, path: str | Path, *, title: str = "Evaluation") -> Path:
-    """A standalone page: the table and the error-versus-horizon curves (plotly.js inlined).
+def _prediction_figure(scores: Sequence[PredictionScore]) -> dict[str, Any]:
+    """Mean window score against horizon (log-log), one curve per model, with its
+    standard error as error bars."""
+    data = []
+    for i, s in enumerate(scores):
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": s.label,
+                "x": [h.horizon for h in s.horizons],
+                "y": [_number(h.mean) for h in s.horizons],
+                "error_y": {"type": "data", "array": [_number(h.se) for h in s.horizons]},
+                "line": {"color": f"hsl({(i * 137) % 360}, 65%, 45%)"},
+            }
+        )
+    layout = {
+        "xaxis": {"title": {"text": "window [s]"}, "type": "log"},
+        "yaxis": {"title": {"text": "mean window score (weighted residual²)"}, "type": "log"},
+        "margin": {"t": 30},
+        "height": 420,
+    }
+    return {"data": data, "layout": layout}
+
+
+def _plot(div: str, figure: dict[str, Any]) -> str:
+    """A ``<div>`` and the script drawing ``figure`` into it."""
+    fig = json.dumps(figure).replace("</", "<\\/")
+    return (
+        f'<div id="{div}"></div>\n<script>(function () {{ var f = {fig}; '
+        f'Plotly.newPlot("{div}", f.data, f.layout); }})();</script>'
+    )
+
+
+def write_html(
+    report: EvaluationReport | None,
+    path: str | Path,
+    *,
+    title: str = "Evaluation",
+    prediction: Sequence[PredictionScore] = (),
+    verdicts: Sequence[PairVerdict] = (),
+    data: str = "",
+) -> Path:
+    """A standalone page (plotly.js inlined: it works offline): the multi-step prediction
+    (``prediction``: table, verdicts and score-versus-window curves, on the recordings
+    ``data`` names, e.g. ``"the held-out sequences: up_and_down"``) where given, and the
+    state-space table and error-versus-horizon curves of ``report`` where there is one.
 
     Raises:
+        ValueError: Neither ``report`` nor ``prediction``.
         ImportError: plotly is missing (``pip install -e '.[report]'`` in the mjsysid checkout).
     """
+    if report is None and not prediction:
+        raise ValueError("write_html needs a state-space report or prediction scores, got neither")
     try:
         from plotly import offline
     except ImportError as e:  # pragma: no cover - depends on the installation
@@ -227,18 +275,35 @@ def write_html(report: EvaluationReport, path: str | Path, *, title: str = "Eval
             f"the HTML page needs plotly ({e}): pip install -e '.[report]' in the mjsysid checkout"
         ) from None
     js = offline.get_plotlyjs().replace("</script", "<\\/script")
-    fig = json.dumps(_figure(report)).replace("</", "<\\/")
+    parts = []
+    if prediction:
+        said = "".join(f"<li>{html.escape(v.sentence())}</li>" for v in verdicts)
+        parts.append(
+            "<h2>Multi-step prediction</h2>\n<p>"
+            + (f"On {html.escape(data)}. " if data else "")
+            + "Each model simulated in windows of each length, "
+            "each window started from the recorded state, under the recorded commands; a "
+            "window's score is its mean squared weighted residual, a model's the mean over "
+            "windows (± its standard error).</p>\n"
+            f"<pre>{html.escape(format_scores(prediction))}</pre>\n"
+            + (f"<ul>{said}</ul>\n" if said else "")
+            + _plot("prediction", _prediction_figure(prediction))
+        )
+    if report is not None:
+        parts.append(
+            "<h2>One step, open loop, downstream</h2>\n<p>Three separate axes: the one-step "
+            "error (diamonds), the open-loop error against horizon under the recorded commands "
+            "(lines), and the downstream task's success (table). Errors are normalised by each "
+            "state component's spread in the recordings.</p>\n"
+            f"<pre>{html.escape(format_table(report))}</pre>\n" + _plot("curves", _figure(report))
+        )
+    body = "\n".join(parts)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <script>{js}</script></head>
 <body style="font-family: sans-serif; max-width: 70em; margin: auto">
 <h1>{html.escape(title)}</h1>
-<p>Three separate axes: the one-step error (diamonds), the open-loop error against horizon
-under the recorded commands (lines), and the downstream task's success (table). Errors are
-normalised by each state component's spread in the recordings.</p>
-<pre>{html.escape(format_table(report))}</pre>
-<div id="curves"></div>
-<script>var f = {fig}; Plotly.newPlot("curves", f.data, f.layout);</script>
+{body}
 </body></html>
 """
     path = Path(path)

@@ -183,13 +183,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         scores.append(
             score_prediction(m.label, m.exp, m.params, data, given or PREDICTION_HORIZONS)
         )
-    print(f"multi-step prediction on {which} sequences: {', '.join(data.sequence_name)}", file=out)
+    scope = f"{which} sequences: {', '.join(data.sequence_name)}"
+    print(f"multi-step prediction on {scope}", file=out)
     print(format_scores(scores), file=out)
     verdicts = verdict(scores) if len(scores) > 1 else []
     for v in verdicts:
         print(v.sentence(), file=out)
     report = _state_space(args, exp, models, given, out, err)
-    _write(args, exp, report, scores, verdicts, err)
+    _write(args, exp, report, scores, verdicts, f"the {scope}", err)
     return EXIT_OK
 
 
@@ -239,6 +240,7 @@ def _write(
     report: EvaluationReport | None,
     scores: list[PredictionScore],
     verdicts: list[PairVerdict],
+    scope: str,
     err: TextIO,
 ) -> None:
     from mjsysid.lab.evaluate_report import write_html, write_json
@@ -247,8 +249,12 @@ def _write(
         path = write_json(report, args.out, prediction=scores, verdicts=verdicts)
         print(f"evaluation: {path}", file=err)
     if args.html:
-        if report is None:
-            print("note: --html draws the state-space table, left out here", file=err)
-        else:
-            page = write_html(report, args.html, title=f"Evaluation: {exp.name}")
-            print(f"page: {page}", file=err)
+        page = write_html(
+            report,
+            args.html,
+            title=f"Evaluation: {exp.name}",
+            prediction=scores,
+            verdicts=verdicts,
+            data=scope,
+        )
+        print(f"page: {page}", file=err)
