@@ -237,37 +237,38 @@ def _pin_unmovable(
     if not dead.any():
         return s.bounds, dead
     starts = nuisance_mask(params) & dead
-    off = dead & ~starts & (np.zeros_like(dead) if alive is None else alive)
     thresholds = np.zeros_like(dead)
     if isinstance(residual_fn, ThresholdResidualFn):
         named = {b.name for b in residual_fn.threshold_brackets(params)}
         thresholds = np.array([n in named for n in s.names], dtype=bool) & dead
-    if starts.any():
-        logger.warning(
-            "the initial states %s have no effect on the residual at the start point (a "
+    off = dead & ~starts & ~thresholds & (np.zeros_like(dead) if alive is None else alive)
+    for mask, text in (
+        (
+            starts,
+            "the initial states {names} have no effect on the residual at the start point (a "
             "joint at rest that sticks forgets a small initial velocity within its first "
             "step): held at their recorded values",
-            [s.names[i] for i in np.flatnonzero(starts)],
-        )
-    if thresholds.any():
-        logger.warning(
-            "the command thresholds %s have no effect at the start point: no recorded "
+        ),
+        (
+            thresholds,
+            "the command thresholds {names} have no effect at the start point: no recorded "
             "command level lies within their edge, so no gradient moves them; they keep their "
-            "start values %s, and their intervals are the ranges between the recorded levels "
-            "around them (commands at more levels, or a start near a recorded level, let "
-            "the fit move them)",
-            [s.names[i] for i in np.flatnonzero(thresholds)],
-            [float(f"{v:.6g}") for v in x0[thresholds]],
-        )
-    off &= ~thresholds
-    if off.any():
-        logger.warning(
-            "%s had an effect where the fit started but have none here: other values switch "
-            "them off (a Stribeck velocity once the Stribeck friction is zero); they keep "
-            "their values %s, and their intervals are infinite",
-            [s.names[i] for i in np.flatnonzero(off)],
-            [float(f"{v:.6g}") for v in x0[off]],
-        )
+            "start values {values}, and their intervals are the ranges between the recorded "
+            "levels around them (commands at more levels, or a start near a recorded level, "
+            "let the fit move them)",
+        ),
+        (
+            off,
+            "{names} had an effect where the fit started but have none here: other values "
+            "switch them off (a Stribeck velocity once the Stribeck friction is zero); they "
+            "keep their values {values}, and their intervals are infinite",
+        ),
+    ):
+        if mask.any():
+            index = np.flatnonzero(mask)
+            names = [s.names[i] for i in index]
+            values = [float(f"{v:.6g}") for v in x0[index]]
+            logger.warning(text.format(names=names, values=values))
     still = starts | thresholds | off
     if not still.any():
         return s.bounds, still
