@@ -13,6 +13,7 @@ import yaml
 import mjsysid as ms
 from mjsysid.fit.confidence import compute_confidence
 from mjsysid.fit.lm import step_in_standard_errors
+from mjsysid.fit.result import StageSummary, TwoStarts
 from mjsysid.fit.status import Diagnosis, Status, message, reworded
 
 
@@ -67,6 +68,12 @@ def test_a_staged_fit_misled_by_its_early_stage_also_runs_from_the_start(caplog)
     np.testing.assert_allclose(res.x, one.x, atol=1e-6)
     assert "the last stage is run from the start too, and the lower end kept" in caplog.text
     assert res.nfev > one.nfev  # both runs are counted
+    last = res.stages[-1]
+    assert last.two_starts is not None and last.two_starts.kept == "start"
+    assert last.two_starts.other_cost == pytest.approx(0.5)  # the stages' end: x = 3
+    assert StageSummary.from_summary(last.summary()) == last  # (result.yaml)
+    assert last.two_starts.text().endswith(": the start's end kept")
+    assert [st.two_starts for st in res.stages[:-1]] == [None]
 
 
 def test_a_staged_fit_keeps_the_better_basin_its_early_stage_found(caplog):
@@ -81,6 +88,9 @@ def test_a_staged_fit_keeps_the_better_basin_its_early_stage_found(caplog):
     assert "run from the start too" in caplog.text
     assert abs(float(one.x[0])) < 0.5 and abs(float(res.x[0]) - 3.0) < 0.5
     assert res.success and res.cost < 0.5 * one.cost
+    assert res.stages[-1].two_starts == TwoStarts("stages", pytest.approx(one.cost, rel=1e-9))
+    with pytest.raises(ValueError, match="kept must be 'stages' or 'start'"):
+        TwoStarts("both", 1.0)
 
 
 def test_ftol_stops_on_relative_progress_over_three_iterations():

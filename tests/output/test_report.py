@@ -24,7 +24,7 @@ import mjsysid as ms
 from mjsysid import report as rep
 from mjsysid.fit.confidence import Confidence, compute_confidence
 from mjsysid.fit.intervals import calculate_intervals
-from mjsysid.fit.result import FitHistory, OptimizeResult
+from mjsysid.fit.result import FitHistory, OptimizeResult, TwoStarts
 from mjsysid.output.report import (
     Direction,
     ParameterRow,
@@ -389,6 +389,15 @@ def test_report_lists_horizon_stages(fit: Fit, tmp_path: Path) -> None:
     assert head["x"][-1] == whole["x"][0] == first["nit"]
     assert whole["y"][0] == pytest.approx(last["initial_cost"])
     assert "the dotted costs are on the first part only" in html
+    # a last stage run from two points says which end it kept
+    res.stages[-1] = dataclasses.replace(res.stages[-1], two_starts=TwoStarts("start", 0.5))
+    html = default_report(fit.seq, fit.params, opt, res, fit.rf, tmp_path, videos=False).read_text(
+        encoding="utf-8"
+    )
+    assert (
+        "(also run from the fit&#39;s start; from the early stages&#39; end it ended at 0.5: "
+        "the start&#39;s end kept)" in html
+    )
 
 
 def test_report_with_a_signal_transform(fit: Fit, tmp_path: Path) -> None:

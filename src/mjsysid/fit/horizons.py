@@ -38,7 +38,7 @@ from mjsysid.fit.lm import (
     step_in_standard_errors,
 )
 from mjsysid.fit.options import FitOptions, check_horizons
-from mjsysid.fit.result import StageSummary
+from mjsysid.fit.result import StageSummary, TwoStarts
 from mjsysid.fit.status import TRIAL_FRACTIONS, Status, StepTrial, honest_status
 from mjsysid.objective.initial_state import nuisance_mask
 from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn, ThresholdResidualFn
@@ -94,12 +94,13 @@ class Stage:
     trial: StepTrial | None = None  # that step tried, where it did not deliver (the stop stands)
     held: list[str] = field(default_factory=list)  # parameters held in this stage (no effect)
     alive: np.ndarray | None = None  # (p,) entries with an effect at the stage's start
+    two_starts: TwoStarts | None = None  # run from two points: which end was kept
 
     def summary(self) -> StageSummary:
         """The stage's record in the result (costs on this stage's data)."""
         return StageSummary(
             self.horizon, self.status, self.nit, self.nfev, self.cost0, self.cost,
-            [float(c) for c in self.history_obj], list(self.held),
+            [float(c) for c in self.history_obj], list(self.held), self.two_starts,
         )  # fmt: skip
 
 
@@ -372,12 +373,8 @@ def fit_stage(
     x1, r1 = plan.fallback
     other = _stage_from(fn2, residual_fn, params, x1.copy(), r1, s, plan)
     best, worse = (other, stage) if other.cost < stage.cost else (stage, other)
-    logger.info(
-        "the last stage ended at cost %.6g from the shorter stages' end and at %.6g from the "
-        "fit's start",
-        stage.cost,
-        other.cost,
-    )
+    best.two_starts = TwoStarts("start" if best is other else "stages", worse.cost)
+    logger.info("the last stage: %s", best.two_starts.text())
     best.nfev += worse.nfev + 1  # (+1: the whole data at the shorter stages' end)
     best.njev += worse.njev
     return best

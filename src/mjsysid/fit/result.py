@@ -17,6 +17,7 @@ import numpy as np
 from mjsysid.fit.prior import PriorRows
 from mjsysid.fit.status import Status, StepTrial
 from mjsysid.fit.validation import ValidationTable
+from mjsysid.util.errors import must_be
 
 __all__ = [
     "FitHistory",
@@ -45,6 +46,34 @@ class FitHistory:
 
 
 @dataclass(frozen=True)
+class TwoStarts:
+    """The last horizon stage run from two points (the early stages' end fitted the whole
+    data worse than the fit's start): which end was kept, ``"stages"`` (from the early
+    stages' end) or ``"start"`` (from the fit's start), and the cost the other run ended at
+    (on the whole data)."""
+
+    kept: str
+    other_cost: float
+
+    def __post_init__(self) -> None:
+        if self.kept not in ("stages", "start"):
+            raise ValueError(must_be("kept", "'stages' or 'start'", self.kept))
+
+    def text(self) -> str:
+        """E.g. ``"also run from the fit's start, which ended at 0.874: the stages' end
+        kept"``."""
+        if self.kept == "stages":
+            return (
+                f"also run from the fit's start, which ended at {self.other_cost:.6g}: the "
+                "stages' end kept"
+            )
+        return (
+            f"also run from the fit's start; from the early stages' end it ended at "
+            f"{self.other_cost:.6g}: the start's end kept"
+        )
+
+
+@dataclass(frozen=True)
 class StageSummary:
     """One horizon stage of a fit (:mod:`mjsysid.fit.horizons`).
 
@@ -55,6 +84,7 @@ class StageSummary:
       objective: Its costs per accepted iteration (on its part of the data).
       held: The parameters it held, having no effect on its part of the data (released in
         the stage that excites them).
+      two_starts: The last stage run from two points, which end was kept (``None``: one).
     """
 
     horizon: float
@@ -65,6 +95,7 @@ class StageSummary:
     cost: float
     objective: list[float]
     held: list[str] = field(default_factory=list)
+    two_starts: TwoStarts | None = None
 
     def summary(self) -> dict[str, Any]:
         """Plain scalars and lists (for ``result.yaml``)."""
@@ -77,6 +108,16 @@ class StageSummary:
             "cost": float(self.cost),
             "objective": [float(c) for c in self.objective],
             **({"held": list(self.held)} if self.held else {}),
+            **(
+                {}
+                if self.two_starts is None
+                else {
+                    "two_starts": {
+                        "kept": self.two_starts.kept,
+                        "other_cost": float(self.two_starts.other_cost),
+                    }
+                }
+            ),
         }
 
     @classmethod
@@ -87,6 +128,9 @@ class StageSummary:
             float(data["initial_cost"]), float(data["cost"]),
             [float(c) for c in data.get("objective", [])],
             [str(n) for n in data.get("held", [])],
+            None if "two_starts" not in data else TwoStarts(
+                str(data["two_starts"]["kept"]), float(data["two_starts"]["other_cost"])
+            ),
         )  # fmt: skip
 
 

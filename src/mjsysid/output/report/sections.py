@@ -85,7 +85,7 @@ def _result_summary(opt_result: OptimizeResult) -> dict[str, Any]:
         "njev": opt_result.njev,
         "stages": [
             f"{100.0 * st.horizon:g} %: {st.nit} iterations, {st.nfev} evaluations, "
-            f"cost {fmt(st.cost)}"
+            f"cost {fmt(st.cost)}" + ("" if st.two_starts is None else f" ({st.two_starts.text()})")
             for st in opt_result.stages
         ],
         "wall_time": "—" if not math.isfinite(wall) else f"{wall:.3g} s",
