@@ -56,3 +56,35 @@ def test_a_fit_leaves_the_working_directory_clean(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(cwd)
     assert main(["fit", "example:box", "--out", str(tmp_path / "res"), "-q", "--no-report"]) == 0
     assert list(cwd.iterdir()) == []
+
+
+def _warning_residual(X, params):
+    """A residual whose evaluation makes MuJoCo log (as a diverging candidate does)."""
+    _warn()
+    x = np.asarray(X, dtype=float)
+    return x - 1.0
+
+
+def test_a_python_fit_prints_nothing_of_mujoco_and_leaves_no_log_file(
+    tmp_path: Path, monkeypatch, capfd, caplog
+):
+    """ms.optimize from Python: one summarising warning where MuJoCo printed a line per
+    message (hundreds on the servo logs) and wrote MUJOCO_LOG.TXT into the working folder."""
+    import mjsysid as ms
+
+    monkeypatch.chdir(tmp_path)
+    params = ms.ParameterDict([ms.Parameter("x", 0.0, -5.0, 5.0)])
+    with caplog.at_level("WARNING", logger="mjsysid.util.mujoco_log"):
+        _, res = ms.optimize(params, _warning_residual, horizons=None)
+    np.testing.assert_allclose(res.x, [1.0])
+    assert "unstable" not in capfd.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+    (record,) = [r for r in caplog.records if r.name == "mjsysid.util.mujoco_log"]
+    assert "MuJoCo logged" in record.getMessage() and "(not kept)" in record.getMessage()
+    # inside the command line's block, the results folder keeps them and no second summary
+    caplog.clear()
+    with results_folder(tmp_path / "res", io.StringIO()):
+        ms.optimize(params, _warning_residual, horizons=None)
+    assert "unstable" in (tmp_path / "res" / MUJOCO_LOG).read_text()
+    summaries = [r.getMessage() for r in caplog.records if r.name == "mjsysid.util.mujoco_log"]
+    assert len(summaries) == 1 and "all of them in" in summaries[0]

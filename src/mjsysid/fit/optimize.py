@@ -27,6 +27,7 @@ from mjsysid.fit.validation import ValidationTable, check_holdout, holdout_table
 from mjsysid.objective.protocols import ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.rollout import RolloutDivergedError
+from mjsysid.util.mujoco_log import quiet_mujoco
 
 __all__ = ["optimize"]
 
@@ -86,12 +87,13 @@ def optimize(
         option_keywords["optimizer"] = optimizer
     opts = FitOptions.with_keywords(options, **option_keywords)
     check_holdout(holdout)
-    if executor is not None:
-        opt_params, result = _on_cluster(initial_params, residual_fn, executor, opts)
-    else:
-        opt_params, result = _fit_map(initial_params, residual_fn, opts)
-    if holdout is not None:
-        result.validation = _holdout(initial_params, opt_params, residual_fn, holdout)
+    with quiet_mujoco():  # a diverging candidate: one warning, not hundreds of printed lines
+        if executor is not None:
+            opt_params, result = _on_cluster(initial_params, residual_fn, executor, opts)
+        else:
+            opt_params, result = _fit_map(initial_params, residual_fn, opts)
+        if holdout is not None:
+            result.validation = _holdout(initial_params, opt_params, residual_fn, holdout)
     return opt_params, result
 
 

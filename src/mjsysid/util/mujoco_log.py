@@ -3,26 +3,33 @@
 MuJoCo appends every warning and error it reports (an unstable simulation, say) to
 ``MUJOCO_LOG.TXT`` in the current directory and prints each to stdout: an unstable fit
 printed thousands of lines and left the file behind. Within :func:`mujoco_log_in`, MuJoCo
-logs to a file of a private temporary folder (``mkdtemp``: only this user can write there, so
-no link planted by someone else can redirect the log) and prints nothing; on leaving, the
-setting is restored, the log is appended to ``<folder>/mujoco_log.txt`` when a folder is
-given (a symbolic link or a hard link in its place is replaced, never written through), the
-temporary folder is removed, and one warning (:mod:`logging`) says how many messages MuJoCo
-logged and the first of them.
+logs to a file of its own in a private temporary folder (``mkdtemp``: only this user can write
+there, so no link planted by someone else can redirect the log; made once per process, on
+first use, and removed at exit) and prints nothing; on leaving, the setting is restored, the
+log is appended to ``<folder>/mujoco_log.txt`` when a folder is given (a symbolic link or a
+hard link in its place is replaced, never written through), the block's file is removed, and
+one warning (:mod:`logging`) says how many messages MuJoCo logged and the first of them.
 
 The command line runs every command within ``mujoco_log_in(None)``; a command with a results
 folder nests ``mujoco_log_in(out)`` inside (see
-:func:`mjsysid.app.commands.common.results_folder`).
+:func:`mjsysid.app.commands.common.results_folder`). Library calls that simulate many
+candidates (:func:`mjsysid.optimize`) run within :func:`quiet_mujoco`: MuJoCo's messages of a
+diverging candidate then reach a Python user as one summarising warning, not as hundreds of
+printed lines and a ``MUJOCO_LOG.TXT`` in their working directory; inside a
+:func:`mujoco_log_in` block (the command line's) they stay with that block.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import itertools
 import logging
 import os
 import shutil
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +41,28 @@ from mjsysid.util.files import write_error
 MUJOCO_LOG = "mujoco_log.txt"
 
 logger = logging.getLogger(__name__)
+
+_blocks = 0  # mujoco_log_in blocks open in this process (MuJoCo's log setting is process-wide)
+_blocks_lock = threading.Lock()
+_private: Path | None = None  # the process's private folder of block log files
+_serial = itertools.count()
+
+
+def _block_file() -> Path:
+    """A fresh file name in the process's private folder (made on first use: a folder per
+    block cost more than a small fit's evaluations)."""
+    global _private
+    with _blocks_lock:
+        if _private is None or not _private.is_dir():
+            _private = Path(tempfile.mkdtemp(prefix="mjsysid-mujoco-log-"))
+            atexit.register(_remove_private, _private, os.getpid())
+        return _private / f"MUJOCO_LOG-{os.getpid()}-{next(_serial)}.TXT"
+
+
+def _remove_private(folder: Path, owner: int) -> None:
+    """At exit, the private folder of the process that made it (not of a forked child's)."""
+    if os.getpid() == owner:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @dataclass
@@ -116,16 +145,20 @@ def mujoco_log_in(folder: str | Path | None) -> Iterator[MujocoLog]:
     The setting is process-wide (MuJoCo keeps one log configuration); it is restored on
     leaving, so blocks nest (an inner block keeps its own messages).
     """
-    private = Path(tempfile.mkdtemp(prefix="mjsysid-mujoco-log-"))
-    temp = private / "MUJOCO_LOG.TXT"
+    temp = _block_file()
     config = mujoco.MjLogConfig.get()
     previous = (config.logfile, config.logto_console, config.logto_file)
     config.logfile, config.logto_console, config.logto_file = str(temp), False, True
     config.set()
     log = MujocoLog(None if folder is None else Path(folder) / MUJOCO_LOG)
+    global _blocks
+    with _blocks_lock:
+        _blocks += 1
     try:
         yield log
     finally:
+        with _blocks_lock:
+            _blocks -= 1
         config = mujoco.MjLogConfig.get()
         config.logfile, config.logto_console, config.logto_file = previous
         config.set()
@@ -135,9 +168,21 @@ def mujoco_log_in(folder: str | Path | None) -> Iterator[MujocoLog]:
                 if folder is not None:
                     log.path = _keep(temp, Path(folder))
         finally:
-            shutil.rmtree(private, ignore_errors=True)
+            temp.unlink(missing_ok=True)
         if log.messages:
             where = f"all of them in {log.path}" if log.path is not None else "not kept"
             logger.warning(
                 "MuJoCo logged %d message(s), the first: %s (%s)", log.messages, log.first, where
             )
+
+
+@contextlib.contextmanager
+def quiet_mujoco() -> Iterator[None]:
+    """``with quiet_mujoco():`` as ``mujoco_log_in(None)`` (MuJoCo's messages summarised in
+    one warning, none printed, no ``MUJOCO_LOG.TXT``), unless a :func:`mujoco_log_in` block is
+    already open: its folder keeps them then, and nothing changes."""
+    if _blocks:
+        yield
+        return
+    with mujoco_log_in(None):
+        yield
