@@ -35,6 +35,7 @@ import scipy.stats
 from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.objective.initial_state import nuisance_mask
 from mjsysid.util.errors import must_be
+from mjsysid.util.mujoco_log import quietly
 
 __all__ = [
     "Audit",
@@ -455,6 +456,7 @@ def _half_widths(J: np.ndarray, noise: float, alpha: float) -> np.ndarray:
     return half if noise > 0 else np.where(np.isfinite(half), 0.0, math.inf)
 
 
+@quietly
 def audit_residual(
     residual_fn: object,
     params: object,

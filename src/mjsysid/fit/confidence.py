@@ -84,6 +84,7 @@ from mjsysid.fit.whiteness import (
 from mjsysid.objective.protocols import DescribedResidualFn, ThresholdResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
+from mjsysid.util.mujoco_log import quietly
 
 __all__ = [
     "COS_TOL",
@@ -806,6 +807,7 @@ class _BootstrapInput:
     steps: int
 
 
+@quietly
 def compute_confidence(
     opt_result: OptimizeResult,
     residual_fn: Any = None,

@@ -39,6 +39,7 @@ from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.laws.core import ForceLaw
 from mjsysid.sim.rollout import sysid_rollout
 from mjsysid.util.errors import must_be
+from mjsysid.util.mujoco_log import quietly
 
 logger = logging.getLogger(__name__)
 
@@ -351,6 +352,7 @@ def _half_widths(J: np.ndarray, noise: float) -> np.ndarray:
     return calculate_intervals(np.zeros(J.shape[0]), J, noise_variance=noise**2)[1]
 
 
+@quietly
 def design_excitation(
     problem: DesignProblem,
     signal: str = "multisine",

@@ -27,13 +27,14 @@ from mjsysid.fit.validation import ValidationTable, check_holdout, holdout_table
 from mjsysid.objective.protocols import ResidualFn
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.rollout import RolloutDivergedError
-from mjsysid.util.mujoco_log import quiet_mujoco
+from mjsysid.util.mujoco_log import quietly
 
 __all__ = ["optimize"]
 
 logger = logging.getLogger(__name__)
 
 
+@quietly  # a diverging candidate: one warning, not a printed line each
 def optimize(
     initial_params: ParameterDict,
     residual_fn: ResidualFn,
@@ -87,13 +88,12 @@ def optimize(
         option_keywords["optimizer"] = optimizer
     opts = FitOptions.with_keywords(options, **option_keywords)
     check_holdout(holdout)
-    with quiet_mujoco():  # a diverging candidate: one warning, not hundreds of printed lines
-        if executor is not None:
-            opt_params, result = _on_cluster(initial_params, residual_fn, executor, opts)
-        else:
-            opt_params, result = _fit_map(initial_params, residual_fn, opts)
-        if holdout is not None:
-            result.validation = _holdout(initial_params, opt_params, residual_fn, holdout)
+    if executor is not None:
+        opt_params, result = _on_cluster(initial_params, residual_fn, executor, opts)
+    else:
+        opt_params, result = _fit_map(initial_params, residual_fn, opts)
+    if holdout is not None:
+        result.validation = _holdout(initial_params, opt_params, residual_fn, holdout)
     return opt_params, result
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -30,9 +31,10 @@ import shutil
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import mujoco
 
@@ -41,6 +43,9 @@ from mjsysid.util.files import write_error
 MUJOCO_LOG = "mujoco_log.txt"
 
 logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _blocks = 0  # mujoco_log_in blocks open in this process (MuJoCo's log setting is process-wide)
 _blocks_lock = threading.Lock()
@@ -186,3 +191,15 @@ def quiet_mujoco() -> Iterator[None]:
         return
     with mujoco_log_in(None):
         yield
+
+
+def quietly(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` run within :func:`quiet_mujoco` (for the library's calls that simulate many
+    candidates: a fit, its intervals, an audit, an excitation design)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with quiet_mujoco():
+            return fn(*args, **kwargs)
+
+    return wrapper
