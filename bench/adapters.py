@@ -26,9 +26,13 @@ from typing import Any
 
 import mujoco
 import numpy as np
-from problems import PHYSICS_KINDS, Problem, spec_setter
 
 import mjsysid as ms
+
+try:  # run from a script (bench/ on sys.path) or imported from tests/bench
+    from problems import PHYSICS_KINDS, Problem, spec_setter
+except ImportError:  # pragma: no cover
+    from bench.problems import PHYSICS_KINDS, Problem, spec_setter  # type: ignore[no-redef]
 
 try:  # the inertia module is new; fall back to the top-level export if it moves
     from mjsysid.params.inertia import InertiaType, body_inertia_param

@@ -43,21 +43,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import mujoco
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ scripts import their peers
+try:  # run as a script (bench/ on sys.path) or imported from tests/bench
+    import problems as pb
+    from adapters import ours_params
+    from truth import furuta_doc as fd
+except ImportError:  # pragma: no cover
+    from bench.adapters import ours_params  # type: ignore[no-redef]
+    from bench.truth import furuta_doc as fd  # type: ignore[no-redef]
 
-import problems as pb
-from adapters import ours_params
-from truth import furuta_doc as fd
+    from bench import problems as pb  # type: ignore[no-redef]
 
 import mjsysid as ms
 from mjsysid.app.experiment import bundled_examples, load_experiment

@@ -19,15 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import adapters as A
+import numpy as np
 import run as R
 import scaling as S
 

@@ -17,18 +17,13 @@ to be bit-identical.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from functools import partial
-from pathlib import Path
 
 import mujoco
 import mujoco.batch
 import mujoco.rollout
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import problems as P
 
 from mjsysid.sim.batch import full_physics_columns

@@ -29,7 +29,6 @@ import ctypes
 import gc
 import json
 import os
-import sys
 import threading
 import time
 import tracemalloc
@@ -37,13 +36,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import adapters as A
 import mujoco
 import mujoco.rollout
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import adapters as A
 import problems as P
 
 EPS = 1.5e-8  # mjsysid's default relative finite-difference step
