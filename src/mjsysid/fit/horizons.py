@@ -354,12 +354,12 @@ def fit_stage(
         return Stage(
             plan.horizon, x0, cost0, cost0, Status.SKIPPED, 0, fn.nfev, 0, 0, [cost0], [x0]
         )
-    stage = _stage_from(fn, residual_fn, params, x0, r0, s, plan)
+    run = _run_from(fn, residual_fn, params, x0, r0, s, plan)
     start_cost = plan.start_cost
     if plan.fallback is None or start_cost is None or not start_cost < cost0:
-        return stage
-    if stage.status == Status.INTERRUPTED:
-        return stage
+        return run.finish()
+    if run.stage.status == Status.INTERRUPTED:
+        return run.finish()
     logger.warning(
         "the shorter horizon stages ended where the whole data fit worse (cost %.6g) than the "
         "fit's start (cost %.6g): the last stage is run from the start too, and the lower end "
@@ -369,18 +369,40 @@ def fit_stage(
     )
     if s.options.verbose:
         print("stage again from the fit's start: the whole data", file=s.out, flush=True)
-    fn2 = CountedResidual(residual_fn, params)
     x1, r1 = plan.fallback
-    other = _stage_from(fn2, residual_fn, params, x1.copy(), r1, s, plan)
-    best, worse = (other, stage) if other.cost < stage.cost else (stage, other)
-    best.two_starts = TwoStarts("start" if best is other else "stages", worse.cost)
-    logger.info("the last stage: %s", best.two_starts.text())
-    best.nfev += worse.nfev + 1  # (+1: the whole data at the shorter stages' end)
-    best.njev += worse.njev
-    return best
+    other = _run_from(
+        CountedResidual(residual_fn, params), residual_fn, params, x1.copy(), r1, s, plan
+    )
+    best, worse = (other, run) if other.stage.cost < run.stage.cost else (run, other)
+    stage = best.finish()  # (the other end's residual and Jacobian are not needed)
+    stage.two_starts = TwoStarts("start" if best is other else "stages", worse.stage.cost)
+    logger.info("the last stage: %s", stage.two_starts.text())
+    stage.nfev += worse.fn.nfev
+    stage.njev += 1 + worse.jacobian.njev + worse.njev
+    return stage
 
 
-def _stage_from(
+@dataclass
+class _Run:
+    """One backend run of a stage, before the last stage's residual and Jacobian at its end
+    (:meth:`finish`)."""
+
+    stage: Stage
+    fn: CountedResidual
+    jacobian: JacobianCache
+    rec: _Recorder
+    njev: int  # the backend's own Jacobians
+
+    def finish(self) -> Stage:
+        """The stage, with the last stage's residual and Jacobian at its solution and every
+        evaluation counted."""
+        if self.rec.plan.last:
+            _finish_last(self.stage, self.fn, self.jacobian, self.rec)
+        self.stage.nfev, self.stage.njev = self.fn.nfev, 1 + self.jacobian.njev + self.njev
+        return self.stage
+
+
+def _run_from(
     fn: CountedResidual,
     residual_fn: ResidualFn,
     params: ParameterDict,
@@ -388,7 +410,7 @@ def _stage_from(
     r0: np.ndarray,
     s: StageSettings,
     plan: StagePlan,
-) -> Stage:
+) -> _Run:
     """One backend run from ``x0`` (residual ``r0``), with its start's checks."""
     eps = float(s.options.eps)
     cost0 = 0.5 * float(r0 @ r0)
@@ -414,10 +436,7 @@ def _stage_from(
         plan.horizon, res.x, cost0, rec.best_cost, res.status, res.nit, 0, 0, res.nsecant,
         rec.history_obj, rec.history_x, held=held, alive=alive,
     )  # fmt: skip
-    if plan.last:
-        _finish_last(stage, fn, jacobian, rec)
-    stage.nfev, stage.njev = fn.nfev, 1 + jacobian.njev + res.njev
-    return stage
+    return _Run(stage, fn, jacobian, rec, res.njev)
 
 
 def _seeded(earlier: History | None, x0: np.ndarray, cost0: float) -> History:
