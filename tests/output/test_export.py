@@ -12,7 +12,12 @@ import yaml
 
 import mjsysid as ms
 from conftest import simulate
-from mjsysid.output.export import export_files, identified_config, identified_urdf
+from mjsysid.output.export import (
+    export_files,
+    identified_config,
+    identified_urdf,
+    recording_constants,
+)
 
 URDF = """<?xml version="1.0"?>
 <robot name="arm">
@@ -183,6 +188,32 @@ def test_identified_config_without_a_model_lists_the_parameters():
     config = identified_config(params)
     assert config["sensors"] == {"q*": {"sensor_delay": 0.0}}
     assert "joints" not in config and config["identified"]["q*_delay"]["unit"] == "s"
+
+
+def test_the_recordings_constants_are_kept_by_recording_not_by_window():
+    """identified.yaml names the settings the values hold for (a servo's firmware gain): one
+    entry per recording, its windows (``<recording>#<k>``) sharing it; none without any."""
+    model = mujoco.MjModel.from_xml_string(MOTOR)
+    spec = mujoco.MjSpec.from_string(MOTOR)
+    t = np.arange(20) * model.opt.timestep
+    ctrl = ms.TimeSeries.from_control_names(t, np.zeros((20, model.nu)), model)
+    sens = ms.TimeSeries.from_names(t, np.zeros((20, model.nsensordata)), model)
+    x0 = ms.create_initial_state(model)
+    runs = ms.ModelSequences(
+        "m", spec, ["a", "b"], [x0, x0], [ctrl, ctrl], [sens, sens],
+        constants=[{"kp": 32}, {"kp": 16}],
+    )  # fmt: skip
+    assert recording_constants(runs) == {"a": {"kp": 32.0}, "b": {"kp": 16.0}}
+    windows = ms.split_windows(runs, 5 * model.opt.timestep)
+    assert len(windows.sequence_name) > 2 and recording_constants(windows) == {
+        "a": {"kp": 32.0},
+        "b": {"kp": 16.0},
+    }
+    params = ms.ParameterDict([ms.make_parameter("sensor_delay", model, "q*")])
+    config = identified_config(params, model, recording_constants(runs))
+    assert config["constants"] == {"a": {"kp": 32.0}, "b": {"kp": 16.0}}
+    plain = ms.ModelSequences("m", spec, "a", x0, ctrl, sens)
+    assert recording_constants(plain) == {} and "constants" not in identified_config(params)
 
 
 def test_identified_urdf_refuses_other_text():

@@ -15,6 +15,7 @@ from typing import Any
 import mujoco
 import numpy as np
 import pytest
+import yaml
 
 import mjsysid as ms
 from mjsysid.fit.confidence import compute_confidence
@@ -156,6 +157,15 @@ def test_a_user_law_fits_saves_reloads_and_runs_in_a_plain_loop(user_module, tmp
     # the results folder alone: the identified model and the law, by its import path
     model = mujoco.MjModel.from_xml_path(str(folder / "lagged.xml"))
     predicted = fn.predict(None, identified)
+    # the supply of each fitted recording is in identified.yaml, and the runtime's error
+    # names them when none is given
+    fitted = yaml.safe_load((folder / "identified.yaml").read_text())["constants"]
+    assert fitted == {seq: {"supply": v} for seq, v in SUPPLY.items()}
+    low, high = min(SUPPLY.values()), max(SUPPLY.values())
+    with pytest.raises(
+        KeyError, match=rf"the fitted recordings had supply from {low:g} to {high:g}"
+    ):
+        ms.LawRuntime.from_results(folder)
     for seq, pred in zip(SUPPLY, predicted, strict=True):
         runtime = ms.LawRuntime.from_results(folder, constants={"supply": SUPPLY[seq]})
         assert runtime.inputs == ("enable",)

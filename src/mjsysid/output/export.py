@@ -27,6 +27,7 @@ import mujoco
 import numpy as np
 import yaml
 
+from mjsysid.data.sequences import ModelSequences
 from mjsysid.objective.initial_state import INITIAL_KINDS
 from mjsysid.output.portable import PortableAssets
 from mjsysid.output.robot_yaml import robot_yaml
@@ -153,13 +154,21 @@ def _signal_values(params: ParameterDict, prefix: str) -> dict[str, dict[str, fl
     return out
 
 
-def identified_config(params: ParameterDict, model: mujoco.MjModel | None = None) -> dict[str, Any]:
+def identified_config(
+    params: ParameterDict,
+    model: mujoco.MjModel | None = None,
+    constants: Mapping[str, Mapping[str, float]] | None = None,
+) -> dict[str, Any]:
     """Every identified value with its unit, as a plain dictionary (``identified.yaml``).
 
     Args:
       params: The identified parameters (``opt_params``).
       model: The identified compiled model (``apply_param_modifiers``); without it only the
         identified parameters are listed (``identified``) with the signal transforms.
+      constants: The force laws' per-recording constants of the fitted recordings, by
+        recording (:func:`recording_constants`): the settings the identified values hold for
+        (a servo's ``servo_gain`` is per unit of its firmware's ``kp``); under
+        ``"constants"`` when there are any.
 
     Returns:
       ``{"identified": {name: {kind, target, value, unit}}, "joints": {name: {...}},
@@ -200,7 +209,21 @@ def identified_config(params: ParameterDict, model: mujoco.MjModel | None = None
         }
     out["control"] = _signal_values(params, "control_")
     out["sensors"] = _signal_values(params, "sensor_")
+    if constants:
+        out["constants"] = {rec: {k: _f(v) for k, v in c.items()} for rec, c in constants.items()}
     out["units"] = dict(UNITS, note=_SLIDE_UNITS)
+    return out
+
+
+def recording_constants(ms: ModelSequences) -> dict[str, dict[str, float]]:
+    """``{recording: {name: value}}``: the force laws' per-recording constants of ``ms``
+    (the windows of one recording, ``"<recording>#<k>"``, share their recording's)."""
+    out: dict[str, dict[str, float]] = {}
+    names = [ms.sequence_name] if isinstance(ms.sequence_name, str) else ms.sequence_name
+    listed = ms.constants if isinstance(ms.constants, list) else [ms.constants] * len(names)
+    for name, values in zip(names, listed, strict=True):
+        if values:
+            out.setdefault(name.rsplit("#", 1)[0], {k: float(v) for k, v in values.items()})
     return out
 
 
@@ -336,6 +359,7 @@ def export_files(
     specs: Mapping[str, mujoco.MjSpec],
     model_files: Mapping[str, str | Path] | None = None,
     assets: PortableAssets | None = None,
+    constants: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> dict[str, bytes]:
     """The export files of a results folder, by file name.
 
@@ -346,6 +370,7 @@ def export_files(
         ``<name>.urdf`` (:func:`identified_urdf`).
       assets: How the URDF's mesh files are named (``specs`` are expected to name theirs
         already, :meth:`PortableAssets.spec`); it collects the copies to write.
+      constants: Each model's :func:`recording_constants`, by name (optional).
 
     Returns:
       ``{file name: bytes}``: ``identified.yaml`` and ``robot.yaml`` (``<name>.identified.yaml``
@@ -358,7 +383,7 @@ def export_files(
     for name, spec in specs.items():
         model = spec.compile()
         prefix = "" if len(specs) == 1 else f"{name}."
-        config = identified_config(params, model)
+        config = identified_config(params, model, (constants or {}).get(name))
         text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
         files[prefix + IDENTIFIED_YAML] = text.encode("utf-8")
         source = sources.get(name)

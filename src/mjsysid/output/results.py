@@ -34,7 +34,7 @@ from mjsysid.fit.prior import PriorRows
 from mjsysid.fit.result import FitHistory, OptimizeResult, StageSummary
 from mjsysid.fit.status import Status, StepTrial
 from mjsysid.fit.whiteness import Whiteness
-from mjsysid.output.export import export_files
+from mjsysid.output.export import export_files, recording_constants
 from mjsysid.output.portable import AssetMode, PortableAssets, check_asset_mode
 from mjsysid.params.apply import apply_param_modifiers_spec
 from mjsysid.params.parameter import ParameterDict
@@ -349,7 +349,8 @@ def write_results(
     for ms in ms_list:
         files[f"{ms.name}.xml"] = spec_xml(specs[ms.name]).encode("utf-8")  # every digit
         models[ms.name] = f"{ms.name}.xml"
-    files.update(export_files(opt_params, specs, model_files, portable))
+    constants = {ms.name: recording_constants(ms) for ms in ms_list}
+    files.update(export_files(opt_params, specs, model_files, portable, constants))
     files.update(portable.files)
     files[RESULT_YAML] = _dump(_summary(opt_result, ms_list, models, sorted(portable.files)))
     # Nothing in the folder changes until every file is on disk; result.yaml goes in last.

@@ -38,7 +38,8 @@ from mjsysid.sim.laws.core import (
 )
 from mjsysid.sim.laws.dynamics import data_dynamics
 from mjsysid.sim.model_key import ModelKey, model_key
-from mjsysid.util.results_files import PARAMS_X_HAT
+from mjsysid.util.files import read_yaml
+from mjsysid.util.results_files import IDENTIFIED_YAML, PARAMS_X_HAT
 
 __all__ = ["LawRuntime", "run_laws", "start_laws"]
 
@@ -140,8 +141,20 @@ class LawRuntime:
     def from_results(
         cls, folder: str | Path, constants: Mapping[str, float] | None = None
     ) -> LawRuntime:
-        """The laws and identified values of a results folder (``params_x_hat.yaml``)."""
-        return cls.from_params(ParameterDict.load_from_disk(Path(folder) / PARAMS_X_HAT), constants)
+        """The laws and identified values of a results folder (``params_x_hat.yaml``).
+
+        Raises:
+          KeyError: A constant a law reads is missing; the message names the values the
+            fitted recordings had (``identified.yaml``, ``constants``).
+        """
+        params = ParameterDict.load_from_disk(Path(folder) / PARAMS_X_HAT)
+        try:
+            return cls.from_params(params, constants)
+        except KeyError as e:
+            fitted = _fitted_constants(Path(folder))
+            if not fitted:
+                raise
+            raise KeyError(f"{e.args[0]}; the fitted recordings had {fitted}") from None
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -201,3 +214,23 @@ class LawRuntime:
         run_laws(laws, ctx, self.values, self._states, given, self.constants)
         data.ctrl[:] = ctx.ctrl[0]
         data.qfrc_applied[:] = ctx.force[0]
+
+
+def _fitted_constants(folder: Path) -> str:
+    """The per-recording constants of a results folder's fitted recordings, each named with
+    its value (one value) or range (``identified.yaml``, ``constants``); ``""`` without any."""
+    values: dict[str, list[float]] = {}
+    for path in sorted(folder.glob(f"*{IDENTIFIED_YAML}")):
+        try:
+            recordings = (read_yaml(path) or {}).get("constants")
+        except (OSError, ValueError):
+            continue  # (only the message is at stake: the error it adds to stands)
+        for consts in recordings.values() if isinstance(recordings, dict) else ():
+            for name, v in consts.items() if isinstance(consts, dict) else ():
+                if isinstance(v, int | float):
+                    values.setdefault(str(name), []).append(float(v))
+    said = [
+        f"{name} = {vs[0]:g}" if min(vs) == max(vs) else f"{name} from {min(vs):g} to {max(vs):g}"
+        for name, vs in sorted(values.items())
+    ]
+    return ", ".join(said) + f" ({IDENTIFIED_YAML}, constants)" if said else ""
