@@ -103,6 +103,15 @@ def test_compare_names_the_true_structure(fits, tmp_path):
         assert 1 <= true["n_eff"] <= true["n"]
     assert [by["true"]["k"], by["wrong"]["k"]] == [5, 4]
     assert data["verdicts"][0]["better"] == "true"
+    # the same comparison as a page
+    pytest.importorskip("plotly")
+    page = tmp_path / "cmp.html"
+    code, _, err = run("compare", str(fits["wrong"][0]), str(fits["true"][0]), "--html", str(page))
+    assert code == 0 and f"page: {page}" in err
+    text = page.read_text()
+    assert "<title>Comparison: wrong, true</title>" in text
+    assert "On the held-out sequence(s) multisine." in text
+    assert "<li>&#x27;true&#x27; is better than &#x27;wrong&#x27;" in text
 
 
 def test_compare_on_other_data_and_its_errors(fits, tmp_path):

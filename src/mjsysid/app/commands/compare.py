@@ -63,6 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="window lengths in seconds, comma-separated (default 0.1,0.5,2)",
     )
     parser.add_argument("--out", help="write the comparison to this .json or .yaml file")
+    parser.add_argument(
+        "--html",
+        help="write a standalone page with the table, the verdicts and the curves (needs plotly)",
+    )
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,7 @@ def _write(path: Path, payload: dict[str, Any]) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Rebuilds every folder's model, scores its multi-step prediction on the data and prints
     the comparison and the verdicts."""
-    from mjsysid.lab.evaluate_report import prediction_dict
+    from mjsysid.lab.evaluate_report import prediction_dict, write_html
     from mjsysid.lab.prediction import DEFAULT_HORIZONS, format_scores, score_prediction, verdict
 
     if len(args.results) < 2:
@@ -155,4 +159,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         payload = {"data": list(data.sequence_name), **prediction_dict(scores, verdicts)}
         _write(Path(args.out), payload)
         print(f"comparison: {args.out}", file=err)
+    if args.html:
+        title = f"Comparison: {', '.join(f.label for f in fitted)}"
+        scope = f"the held-out sequence(s) {names}"
+        page = write_html(
+            None, args.html, title=title, prediction=scores, verdicts=verdicts, data=scope
+        )
+        print(f"page: {page}", file=err)
     return EXIT_OK
