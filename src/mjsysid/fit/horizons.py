@@ -357,9 +357,9 @@ def fit_stage(
     run = _run_from(fn, residual_fn, params, x0, r0, s, plan)
     start_cost = plan.start_cost
     if plan.fallback is None or start_cost is None or not start_cost < cost0:
-        return run.finish()
+        return run.finish()  # (one run: the shorter stages ended no worse than the start)
     if run.stage.status == Status.INTERRUPTED:
-        return run.finish()
+        return run.finish()  # (Ctrl-C: stop now)
     logger.warning(
         "the shorter horizon stages ended where the whole data fit worse (cost %.6g) than the "
         "fit's start (cost %.6g): the last stage is run from the start too, and the lower end "

@@ -219,9 +219,8 @@ def recording_constants(ms: ModelSequences) -> dict[str, dict[str, float]]:
     """``{recording: {name: value}}``: the force laws' per-recording constants of ``ms``
     (the windows of one recording, ``"<recording>#<k>"``, share their recording's)."""
     out: dict[str, dict[str, float]] = {}
-    names = [ms.sequence_name] if isinstance(ms.sequence_name, str) else ms.sequence_name
-    listed = ms.constants if isinstance(ms.constants, list) else [ms.constants] * len(names)
-    for name, values in zip(names, listed, strict=True):
+    for i, (name, *_) in enumerate(ms.sequences()):
+        _, values = ms.law_data(i)
         if values:
             out.setdefault(name.rsplit("#", 1)[0], {k: float(v) for k, v in values.items()})
     return out
