@@ -64,6 +64,42 @@ def test_head_is_the_leading_part_of_every_sequence(arm2):
     np.testing.assert_array_equal(rf(X, params), full)  # the function itself is unchanged
 
 
+def test_head_reuses_the_whole_datas_simulations_of_the_same_points(arm2):
+    """A head called at points the whole data was just simulated at runs no rollout: it cuts
+    those simulations to its steps, and its residual is the one it simulates itself."""
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    X = params.as_vector()[:, None] * np.array([[1.0, 1.1, 0.9]])
+    rf(X, params)
+    head = rf.head(0.3)
+    steps = rf.stats.steps
+    reused = head(X, params)
+    assert rf.stats.steps == steps  # no rollout
+    head.clear_cache()  # forgets the whole data's too
+    fresh = head(X, params)
+    assert rf.stats.steps - steps == 3 * 2 * 90
+    np.testing.assert_array_equal(reused, fresh)
+    # a point the whole data has not simulated is simulated; so is a head of another structure
+    head(X[:, :1] * 1.01, params)
+    assert rf.stats.steps - steps == 4 * 2 * 90
+
+
+def test_a_diverged_simulation_is_not_cut_for_a_head():
+    """The whole data's simulation that diverged may not have in the head's steps."""
+    from mjsysid.objective.candidates import DistinctColumns, SimBatch, SimulationCache
+
+    cache = SimulationCache()
+    good = SimBatch(np.zeros((1, 10, 3)), np.ones((1, 10, 2)), np.array([True]), np.zeros((1, 3)))
+    bad = SimBatch(np.zeros((1, 10, 3)), np.ones((1, 10, 2)), np.array([False]), np.zeros((1, 3)))
+    per_seq = [DistinctColumns(np.array([0, 1]), np.array([0, 1]), [b"a", b"b"])]
+    both = SimBatch(*(np.concatenate([g, b]) for g, b in zip(good, bad, strict=True)))
+    cache.keep(per_seq, {0: both}, {}, ("k",), copy=False)
+    lead = cache.leading(("k",), [4])
+    assert list(lead[0]) == [b"a"]
+    assert lead[0][b"a"].sensordata.shape == (4, 2) and lead[0][b"a"].state.shape == (4, 3)
+    assert cache.leading(("other",), [4]) == {}
+
+
 @pytest.mark.parametrize("fraction", [0.0, -0.5, 1.5, True, "0.3", float("nan")])
 def test_head_rejects_bad_fractions(arm2, fraction):
     rf = ms.build_residual_fn([arm2.sequences])
@@ -298,7 +334,8 @@ def test_a_head_that_excites_nothing_costs_only_its_own_evaluations():
     first = staged.stages[0]
     assert first.status == "gtol" and first.nit == 0
     np.testing.assert_allclose(staged.x, one.x, rtol=1e-9)  # the same fit on the whole data
-    assert spent[(0.3, 1.0)] - spent[None] == (1 + 2) * head_steps
+    # the head's Jacobian (2 columns); its start is the whole data's simulation, cut
+    assert spent[(0.3, 1.0)] - spent[None] == 2 * head_steps
 
 
 def test_checkpoint_names_the_stage_and_resume_continues_there(arm2, tmp_path):

@@ -149,6 +149,12 @@ def stacked(sims: list[SimBatch], with_state: bool) -> SimBatch:
     return SimBatch(state, sens, ok, x0)
 
 
+def _lead(sim: SimBatch, n: int) -> SimBatch:
+    """The first ``n`` steps of ``sim`` (views)."""
+    state = None if sim.state is None else sim.state[:n]
+    return SimBatch(state, sim.sensordata[:n], sim.ok, sim.x0)
+
+
 @dataclass
 class SimulationCache:
     """The distinct simulations of the last small call, per sequence, by simulation key (the
@@ -165,6 +171,19 @@ class SimulationCache:
     def valid_for(self, key: tuple[object, ...] | None) -> dict[int, dict[bytes, SimBatch]]:
         """The kept simulations when they are of structure ``key`` (else none)."""
         return self.entries if self.key == key else {}
+
+    def leading(
+        self, key: tuple[object, ...] | None, nsteps: Sequence[int]
+    ) -> dict[int, dict[bytes, SimBatch]]:
+        """The kept simulations of structure ``key`` cut to their first ``nsteps[i]`` steps
+        (sequence ``i``): what a head of these sequences simulates from the same start with
+        the same leading controls (MuJoCo is deterministic). Simulations that diverged are
+        left out: their head may not have."""
+        out: dict[int, dict[bytes, SimBatch]] = {}
+        for i, sims in self.valid_for(key).items():
+            n = nsteps[i]
+            out[i] = {k: _lead(sim, n) for k, sim in sims.items() if bool(np.all(sim.ok))}
+        return out
 
     def keep(
         self,

@@ -171,6 +171,8 @@ class ResidualFunction:
             law_names=law_parameter_names(self.force_laws),
         )
         self._sim_cache = SimulationCache()
+        # a head view's: the whole data's kept simulations, whose leading steps it reuses
+        self._whole_cache: SimulationCache | None = None
         self._runner = BatchRollout(nthread)
         self._models = CandidateModels(
             self.models_sequences, build_model, fast_model_edits, self.stats
@@ -200,8 +202,11 @@ class ResidualFunction:
         return np.cumsum([0, *sizes])
 
     def clear_cache(self) -> None:
-        """Forgets the simulations kept from the last small call (for timing full calls)."""
+        """Forgets the simulations kept from the last small call (for timing full calls; a
+        head's: the whole data's too, whose leading steps it reuses)."""
         self._sim_cache.clear()
+        if self._whole_cache is not None:
+            self._whole_cache.clear()
 
     def check_params(self, params: ParameterDict) -> None:
         """Checks, before any simulation, that the parameters a SignalTransform or the
@@ -288,6 +293,10 @@ class ResidualFunction:
             per_seq.append(distinct[key])
         cacheable = self.build_model is None and self.custom_rollout is None
         cache = self._sim_cache.valid_for(self._structure.key) if cacheable else {}
+        if cacheable and self._whole_cache is not None:  # a head: the whole data's lead too
+            nsteps = [seq.nstep for seq in self._sequences]
+            lead = self._whole_cache.leading(self._structure.key, nsteps)
+            cache = {i: {**lead.get(i, {}), **cache.get(i, {})} for i in {*lead, *cache}}
         run = [
             [u for u, key in enumerate(d.keys) if key not in cache.get(i, {})]
             for i, d in enumerate(per_seq)
@@ -501,6 +510,7 @@ class ResidualFunction:
         view._offsets = self._block_offsets(view._sequences)
         view._structure = copy.copy(self._structure)  # its own current structure
         view._sim_cache = SimulationCache()
+        view._whole_cache = self._sim_cache
         view._rollouts = self._rollouts.fresh()
         view.last_divergence = []
         return view
