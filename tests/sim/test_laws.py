@@ -378,3 +378,45 @@ def test_the_deadzone_ramp_moves_the_cut_between_command_levels() -> None:
     out = ramp.transform(u, batch)
     np.testing.assert_allclose(out, [0.139 * 0.375, 0.141 * 0.625, -0.079 * 0.375, -0.081 * 0.625])
     assert law_from_config(ramp.config()) == ramp
+
+
+def test_clamp_is_np_clip() -> None:
+    """The laws' clip (two ufuncs, no np.clip dispatch) gives np.clip's values, NaN kept, with
+    scalar or per-row bounds."""
+    from mjsysid.sim.laws.core import clamp
+
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 2.0, np.nan, np.inf, -np.inf])
+    np.testing.assert_array_equal(clamp(x, -1.0, 1.0), np.clip(x, -1.0, 1.0))
+    limit = np.linspace(0.1, 2.0, x.size)
+    np.testing.assert_array_equal(clamp(x, -limit, limit), np.clip(x, -limit, limit))
+
+
+def test_the_motor_holds_its_command_between_rows_in_a_new_array() -> None:
+    """Between command rows the motor law keeps the held command without transforming the
+    row's command again, and hands back its own array (never a view of the state it read)."""
+    spec = mujoco.MjSpec.from_string(CASES["robot_yaml_motor_ramp"][0])
+    model = spec.compile()
+    law = RobotYamlMotor("motor", "j", actuator="m", width=0.008, limit_switch=False).bind(model)
+    vals = {
+        "gear": np.array([[0.4, 0.3], [0.5, 0.2]]),
+        "deadzone": np.array([[0.1, 0.1], [0.1, 0.1]]),
+        "damping": np.zeros((2, 2)),
+        "frictionloss": np.zeros((2, 2)),
+        "viscous_quadratic": np.zeros((2, 1)),
+        "back_emf_gain": np.zeros((2, 1)),
+    }
+    held = np.array([[0.25], [-0.5]])
+
+    def step(new: list[bool]) -> np.ndarray:
+        ctx = StepContext(
+            q=np.zeros((2, model.nq)), v=np.zeros((2, model.nv)), act=np.zeros((2, model.na)),
+            ctrl=np.full((2, model.nu), 0.6), force=np.zeros((2, model.nv)), time=np.zeros(2),
+            dt=0.002, new_command=np.array(new), values=vals, state={"held": held},
+        )  # fmt: skip
+        out = law.step(ctx)["held"]
+        assert not np.shares_memory(out, held)
+        return out[:, 0]
+
+    np.testing.assert_array_equal(step([False, False]), [0.25, -0.5])
+    mean = np.array([0.35, 0.35])
+    np.testing.assert_allclose(step([True, False]), [0.6 * 0.4 / mean[0], -0.5])

@@ -490,7 +490,10 @@ class ResidualFunction:
         the same column weights, so the built-in residual of the head is the leading part of
         this one's (a ``modify_residual`` receives the shortened series; a
         :class:`SignalTransform` normalises by their RMS). The head shares this function's
-        candidate models, rollout threads and :attr:`stats`; use one at a time.
+        candidate models, rollout threads and :attr:`stats`; use one at a time. At a point
+        this function simulated in its last small call (a staged fit's stage starts where the
+        whole data was just evaluated), the head cuts those simulations to its steps instead
+        of running them again: MuJoCo is deterministic, so they are the head's own.
         ``fraction = 1`` returns this function itself.
 
         Raises:

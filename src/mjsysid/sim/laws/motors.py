@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 import mujoco
 import numpy as np
 
-from mjsysid.sim.laws.core import LawParameter, State, StepContext, register_law
+from mjsysid.sim.laws.core import LawParameter, State, StepContext, clamp, register_law
 from mjsysid.sim.laws.joint import ActuatedLaw, directional, split
 
 __all__ = ["CommandTorque", "RobotYamlMotor"]
@@ -166,7 +166,7 @@ class RobotYamlMotor(ActuatedLaw):
         )
         if self.width > 0:
             edge = np.where(u >= 0, u - dz[:, 0], -u - dz[:, 1])
-            return u * scale * np.clip(edge / self.width + 0.5, 0.0, 1.0)
+            return u * scale * clamp(edge / self.width + 0.5, 0.0, 1.0)
         dead = ((u >= 0) & (u < dz[:, 0])) | ((u < 0) & (u > -dz[:, 1]))
         return np.where(dead, 0.0, u * scale)
 
@@ -177,19 +177,25 @@ class RobotYamlMotor(ActuatedLaw):
         self, v: np.ndarray, held: np.ndarray, vals: Mapping[str, np.ndarray]
     ) -> np.ndarray:
         """``(batch,)`` the model's torque at velocity ``v`` with the held command ``held``."""
-        moving = np.abs(v) > VELOCITY_GATE
-        fric = np.where(v > 0, vals["frictionloss"][:, 0], vals["frictionloss"][:, 1])
-        tau = -np.where(moving, np.sign(v) * fric, 0.0)
-        tau = tau - np.where(v > 0, vals["damping"][:, 0], vals["damping"][:, 1]) * v
-        tau = tau - vals["viscous_quadratic"][:, 0] * v * np.abs(v)
+        speed, ahead = np.abs(v), v > 0
+        fric = np.where(ahead, vals["frictionloss"][:, 0], vals["frictionloss"][:, 1])
+        tau = -np.where(speed > VELOCITY_GATE, np.sign(v) * fric, 0.0)
+        tau = tau - np.where(ahead, vals["damping"][:, 0], vals["damping"][:, 1]) * v
+        tau = tau - vals["viscous_quadratic"][:, 0] * v * speed
         driven = np.abs(held) > VELOCITY_GATE
         tau = tau - np.where(driven, vals["back_emf_gain"][:, 0] * v * np.sign(held), 0.0)
-        return np.clip(tau, -TORQUE_CLIP, TORQUE_CLIP)
+        return clamp(tau, -TORQUE_CLIP, TORQUE_CLIP)
 
     def step(self, ctx: StepContext) -> State:
         vals = ctx.values
         u = ctx.ctrl[:, self.ctrl_index]
-        held = np.where(ctx.new_command, self.transform(u, vals), ctx.state["held"][:, 0])
+        held = ctx.state["held"][:, 0]
+        # a command row starts at 1 step in 10 (50 Hz commands, 2 ms steps): transform then
+        held = (
+            np.where(ctx.new_command, self.transform(u, vals), held)
+            if ctx.new_command.any()
+            else held.copy()
+        )
         self.add(ctx, self.motor_torque(self.velocity(ctx), held, vals))
         if self.limit_switch and self.limited:
             q = self.position(ctx)

@@ -37,7 +37,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mjsysid.sim.laws.core import LawParameter, State, StepContext, register_law
+from mjsysid.sim.laws.core import LawParameter, State, StepContext, clamp, register_law
 from mjsysid.sim.laws.joint import JointLaw
 from mjsysid.util.errors import must_be
 
@@ -112,7 +112,7 @@ class PositionServo(JointLaw):
             u = u - vals["gain_d"][:, 0] * ctx.constants["kd"] * v
         volts = ctx.inputs[self.voltage_input] if self.voltage_input else ctx.constants["vin"]
         kt, r = vals["kt"][:, 0], vals["resistance"][:, 0]
-        on = kt * (np.clip(u, -1.0, 1.0) * volts - kt * v) / r
+        on = kt * (clamp(u, -1.0, 1.0) * volts - kt * v) / r
         if self.enable_input:
             enabled = ctx.inputs[self.enable_input] > 0.5
             off = -kt * kt * v / r if self.off == "short" else 0.0
@@ -149,7 +149,7 @@ class CurrentServo(JointLaw):
     def step(self, ctx: StepContext) -> State:
         vals = ctx.values
         limit = vals["max_current"][:, 0]
-        tau = vals["kt"][:, 0] * np.clip(ctx.inputs[self.current_input], -limit, limit)
+        tau = vals["kt"][:, 0] * clamp(ctx.inputs[self.current_input], -limit, limit)
         if self.enable_input:
             tau = np.where(ctx.inputs[self.enable_input] > 0.5, tau, 0.0)
         self.add(ctx, tau)
