@@ -420,3 +420,17 @@ def test_the_motor_holds_its_command_between_rows_in_a_new_array() -> None:
     np.testing.assert_array_equal(step([False, False]), [0.25, -0.5])
     mean = np.array([0.35, 0.35])
     np.testing.assert_allclose(step([True, False]), [0.6 * 0.4 / mean[0], -0.5])
+
+
+def test_a_directional_magnitude_is_splits_bit_for_bit() -> None:
+    """The friction family reads a pair's entry for a direction ±1 by one selection; the
+    values equal |split(direction, k⁺, k⁻)| bit for bit (merged laws' (batch, ndof) too)."""
+    from mjsysid.sim.laws.friction import _magnitude
+    from mjsysid.sim.laws.joint import split
+
+    rng = np.random.default_rng(4)
+    for shape in ((7, 2), (7, 2, 3)):
+        vals = {"k": rng.uniform(0.0, 3.0, shape) * (rng.random(shape) > 0.2)}
+        d = np.where(rng.random((7, *shape[2:])) > 0.5, 1.0, -1.0)
+        expected = np.abs(split(d, vals["k"][:, 0], vals["k"][:, -1]))
+        np.testing.assert_array_equal(_magnitude(d > 0, vals, "k"), expected)
