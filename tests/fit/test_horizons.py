@@ -94,10 +94,10 @@ def test_a_diverged_simulation_is_not_cut_for_a_head():
     per_seq = [DistinctColumns(np.array([0, 1]), np.array([0, 1]), [b"a", b"b"])]
     both = SimBatch(*(np.concatenate([g, b]) for g, b in zip(good, bad, strict=True)))
     cache.keep(per_seq, {0: both}, {}, ("k",), copy=False)
-    lead = cache.leading(("k",), [4])
+    lead = cache.leading(("k",), [[b"a", b"b"]], [4])
     assert list(lead[0]) == [b"a"]
     assert lead[0][b"a"].sensordata.shape == (4, 2) and lead[0][b"a"].state.shape == (4, 3)
-    assert cache.leading(("other",), [4]) == {}
+    assert cache.leading(("other",), [[b"a", b"b"]], [4]) == {}
 
 
 @pytest.mark.parametrize("fraction", [0.0, -0.5, 1.5, True, "0.3", float("nan")])

@@ -173,16 +173,24 @@ class SimulationCache:
         return self.entries if self.key == key else {}
 
     def leading(
-        self, key: tuple[object, ...] | None, nsteps: Sequence[int]
+        self,
+        key: tuple[object, ...] | None,
+        wanted: Sequence[Iterable[bytes]],
+        nsteps: Sequence[int],
     ) -> dict[int, dict[bytes, SimBatch]]:
-        """The kept simulations of structure ``key`` cut to their first ``nsteps[i]`` steps
-        (sequence ``i``): what a head of these sequences simulates from the same start with
-        the same leading controls (MuJoCo is deterministic). Simulations that diverged are
-        left out: their head may not have."""
+        """The kept simulations of structure ``key`` among ``wanted[i]`` (simulation keys of
+        sequence ``i``) cut to their first ``nsteps[i]`` steps: what a head of these
+        sequences simulates from the same start with the same leading controls (MuJoCo is
+        deterministic). Simulations that diverged are left out: their head may not have."""
         out: dict[int, dict[bytes, SimBatch]] = {}
         for i, sims in self.valid_for(key).items():
-            n = nsteps[i]
-            out[i] = {k: _lead(sim, n) for k, sim in sims.items() if bool(np.all(sim.ok))}
+            cut = {
+                k: _lead(sims[k], nsteps[i])
+                for k in wanted[i]
+                if k in sims and bool(np.all(sims[k].ok))
+            }
+            if cut:
+                out[i] = cut
         return out
 
     def keep(

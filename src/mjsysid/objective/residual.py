@@ -294,8 +294,11 @@ class ResidualFunction:
         cacheable = self.build_model is None and self.custom_rollout is None
         cache = self._sim_cache.valid_for(self._structure.key) if cacheable else {}
         if cacheable and self._whole_cache is not None:  # a head: the whole data's lead too
+            wanted = [
+                [k for k in d.keys if k not in cache.get(i, {})] for i, d in enumerate(per_seq)
+            ]
             nsteps = [seq.nstep for seq in self._sequences]
-            lead = self._whole_cache.leading(self._structure.key, nsteps)
+            lead = self._whole_cache.leading(self._structure.key, wanted, nsteps)
             cache = {i: {**lead.get(i, {}), **cache.get(i, {})} for i in {*lead, *cache}}
         run = [
             [u for u, key in enumerate(d.keys) if key not in cache.get(i, {})]
