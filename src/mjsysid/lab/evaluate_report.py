@@ -184,7 +184,7 @@ def _figure(report: EvaluationReport) -> dict[str, Any]:
     """Error against horizon (log-log), one curve per model; the one-step error a marker."""
     data = []
     for i, m in enumerate(report.models):
-        color = f"hsl({(i * 137) % 360}, 65%, 45%)"
+        color = _color(i)
         data.append(
             {
                 "type": "scatter",
@@ -205,13 +205,7 @@ def _figure(report: EvaluationReport) -> dict[str, Any]:
                 "marker": {"color": color, "symbol": "diamond", "size": 11},
             }
         )
-    layout = {
-        "xaxis": {"title": {"text": "horizon [s]"}, "type": "log"},
-        "yaxis": {"title": {"text": "normalised error"}, "type": "log"},
-        "margin": {"t": 30},
-        "height": 460,
-    }
-    return {"data": data, "layout": layout}
+    return _log_log(data, "horizon [s]", "normalised error", 460)
 
 
 def _prediction_figure(scores: Sequence[PredictionScore]) -> dict[str, Any]:
@@ -227,14 +221,24 @@ def _prediction_figure(scores: Sequence[PredictionScore]) -> dict[str, Any]:
                 "x": [h.horizon for h in s.horizons],
                 "y": [_number(h.mean) for h in s.horizons],
                 "error_y": {"type": "data", "array": [_number(h.se) for h in s.horizons]},
-                "line": {"color": f"hsl({(i * 137) % 360}, 65%, 45%)"},
+                "line": {"color": _color(i)},
             }
         )
+    return _log_log(data, "window [s]", "mean window score (weighted residual²)", 420)
+
+
+def _color(i: int) -> str:
+    """The ``i``-th model's colour (golden-angle hues: neighbours differ)."""
+    return f"hsl({(i * 137) % 360}, 65%, 45%)"
+
+
+def _log_log(data: list[dict[str, Any]], x: str, y: str, height: int) -> dict[str, Any]:
+    """A plotly figure of ``data`` on log-log axes titled ``x`` and ``y``."""
     layout = {
-        "xaxis": {"title": {"text": "window [s]"}, "type": "log"},
-        "yaxis": {"title": {"text": "mean window score (weighted residual²)"}, "type": "log"},
+        "xaxis": {"title": {"text": x}, "type": "log"},
+        "yaxis": {"title": {"text": y}, "type": "log"},
         "margin": {"t": 30},
-        "height": 420,
+        "height": height,
     }
     return {"data": data, "layout": layout}
 
