@@ -16,10 +16,12 @@ its ratio to "built-in" with as many parameters.
 rollout with 1 and ``--threads`` threads against the lock step with the laws on 1 thread and
 on ``--threads`` threads: automatic chunking (``auto``), every thread a chunk (``split``) and
 one chunk (``one``); and the lock step on ``mujoco.batch.Batch`` (:mod:`mjsysid.sim.batch`)
-on 1 thread, on the pool, and choosing between them (``batch auto``); the ratio is to the
+on 1 thread, on the pool, and choosing between them (``batch auto``); the compiled loops
+(:mod:`mjsysid.sim.compiled`, Numba) on 1 and ``--threads`` threads; the ratio is to the
 built-in rollout with as many threads (``auto`` rows: ``--threads``); ``chosen``: what a
-residual function runs (:class:`~mjsysid.sim.batch.LawRollout`, the faster of the two
-measured on its first calls; give ``--repeats`` >= 7).
+residual function runs (:class:`~mjsysid.sim.batch.LawRollout`: the compiled loops when
+Numba is installed, else the faster lock step measured on its first calls; give
+``--repeats`` >= 7).
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ def scan(links: int, steps: int, batches: list[int], nthread: int, repeats: int)
         "batch 1t": BatchLockstep(many, laws, threads=1).run,
         f"batch {nthread}t": BatchLockstep(many, laws, threads=nthread).run,
         "batch auto": BatchLockstep(many, laws).run,
+        "compiled 1t": LawRollout(one, laws, compiled=True).run,
+        f"compiled {nthread}t": LawRollout(many, laws, compiled=True).run,
         "chosen": LawRollout(many, laws).run,
     }
     best = {(n, name): np.inf for n in batches for name in runs}

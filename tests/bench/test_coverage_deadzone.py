@@ -1,5 +1,6 @@
-"""``bench/coverage.py --problem deadzone``: the rotor's capture (the Furuta document's motor
-model in a plain loop, integer PWM, the encoder's counts) and one draw's intervals."""
+"""``bench/interval_coverage.py --problem deadzone``: the rotor's capture (the Furuta
+document's motor model in a plain loop, integer PWM, the encoder's counts) and one draw's
+intervals."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import numpy as np
 from bench_import import load_bench_module
 
-cov = load_bench_module("bench/coverage.py", "bench_coverage")
+cov = load_bench_module("bench/interval_coverage.py", "bench_coverage")
 
 
 def test_rotor_capture_is_integer_pwm_and_encoder_counts() -> None:

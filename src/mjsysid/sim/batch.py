@@ -29,7 +29,9 @@ as diverged (their states do not advance, which the clock check reports); the ot
 
 from __future__ import annotations
 
+import importlib.util
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 
 import mujoco
@@ -40,6 +42,7 @@ from mjsysid.data.states import state_size, state_slices
 from mjsysid.sim.laws.core import ForceLaw, State, StepContext
 from mjsysid.sim.laws.dynamics import damping_inertia
 from mjsysid.sim.laws.runtime import run_laws, start_laws
+from mjsysid.sim.laws.table import has_kernel
 from mjsysid.sim.lockstep import LawData, LawEngine, LawRun, LockstepRollout, merge_laws
 from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.sim.rollout import BatchRollout
@@ -51,7 +54,13 @@ _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 _VEL = int(mujoco.mjtStage.mjSTAGE_VEL)
 _NONE = int(mujoco.mjtStage.mjSTAGE_NONE)
 
-__all__ = ["BatchLockstep", "LawRollout", "full_physics_columns", "unconstrained"]
+__all__ = [
+    "COMPILED_HINT",
+    "BatchLockstep",
+    "LawRollout",
+    "full_physics_columns",
+    "unconstrained",
+]
 
 
 def full_physics_columns(model: mujoco.MjModel) -> np.ndarray:
@@ -259,31 +268,49 @@ def unconstrained(model: mujoco.MjModel) -> bool:
 
 
 class LawRollout(LawEngine):
-    """The lock step a residual function runs its force laws with: the chunked one
-    (:class:`~mjsysid.sim.lockstep.LockstepRollout`) or :class:`BatchLockstep`, whichever
+    """The engine a residual function runs its force laws with: the compiled loops
+    (:class:`~mjsysid.sim.compiled.CompiledRollout`) where they apply, else the chunked lock
+    step (:class:`~mjsysid.sim.lockstep.LockstepRollout`) or :class:`BatchLockstep`, whichever
     was faster, measured.
 
-    For a model without constraints (:func:`unconstrained`), where the two give the same
-    bits, the first :data:`TRIALS` calls of each batch shape (model, rollouts, steps)
-    alternate between the chunked lock step and the batch, timed (the first call of each
-    also pays its set-up: the least time of each counts); later calls of that shape take
-    the faster. A model with constraints always runs on the chunked lock step, so that the
-    results of a fit never depend on a timing (the two differ at the solver's tolerance).
+    The compiled loops run when Numba is installed (the ``fast`` extra) and every law is one
+    of the library's with a kernel (:func:`~mjsysid.sim.laws.table.has_kernel`): no step
+    returns to Python, the fastest at every batch size (``bench/force_laws.py``). They are
+    the plain ``mj_step`` loop, as :class:`BatchLockstep` is.
+
+    Otherwise, for a model without constraints (:func:`unconstrained`), where the lock steps
+    give the same bits, the first :data:`TRIALS` calls of each batch shape (model, rollouts,
+    steps) alternate between the chunked lock step and the batch, timed (the first call of
+    each also pays its set-up: the least time of each counts); later calls of that shape take
+    the faster. A model with constraints runs on the chunked lock step, so that the results
+    of a fit never depend on a timing (the two differ at the solver's tolerance).
 
     Args:
       runner: The persistent rollout whose thread count and ``MjData`` are used.
       laws: The force laws.
+      compiled: Run the compiled loops: ``None`` (default) when they apply, ``False`` never,
+        ``True`` always (an error when Numba is missing or a law has no kernel).
+
+    Raises:
+      ImportError: ``compiled=True`` without Numba (says how to install it).
+      ValueError: ``compiled=True`` and a law without a kernel (named).
     """
 
-    def __init__(self, runner: BatchRollout, laws: Sequence[ForceLaw]) -> None:
+    def __init__(
+        self, runner: BatchRollout, laws: Sequence[ForceLaw], compiled: bool | None = None
+    ) -> None:
         super().__init__(laws)
         self.chunked = LockstepRollout(runner, laws)
         self.batch = BatchLockstep(runner, laws)
+        self.compiled = _compiled_engine(runner, laws, compiled)
         self._free: dict[ModelKey, bool] = {}
         self._times: dict[tuple[ModelKey, int, int], list[float]] = {}
 
     def engine(self, model: mujoco.MjModel, nbatch: int, nstep: int) -> str:
-        """``"chunked"`` or ``"batch"``: the lock step the next call of this shape runs."""
+        """``"compiled"``, ``"chunked"`` or ``"batch"``: the engine the next call of this shape
+        runs."""
+        if self.compiled is not None:
+            return "compiled"
         sig = model_key(model)
         if sig not in self._free:
             self._free[sig] = unconstrained(model)
@@ -296,6 +323,8 @@ class LawRollout(LawEngine):
 
     def rollout(self, run: LawRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`~mjsysid.sim.lockstep.LawEngine.run` on the engine :meth:`engine` names."""
+        if self.compiled is not None:
+            return self.compiled.rollout(run)
         nbatch, nstep = run.control.shape[0], run.control.shape[1]
         name = self.engine(run.models[0], nbatch, nstep)
         engine = self.chunked if name == "chunked" else self.batch
@@ -309,3 +338,33 @@ class LawRollout(LawEngine):
             self._times.clear()
         self._times.setdefault(key, []).append(time.perf_counter() - start)
         return out
+
+
+COMPILED_HINT = "pip install -e '.[fast]' in the mjsysid checkout (installs Numba)"
+
+
+def _compiled_engine(
+    runner: BatchRollout, laws: Sequence[ForceLaw], compiled: bool | None
+) -> LawEngine | None:
+    """The compiled loops for ``laws`` as :class:`LawRollout`'s ``compiled`` asks, or
+    ``None``. When they would apply but Numba fails to import, a warning says why and the
+    lock steps run."""
+    if compiled is False or not laws:
+        return None
+    if compiled is None and not all(has_kernel(law) for law in laws):
+        return None
+    if compiled is None and importlib.util.find_spec("numba") is None:
+        return None
+    try:
+        from mjsysid.sim.compiled import CompiledRollout
+    except ImportError as exc:
+        if compiled:
+            raise ImportError(f"compiled force laws need Numba: {COMPILED_HINT} ({exc})") from exc
+        warnings.warn(
+            f"Numba is installed but failed to import ({exc}): the force laws run on the "
+            "NumPy lock step (slower on small batches)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+    return CompiledRollout(runner, laws)

@@ -207,10 +207,20 @@ class LawRun:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(state, sensordata, ok)`` of time-major ``(nstep, nbatch, ...)`` step results,
         batch-major and checked by :func:`~mjsysid.sim.rollout.checked_output`."""
-        x0 = self.initial_states
-        return checked_output(
+        return self.finished(
             np.ascontiguousarray(state.transpose(1, 0, 2)),
             np.ascontiguousarray(sensors.transpose(1, 0, 2)),
+        )
+
+    def finished(
+        self, state: np.ndarray, sensors: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(state, sensordata, ok)`` of batch-major ``(nbatch, nstep, ...)`` step results,
+        checked by :func:`~mjsysid.sim.rollout.checked_output`."""
+        x0 = self.initial_states
+        return checked_output(
+            state,
+            sensors,
             x0,
             x0[:, 0].copy(),
             np.array([m.opt.timestep for m in self.models]),
@@ -431,19 +441,35 @@ def chunk_count(
     return best
 
 
-class _ChunkThread(threading.Thread):
-    """Steps one chunk; keeps the exception it raised for the calling thread."""
+class _WorkThread(threading.Thread):
+    """Runs one piece of work; keeps the exception it raised for the calling thread."""
 
-    def __init__(self, step: Callable[[], None]) -> None:
+    def __init__(self, work: Callable[[], None]) -> None:
         super().__init__(daemon=True)
-        self.step = step
+        self.work = work
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
-            self.step()
+            self.work()
         except BaseException as exc:  # re-raised by the calling thread
             self.error = exc
+
+
+def in_threads(work: Sequence[Callable[[], None]]) -> None:
+    """Runs the first of ``work`` on this thread and each other on a thread of its own, and
+    waits for all; re-raises the first exception a thread raised."""
+    threads = [_WorkThread(w) for w in work[1:]]
+    for t in threads:
+        t.start()
+    try:
+        work[0]()
+    finally:
+        for t in threads:
+            t.join()
+    for t in threads:
+        if t.error is not None:
+            raise t.error
 
 
 def _step_chunks(
@@ -455,17 +481,7 @@ def _step_chunks(
 ) -> None:
     """Steps the first chunk on this thread and each other on a thread of its own; MuJoCo
     releases the GIL, and the chunks never wait for each other."""
-    threads = [_ChunkThread(partial(_step_chunk, c, laws, buf, x0, steps)) for c in chunks[1:]]
-    for t in threads:
-        t.start()
-    try:
-        _step_chunk(chunks[0], laws, buf, x0, steps)
-    finally:
-        for t in threads:
-            t.join()
-    for t in threads:
-        if t.error is not None:
-            raise t.error
+    in_threads([partial(_step_chunk, c, laws, buf, x0, steps) for c in chunks])
 
 
 def _step_chunk(

@@ -33,10 +33,10 @@ Noise: Gaussian, independent per sample, 1 % of each sensor's standard deviation
 for all components of a 3-D sensor, the RMS of theirs; arm, quadruped) or of the encoder's
 (motor). Usage::
 
-    python bench/coverage.py                      # all three, 20 draws each
-    python bench/coverage.py --problem arm --draws 50
-    python bench/coverage.py --problem motor --method bootstrap --draws 20
-    python bench/coverage.py --problem misspecified --draws 20
+    python bench/interval_coverage.py                      # all three, 20 draws each
+    python bench/interval_coverage.py --problem arm --draws 50
+    python bench/interval_coverage.py --problem motor --method bootstrap --draws 20
+    python bench/interval_coverage.py --problem misspecified --draws 20
 """
 
 from __future__ import annotations
