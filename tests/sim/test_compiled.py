@@ -94,9 +94,10 @@ def test_servos_and_motors_are_the_reference_loop(case, threads):
     assert not np.allclose(refs[0][0], refs[1][0])  # the candidates really differ
 
 
-@pytest.mark.parametrize("case", sorted(k for k, law in FRICTIONS.items() if has_kernel(law)))
+@pytest.mark.parametrize("case", sorted(FRICTIONS))
 def test_friction_after_a_servo_is_the_reference_loop(case):
-    """The friction reads the servo's torque of the same step (its load terms)."""
+    """The friction reads the servo's torque of the same step (its load terms) and, sticking
+    or with the load's torque, the joint-space dynamics."""
     xml, servo, servo_values, _ = LAW_CASES["position_servo"]
     friction = FRICTIONS[case]
     fvals = [
@@ -217,8 +218,8 @@ def test_which_laws_have_a_kernel():
     assert has_kernel(ViscousFriction("v", "j").bind(mujoco.MjModel.from_xml_string(PENDULUM)))
     assert has_kernel(RobotYamlMotor("m", "j", actuator="m"))
     assert not has_kernel(_MyViscous("v", "j"))
-    assert not has_kernel(FRICTIONS["stick_load_external"])  # reads the dynamics
-    assert not has_kernel(JointFriction("f", "j", load=True, load_external=True))
+    assert has_kernel(FRICTIONS["stick_load_external"])  # reads the dynamics
+    assert has_kernel(JointFriction("f", "j", load=True, load_external=True))
 
 
 def test_the_law_rollout_runs_the_compiled_loops_when_it_can():

@@ -21,10 +21,12 @@ restarts it at every step: with constraints the two differ at the solver's toler
 they are identical).
 
 Needs Numba (``pip install -e '.[fast]'`` in the checkout); only laws that
-:func:`~mjsysid.sim.laws.table.has_kernel` run here (the library's own, except those
-reading the joint-space dynamics). A MuJoCo *fatal* error inside the loop (out of the
-arena's memory) ends the process with MuJoCo's message, as in a C program, where the lock
-steps raise it as a Python exception.
+:func:`~mjsysid.sim.laws.table.has_kernel` run here (the library's own). When a law reads
+the joint-space dynamics, each step first computes MuJoCo's position and velocity stages at
+the state (``mj_fwdPosition``, ``mj_fwdVelocity``), as
+:func:`~mjsysid.sim.laws.dynamics.data_dynamics` does in the reference loop. A MuJoCo
+*fatal* error inside the loop (out of the arena's memory) ends the process with MuJoCo's
+message, as in a C program, where the lock steps raise it as a Python exception.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from numba import types
 from mjsysid.data.states import STATE_SPEC, state_size
 from mjsysid.sim.laws import compiled as kernels
 from mjsysid.sim.laws.core import ForceLaw
+from mjsysid.sim.laws.dynamics import damping_inertia, mass_diagonal
 from mjsysid.sim.laws.table import LawTable, has_kernel
 from mjsysid.sim.lockstep import LawEngine, LawRun, in_threads
 from mjsysid.sim.rollout import BatchRollout
@@ -76,34 +79,41 @@ _mj_set_state: Any = types.ExternalFunction(
 _mj_get_state: Any = types.ExternalFunction(
     "mj_getState", types.void(_PTR, _PTR, _PTR, types.int32)
 )
+_mj_fwd_position: Any = types.ExternalFunction("mj_fwdPosition", types.void(_PTR, _PTR))
+_mj_fwd_velocity: Any = types.ExternalFunction("mj_fwdVelocity", types.void(_PTR, _PTR))
 
 
 @numba.njit(cache=True, nogil=True)
 def _roll(
     models: np.ndarray,
     data: int,
-    qpos: np.ndarray,
-    qvel: np.ndarray,
-    ctrl: np.ndarray,
-    force: np.ndarray,
-    sensordata: np.ndarray,
+    views: tuple[np.ndarray, ...],
     x0: np.ndarray,
     control: np.ndarray,
     table: tuple[np.ndarray, ...],
+    dynamics: tuple[np.ndarray, np.ndarray, float],
     spec: int,
     out_state: np.ndarray,
     out_sensors: np.ndarray,
 ) -> None:
     """Rolls out simulations ``b`` of ``models`` (addresses) one after the other on one
-    ``mjData`` (``data``, an address; ``qpos`` ... ``sensordata`` its arrays).
+    ``mjData`` (``data``, an address).
 
     Args:
+      views: ``data``'s arrays ``qpos, qvel, ctrl, qfrc_applied, sensordata, qfrc_bias,
+        qfrc_passive, M``.
       x0: ``(nb, nstate)``. control: ``(nb, nstep, nu)``.
       table: The :class:`~mjsysid.sim.laws.table.LawTable`'s arrays, rows of these ``nb``.
+      dynamics: ``(diagonal, damping, dt)``: the indices of ``M``'s diagonal ``(nv,)``, the
+        implicit damping ``dt·d`` per simulation ``(nb, nv)`` and the timestep; ``diagonal``
+        empty when no law reads the joint-space dynamics.
       out_state, out_sensors: ``(nb, nstep, nstate)``, ``(nb, nstep, nsensordata)``.
     """
+    qpos, qvel, ctrl, force, sensordata, bias, passive, mass = views
     ints, reals, values, start, inputs, constants, new_command = table
+    diagonal, damping, dt = dynamics
     law_state = np.empty(start.shape[1])
+    inertia = np.zeros(qvel.shape[0])
     for b in range(models.shape[0]):
         m = models[b]
         _mj_reset_data(m, data)
@@ -111,11 +121,16 @@ def _roll(
         for k in range(control.shape[1]):
             ctrl[:] = control[b, k]
             force[:] = 0.0
+            if diagonal.shape[0]:
+                _mj_fwd_position(m, data)
+                _mj_fwd_velocity(m, data)
+                for j in range(diagonal.shape[0]):
+                    inertia[j] = mass[diagonal[j]] + damping[b, j]
             if k == 0:
                 kernels.start_laws(ints, reals, values[b], start[b], ctrl, law_state)
             kernels.step_laws(
                 ints, reals, values[b], qpos, qvel, ctrl, force, new_command[b, k] != 0,
-                inputs[b, k], constants[b], law_state,
+                inputs[b, k], constants[b], law_state, bias, passive, inertia, dt,
             )  # fmt: skip
             _mj_step(m, data)
             _mj_get_state(m, data, out_state[b, k].ctypes.data, spec)
@@ -138,8 +153,8 @@ class CompiledRollout(LawEngine):
         missing = [law.name for law in self.laws if not has_kernel(law)]
         if missing:
             raise ValueError(
-                f"force laws {missing} have no compiled kernel (a user's law, a subclass, "
-                "or one reading the joint-space dynamics): run them on LockstepRollout"
+                f"force laws {missing} have no compiled kernel (a user's law or a subclass of "
+                "a library law): run them on LockstepRollout"
             )
         self.runner = runner
 
@@ -165,13 +180,24 @@ class CompiledRollout(LawEngine):
         count = max(1, min(self.runner.nthread, nbatch, len(datas)))
         bounds = np.linspace(0, nbatch, count + 1).round().astype(int)
 
+        laws = self.bound(m0)
+        if any(law.dynamics for law in laws):
+            diagonal = mass_diagonal(m0)
+            damping = np.array([damping_inertia(m) for m in run.models])
+        else:
+            diagonal, damping = np.zeros(0, dtype=np.intp), np.zeros((nbatch, 0))
+
         def block(i: int, rows: slice) -> None:
             d = datas[i]
+            views = (
+                d.qpos, d.qvel, d.ctrl, d.qfrc_applied, d.sensordata, d.qfrc_bias,
+                d.qfrc_passive, d.M,
+            )  # fmt: skip
             sub = arrays[:2] + tuple(a[rows] for a in arrays[2:])
+            dyn = (diagonal, damping[rows], float(m0.opt.timestep))
             _roll(
-                models[rows], d._address, d.qpos, d.qvel, d.ctrl, d.qfrc_applied,
-                d.sensordata, run.initial_states[rows], control[rows], sub, spec,
-                state[rows], sensors[rows],
+                models[rows], d._address, views, run.initial_states[rows], control[rows], sub,
+                dyn, spec, state[rows], sensors[rows],
             )  # fmt: skip
 
         blocks = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]

@@ -45,26 +45,57 @@ def _gate(x: float, width: float) -> float:
 
 
 @_jit
-def _joint_friction(flags: int, width: float, p: np.ndarray, v: float, tau_m: float) -> float:
-    """:class:`~mjsysid.sim.laws.friction.JointFriction` without ``stick`` and
-    ``load_external``: the torque it adds."""
-    direction = np.sign(v) + (1.0 if v == 0 else 0.0)
-    e = 0 if direction > 0 else 1  # the pair's entry
+def _budget(flags: int, p: np.ndarray, e: int, v: float, tau_m: float, tau_e: float) -> float:
+    """:meth:`~mjsysid.sim.laws.friction.JointFriction.budget` in the pair's entry ``e``
+    (0: the positive direction)."""
     level = abs(p[e]) if flags & t.F_COULOMB else 0.0
     if flags & t.F_STRIBECK:
         r = abs(v / p[6])
         drop = np.exp(-(r ** p[8] if flags & t.F_FIT_EXPONENT else r * r))
         level = level + abs(p[4 + e]) * drop
     if flags & t.F_LOAD:
-        level = level + abs(abs(p[10 + e]) * tau_m)
+        transmitted = abs(p[10 + e]) * tau_m
+        if flags & t.F_LOAD_EXTERNAL:
+            transmitted = transmitted - abs(p[16 + e]) * tau_e
+        level = level + abs(transmitted)
         if flags & t.F_LOAD_QUADRATIC:
             level = level + abs(p[12 + e]) * tau_m * tau_m
-    f = level * _smooth_sign(v, width)
+    return level
+
+
+@_jit
+def _joint_friction(
+    flags: int,
+    width: float,
+    p: np.ndarray,
+    v: float,
+    tau_m: float,
+    tau_e: float,
+    inertia: float,
+    passive: float,
+    dt: float,
+) -> float:
+    """:class:`~mjsysid.sim.laws.friction.JointFriction`: the torque it adds (``tau_m`` the
+    torque of the laws before it; ``tau_e = -bias``, ``inertia`` and ``passive`` at the
+    joint's dof, read only with ``load_external`` or ``stick``)."""
+    if not flags & t.F_STICK:
+        direction = np.sign(v) + (1.0 if v == 0 else 0.0)
+        f = _budget(flags, p, 0 if direction > 0 else 1, v, tau_m, tau_e)
+        f = f * _smooth_sign(v, width)
+        if flags & t.F_VISCOUS:
+            f = f + _split(v, p[2], p[3])
+        if flags & t.F_DRAG:
+            f = f + _split(v * abs(v), p[14], p[15])
+        return -f
+    stop = inertia * v / dt + tau_m + tau_e + passive
+    direction = np.sign(stop) + (1.0 if stop == 0 else 0.0)
+    e = 0 if direction > 0 else 1
+    f = _budget(flags, p, e, v, tau_m, tau_e)
     if flags & t.F_VISCOUS:
-        f = f + _split(v, p[2], p[3])
+        f = f + abs(p[2 + e]) * abs(v)
     if flags & t.F_DRAG:
-        f = f + _split(v * abs(v), p[14], p[15])
-    return -f
+        f = f + abs(p[14 + e]) * v * v
+    return -direction * np.minimum(abs(stop), f)
 
 
 @_jit
@@ -128,6 +159,10 @@ def step_laws(
     inputs: np.ndarray,
     constants: np.ndarray,
     state: np.ndarray,
+    bias: np.ndarray,
+    passive: np.ndarray,
+    inertia: np.ndarray,
+    dt: float,
 ) -> None:
     """One step of every law, in order: adds their torques to ``force`` and writes the
     commands they change into ``ctrl`` and their next states into ``state``.
@@ -138,6 +173,9 @@ def step_laws(
       force: ``(nv,)`` the applied forces (the laws' sum). new_command: Whether a command
         row starts at this step. inputs: ``(ninput,)`` the recorded inputs at this step.
       constants: ``(nconstant,)``. state: ``(nstate,)`` the laws' internal states.
+      bias, passive, inertia: ``(nv,)`` the joint-space dynamics at the state
+        (:mod:`~mjsysid.sim.laws.dynamics`; read only by laws that say they read them).
+      dt: The timestep (s).
     """
     for i in range(ints.shape[0]):
         code, flags, dof = ints[i, t.CODE], ints[i, t.FLAGS], ints[i, t.DOF]
@@ -155,7 +193,9 @@ def step_laws(
         elif code == t.QUADRATIC_DRAG:
             tau = -_split(vel * abs(vel), p[0], p[1])
         elif code == t.JOINT_FRICTION:
-            tau = _joint_friction(flags, width, p, vel, force[dof])
+            tau = _joint_friction(
+                flags, width, p, vel, force[dof], -bias[dof], inertia[dof], passive[dof], dt
+            )
         elif code == t.COMMAND_TORQUE:
             u = ctrl[ints[i, t.CTRL]]
             if flags & t.F_DEADZONE:

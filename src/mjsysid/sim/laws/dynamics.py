@@ -27,10 +27,10 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-__all__ = ["BatchDynamics", "damping_inertia", "data_dynamics"]
+__all__ = ["BatchDynamics", "damping_inertia", "data_dynamics", "mass_diagonal"]
 
 
-def _diagonal(model: mujoco.MjModel) -> np.ndarray:
+def mass_diagonal(model: mujoco.MjModel) -> np.ndarray:
     """Indices of the diagonal of MuJoCo's sparse joint-space inertia ``M`` (each row holds
     its columns up to the diagonal, which comes last)."""
     return np.asarray(model.M_rowadr + model.M_rownnz - 1, dtype=np.intp)
@@ -49,7 +49,7 @@ def data_dynamics(
     position and velocity stages)."""
     mujoco.mj_fwdPosition(model, data)
     mujoco.mj_fwdVelocity(model, data)
-    inertia = data.M[_diagonal(model)] + damping_inertia(model)
+    inertia = data.M[mass_diagonal(model)] + damping_inertia(model)
     return data.qfrc_bias[None].copy(), data.qfrc_passive[None].copy(), inertia[None]
 
 
@@ -71,7 +71,7 @@ class BatchDynamics:
         self._bias = self._batch.bind("qfrc_bias")
         self._passive = self._batch.bind("qfrc_passive")
         self._mass = self._batch.bind("M")
-        self._diag = _diagonal(m0)
+        self._diag = mass_diagonal(m0)
         self._damping = np.array([damping_inertia(m) for m in models])
 
     def __call__(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -15,11 +15,10 @@ indices, options and values packed into arrays:
   value twice), in the order of its kind's :data:`SLOTS`; a parameter an option leaves out
   holds 0.
 
-Only the library's own classes have kernels (a subclass may change :meth:`step`), and only
-laws that do not read the joint-space dynamics (:attr:`ForceLaw.dynamics`); every other law
-runs on the lock steps (:mod:`mjsysid.sim.lockstep`). A library law whose parameters or
-states are not the ones its kernel reads has none either, so a kernel can never read a
-value that is not there.
+Only the library's own classes have kernels (a subclass may change :meth:`step`); every
+other law runs on the lock steps (:mod:`mjsysid.sim.lockstep`). A library law whose
+parameters or states are not the ones its kernel reads has none either, so a kernel can
+never read a value that is not there.
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ NREAL = 4
 
 # option flags
 F_COULOMB, F_VISCOUS, F_STRIBECK, F_FIT_EXPONENT = 1, 2, 4, 8
-F_LOAD, F_LOAD_QUADRATIC, F_DRAG = 16, 32, 64
+F_LOAD, F_LOAD_QUADRATIC, F_DRAG, F_LOAD_EXTERNAL, F_STICK = 16, 32, 64, 128, 256
 F_DEADZONE, F_BACK_EMF, F_SATURATION = 1, 2, 4
 F_LIMIT_SWITCH, F_LIMITED = 1, 2
 F_DERIVATIVE, F_SHORT, F_ENABLE, F_VOLTAGE_INPUT = 1, 2, 4, 8
@@ -77,42 +76,33 @@ _CODES: dict[type, int] = {
 }
 
 #: The parameters each kind's kernel reads, in its order (two value entries each).
+# fmt: off
 SLOTS: dict[int, tuple[str, ...]] = {
     VISCOUS: ("damping",),
     COULOMB: ("friction",),
     STRIBECK: ("coulomb", "static", "stribeck_velocity", "viscous"),
     QUADRATIC_DRAG: ("drag",),
     JOINT_FRICTION: (
-        "coulomb",
-        "viscous",
-        "stribeck",
-        "stribeck_velocity",
-        "stribeck_exponent",
-        "load",
-        "load_quadratic",
-        "drag",
+        "coulomb", "viscous", "stribeck", "stribeck_velocity", "stribeck_exponent", "load",
+        "load_quadratic", "drag", "load_external",
     ),
     COMMAND_TORQUE: ("deadzone", "torque_constant", "back_emf", "saturation"),
     ROBOT_YAML_MOTOR: (
-        "gear",
-        "deadzone",
-        "damping",
-        "frictionloss",
-        "viscous_quadratic",
-        "back_emf_gain",
+        "gear", "deadzone", "damping", "frictionloss", "viscous_quadratic", "back_emf_gain",
     ),
     POSITION_SERVO: ("kt", "resistance", "gain", "gain_d"),
     CURRENT_SERVO: ("kt", "max_current"),
 }
+# fmt: on
 _STATES: dict[int, dict[str, int]] = {ROBOT_YAML_MOTOR: {"held": 1}}
 
 
 def has_kernel(law: ForceLaw) -> bool:
-    """Whether the compiled step runs ``law``: a library class itself (not a subclass), not
-    reading the joint-space dynamics, with exactly the parameters and states its kernel
-    reads."""
+    """Whether the compiled step runs ``law``: a library class itself (not a subclass), with
+    only parameters and states its kernel reads (and the joint-space dynamics only where the
+    kernel reads them)."""
     code = _CODES.get(type(law))
-    if code is None or law.dynamics:
+    if code is None or (law.dynamics and code != JOINT_FRICTION):
         return False
     return set(law.parameters) <= set(SLOTS[code]) and dict(law.states) == _STATES.get(code, {})
 
@@ -124,7 +114,7 @@ def _flags(law: ForceLaw) -> int:
         names = {
             "coulomb": F_COULOMB, "viscous": F_VISCOUS, "stribeck": F_STRIBECK,
             "fit_exponent": F_FIT_EXPONENT, "load": F_LOAD, "load_quadratic": F_LOAD_QUADRATIC,
-            "drag": F_DRAG,
+            "drag": F_DRAG, "load_external": F_LOAD_EXTERNAL, "stick": F_STICK,
         }  # fmt: skip
     elif isinstance(law, CommandTorque):
         names = {"deadzone": F_DEADZONE, "back_emf": F_BACK_EMF, "saturation": F_SATURATION}
