@@ -7,10 +7,11 @@ Usage::
 
 A chain of hinges (no contacts) with recorded sequences. "built-in": the free parameters are
 each joint's damping (a model parameter, MuJoCo's own damping). "law": the same model and the
-same number of free parameters, the damping now a :class:`ViscousFriction` law per joint (the
-lock-step rollout). "law+coulomb": a smooth Coulomb law as well (twice the parameters). Each
-row: the best time of one batched evaluation of the ``p+1`` finite-difference candidates, and
-its ratio to "built-in" with as many parameters.
+same number of free parameters, the damping now a :class:`ViscousFriction` law per joint
+(what a residual function runs: compiled when Numba is installed; "lock step": the NumPy
+lock step, ``compiled_laws=False``). "law+coulomb": a smooth Coulomb law as well (twice the
+parameters). Each row: the best time of one batched evaluation of the ``p+1``
+finite-difference candidates, and its ratio to "built-in" with as many parameters.
 
 ``--scan``: the rollouts alone for batches of the given sizes (no residuals), the built-in
 rollout with 1 and ``--threads`` threads against the lock step with the laws on 1 thread and
@@ -111,12 +112,23 @@ def cases(links: int, seqs: ms.ModelSequences, nthread: int | None) -> dict[str,
     for j in joints:
         built2.add(ms.make_parameter("joint_armature", model, j, nominal=0.01))
     kw = {"nthread": nthread}
+    both = [*viscous, *coulomb]
     return {
         "built-in": (ms.build_residual_fn(seqs, **kw), built, None),
         "law": (ms.build_residual_fn(law_seqs, force_laws=viscous, **kw), p_visc, "built-in"),
+        "law lock step": (
+            ms.build_residual_fn(law_seqs, force_laws=viscous, compiled_laws=False, **kw),
+            p_visc,
+            "built-in",
+        ),
         "built-in 2p": (ms.build_residual_fn(seqs, **kw), built2, None),
         "law+coulomb": (
-            ms.build_residual_fn(law_seqs, force_laws=[*viscous, *coulomb], **kw),
+            ms.build_residual_fn(law_seqs, force_laws=both, **kw),
+            p_both,
+            "built-in 2p",
+        ),
+        "l+c lock step": (
+            ms.build_residual_fn(law_seqs, force_laws=both, compiled_laws=False, **kw),
             p_both,
             "built-in 2p",
         ),

@@ -16,9 +16,10 @@ from test_laws import CASES as LAW_CASES
 from test_laws import FRICTION_VALUES, FRICTIONS, NCAND, NSTEP, _inputs
 
 import mjsysid as ms
+from mjsysid.objective.residual import build_options
 from mjsysid.sim.batch import LawRollout
 from mjsysid.sim.compiled import CompiledRollout
-from mjsysid.sim.laws.core import state_start_key
+from mjsysid.sim.laws.core import force_law_params, state_start_key
 from mjsysid.sim.laws.friction import JointFriction, ViscousFriction
 from mjsysid.sim.laws.motors import RobotYamlMotor
 from mjsysid.sim.laws.table import has_kernel
@@ -238,3 +239,29 @@ def test_the_law_rollout_runs_the_compiled_loops_when_it_can():
         ref = LockstepRollout(runner, [law]).run([model] * 2, x0s, ctrl, vals)
     for a, b in zip(out, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+def test_a_residual_function_runs_its_laws_compiled_unless_told_not_to():
+    """The same residuals from the compiled loops and from the lock step; the choice travels
+    with the residual's options (held-out data, Dask workers)."""
+    law, truth, start = PENDULUM_CASES["stribeck"]
+    model = mujoco.MjModel.from_xml_string(PENDULUM)
+    t = 0.002 * np.arange(300)
+    ctrl = _controls(300)
+    x0 = _x0(model)
+    vals = [{k: np.asarray(v, float)[None] for k, v in truth.items()}]
+    _, sens = reference_rollout(model, x0, ctrl, [law], vals)
+    seqs = ms.ModelSequences(
+        "p", mujoco.MjSpec.from_string(PENDULUM), ["s"], [x0],
+        [ms.TimeSeries.from_control_names(t, ctrl, model)],
+        [ms.TimeSeries.from_names(t, sens, model)],
+    )  # fmt: skip
+    params = ms.ParameterDict(force_law_params(law, {k: v[0] for k, v in start.items()}))
+    x = params.as_vector()
+    X = x[:, None] * np.array([1.0, 1.1, 0.9])[None]
+    compiled = ms.build_residual_fn(seqs, force_laws=[law])
+    numpy = ms.build_residual_fn(seqs, force_laws=[law], compiled_laws=False)
+    np.testing.assert_allclose(compiled(X, params), numpy(X, params), rtol=0, atol=1e-10)
+    assert build_options(numpy)["compiled_laws"] is False
+    with pytest.raises(ValueError, match=r"force laws \['v'\] have no compiled kernel"):
+        ms.build_residual_fn(seqs, force_laws=[_MyViscous("v", "j")], compiled_laws=True)

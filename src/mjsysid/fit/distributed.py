@@ -259,6 +259,7 @@ _OPTION_NAMES = (
     "fast_model_edits",
     "control_transform",
     "force_laws",
+    "compiled_laws",
 )
 
 

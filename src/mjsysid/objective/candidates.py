@@ -242,7 +242,9 @@ class CandidateRollouts:
       custom_rollout: Replaces the built-in rollout.
       control_transform: Applied to the recorded controls of every candidate.
       stats: Counters (``rollouts``, ``steps``).
-      force_laws: Applied by a lock-step rollout (their parameters' values per candidate).
+      force_laws: Applied by a :class:`~mjsysid.sim.batch.LawRollout` (their parameters'
+        values per candidate).
+      compiled_laws: Its ``compiled`` choice.
 
     Attributes:
       device: Simulates every group instead of the CPU rollouts (a view from
@@ -256,9 +258,10 @@ class CandidateRollouts:
         control_transform: ControlTransform | None,
         stats: ResidualStats,
         force_laws: Sequence[ForceLaw] = (),
+        compiled_laws: bool | None = None,
     ) -> None:
         self.runner = runner
-        self.lockstep = LawRollout(runner, force_laws) if force_laws else None
+        self.lockstep = LawRollout(runner, force_laws, compiled_laws) if force_laws else None
         self.custom_rollout = custom_rollout
         self.control_transform = control_transform
         self.stats = stats

@@ -143,6 +143,7 @@ class ResidualFunction:
         fast_model_edits: bool,
         control_transform: ControlTransform | None = None,
         force_laws: Sequence[ForceLaw] = (),
+        compiled_laws: bool | None = None,
     ) -> None:
         self.models_sequences = list(models_sequences)
         self.force_laws = checked_laws(force_laws, self.models_sequences, custom_rollout)
@@ -161,6 +162,7 @@ class ResidualFunction:
         self.normalize = normalize
         self.control_interpolation = control_interpolation
         self.fast_model_edits = fast_model_edits
+        self.compiled_laws = compiled_laws
         self.stats = ResidualStats()
         self.last_divergence: list[str] = []
         self._structure = ParameterStructure(
@@ -178,7 +180,12 @@ class ResidualFunction:
             self.models_sequences, build_model, fast_model_edits, self.stats
         )
         self._rollouts = CandidateRollouts(
-            self._runner, custom_rollout, control_transform, self.stats, self.force_laws
+            self._runner,
+            custom_rollout,
+            control_transform,
+            self.stats,
+            self.force_laws,
+            compiled_laws,
         )
         self._sequences = _prepared_sequences(
             self.models_sequences,
@@ -728,6 +735,7 @@ def build_residual_fn(
     fast_model_edits: bool = True,
     control_transform: ControlTransform | None = None,
     force_laws: Sequence[ForceLaw] = (),
+    compiled_laws: bool | None = None,
 ) -> ResidualFunction:
     """Builds the batched residual function ``residual_fn(x, params)``.
 
@@ -753,6 +761,10 @@ def build_residual_fn(
         candidate's recorded controls (a :class:`mjsysid.ControlTransform`).
       force_laws: :class:`~mjsysid.sim.laws.core.ForceLaw` s applied as ``qfrc_applied``
         before every step; ``params`` holds their parameters (docs/force-laws.md).
+      compiled_laws: Run the laws compiled with MuJoCo's step
+        (:mod:`mjsysid.sim.compiled`, Numba): ``None`` (default) whenever every law has a
+        kernel and Numba is installed, ``False`` never (the NumPy lock steps), ``True``
+        always (an error naming what is missing otherwise).
 
     Returns:
       A :class:`ResidualFunction` (unknown weight or observation names fail here).
@@ -773,6 +785,7 @@ def build_residual_fn(
         fast_model_edits=fast_model_edits,
         control_transform=control_transform,
         force_laws=force_laws,
+        compiled_laws=compiled_laws,
     )
 
 
@@ -795,6 +808,7 @@ def build_options(rf: ResidualFunction) -> dict[str, Any]:
         "fast_model_edits": rf.fast_model_edits,
         "control_transform": rf.control_transform,
         "force_laws": rf.force_laws,
+        "compiled_laws": rf.compiled_laws,
     }
     if rf.build_model is not None:
         options["build_model"] = rf.build_model
