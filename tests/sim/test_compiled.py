@@ -17,7 +17,7 @@ from test_laws import FRICTION_VALUES, FRICTIONS, NCAND, NSTEP, _inputs
 
 import mjsysid as ms
 from mjsysid.objective.residual import build_options
-from mjsysid.sim.batch import LawRollout
+from mjsysid.sim.batch import LawRollout, law_engine_note
 from mjsysid.sim.compiled import CompiledRollout
 from mjsysid.sim.laws.core import force_law_params, state_start_key
 from mjsysid.sim.laws.friction import JointFriction, ViscousFriction
@@ -265,3 +265,13 @@ def test_a_residual_function_runs_its_laws_compiled_unless_told_not_to():
     assert build_options(numpy)["compiled_laws"] is False
     with pytest.raises(ValueError, match=r"force laws \['v'\] have no compiled kernel"):
         ms.build_residual_fn(seqs, force_laws=[_MyViscous("v", "j")], compiled_laws=True)
+
+
+def test_a_fit_is_told_when_its_laws_will_not_run_compiled():
+    assert law_engine_note([]) is None
+    assert law_engine_note([ViscousFriction("v", "j"), RobotYamlMotor("m", "j")]) is None
+    note = law_engine_note([ViscousFriction("v", "j"), _MyViscous("mine", "j")])
+    assert note == (
+        "force laws ['mine'] are not the library's own, so every law runs on the NumPy lock "
+        "step (slower than the library's compiled laws on small batches)"
+    )

@@ -43,6 +43,7 @@ from mjsysid.objective.residual import ResidualFunction, build_residual_fn
 from mjsysid.objective.signal_transform import SignalTransform
 from mjsysid.output.portable import AssetMode
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.batch import law_engine_note
 from mjsysid.util.files import read_yaml
 
 
@@ -229,17 +230,20 @@ def load_experiment(path: str | Path, *, progress: ProgressFactory | None = None
 def _threshold_notes(
     sequences: ModelSequences, residual_options: dict[str, Any], params: ParameterDict, source: str
 ) -> list[str]:
-    """The notes on the force laws' command thresholds whose recorded levels are coarse
-    (:func:`~mjsysid.objective.levels.coarse_level_notes`), prefixed with the file."""
+    """The notes on the force laws, prefixed with the file: their command thresholds whose
+    recorded levels are coarse (:func:`~mjsysid.objective.levels.coarse_level_notes`) and
+    why they will not run compiled (:func:`~mjsysid.sim.batch.law_engine_note`)."""
     laws = [law.bind(sequences.model) for law in residual_options.get("force_laws", [])]
     if not laws:
         return []
+    engine = law_engine_note(laws)
     controls = [
         ctrl.data[:, sequences.control_columns(i)]
         for i, (_, _, ctrl, _) in enumerate(sequences.sequences())
         if ctrl is not None
     ]
-    return [f"{source}: force_laws: {n}" for n in coarse_level_notes(laws, controls, params)]
+    notes = coarse_level_notes(laws, controls, params) + ([engine] if engine else [])
+    return [f"{source}: force_laws: {n}" for n in notes]
 
 
 def _law_state_params(
