@@ -93,10 +93,24 @@ def test_candidate_models_and_aligned_output():
     np.testing.assert_array_equal(out[0][:, 0], x0s)  # row 0: the initial state
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_with_constraints_it_is_the_plain_loop_bit_for_bit(threads):
+def _compiled(runner, laws):
+    pytest.importorskip("numba")
+    from mjsysid.sim.compiled import CompiledRollout
+
+    return CompiledRollout(runner, laws)
+
+
+PLAIN_LOOP_ENGINES = {
+    "batch 1 thread": lambda runner, laws: BatchLockstep(runner, laws, threads=1),
+    "batch 2 threads": lambda runner, laws: BatchLockstep(runner, laws, threads=2),
+    "compiled": _compiled,
+}
+
+
+@pytest.mark.parametrize("engine", sorted(PLAIN_LOOP_ENGINES))
+def test_with_constraints_it_is_the_plain_loop_bit_for_bit(engine):
     """A joint limit and friction loss (the solver's warm start carries over, as in
-    ``mj_step``)."""
+    ``mj_step``): the batch lock step and the compiled loops."""
     model = mujoco.MjModel.from_xml_string(LIMITED)
     law = ViscousFriction("visc", "k")
     n, nstep = 3, 300
@@ -106,7 +120,7 @@ def test_with_constraints_it_is_the_plain_loop_bit_for_bit(threads):
     ctrl = np.repeat(ctrl, n, axis=0) * rng.uniform(0.5, 1.5, (n, 1, 1))
     vals = {"damping": rng.uniform(0.01, 0.05, (n, 2))}
     with BatchRollout(2) as runner:
-        state, sens, ok = BatchLockstep(runner, [law], threads=threads).run(
+        state, sens, ok = PLAIN_LOOP_ENGINES[engine](runner, [law]).run(
             [model] * n, x0s, ctrl, [vals], align=False
         )
     assert ok.all()

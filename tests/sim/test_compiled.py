@@ -1,6 +1,7 @@
 """The compiled force-law loops (:mod:`mjsysid.sim.compiled`): the plain ``mj_step`` loop of
 :func:`~mjsysid.sim.lockstep.reference_rollout` for every library law and option, on any
-threads and candidate models; which laws get a kernel; how :class:`LawRollout` picks it."""
+threads and candidate models; which laws get a kernel; how :class:`LawRollout` picks it.
+(With a joint limit and friction loss: ``test_batch.py``, beside the batch lock step.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import dataclasses
 import mujoco
 import numpy as np
 import pytest
-from test_batch import LIMITED
 from test_force_laws import CASES as PENDULUM_CASES
 from test_force_laws import PENDULUM, _controls, _x0
 from test_laws import CASES as LAW_CASES
@@ -136,31 +136,6 @@ def test_pendulum_laws_on_candidate_models_are_the_reference_loop(case):
         tol = 0 if case in EXACT else 1e-12
         np.testing.assert_allclose(state[i, 1:], ref_state[:-1], rtol=0, atol=tol)
         np.testing.assert_allclose(sens[i], ref_sens, rtol=0, atol=tol)  # sensors at t_k
-
-
-def test_with_constraints_it_is_the_plain_loop_bit_for_bit():
-    """A joint limit and friction loss: the solver's warm start carries over, as in
-    ``mj_step``."""
-    model = mujoco.MjModel.from_xml_string(LIMITED)
-    law = ViscousFriction("visc", "k")
-    n, nstep = 3, 300
-    rng = np.random.default_rng(1)
-    x0s = np.stack([ms.create_initial_state(model, rng.uniform(-0.3, 0.3, 2)) for _ in range(n)])
-    ctrl = 0.6 * np.sin(np.arange(nstep)[None, :, None] * np.array([0.02, 0.05]))
-    ctrl = np.repeat(ctrl, n, axis=0) * rng.uniform(0.5, 1.5, (n, 1, 1))
-    vals = {"damping": rng.uniform(0.01, 0.05, (n, 2))}
-    with BatchRollout(2) as runner:
-        state, sens, ok = CompiledRollout(runner, [law]).run(
-            [model] * n, x0s, ctrl, [vals], align=False
-        )
-    assert ok.all()
-    for i in range(n):
-        ref_state, ref_sens = reference_rollout(
-            model, x0s[i], ctrl[i], [law], [{"damping": vals["damping"][i : i + 1]}]
-        )
-        np.testing.assert_array_equal(state[i], ref_state)
-        np.testing.assert_array_equal(sens[i], ref_sens)
-    assert np.abs(state[:, :, 1]).max() > 0.95 * model.jnt_range[0, 1]  # the limit acted
 
 
 def test_given_start_states_and_a_hard_deadzone_are_the_reference_loop():
