@@ -1,7 +1,9 @@
 """The runtime companion of identified force laws, for a user's own simulator.
 
 Call :meth:`LawRuntime.apply` before each ``mj_step``; it runs the laws exactly as the fit's
-lock-step rollout did (:mod:`mjsysid.sim.lockstep`): it writes ``data.ctrl`` (a law may
+rollouts did (the compiled loops of :mod:`mjsysid.sim.compiled` are this very loop; the lock
+steps of :mod:`mjsysid.sim.lockstep` equal it without active constraints): it writes
+``data.ctrl`` (a law may
 transform the command) and ``data.qfrc_applied`` (overwriting it), and keeps the laws'
 internal states between calls::
 
