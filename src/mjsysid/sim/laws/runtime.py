@@ -3,9 +3,8 @@
 Call :meth:`LawRuntime.apply` before each ``mj_step``; it runs the laws exactly as the fit's
 rollouts did (the compiled loops of :mod:`mjsysid.sim.compiled` are this very loop; the lock
 steps of :mod:`mjsysid.sim.lockstep` equal it without active constraints): it writes
-``data.ctrl`` (a law may
-transform the command) and ``data.qfrc_applied`` (overwriting it), and keeps the laws'
-internal states between calls::
+``data.ctrl`` (a law may transform the command) and ``data.qfrc_applied`` (overwriting it),
+and keeps the laws' internal states between calls::
 
     runtime = LawRuntime.from_results("results/run1", constants={"kp": 32, "vin": 12.0})
     runtime.reset()
