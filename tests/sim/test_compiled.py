@@ -250,3 +250,11 @@ def test_a_fit_is_told_when_its_laws_will_not_run_compiled():
         "force laws ['mine'] are not the library's own, so every law runs on the NumPy lock "
         "step (slower than the library's compiled laws on small batches)"
     )
+
+
+def test_a_parameter_without_values_is_named_not_read_as_zero():
+    law, truth, _ = PENDULUM_CASES["stribeck"]
+    model = mujoco.MjModel.from_xml_string(PENDULUM)
+    vals = {k: np.asarray(v, float)[None] for k, v in truth.items() if k != "static"}
+    with BatchRollout(1) as runner, pytest.raises(KeyError, match="'strb': no values for its"):
+        CompiledRollout(runner, [law]).run([model], _x0(model)[None], _controls(10)[None], [vals])

@@ -170,6 +170,9 @@ class LawTable:
         Args:
           laws: The bound laws, in the order they run.
           values: Per law, ``{parameter: (nbatch, size)}`` (and given initial states).
+
+        Raises:
+          KeyError: A law's parameter without values (named).
           inputs: ``{name: (nbatch, nstep)}`` (or broadcastable) recorded inputs.
           constants: ``{name: (nbatch,)}`` (or broadcastable) constants.
           new_command: ``(nbatch, nstep)`` bool, or ``None`` (a row at every step).
@@ -189,9 +192,10 @@ class LawTable:
             ints[i, CTRL] = joint.ctrl_index if isinstance(joint, ActuatedLaw) else -1
             ints[i, VALUE] = 2 * len(columns)
             for name in SLOTS[code]:
-                v = vals.get(name) if name in law.parameters else None
-                pair = np.zeros((nbatch, 2)) if v is None else np.asarray(v, float)[:, [0, -1]]
-                columns.append(np.broadcast_to(pair, (nbatch, 2)))
+                if name in law.parameters and name not in vals:
+                    raise KeyError(f"force law {law.name!r}: no values for its parameter {name!r}")
+                v = vals[name] if name in law.parameters else np.zeros((nbatch, 1))
+                columns.append(np.broadcast_to(np.asarray(v, float)[:, [0, -1]], (nbatch, 2)))
             for name, size in law.states.items():
                 ints[i, STATE] = sum(s.shape[1] for s in starts)
                 given = vals.get(state_start_key(name))
