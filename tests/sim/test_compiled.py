@@ -258,3 +258,52 @@ def test_a_parameter_without_values_is_named_not_read_as_zero():
     vals = {k: np.asarray(v, float)[None] for k, v in truth.items() if k != "static"}
     with BatchRollout(1) as runner, pytest.raises(KeyError, match="'strb': no values for its"):
         CompiledRollout(runner, [law]).run([model], _x0(model)[None], _controls(10)[None], [vals])
+
+
+CONTACT = """
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="1 1 0.1" friction="0.8"/>
+    <body name="cart" pos="0 0 0.06">
+      <joint name="lift" type="slide" axis="0 0 1"/>
+      <joint name="slide" type="slide" axis="1 0 0"/>
+      <geom type="box" size="0.05 0.05 0.05" mass="0.4"/>
+    </body>
+  </worldbody>
+  <actuator><motor name="push" joint="slide"/></actuator>
+  <sensor><jointpos name="x" joint="slide"/><jointvel name="v" joint="slide"/></sensor>
+</mujoco>
+"""
+
+
+def test_with_contacts_it_is_the_plain_loop_bit_for_bit():
+    """A box dropped on a floor and pushed: contacts and their friction cone, a friction
+    law reading the dynamics on top."""
+    model = mujoco.MjModel.from_xml_string(CONTACT)
+    laws = [
+        JointFriction("fric", "slide", stick=True, load=True, load_external=True),
+        ViscousFriction("visc", "slide"),
+    ]
+    n, nstep = 3, 400
+    x0s = np.stack([ms.create_initial_state(model, np.array([z, 0.0])) for z in (0.0, 0.02, 0.05)])
+    ctrl = np.repeat((1.5 * np.sin(np.arange(nstep) * 0.03))[None, :, None], n, axis=0)
+    vals = [
+        {k: np.full((n, 2), 0.05) for k in laws[0].parameters},
+        {"damping": np.array([[0.1, 0.2], [0.0, 0.0], [0.3, 0.1]])},
+    ]
+    with BatchRollout(2) as runner:
+        state, sens, ok = CompiledRollout(runner, laws).run(
+            [model] * n, x0s, ctrl, vals, align=False
+        )
+    assert ok.all()
+    for i in range(n):
+        ref_state, ref_sens = reference_rollout(
+            model, x0s[i], ctrl[i], laws, [{k: v[i : i + 1] for k, v in lv.items()} for lv in vals]
+        )
+        np.testing.assert_array_equal(state[i], ref_state)
+        np.testing.assert_array_equal(sens[i], ref_sens)
+    data = mujoco.MjData(model)
+    mujoco.mj_setState(model, data, state[0, -1], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    mujoco.mj_forward(model, data)
+    assert data.ncon > 0  # the box rests on the floor
