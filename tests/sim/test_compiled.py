@@ -277,10 +277,13 @@ CONTACT = """
 """
 
 
-def test_with_contacts_it_is_the_plain_loop_bit_for_bit():
+@pytest.mark.parametrize("integrator", ["Euler", "implicitfast", "RK4"])
+def test_with_contacts_it_is_the_plain_loop_bit_for_bit(integrator):
     """A box dropped on a floor and pushed: contacts and their friction cone, a friction
-    law reading the dynamics on top."""
-    model = mujoco.MjModel.from_xml_string(CONTACT)
+    law reading the dynamics on top (split into ``mj_step1``/``mj_step2`` but for RK4)."""
+    model = mujoco.MjModel.from_xml_string(
+        CONTACT.replace('timestep="0.002"', f'timestep="0.002" integrator="{integrator}"')
+    )
     laws = [
         JointFriction("fric", "slide", stick=True, load=True, load_external=True),
         ViscousFriction("visc", "slide"),

@@ -22,9 +22,11 @@ they are identical).
 
 Needs Numba (``pip install -e '.[fast]'`` in the checkout); only laws that
 :func:`~mjsysid.sim.laws.table.has_kernel` run here (the library's own). When a law reads
-the joint-space dynamics, each step first computes MuJoCo's position and velocity stages at
-the state (``mj_fwdPosition``, ``mj_fwdVelocity``), as
-:func:`~mjsysid.sim.laws.dynamics.data_dynamics` does in the reference loop. A MuJoCo
+the joint-space dynamics, each step is split: ``mj_step1`` computes MuJoCo's position and
+velocity stages at the state, the laws read them, and ``mj_step2`` finishes the step from
+them (the same numbers as :func:`~mjsysid.sim.laws.dynamics.data_dynamics` then
+``mj_step`` in the reference loop, which compute those stages twice; with the RK4
+integrator, which ``mj_step2`` does not run, the loop does just that). A MuJoCo
 *fatal* error inside the loop (out of the arena's memory) ends the process with MuJoCo's
 message, as in a C program, where the lock steps raise it as a Python exception.
 """
@@ -81,6 +83,8 @@ _mj_get_state: Any = types.ExternalFunction(
 )
 _mj_fwd_position: Any = types.ExternalFunction("mj_fwdPosition", types.void(_PTR, _PTR))
 _mj_fwd_velocity: Any = types.ExternalFunction("mj_fwdVelocity", types.void(_PTR, _PTR))
+_mj_step1: Any = types.ExternalFunction("mj_step1", types.void(_PTR, _PTR))
+_mj_step2: Any = types.ExternalFunction("mj_step2", types.void(_PTR, _PTR))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -91,7 +95,7 @@ def _roll(
     x0: np.ndarray,
     control: np.ndarray,
     table: tuple[np.ndarray, ...],
-    dynamics: tuple[np.ndarray, np.ndarray, float],
+    dynamics: tuple[np.ndarray, np.ndarray, float, bool],
     spec: int,
     out_state: np.ndarray,
     out_sensors: np.ndarray,
@@ -104,14 +108,16 @@ def _roll(
         qfrc_passive, M``.
       x0: ``(nb, nstate)``. control: ``(nb, nstep, nu)``.
       table: The :class:`~mjsysid.sim.laws.table.LawTable`'s arrays, rows of these ``nb``.
-      dynamics: ``(diagonal, damping, dt)``: the indices of ``M``'s diagonal ``(nv,)``, the
-        implicit damping ``dt·d`` per simulation ``(nb, nv)`` and the timestep; ``diagonal``
-        empty when no law reads the joint-space dynamics.
+      dynamics: ``(diagonal, damping, dt, split)``: the indices of ``M``'s diagonal
+        ``(nv,)``, the implicit damping ``dt·d`` per simulation ``(nb, nv)``, the timestep,
+        and whether the step is split (``mj_step1``, the laws, ``mj_step2``: the position
+        and velocity stages computed once, not again by ``mj_step``; not for RK4);
+        ``diagonal`` empty when no law reads the joint-space dynamics.
       out_state, out_sensors: ``(nb, nstep, nstate)``, ``(nb, nstep, nsensordata)``.
     """
     qpos, qvel, ctrl, force, sensordata, bias, passive, mass = views
     ints, reals, values, start, inputs, constants, new_command = table
-    diagonal, damping, dt = dynamics
+    diagonal, damping, dt, split = dynamics
     law_state = np.empty(start.shape[1])
     inertia = np.zeros(qvel.shape[0])
     for b in range(models.shape[0]):
@@ -122,8 +128,11 @@ def _roll(
             ctrl[:] = control[b, k]
             force[:] = 0.0
             if diagonal.shape[0]:
-                _mj_fwd_position(m, data)
-                _mj_fwd_velocity(m, data)
+                if split:
+                    _mj_step1(m, data)
+                else:
+                    _mj_fwd_position(m, data)
+                    _mj_fwd_velocity(m, data)
                 for j in range(diagonal.shape[0]):
                     inertia[j] = mass[diagonal[j]] + damping[b, j]
             if k == 0:
@@ -132,7 +141,10 @@ def _roll(
                 ints, reals, values[b], qpos, qvel, ctrl, force, new_command[b, k] != 0,
                 inputs[b, k], constants[b], law_state, bias, passive, inertia, dt,
             )  # fmt: skip
-            _mj_step(m, data)
+            if split and diagonal.shape[0]:
+                _mj_step2(m, data)
+            else:
+                _mj_step(m, data)
             _mj_get_state(m, data, out_state[b, k].ctypes.data, spec)
             out_sensors[b, k] = sensordata
 
@@ -186,6 +198,7 @@ class CompiledRollout(LawEngine):
             damping = np.array([damping_inertia(m) for m in run.models])
         else:
             diagonal, damping = np.zeros(0, dtype=np.intp), np.zeros((nbatch, 0))
+        split = m0.opt.integrator != int(mujoco.mjtIntegrator.mjINT_RK4)
 
         def block(i: int, rows: slice) -> None:
             d = datas[i]
@@ -194,7 +207,7 @@ class CompiledRollout(LawEngine):
                 d.qfrc_passive, d.M,
             )  # fmt: skip
             sub = arrays[:2] + tuple(a[rows] for a in arrays[2:])
-            dyn = (diagonal, damping[rows], float(m0.opt.timestep))
+            dyn = (diagonal, damping[rows], float(m0.opt.timestep), split)
             _roll(
                 models[rows], d._address, views, run.initial_states[rows], control[rows], sub,
                 dyn, spec, state[rows], sensors[rows],
