@@ -107,30 +107,30 @@ def has_kernel(law: ForceLaw) -> bool:
     return set(law.parameters) <= set(SLOTS[code]) and dict(law.states) == _STATES.get(code, {})
 
 
+# fmt: off
+_OPTION_FLAGS: dict[type, dict[str, int]] = {
+    JointFriction: {
+        "coulomb": F_COULOMB, "viscous": F_VISCOUS, "stribeck": F_STRIBECK,
+        "fit_exponent": F_FIT_EXPONENT, "load": F_LOAD, "load_quadratic": F_LOAD_QUADRATIC,
+        "drag": F_DRAG, "load_external": F_LOAD_EXTERNAL, "stick": F_STICK,
+    },
+    CommandTorque: {"deadzone": F_DEADZONE, "back_emf": F_BACK_EMF, "saturation": F_SATURATION},
+    RobotYamlMotor: {"limit_switch": F_LIMIT_SWITCH, "limited": F_LIMITED},
+    PositionServo: {"derivative": F_DERIVATIVE},
+}
+# fmt: on
+
+
 def _flags(law: ForceLaw) -> int:
     """The options of ``law`` as its kind's bit flags."""
-    names: dict[str, int] = {}
-    if isinstance(law, JointFriction):
-        names = {
-            "coulomb": F_COULOMB, "viscous": F_VISCOUS, "stribeck": F_STRIBECK,
-            "fit_exponent": F_FIT_EXPONENT, "load": F_LOAD, "load_quadratic": F_LOAD_QUADRATIC,
-            "drag": F_DRAG, "load_external": F_LOAD_EXTERNAL, "stick": F_STICK,
-        }  # fmt: skip
-    elif isinstance(law, CommandTorque):
-        names = {"deadzone": F_DEADZONE, "back_emf": F_BACK_EMF, "saturation": F_SATURATION}
-    elif isinstance(law, RobotYamlMotor):
-        names = {"limit_switch": F_LIMIT_SWITCH, "limited": F_LIMITED}
-    elif isinstance(law, PositionServo):
-        names = {"derivative": F_DERIVATIVE}
-        flags = (F_SHORT if law.off == "short" else 0) | (F_ENABLE if law.enable_input else 0)
-        return flags | (F_VOLTAGE_INPUT if law.voltage_input else 0) | _bits(law, names)
-    elif isinstance(law, CurrentServo):
-        return F_ENABLE if law.enable_input else 0
-    return _bits(law, names)
-
-
-def _bits(law: ForceLaw, names: Mapping[str, int]) -> int:
-    return sum(bit for name, bit in names.items() if getattr(law, name))
+    names = _OPTION_FLAGS.get(type(law), {})
+    flags = sum(bit for name, bit in names.items() if getattr(law, name))
+    if isinstance(law, PositionServo | CurrentServo) and law.enable_input:
+        flags |= F_ENABLE
+    if isinstance(law, PositionServo):
+        flags |= F_SHORT if law.off == "short" else 0
+        flags |= F_VOLTAGE_INPUT if law.voltage_input else 0
+    return flags
 
 
 @dataclasses.dataclass(frozen=True)
