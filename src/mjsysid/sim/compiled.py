@@ -172,17 +172,22 @@ class CompiledRollout(LawEngine):
 
     def rollout(self, run: LawRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`~mjsysid.sim.lockstep.LawEngine.run`, each block of rollouts on a thread."""
-        m0 = run.models[0]
+        m0, laws = run.models[0], self.bound(run.models[0])
         nbatch, nstep = run.control.shape[:2]
         data = run.data
         table = LawTable.pack(
-            self.bound(m0), run.values, data.inputs, data.constants, data.new_command,
-            nbatch, nstep,
-        )  # fmt: skip
+            laws, run.values, data.inputs, data.constants, data.new_command, nbatch, nstep
+        )
         arrays = (
             table.ints, table.reals, table.values, table.state_start, table.inputs,
             table.constants, table.new_command,
         )  # fmt: skip
+        if any(law.dynamics for law in laws):
+            diagonal = mass_diagonal(m0)
+            damping = np.array([damping_inertia(m) for m in run.models])
+        else:
+            diagonal, damping = np.zeros(0, dtype=np.intp), np.zeros((nbatch, 0))
+        split = m0.opt.integrator != int(mujoco.mjtIntegrator.mjINT_RK4)
         state = np.empty((nbatch, nstep, state_size(m0)))
         sensors = np.empty((nbatch, nstep, m0.nsensordata))
         models = np.array([m._address for m in run.models], dtype=np.uintp)
@@ -191,14 +196,6 @@ class CompiledRollout(LawEngine):
         datas = self.runner.datas_for(m0)
         count = max(1, min(self.runner.nthread, nbatch, len(datas)))
         bounds = np.linspace(0, nbatch, count + 1).round().astype(int)
-
-        laws = self.bound(m0)
-        if any(law.dynamics for law in laws):
-            diagonal = mass_diagonal(m0)
-            damping = np.array([damping_inertia(m) for m in run.models])
-        else:
-            diagonal, damping = np.zeros(0, dtype=np.intp), np.zeros((nbatch, 0))
-        split = m0.opt.integrator != int(mujoco.mjtIntegrator.mjINT_RK4)
 
         def block(i: int, rows: slice) -> None:
             d = datas[i]
