@@ -299,6 +299,47 @@ def test_runtime_reproduces_the_lockstep_rollout() -> None:
         LawRuntime.from_params(params)
 
 
+def test_runtime_rollout_is_apply_then_mj_step_at_every_step() -> None:
+    """Two starts in one call, command rows every 4 steps, inputs, constants and a friction
+    that reads the dynamics: the loop a user would write, to 1e-12."""
+    xml, law, values, consts = CASES["position_servo_pd_short_volts"]
+    friction = FRICTIONS["stick_load_external"]
+    params = ms.ParameterDict(
+        force_law_params(law, values[0])
+        + force_law_params(friction, {k: FRICTION_VALUES[k] for k in friction.parameters})
+    )
+    runtime = LawRuntime.from_params(params, constants=consts)
+    model = mujoco.MjModel.from_xml_string(xml)
+    inputs = {n: _inputs(NSTEP)[n] for n in runtime.inputs}
+    new = np.arange(NSTEP) % 4 == 0
+    ctrl = np.zeros((NSTEP, model.nu))
+    x0 = np.stack([ms.create_initial_state(model, np.array([q])) for q in (0.3, -0.2)])
+    state, sens = runtime.rollout(model, x0, ctrl, inputs, new_command=new)
+    assert state.shape == (2, NSTEP, x0.shape[1]) and sens.shape == (2, NSTEP, model.nsensordata)
+    for b in range(2):
+        data = mujoco.MjData(model)
+        mujoco.mj_setState(model, data, x0[b], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        runtime.reset()
+        for k in range(NSTEP):
+            data.ctrl[:] = ctrl[k]
+            runtime.apply(model, data, {n: v[k] for n, v in inputs.items()}, new_command=new[k])
+            mujoco.mj_step(model, data)
+            np.testing.assert_allclose(sens[b, k], data.sensordata, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(state[b, -1, 1], data.qpos[0], rtol=0, atol=1e-12)
+    one, _ = runtime.rollout(model, x0[1], ctrl, inputs, new_command=new)  # one start
+    np.testing.assert_allclose(one[0], state[1], rtol=0, atol=1e-12)
+    with pytest.raises(KeyError, match=r"missing \['input_volts'\]"):
+        runtime.rollout(
+            model, x0, ctrl, {"goal_position": 0.0 * new, "torque_enable": 1.0 + 0 * new}
+        )
+    with pytest.raises(ValueError, match=r"initial_state and control must be as many rollouts"):
+        runtime.rollout(model, x0, np.zeros((3, NSTEP, 1)), inputs)
+    with pytest.raises(ValueError, match=r"control must be \(nstep, 1\) or \(nbatch, nstep, 1\)"):
+        runtime.rollout(model, x0, np.zeros(NSTEP), inputs)
+    with pytest.raises(ValueError, match=r"inputs\['goal_position'\] must be \(300,\)"):
+        runtime.rollout(model, x0, ctrl, {**inputs, "goal_position": np.zeros(5)})
+
+
 def test_configs_round_trip_and_name_what_is_wrong() -> None:
     for law in [CASES[c][1] for c in CASES] + list(FRICTIONS.values()):
         assert law_from_config(law.config()) == law

@@ -13,6 +13,8 @@ and keeps the laws' internal states between calls::
         runtime.apply(model, data, inputs={"goal_position": goal, "torque_enable": 1.0})
         mujoco.mj_step(model, data)
 
+:meth:`LawRuntime.rollout` runs the same loop for many starts in one batched call.
+
 ``new_command`` says whether a new command row starts at this step (default ``True``: the
 command changes at every physics step); a simulator stepping several physics steps per
 command passes it ``True`` only at the first. A force the simulator applies itself must be
@@ -27,6 +29,7 @@ from typing import Any
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.sim.laws.core import (
@@ -39,6 +42,7 @@ from mjsysid.sim.laws.core import (
 )
 from mjsysid.sim.laws.dynamics import data_dynamics
 from mjsysid.sim.model_key import ModelKey, model_key
+from mjsysid.util.errors import must_be
 from mjsysid.util.files import read_yaml
 from mjsysid.util.results_files import IDENTIFIED_YAML, PARAMS_X_HAT
 
@@ -215,6 +219,114 @@ class LawRuntime:
         run_laws(laws, ctx, self.values, self._states, given, self.constants)
         data.ctrl[:] = ctx.ctrl[0]
         data.qfrc_applied[:] = ctx.force[0]
+
+    def rollout(
+        self,
+        model: mujoco.MjModel,
+        initial_state: npt.ArrayLike,
+        control: npt.ArrayLike,
+        inputs: Mapping[str, npt.ArrayLike] | None = None,
+        *,
+        new_command: npt.ArrayLike | None = None,
+        nthread: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Simulations of ``model`` with the laws, in one batched call: what :meth:`apply`
+        then ``mj_step`` at every step give, from each initial state (the fit's engine: the
+        library's laws compiled with MuJoCo's step when Numba is installed, docs/backends.md).
+        The states of :meth:`apply` are neither read nor changed.
+
+        Args:
+          model: The model (e.g. the identified MJCF).
+          initial_state: ``(nstate,)`` or ``(nbatch, nstate)`` full-physics states
+            (``mjSTATE_FULLPHYSICS``).
+          control: ``(nstep, nu)`` or ``(nbatch, nstep, nu)`` the commands written to
+            ``data.ctrl`` before each step.
+          inputs: ``{name: (nstep,) or (nbatch, nstep)}`` the recorded inputs the laws read
+            (:attr:`inputs`) at each step.
+          new_command: ``(nstep,)`` or ``(nbatch, nstep)`` whether a command row starts at
+            each step (default: at every step).
+          nthread: Threads (default: all CPUs).
+
+        Returns:
+          ``(state, sensordata)``: ``(nbatch, nstep, nstate)`` the states after each step and
+          ``(nbatch, nstep, nsensordata)`` the sensor values of each step, as
+          ``mujoco.rollout`` returns them. A simulation that diverged holds what MuJoCo made
+          of it (its clock jumps back at MuJoCo's reset).
+
+        Raises:
+          KeyError: An input the laws read is missing.
+          ValueError: A shape that does not fit the model or the others (named).
+        """
+        from mjsysid.sim.batch import LawRollout  # (the engines import this module)
+        from mjsysid.sim.lockstep import LawData
+        from mjsysid.sim.rollout import BatchRollout
+
+        x0 = np.asarray(initial_state, dtype=np.float64)
+        x0 = x0[None] if x0.ndim == 1 else x0
+        nstate = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        if x0.ndim != 2 or x0.shape[1] != nstate:
+            raise ValueError(
+                must_be(
+                    "LawRuntime.rollout: initial_state",
+                    f"({nstate},) or (nbatch, {nstate})",
+                    x0.shape,
+                )
+            )
+        ctrl = np.asarray(control, dtype=np.float64)
+        ctrl = ctrl[None] if ctrl.ndim == 2 else ctrl
+        if ctrl.ndim != 3 or ctrl.shape[2] != model.nu:
+            raise ValueError(
+                must_be(
+                    "LawRuntime.rollout: control",
+                    f"(nstep, {model.nu}) or (nbatch, nstep, {model.nu})",
+                    ctrl.shape,
+                )
+            )
+        nbatch, nstep = max(len(x0), len(ctrl)), ctrl.shape[1]
+        if {len(x0), len(ctrl)} - {1, nbatch}:
+            raise ValueError(
+                must_be(
+                    "LawRuntime.rollout: initial_state and control",
+                    "as many rollouts each (or one, for all)",
+                    (x0.shape, ctrl.shape),
+                )
+            )
+        given = dict(inputs or {})
+        missing = sorted(set(self.inputs) - set(given))
+        if missing:
+            raise KeyError(
+                f"LawRuntime.rollout: the laws read the inputs {list(self.inputs)}; "
+                f"missing {missing}"
+            )
+        data = LawData(
+            {k: _per_step(f"inputs[{k!r}]", v, nbatch, nstep) for k, v in given.items()},
+            {k: np.repeat(v, nbatch) for k, v in self.constants.items()},
+            None if new_command is None else _per_step("new_command", new_command, nbatch, nstep),
+        )
+        values = [
+            {k: np.repeat(np.asarray(v), nbatch, axis=0) for k, v in vals.items()}
+            for vals in self.values
+        ]
+        with BatchRollout(nthread) as runner:
+            state, sensordata, _ = LawRollout(runner, self.laws).run(
+                [model] * nbatch,
+                np.broadcast_to(x0, (nbatch, nstate)),
+                np.broadcast_to(ctrl, (nbatch, nstep, model.nu)),
+                values,
+                data=data,
+                align=False,
+            )
+        return state, sensordata
+
+
+def _per_step(what: str, value: npt.ArrayLike, nbatch: int, nstep: int) -> np.ndarray:
+    """``value`` as ``(nbatch, nstep)`` from ``(nstep,)`` or ``(nbatch, nstep)``."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape not in ((nstep,), (nbatch, nstep)):
+        raise ValueError(
+            must_be(f"LawRuntime.rollout: {what}", f"({nstep},) or ({nbatch}, {nstep})", arr.shape)
+        )
+    return np.ascontiguousarray(np.broadcast_to(arr, (nbatch, nstep)))
 
 
 def _fitted_constants(folder: Path) -> str:
