@@ -39,9 +39,8 @@ import mujoco.batch
 import numpy as np
 
 from mjsysid.data.states import state_size, state_slices
-from mjsysid.sim.laws.core import ForceLaw, State, StepContext
+from mjsysid.sim.laws.core import ForceLaw, State, StepContext, run_laws, start_laws
 from mjsysid.sim.laws.dynamics import damping_inertia
-from mjsysid.sim.laws.runtime import run_laws, start_laws
 from mjsysid.sim.laws.table import has_kernel
 from mjsysid.sim.lockstep import LawData, LawEngine, LawRun, LockstepRollout, merge_laws
 from mjsysid.sim.model_key import ModelKey, model_key

@@ -50,10 +50,9 @@ import mujoco.rollout
 import numpy as np
 
 from mjsysid.data.states import state_size, state_slices
-from mjsysid.sim.laws.core import ForceLaw, State, StepContext
+from mjsysid.sim.laws.core import ForceLaw, State, StepContext, run_laws, start_laws
 from mjsysid.sim.laws.dynamics import BatchDynamics, data_dynamics
 from mjsysid.sim.laws.joint import ActuatedLaw, JointLaw
-from mjsysid.sim.laws.runtime import run_laws, start_laws
 from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.sim.rollout import BatchRollout, checked_output
 

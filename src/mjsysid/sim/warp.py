@@ -39,8 +39,7 @@ import mujoco
 import numpy as np
 
 from mjsysid.data.states import state_size, state_slices
-from mjsysid.sim.laws.core import ForceLaw, State, StepContext
-from mjsysid.sim.laws.runtime import run_laws, start_laws
+from mjsysid.sim.laws.core import ForceLaw, State, StepContext, run_laws, start_laws
 from mjsysid.sim.lockstep import LawEngine, LawRun, merge_laws
 from mjsysid.sim.model_key import ModelKey, model_key
 from mjsysid.util.errors import must_be

@@ -1,5 +1,6 @@
-"""What a force law is: the protocol, its parameters, what it sees at one step, and how a
-saved description becomes a law again.
+"""What a force law is: the protocol, its parameters, what it sees at one step, how the laws
+of a run take one step in order (:func:`start_laws`, :func:`run_laws`), and how a saved
+description becomes a law again.
 
 A force law is what MuJoCo cannot express of an actuator or a joint (a servo's own position
 loop, a driver's deadzone, friction that depends on the direction or on the load), written as
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -63,6 +64,8 @@ __all__ = [
     "library_laws",
     "parameter_name",
     "register_law",
+    "run_laws",
+    "start_laws",
     "state_start_key",
 ]
 
@@ -435,3 +438,59 @@ def _attach_native(p: Parameter, spec: LawParameter, config: Mapping[str, Any]) 
         getattr(m, f"actuator_{attr}")[i, col] = float(np.mean(param.value))
 
     p.modifier, p.model_modifier = modifier, model_modifier
+
+
+# -- running laws at one step ----------------------------------------------------------------
+def _law_context(
+    law: ForceLaw,
+    ctx: StepContext,
+    vals: Mapping[str, np.ndarray],
+    state: State,
+    inputs: Mapping[str, np.ndarray],
+    constants: Mapping[str, np.ndarray],
+) -> StepContext:
+    """``ctx`` as ``law`` sees it: its values, state, inputs and constants."""
+    ctx.values, ctx.state = vals, state
+    ctx.inputs = {k: inputs[k] for k in law.inputs}
+    ctx.constants = {k: constants[k] for k in law.constants}
+    return ctx
+
+
+def start_laws(
+    laws: Sequence[ForceLaw],
+    ctx: StepContext,
+    values: Sequence[Mapping[str, np.ndarray]],
+    inputs: Mapping[str, np.ndarray],
+    constants: Mapping[str, np.ndarray],
+) -> list[State]:
+    """Every law's initial internal state at ``ctx`` (the first step, before any law ran):
+    what :meth:`ForceLaw.initial_state` computes, replaced row by row where the law's values
+    give a start (:func:`~mjsysid.sim.laws.core.state_start_key`, a finite row)."""
+    out = []
+    for law, vals in zip(laws, values, strict=True):
+        state = law.initial_state(_law_context(law, ctx, vals, {}, inputs, constants))
+        for name in law.states:
+            given = vals.get(state_start_key(name))
+            if given is not None:
+                given = np.asarray(given, dtype=np.float64).reshape(len(ctx.time), -1)
+                set_rows = np.asarray(np.isfinite(given).all(axis=1))
+                state = {**state, name: np.where(set_rows[:, None], given, state[name])}
+        out.append(state)
+    return out
+
+
+def run_laws(
+    laws: Sequence[ForceLaw],
+    ctx: StepContext,
+    values: Sequence[Mapping[str, np.ndarray]],
+    states: list[State],
+    inputs: Mapping[str, np.ndarray],
+    constants: Mapping[str, np.ndarray],
+) -> None:
+    """One step of every law, in order, on ``ctx`` (their forces added to ``ctx.force``,
+    ``ctx.ctrl`` changed as they change it); ``states`` replaced by the next ones.
+
+    ``inputs`` and ``constants`` hold every law's by name; each law sees its own.
+    """
+    for i, (law, vals) in enumerate(zip(laws, values, strict=True)):
+        states[i] = law.step(_law_context(law, ctx, vals, states[i], inputs, constants))

@@ -32,76 +32,25 @@ import numpy as np
 import numpy.typing as npt
 
 from mjsysid.params.parameter import ParameterDict
+from mjsysid.sim.batch import LawRollout
 from mjsysid.sim.laws.core import (
     ForceLaw,
     State,
     StepContext,
     law_values,
     laws_from_params,
-    state_start_key,
+    run_laws,
+    start_laws,
 )
 from mjsysid.sim.laws.dynamics import data_dynamics
+from mjsysid.sim.lockstep import LawData
 from mjsysid.sim.model_key import ModelKey, model_key
+from mjsysid.sim.rollout import BatchRollout
 from mjsysid.util.errors import must_be
 from mjsysid.util.files import read_yaml
 from mjsysid.util.results_files import IDENTIFIED_YAML, PARAMS_X_HAT
 
-__all__ = ["LawRuntime", "run_laws", "start_laws"]
-
-
-def _law_context(
-    law: ForceLaw,
-    ctx: StepContext,
-    vals: Mapping[str, np.ndarray],
-    state: State,
-    inputs: Mapping[str, np.ndarray],
-    constants: Mapping[str, np.ndarray],
-) -> StepContext:
-    """``ctx`` as ``law`` sees it: its values, state, inputs and constants."""
-    ctx.values, ctx.state = vals, state
-    ctx.inputs = {k: inputs[k] for k in law.inputs}
-    ctx.constants = {k: constants[k] for k in law.constants}
-    return ctx
-
-
-def start_laws(
-    laws: Sequence[ForceLaw],
-    ctx: StepContext,
-    values: Sequence[Mapping[str, np.ndarray]],
-    inputs: Mapping[str, np.ndarray],
-    constants: Mapping[str, np.ndarray],
-) -> list[State]:
-    """Every law's initial internal state at ``ctx`` (the first step, before any law ran):
-    what :meth:`ForceLaw.initial_state` computes, replaced row by row where the law's values
-    give a start (:func:`~mjsysid.sim.laws.core.state_start_key`, a finite row)."""
-    out = []
-    for law, vals in zip(laws, values, strict=True):
-        state = law.initial_state(_law_context(law, ctx, vals, {}, inputs, constants))
-        for name in law.states:
-            given = vals.get(state_start_key(name))
-            if given is not None:
-                given = np.asarray(given, dtype=np.float64).reshape(len(ctx.time), -1)
-                set_rows = np.asarray(np.isfinite(given).all(axis=1))
-                state = {**state, name: np.where(set_rows[:, None], given, state[name])}
-        out.append(state)
-    return out
-
-
-def run_laws(
-    laws: Sequence[ForceLaw],
-    ctx: StepContext,
-    values: Sequence[Mapping[str, np.ndarray]],
-    states: list[State],
-    inputs: Mapping[str, np.ndarray],
-    constants: Mapping[str, np.ndarray],
-) -> None:
-    """One step of every law, in order, on ``ctx`` (their forces added to ``ctx.force``,
-    ``ctx.ctrl`` changed as they change it); ``states`` replaced by the next ones.
-
-    ``inputs`` and ``constants`` hold every law's by name; each law sees its own.
-    """
-    for i, (law, vals) in enumerate(zip(laws, values, strict=True)):
-        states[i] = law.step(_law_context(law, ctx, vals, states[i], inputs, constants))
+__all__ = ["LawRuntime"]
 
 
 class LawRuntime:
@@ -257,10 +206,6 @@ class LawRuntime:
           KeyError: An input the laws read is missing.
           ValueError: A shape that does not fit the model or the others (named).
         """
-        from mjsysid.sim.batch import LawRollout  # (the engines import this module)
-        from mjsysid.sim.lockstep import LawData
-        from mjsysid.sim.rollout import BatchRollout
-
         x0 = np.asarray(initial_state, dtype=np.float64)
         x0 = x0[None] if x0.ndim == 1 else x0
         nstate = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
