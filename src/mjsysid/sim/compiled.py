@@ -70,6 +70,20 @@ def _mujoco_library() -> str:
     return found[0]
 
 
+def _check_addresses() -> None:
+    """The compiled loop hands MuJoCo the addresses of ``mjModel`` and ``mjData``, which the
+    bindings give as ``_address``; a MuJoCo whose bindings do not is refused here, so that
+    :class:`~mjsysid.sim.batch.LawRollout` runs the lock steps instead."""
+    model = mujoco.MjModel.from_xml_string("<mujoco/>")
+    for obj in (model, mujoco.MjData(model)):
+        if not isinstance(getattr(obj, "_address", None), int):
+            raise ImportError(
+                f"mujoco {mujoco.__version__}'s bindings do not give {type(obj).__name__}."
+                "_address, which the compiled force laws need"
+            )
+
+
+_check_addresses()
 llvmlite.binding.load_library_permanently(_mujoco_library())
 _PTR = types.uintp
 # MuJoCo's C functions, called from compiled code (pointers as unsigned integers)
