@@ -182,20 +182,25 @@ class LawTable:
         constant_names = sorted({n for law in laws for n in law.constants})
         ints = np.full((len(laws), NINT), -1, dtype=np.int64)
         reals = np.zeros((len(laws), NREAL))
-        columns: list[np.ndarray] = []
+        codes = [_CODES[type(law)] for law in laws]
+        table = np.zeros((nbatch, 2 * sum(len(SLOTS[c]) for c in codes)))
         starts: list[np.ndarray] = []
-        for i, (law, vals) in enumerate(zip(laws, values, strict=True)):
-            code = _CODES[type(law)]
+        column = 0
+        for i, (law, code, vals) in enumerate(zip(laws, codes, values, strict=True)):
             joint = cast(JointLaw, law)
+            declared = law.parameters  # (a property that builds its dict: read once)
             ints[i, CODE], ints[i, FLAGS] = code, _flags(law)
             ints[i, DOF], ints[i, QPOS] = joint.dof, joint.qpos
             ints[i, CTRL] = joint.ctrl_index if isinstance(joint, ActuatedLaw) else -1
-            ints[i, VALUE] = 2 * len(columns)
+            ints[i, VALUE] = column
             for name in SLOTS[code]:
-                if name in law.parameters and name not in vals:
-                    raise KeyError(f"force law {law.name!r}: no values for its parameter {name!r}")
-                v = vals[name] if name in law.parameters else np.zeros((nbatch, 1))
-                columns.append(np.broadcast_to(np.asarray(v, float)[:, [0, -1]], (nbatch, 2)))
+                if name in declared:
+                    if name not in vals:
+                        raise KeyError(
+                            f"force law {law.name!r}: no values for its parameter {name!r}"
+                        )
+                    table[:, column : column + 2] = np.asarray(vals[name], float)[:, [0, -1]]
+                column += 2
             for name, size in law.states.items():
                 ints[i, STATE] = sum(s.shape[1] for s in starts)
                 given = vals.get(state_start_key(name))
@@ -214,7 +219,7 @@ class LawTable:
         return cls(
             ints,
             reals,
-            np.ascontiguousarray(np.hstack(columns) if columns else np.zeros((nbatch, 0))),
+            table,
             np.hstack(starts) if starts else np.zeros((nbatch, 0)),
             _stack([inputs[n] for n in input_names], (nbatch, nstep)),
             _stack([constants[n] for n in constant_names], (nbatch,)),
