@@ -4,7 +4,10 @@ The same maths as each law's NumPy :meth:`step` (:mod:`~mjsysid.sim.laws.frictio
 :mod:`~mjsysid.sim.laws.motors`, :mod:`~mjsysid.sim.laws.servos`), written on the scalars of
 one simulation in the same order of operations, so that the results are the NumPy ones
 (the tests compare them with :func:`~mjsysid.sim.lockstep.reference_rollout`). The laws
-come as the tables of :mod:`mjsysid.sim.laws.table`. Used by
+come as the tables of :mod:`mjsysid.sim.laws.table`; a kernel's ``p`` is its law's slice of
+the values table: parameter ``j`` of its kind's :data:`~mjsysid.sim.laws.table.SLOTS` at
+``p[2j]`` (the positive direction's entry, or the only one) and ``p[2j + 1]`` (the negative
+direction's), so ``p[6]`` of ``joint_friction`` is its ``stribeck_velocity``. Used by
 :class:`mjsysid.sim.compiled.CompiledRollout`; importing this module imports Numba (the
 ``fast`` extra) and compiles, or loads from Numba's cache, the kernels.
 """
