@@ -370,9 +370,7 @@ def _compiled_engine(
     lock steps run."""
     if compiled is False or not laws:
         return None
-    if compiled is None and not all(has_kernel(law) for law in laws):
-        return None
-    if compiled is None and importlib.util.find_spec("numba") is None:
+    if compiled is None and law_engine_note(laws) is not None:  # (not every law, or no Numba)
         return None
     try:
         from mjsysid.sim.compiled import CompiledRollout
