@@ -331,6 +331,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"far start (gear {FAR_GEAR[args.far]:.4g}, the rest at the lower bounds)")
         print(f"global stage: {g.wall_time:.1f} s, {g.evaluations} evaluations, {g.message}")
     print(f"fit: {seconds:.1f} s, {result.nit} iterations, status {result.status.name}")
+    tp = result.threshold_profile
+    if tp is not None:
+        print(f"threshold profile: {tp.wall_time:.1f} s, then the fit from its point "
+              f"{tp.refit_wall_time:.1f} s: {tp.text()}")  # fmt: skip
     print(f"cost: start {result.initial_cost:.4g}, end {result.cost:.4g}, truth {truth_cost:.4g}")
     if args.diagnose:
         print(f"cost of the truth's physics with its window starts fitted: {floor[0]:.4g} "

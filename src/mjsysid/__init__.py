@@ -34,7 +34,7 @@ from mjsysid.fit.intervals import calculate_intervals
 from mjsysid.fit.jacobian import fd_jacobian, sweep_parameter
 from mjsysid.fit.lm import LMOptions, LMResult, levenberg_marquardt
 from mjsysid.fit.optimize import optimize
-from mjsysid.fit.options import FitOptions, GlobalSearchOptions
+from mjsysid.fit.options import FitOptions, GlobalSearchOptions, ThresholdProfileOptions
 from mjsysid.fit.result import OptimizeResult
 from mjsysid.fit.status import Status
 from mjsysid.objective.control_transform import ControlTransform
@@ -146,6 +146,7 @@ __all__ = [
     "StepContext",
     "StribeckFriction",
     "SystemTrajectory",
+    "ThresholdProfileOptions",
     "TimeSeries",
     "TrajectorySeries",
     "ViscousFriction",

@@ -250,6 +250,62 @@ def as_global_options(value: object) -> GlobalSearchOptions:
     )
 
 
+@dataclass(frozen=True)
+class ThresholdProfileOptions:
+    """Settings of the command thresholds' profile after the local fit
+    (:mod:`mjsysid.fit.thresholds`; validated on creation).
+
+    Attributes:
+      keep: Ranges between recorded levels refitted per entry, those of lowest cost with the
+        other values held (the entry's own range is always refitted too).
+      iterations: Damped Gauss-Newton iterations of each refit (each two batched calls).
+      sweeps: Sweeps over the entries at most (an entry is profiled again only after another
+        moved).
+      margin: An entry moves only to a range whose refit ends lower than its own range's by
+        more than this fraction of the cost.
+    """
+
+    keep: int = 4
+    iterations: int = 3
+    sweeps: int = 3
+    margin: float = 0.01
+
+    def __post_init__(self) -> None:
+        for name in ("keep", "iterations", "sweeps"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+                raise ValueError(must_be(f"threshold_profile: {name}", "an integer >= 1", v))
+        if not (finite_real(self.margin) and 0 <= self.margin < 1):
+            raise ValueError(
+                must_be("threshold_profile: margin", "a number in [0, 1)", self.margin)
+            )
+
+
+def as_threshold_options(value: object) -> ThresholdProfileOptions | None:
+    """What ``optimize(..., threshold_profile=...)`` accepts: the options, ``True`` (the
+    defaults), ``False`` or ``None`` (no profile), or an experiment file's mapping
+    (``{"keep": 4, "iterations": 3}``)."""
+    if value is None or value is False:
+        return None
+    if isinstance(value, ThresholdProfileOptions):
+        return value
+    if value is True:
+        return ThresholdProfileOptions()
+    if isinstance(value, Mapping):
+        known = {f.name for f in dataclasses.fields(ThresholdProfileOptions)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(must_be("threshold_profile", f"keys of {sorted(known)}", unknown))
+        return ThresholdProfileOptions(**value)
+    raise TypeError(
+        must_be(
+            "threshold_profile",
+            "a ThresholdProfileOptions, True, False, None or a mapping such as {'keep': 4}",
+            value,
+        )
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class FitOptions:
     """Everything :func:`~mjsysid.fit.optimize.optimize` takes besides the problem.
@@ -331,6 +387,12 @@ class FitOptions:
       starts: Local fits from this many starts (the nominal and Latin-hypercube points in the
         bounds; :func:`~mjsysid.fit.search.multistart`); ``None``: one. Not together with
         ``global_search``. starts_seed: Their random seed.
+      threshold_profile: After the local fit, profile every command threshold of the force
+        laws (a deadzone) over the ranges between its recorded command levels, the other
+        values refitted at each, then fit again from the best and keep the lower end
+        (:mod:`mjsysid.fit.thresholds`, :class:`ThresholdProfileOptions`; ``True`` for the
+        defaults, which run only when there is such an entry). ``None`` (or ``False``): no
+        profile.
       rollout: Where the populations of the outer stage are simulated: ``"cpu"`` (default,
         the residual function's own rollouts) or ``"warp"`` (the global stage's
         generations and the starts' first evaluation as MuJoCo Warp worlds, float32, on
@@ -367,6 +429,7 @@ class FitOptions:
     starts: int | None = None
     starts_seed: int = 0
     rollout: str = "cpu"
+    threshold_profile: ThresholdProfileOptions | None = ThresholdProfileOptions()
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -420,6 +483,9 @@ class FitOptions:
         seed = self.starts_seed
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
             raise ValueError(must_be("starts_seed", "an integer >= 0", seed))
+        t = self.threshold_profile
+        if t is not None and not isinstance(t, ThresholdProfileOptions):
+            object.__setattr__(self, "threshold_profile", as_threshold_options(t))
         if self.global_search is not None and self.starts is not None:
             raise ValueError(
                 must_be(
@@ -484,7 +550,9 @@ class FitOptions:
         return dataclasses.replace(self, **changes)
 
     # --- experiment files --------------------------------------------------------------
-    MAPPING_KEYS = ("method", "max_iters", "xtol", "gtol", "ftol", "eps", "horizons")
+    MAPPING_KEYS = (
+        "method", "max_iters", "xtol", "gtol", "ftol", "eps", "horizons", "threshold_profile",
+    )  # fmt: skip
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], *, where: str, **defaults: Any) -> FitOptions:
@@ -492,8 +560,10 @@ class FitOptions:
 
         Args:
           mapping: The section as read from YAML: ``method``, ``max_iters``, ``xtol``,
-            ``gtol``, ``ftol``, ``eps`` and ``horizons`` (``auto``, ``none`` or fractions),
-            each optional (unknown keys are the caller's to reject).
+            ``gtol``, ``ftol``, ``eps``, ``horizons`` (``auto``, ``none`` or fractions) and
+            ``threshold_profile`` (``true``, ``false`` or a mapping of
+            :class:`ThresholdProfileOptions`' fields), each optional (unknown keys are the
+            caller's to reject).
           where: Prefix of error messages, the section's path (``"exp.yaml: optimizer"``).
           defaults: Options not in ``mapping`` (e.g. ``max_iters=100``).
 
@@ -517,14 +587,21 @@ class FitOptions:
         if "horizons" in mapping:
             values["horizons"] = reader.horizons()
         try:
+            if "threshold_profile" in mapping:
+                values["threshold_profile"] = as_threshold_options(mapping["threshold_profile"])
             return cls(**values)
         except (TypeError, ValueError) as e:  # the message starts with the option's name
             raise ValueError(f"{where}.{e}") from None
 
     def given(self, mapping: Mapping[str, Any]) -> dict[str, Any]:
         """The options of ``mapping`` other than ``method`` and ``max_iters``, as held here
-        (``{"horizons": (0.3, 1.0)}``), to pass on as keywords."""
-        return {k: getattr(self, k) for k in self.MAPPING_KEYS[2:] if k in mapping}
+        (``{"horizons": (0.3, 1.0)}``), to pass on as keywords; ``threshold_profile`` as
+        the file gives it (``false`` or a mapping: ``run.yaml`` records it)."""
+        return {
+            k: mapping[k] if k == "threshold_profile" else getattr(self, k)
+            for k in self.MAPPING_KEYS[2:]
+            if k in mapping
+        }
 
 
 def _unknown_options(unknown: list[str], known: set[str], optimizer: str) -> str:

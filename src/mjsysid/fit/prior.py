@@ -24,7 +24,13 @@ from typing import Any, cast
 import numpy as np
 
 from mjsysid.fit.jacobian import residual_array
-from mjsysid.objective.protocols import DescribedResidualFn, HorizonResidualFn, ResidualFn
+from mjsysid.objective.levels import LevelBracket
+from mjsysid.objective.protocols import (
+    DescribedResidualFn,
+    HorizonResidualFn,
+    ResidualFn,
+    ThresholdResidualFn,
+)
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 
@@ -169,6 +175,14 @@ class PriorResidual:
         inner = self.described
         groups = inner.signal_groups() if inner is not None else None
         return append_prior_group(groups, self.data_size, self.rows.size)
+
+    def threshold_brackets(self, params: ParameterDict) -> list[LevelBracket]:
+        """The wrapped function's command thresholds (none when it has none to tell:
+        :class:`~mjsysid.objective.protocols.ThresholdResidualFn`)."""
+        inner = self.inner
+        return (
+            list(inner.threshold_brackets(params)) if isinstance(inner, ThresholdResidualFn) else []
+        )
 
     def describe_index(self, i: int) -> str:
         n = self.data_size

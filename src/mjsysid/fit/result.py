@@ -264,6 +264,155 @@ class MultistartSummary:
         }
 
 
+@dataclass(frozen=True)
+class RangeTrial:
+    """One range of a threshold entry tried by the profile.
+
+    Attributes:
+      value: The entry's value tried (the middle of the range).
+      below, above: The range ``(below, above]`` between neighbouring recorded levels.
+      scan_cost: The cost there with the other values where they were.
+      refit_cost: After the short refit of the other values (``None``: not refitted).
+      current: Whether it is the entry's range when the profile reached it.
+    """
+
+    value: float
+    below: float
+    above: float
+    scan_cost: float
+    refit_cost: float | None
+    current: bool
+
+
+@dataclass(frozen=True)
+class ThresholdSweep:
+    """One entry profiled: ``name`` (``"motor_deadzone[0]"``), every range ``trials``, the
+    value it ends at and whether it moved."""
+
+    name: str
+    trials: tuple[RangeTrial, ...]
+    value: float
+    moved: bool
+
+    def summary(self) -> dict[str, Any]:
+        """Plain types, for a results file."""
+        return {
+            "entry": self.name,
+            "value": float(self.value),
+            "moved": bool(self.moved),
+            "refitted": [
+                {
+                    "range": [float(t.below), float(t.above)],
+                    "scan_cost": float(t.scan_cost),
+                    "refit_cost": float(t.refit_cost),
+                    "current": bool(t.current),
+                }
+                for t in self.trials
+                if t.refit_cost is not None
+            ],
+        }
+
+    @classmethod
+    def from_summary(cls, d: dict[str, Any]) -> ThresholdSweep:
+        """From :meth:`summary` (the refitted ranges only)."""
+        trials = tuple(
+            RangeTrial(
+                0.5 * (t["range"][0] + t["range"][1]),
+                float(t["range"][0]),
+                float(t["range"][1]),
+                float(t["scan_cost"]),
+                float(t["refit_cost"]),
+                bool(t["current"]),
+            )
+            for t in d["refitted"]
+        )
+        return cls(str(d["entry"]), trials, float(d["value"]), bool(d["moved"]))
+
+
+@dataclass
+class ThresholdProfile:
+    """What the profile did (:attr:`OptimizeResult.threshold_profile`).
+
+    Attributes:
+      sweeps: Every entry profiled, in order.
+      evaluations: Candidate evaluations (columns of residual calls).
+      wall_time: Seconds of the profile (the refit after it not included).
+      fit_cost: The fit's cost before the profile.
+      refit_cost: The local fit's cost from the profile's point (``None``: no entry moved,
+        so none ran; or it failed, see ``kept``).
+      kept: ``"refit"`` (the fit from the profile's point ended lower and is the result),
+        ``"fit"`` (the first fit ended lower) or ``"unmoved"`` (every entry stayed).
+      refit_wall_time: Seconds of that local fit.
+    """
+
+    sweeps: list[ThresholdSweep] = field(default_factory=list)
+    evaluations: int = 0
+    wall_time: float = 0.0
+    fit_cost: float = float("nan")
+    refit_cost: float | None = None
+    kept: str = "unmoved"
+    refit_wall_time: float = 0.0
+
+    @property
+    def moved(self) -> bool:
+        """Whether an entry moved to another range."""
+        return any(s.moved for s in self.sweeps)
+
+    def text(self) -> str:
+        """The outcome, in words (a sentence of the fit's message)."""
+        names = sorted({s.name for s in self.sweeps})
+        if not self.moved:
+            return (
+                f"Threshold profile ({', '.join(names)}): every entry stayed in its range "
+                f"between recorded command levels ({self.evaluations} evaluations, "
+                f"{self.wall_time:.1f} s)."
+            )
+        moved = {s.name: s.value for s in self.sweeps if s.moved}
+        where = ", ".join(f"{k} to {v:.6g}" for k, v in moved.items())
+        if self.kept == "refit":
+            outcome = (
+                f"the fit from there ended at cost {self.refit_cost:.6g}, below the first "
+                f"fit's {self.fit_cost:.6g}, and is the result"
+            )
+        elif self.refit_cost is None:
+            outcome = "the fit from there failed; the first fit is the result"
+        else:
+            outcome = (
+                f"the fit from there ended at cost {self.refit_cost:.6g}, not below the "
+                f"first fit's {self.fit_cost:.6g}, which is the result"
+            )
+        return (
+            f"Threshold profile: moved {where} ({self.evaluations} evaluations, "
+            f"{self.wall_time:.1f} s); {outcome}."
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """Plain types, for a results file."""
+        return {
+            "kept": self.kept,
+            "fit_cost": float(self.fit_cost),
+            "refit_cost": None if self.refit_cost is None else float(self.refit_cost),
+            "evaluations": int(self.evaluations),
+            "wall_time": float(self.wall_time),
+            "refit_wall_time": float(self.refit_wall_time),
+            "sweeps": [s.summary() for s in self.sweeps],
+        }
+
+    @classmethod
+    def from_summary(cls, d: dict[str, Any]) -> ThresholdProfile:
+        """From :meth:`summary` (``result.yaml``)."""
+        refit = d.get("refit_cost")
+        return cls(
+            sweeps=[ThresholdSweep.from_summary(s) for s in d["sweeps"]],
+            evaluations=int(d["evaluations"]),
+            wall_time=float(d["wall_time"]),
+            fit_cost=float(d["fit_cost"]),
+            refit_cost=None if refit is None else float(refit),
+            kept=str(d["kept"]),
+            refit_wall_time=float(d.get("refit_wall_time", 0.0)),
+        )
+
+
 @dataclass
 class OptimizeResult:
     """What :func:`~mjsysid.fit.optimize.optimize` found.
@@ -296,6 +445,8 @@ class OptimizeResult:
       step_trial: The Gauss-Newton step left at a stop, tried where it did not deliver what
         the linearised model predicts (:class:`~mjsysid.fit.status.StepTrial`: the stop
         stands, the linearised intervals are approximate), else ``None``.
+      threshold_profile: The profile of the force laws' command thresholds after the local
+        fit (:class:`ThresholdProfile`, :mod:`mjsysid.fit.thresholds`), when one ran.
     """
 
     x: np.ndarray
@@ -320,6 +471,7 @@ class OptimizeResult:
     multistart: MultistartSummary | None = None
     validation: ValidationTable | None = None
     step_trial: StepTrial | None = None
+    threshold_profile: ThresholdProfile | None = None
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)  # a plain word ("xtol") becomes its member

@@ -73,6 +73,7 @@ from mjsysid.fit.local import run_fit
 from mjsysid.fit.options import FitOptions, GlobalSearchOptions
 from mjsysid.fit.result import GlobalResult, MultistartSummary, OptimizeResult, StartRecord
 from mjsysid.fit.status import Status
+from mjsysid.fit.thresholds import refine_thresholds
 from mjsysid.objective.initial_state import nuisance_mask
 from mjsysid.objective.protocols import DescribedResidualFn, DeviceResidualFn, ResidualFn
 from mjsysid.params.parameter import ParameterDict
@@ -1000,9 +1001,13 @@ def fit_with_search(
 ) -> tuple[ParameterDict, OptimizeResult]:
     """The local fit (:func:`~mjsysid.fit.local.run_fit`), after a global stage
     (``options.global_search``: :func:`fit_global`) or from several starts
-    (``options.starts``: :func:`multistart`)."""
+    (``options.starts``: :func:`multistart`), and the profile of the force laws' command
+    thresholds after it (``options.threshold_profile``:
+    :func:`~mjsysid.fit.thresholds.refine_thresholds`)."""
     if options.global_search is not None:
-        return fit_global(initial_params, residual_fn, options)
-    if options.starts is not None:
-        return multistart(initial_params, residual_fn, options)
-    return run_fit(initial_params, residual_fn, options)
+        fitted = fit_global(initial_params, residual_fn, options)
+    elif options.starts is not None:
+        fitted = multistart(initial_params, residual_fn, options)
+    else:
+        fitted = run_fit(initial_params, residual_fn, options)
+    return refine_thresholds(initial_params, residual_fn, fitted, options)

@@ -31,7 +31,7 @@ import yaml
 from mjsysid.data.sequences import ModelSequences
 from mjsysid.fit.confidence import Confidence, compute_confidence
 from mjsysid.fit.prior import PriorRows
-from mjsysid.fit.result import FitHistory, OptimizeResult, StageSummary
+from mjsysid.fit.result import FitHistory, OptimizeResult, StageSummary, ThresholdProfile
 from mjsysid.fit.status import Status, StepTrial
 from mjsysid.fit.whiteness import Whiteness
 from mjsysid.output.export import export_files, recording_constants
@@ -97,6 +97,10 @@ _OPTIONAL_KEYS = {
             and {"cost", "fractions", "predicted", "actual", "step_se"} <= set(v)
         ),
         "a mapping of cost, fractions, predicted, actual and step_se",
+    ),
+    "threshold_profile": (  # the deadzones' profile (mjsysid.fit.thresholds.ThresholdProfile)
+        lambda v: isinstance(v, dict) and {"kept", "fit_cost", "sweeps", "evaluations"} <= set(v),
+        "a mapping of kept, fit_cost, sweeps and evaluations",
     ),
     "prior": (  # the prior rows of a MAP fit (mjsysid.fit.prior.PriorRows.to_dict)
         lambda v: isinstance(v, dict) and {"columns", "mean", "std", "names"} <= set(v),
@@ -253,6 +257,11 @@ def _summary(
         **(
             {"step_trial": opt_result.step_trial.summary()}
             if opt_result.step_trial is not None
+            else {}
+        ),
+        **(
+            {"threshold_profile": opt_result.threshold_profile.summary()}
+            if opt_result.threshold_profile is not None
             else {}
         ),
         "models": models,
@@ -451,6 +460,11 @@ def _optimize_result(
         prior=PriorRows.from_dict(summary["prior"]) if summary.get("prior") else None,
         step_trial=(
             StepTrial.from_summary(summary["step_trial"]) if summary.get("step_trial") else None
+        ),
+        threshold_profile=(
+            ThresholdProfile.from_summary(summary["threshold_profile"])
+            if summary.get("threshold_profile")
+            else None
         ),
     )
 

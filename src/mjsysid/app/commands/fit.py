@@ -334,6 +334,8 @@ def _summarise(
             f"optimizer {result.wall_time:.2f} s",
             file=err,
         )
+        if result.threshold_profile is not None:  # (the deadzones' ranges after the fit)
+            print(result.threshold_profile.text(), file=err)
     print(table(result, conf, exp.params), file=out)
     if not args.quiet:
         say_caveats(conf.caveats(), err)

@@ -22,7 +22,9 @@ Example (paths are relative to the experiment file)::
     optimizer: {method: lm, max_iters: 100}   # also xtol, gtol, ftol (>= 0; 0: off), eps, horizons
     # (horizons: auto (default), none (one stage) or fractions such as [0.3, 1.0];
     #  global: cmaes, with population, budget, sigma, seed, tol_spread: a CMA-ES stage first;
-    #  or starts: 8: local fits from the nominal and 7 points drawn in the bounds)
+    #  or starts: 8: local fits from the nominal and 7 points drawn in the bounds;
+    #  threshold_profile: true (default), false or {keep, iterations, sweeps, margin}: a
+    #  force law's deadzone profiled over the recorded command levels after the fit)
     residual: {normalize: true, sensor_weights: {j1_pos: 2.0}}
     shooting: {window: 1.0, overlap: 0.2}     # optional: multiple shooting, see below
     executor: 4                               # optional: a local Dask cluster of 4 workers,

@@ -172,6 +172,16 @@ _HORIZONS = "'auto', 'none' or increasing fractions in (0, 1], e.g. [0.3, 1.0]"
 _Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
+class ThresholdProfileKeys(Keys):
+    """``optimizer: threshold_profile:`` as a mapping
+    (:class:`~mjsysid.fit.options.ThresholdProfileOptions`)."""
+
+    keep: PositiveInt | None = None
+    iterations: PositiveInt | None = None
+    sweeps: PositiveInt | None = None
+    margin: Annotated[float, Field(ge=0, lt=1)] | None = None
+
+
 class OptimizerKeys(Keys):
     """``optimizer:`` the local fit (:class:`~mjsysid.fit.options.FitOptions`) and its outer
     stages: a CMA-ES stage first (``global: cmaes`` and its options) or ``starts``."""
@@ -204,6 +214,10 @@ class OptimizerKeys(Keys):
         | None
     ) = None
     starts: PositiveInt | None = None
+    threshold_profile: Annotated[
+        bool | ThresholdProfileKeys,
+        Must("true, false or a mapping with keep, iterations, sweeps, margin"),
+    ] = True
     rollout: Annotated[
         Literal[ROLLOUTS], Must(f"one of {list(ROLLOUTS)}")  # type: ignore[valid-type]
     ] = "cpu"
