@@ -196,3 +196,20 @@ def test_the_profile_round_trips_through_the_results_files(tmp_path: Path) -> No
     assert again.summary() == profile.summary()
     assert again.text() == profile.text()
     assert ThresholdProfile.from_summary(profile.summary()).summary() == profile.summary()
+
+
+def test_a_verbose_fit_says_when_the_profile_runs_and_what_it_did() -> None:
+    import io
+
+    params, fn = _problem(WRONG, width=0.0)
+    out = io.StringIO()
+    ms.optimize(params, fn, max_iters=30, verbose=True, output=out)
+    text = out.getvalue()
+    assert (
+        "threshold profile: m_deadzone[0], m_deadzone[1] over the ranges between recorded levels"
+        in text
+    )
+    assert "Threshold profile: moved m_deadzone[0] to" in text
+    assert "Fitting again from there:" in text
+    after = text.split("Fitting again from there:")[1]
+    assert "iter" in after  # the second fit's own lines follow

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 import time
 from collections.abc import Callable
 
@@ -322,9 +323,12 @@ def refine_thresholds(
     if settings is None or result.status == Status.INTERRUPTED:
         return fitted
     names = list(result.parameter_names)
-    if not threshold_entries(residual_fn, opt_params, names):
+    entries = [b.name for _, b in threshold_entries(residual_fn, opt_params, names)]
+    if not entries:
         return fitted
     bounds = initial_params.get_bounds()
+    say = _printer(options)
+    say(f"threshold profile: {', '.join(entries)} over the ranges between recorded levels")
     try:
         x, profile = profile_thresholds(
             residual_fn, opt_params, result.x, bounds, names, settings, float(options.eps)
@@ -335,6 +339,7 @@ def refine_thresholds(
     profile.fit_cost = float(result.cost)
     if not profile.moved:
         return opt_params, _with(result, profile, result, profile.evaluations)
+    say(f"{profile.text()} Fitting again from there:")
     start = initial_params.copy()
     start.update_from_vector(x)
     local = options.replace(
@@ -371,6 +376,17 @@ def refine_thresholds(
     profile.kept = "fit"
     logger.info("%s", profile.text())
     return opt_params, _with(result, profile, result, extra)
+
+
+def _printer(options: FitOptions) -> Callable[[str], None]:
+    """Prints a line to ``options.output`` (stdout by default) when ``options.verbose``."""
+
+    def say(text: str) -> None:
+        if options.verbose:
+            print(text, file=options.output if options.output is not None else sys.stdout,
+                  flush=True)  # fmt: skip
+
+    return say
 
 
 def _with(
