@@ -328,9 +328,10 @@ def _quick_fit(
     try:
         if not params.get_non_frozen_parameter_names():  # nothing to fit: the cost as it is
             return params, 0.5 * float(np.sum(np.square(rf(params.as_vector(), params))))
-        fitted, result = optimize(
-            params, rf, optimizer="lm", max_iters=iters, horizons=None, allow_no_effect=True
-        )
+        fitted, result = optimize(  # (a quick fit: no deadzone profile after it)
+            params, rf, optimizer="lm", max_iters=iters, horizons=None, allow_no_effect=True,
+            threshold_profile=None,
+        )  # fmt: skip
     finally:
         quiet.setLevel(level)
         rf.close()
