@@ -196,6 +196,15 @@ def test_the_profile_round_trips_through_the_results_files(tmp_path: Path) -> No
     assert again.summary() == profile.summary()
     assert again.text() == profile.text()
     assert ThresholdProfile.from_summary(profile.summary()).summary() == profile.summary()
+    # and the report says it
+    pytest.importorskip("jinja2", reason="the report needs the report extra")
+    from mjsysid.output.report import default_report
+
+    page = default_report(
+        fn.models_sequences, params, fitted, result, fn, tmp_path / "report", videos=False
+    )
+    html = Path(page).read_text()
+    assert "Deadzone profile</th>" in html and "Threshold profile: moved m_deadzone[0]" in html
 
 
 def test_a_verbose_fit_says_when_the_profile_runs_and_what_it_did() -> None:

@@ -90,6 +90,9 @@ def _result_summary(opt_result: OptimizeResult) -> dict[str, Any]:
         ],
         "wall_time": "—" if not math.isfinite(wall) else f"{wall:.3g} s",
         "n_residuals": int(np.asarray(opt_result.fun).size),
+        "threshold_profile": (
+            "" if opt_result.threshold_profile is None else opt_result.threshold_profile.text()
+        ),
     }
 
 
