@@ -302,3 +302,17 @@ def test_local_capabilities_are_the_local_residual_functions(arm: Any) -> None:
     assert drf.horizon_samples(0.5, params) == local.horizon_samples(0.5, params)
     assert "forwarded to DistributedResidual.local.predict" in repr(DistributedResidual.predict)
     local.close()
+
+
+def test_a_deadzone_is_profiled_on_the_workers(client: Any) -> None:
+    """The threshold profile's batched calls go to the cluster like the fit's; the deadzone
+    started in the wrong ranges ends in the truth's, as in the local run."""
+    from test_threshold_levels import _problem
+
+    params, fn = _problem({"deadzone": [60 / 255, 10 / 255], "torque_constant": [0.25, 0.25]}, 0.0)
+    fitted, result = ms.optimize(params, fn, max_iters=30, executor=client)
+    _, local = ms.optimize(params, fn, max_iters=30)
+    assert result.threshold_profile is not None and result.threshold_profile.kept == "refit"
+    assert all(20 / 255 < v <= 50 / 255 for v in fitted["m_deadzone"].value)
+    assert result.cost < 1e-12
+    np.testing.assert_array_equal(result.x, local.x)  # the same numbers as the local run
