@@ -20,7 +20,6 @@ Checks of a fit's start: the free parameters, entry by entry, before any simulat
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -214,7 +213,7 @@ def _settings(
         trial_steps=opts.trial_steps,
         x_scale=None if isinstance(x_scale, str) else np.asarray(x_scale, dtype=np.float64),
     )
-    out = opts.output if opts.output is not None else sys.stdout
+    out = opts.stream
     names = params.get_non_frozen_parameter_names()
     return StageSettings(opts, lm, names, (lo, hi), out, opts.checkpoint_path)
 

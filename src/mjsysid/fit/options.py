@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import itertools
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -533,6 +534,11 @@ class FitOptions:
             tol = getattr(self, name)
             if not (finite_real(tol) and tol >= 0):
                 raise ValueError(must_be(name, "a finite number >= 0", tol))
+
+    @property
+    def stream(self) -> TextIO:
+        """Where ``verbose`` lines go: ``output``, or stdout (looked up at each use)."""
+        return self.output if self.output is not None else sys.stdout
 
     @property
     def damping_growth(self) -> float:

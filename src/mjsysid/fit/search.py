@@ -790,7 +790,7 @@ def fit_global(
         print(
             f"local stage: {options.optimizer} from the global stage's best candidate "
             f"(cost {g.cost:.6e})",
-            file=options.output if options.output is not None else sys.stdout,
+            file=options.stream,
             flush=True,
         )
     opt_params, local = _local_stage(params, residual_fn, g, options)

@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 
-from mjsysid.fit.jacobian import residual_array
+from mjsysid.fit.jacobian import CountedResidual
 from mjsysid.fit.local import run_fit
 from mjsysid.fit.options import FitOptions, ThresholdProfileOptions
 from mjsysid.fit.result import OptimizeResult, RangeTrial, ThresholdProfile, ThresholdSweep
@@ -176,18 +175,6 @@ def refit_batch(
     return c, X
 
 
-class _Counted:
-    """``residual_fn(X, params)`` as ``(p, k) -> (n, k)``, counting candidates."""
-
-    def __init__(self, residual_fn: ResidualFn, params: ParameterDict) -> None:
-        self.residual_fn, self.params, self.nfev = residual_fn, params, 0
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        self.nfev += X.shape[1]
-        r = residual_array(self.residual_fn(X, self.params))
-        return r[:, None] if r.ndim == 1 else r
-
-
 def profile_thresholds(
     residual_fn: ResidualFn,
     params: ParameterDict,
@@ -214,8 +201,21 @@ def profile_thresholds(
       the start of the local fit that follows) and what it did. ``profile.sweeps`` is empty
       when there is no threshold entry.
     """
-    t0 = time.perf_counter()
     entries = threshold_entries(residual_fn, params, names)
+    return _profile(residual_fn, params, x, bounds, entries, options, eps)
+
+
+def _profile(
+    residual_fn: ResidualFn,
+    params: ParameterDict,
+    x: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    entries: list[tuple[int, LevelBracket]],
+    options: ThresholdProfileOptions,
+    eps: float,
+) -> tuple[np.ndarray, ThresholdProfile]:
+    """:func:`profile_thresholds` of the ``entries`` found already."""
+    t0 = time.perf_counter()
     out = ThresholdProfile()
     if not entries:
         return x, out
@@ -227,7 +227,7 @@ def profile_thresholds(
     for i, _ in entries:
         held[i] = True
     rows = np.flatnonzero(~held)
-    fn = _Counted(residual_fn, params)
+    fn = CountedResidual(residual_fn, params)
     stale = {i for i, _ in entries}  # profiled again only after another entry moved
     for _ in range(options.sweeps):
         if not stale:
@@ -245,7 +245,7 @@ def profile_thresholds(
 
 
 def _profile_entry(
-    fn: _Counted,
+    fn: CountedResidual,
     point: np.ndarray,
     i: int,
     bracket: LevelBracket,
@@ -322,16 +322,16 @@ def refine_thresholds(
     settings = options.threshold_profile
     if settings is None or result.status == Status.INTERRUPTED:
         return fitted
-    names = list(result.parameter_names)
-    entries = [b.name for _, b in threshold_entries(residual_fn, opt_params, names)]
+    entries = threshold_entries(residual_fn, opt_params, list(result.parameter_names))
     if not entries:
         return fitted
     bounds = initial_params.get_bounds()
     say = _printer(options)
-    say(f"threshold profile: {', '.join(entries)} over the ranges between recorded levels")
+    named = ", ".join(b.name for _, b in entries)
+    say(f"threshold profile: {named} over the ranges between recorded levels")
     try:
-        x, profile = profile_thresholds(
-            residual_fn, opt_params, result.x, bounds, names, settings, float(options.eps)
+        x, profile = _profile(
+            residual_fn, opt_params, result.x, bounds, entries, settings, float(options.eps)
         )
     except KeyboardInterrupt:
         logger.warning("threshold profile interrupted: the fit before it is the result")
@@ -383,8 +383,7 @@ def _printer(options: FitOptions) -> Callable[[str], None]:
 
     def say(text: str) -> None:
         if options.verbose:
-            print(text, file=options.output if options.output is not None else sys.stdout,
-                  flush=True)  # fmt: skip
+            print(text, file=options.stream, flush=True)
 
     return say
 
