@@ -214,10 +214,15 @@ def far_start(params: ms.ParameterDict, gear: float) -> ms.ParameterDict:
     return out
 
 
-def _fit(exp: object, start: ms.ParameterDict, far: bool, budget: int | None) -> tuple:
+def _fit(
+    exp: object, start: ms.ParameterDict, far: bool, budget: int | None, profile: bool = True
+) -> tuple:
     """The fit of ``exp`` from ``start`` (``far``: with the global stage, default budget
-    unless ``budget``); the identified parameters, the result and the wall time."""
+    unless ``budget``; ``profile``: the deadzones' profile after it); the identified
+    parameters, the result and the wall time."""
     options = exp.fit_options  # type: ignore[attr-defined]
+    if not profile:
+        options = options.replace(threshold_profile=None)
     if far:
         options = options.replace(global_search=GlobalSearchOptions(budget=budget))
     fn = exp.build_residual_fn()  # type: ignore[attr-defined]
@@ -295,6 +300,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument("--budget", type=int, help="the global stage's budget (with --far)")
     ap.add_argument(
+        "--no-profile",
+        action="store_true",
+        help="skip the deadzones' profile over the recorded levels after the fit",
+    )
+    ap.add_argument(
         "--recorded-starts",
         action="store_true",
         help="simulate every window from its recorded start (estimate_initial_state: false)",
@@ -312,7 +322,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         path = write_case(folder, fit, args.window, args.width, not args.recorded_starts)
         exp = load_experiment(path)
         start = far_start(exp.params, FAR_GEAR[args.far]) if args.far else exp.params
-        identified, result, seconds = _fit(exp, start, bool(args.far), args.budget)
+        identified, result, seconds = _fit(
+            exp, start, bool(args.far), args.budget, not args.no_profile
+        )
         truth = true_values(exp.params)
         truth_cost = float(0.5 * np.sum(exp.build_residual_fn()(truth.as_vector(), truth) ** 2))
         label = "start (far)" if args.far else "start (guesses)"
