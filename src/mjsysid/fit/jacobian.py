@@ -54,26 +54,30 @@ class CountedResidual:
         self.residual_fn, self.params = residual_fn, params
         self.nfev = 0
         self.size: int | None = None  # residual length, from the first call
-        # the last single evaluation (key 1) and the last batch of 2 to _CACHED (key 2)
-        self._kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # the last single evaluation (key 1) and the last batch of 2 to _CACHED (key 2):
+        # the column of each point (by its bytes) and the residuals
+        self._kept: dict[int, tuple[dict[bytes, int], np.ndarray]] = {}
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
         flat = X.ndim == 1
         X2 = X[:, None] if flat else X
         if X2.shape[1] == 1:
-            for Xk, Rk in self._kept.values():
-                hit = np.flatnonzero(np.all(Xk == X2, axis=0)) if len(Xk) == len(X2) else ()
-                if len(hit):
-                    r = Rk[:, hit[:1]].copy()
+            point = X2.tobytes()
+            for columns, Rk in self._kept.values():
+                j = columns.get(point)
+                if j is not None:
+                    r = Rk[:, j : j + 1].copy()
                     return cast(np.ndarray, r[:, 0] if flat else r)
         r = residual_array(self.residual_fn(X2, self.params))
         if r.ndim == 1:
             r = r[:, None]
         self._check(r, X2.shape[1])
         self.nfev += X2.shape[1]
-        if X2.shape[1] <= self._CACHED:
-            self._kept[min(X2.shape[1], 2)] = (X2.copy(), r.copy())
+        k = X2.shape[1]
+        if k <= self._CACHED:
+            columns = {X2[:, j].tobytes(): j for j in range(k)}
+            self._kept[min(k, 2)] = (columns, r.copy())
         return r[:, 0] if flat else r
 
     def _check(self, r: np.ndarray, k: int) -> None:

@@ -127,11 +127,11 @@ def _signal_names(residual_fn: Any, offsets: np.ndarray, g: np.ndarray | None) -
     (``describe_index`` names the signal after ``signal``)."""
     if g is None:
         return {}
-    names = {}
-    for label in np.unique(g[: offsets[-1]]):
-        i = int(np.flatnonzero(g == label)[0])
-        names[int(label)] = _named(str(residual_fn.describe_index(i))) or str(label)
-    return names
+    labels, first = np.unique(g[: offsets[-1]], return_index=True)
+    return {
+        int(label): _named(str(residual_fn.describe_index(int(i)))) or str(label)
+        for label, i in zip(labels, first, strict=True)
+    }
 
 
 def _named(text: str) -> str:

@@ -112,6 +112,8 @@ def distinct_columns(A: np.ndarray) -> DistinctColumns:
       the bytes of each distinct column. Columns that are all distinct give
       ``first == inverse == arange(k)``.
     """
+    if A.shape[1] == 1:  # a trial step: the common call, answered without the loop
+        return DistinctColumns(np.zeros(1, np.intp), np.zeros(1, np.intp), [A.tobytes()])
     seen: dict[bytes, int] = {}
     first: list[int] = []
     inverse = np.empty(A.shape[1], dtype=np.intp)
@@ -542,9 +544,11 @@ class _ModelPool:
             differs = x != entry.x
             if not differs.any():
                 return entry.model
-            hit = np.zeros(len(free), dtype=bool)
-            hit[layout.owner[differs]] = True
-            others = [free[i] for i in plan.other if hit[i]]
+            others = []
+            if plan.other:
+                hit = np.zeros(len(free), dtype=bool)
+                hit[layout.owner[differs]] = True
+                others = [free[i] for i in plan.other if hit[i]]
         if others:  # their model_modifiers read the values from params
             params.assign_checked_vector(x, free)
         plan.write(entry.model, x, others)

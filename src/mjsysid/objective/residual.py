@@ -233,7 +233,7 @@ class ResidualFunction:
         Candidates whose simulation diverges get NaN columns (see :attr:`last_divergence`).
         """
         flat = np.ndim(x) == 1
-        out = self._evaluate(_checked_x(x, params), params, details=False)[0]
+        out = self._evaluate(x, params, details=False)[0]
         return np.ascontiguousarray(out[:, 0]) if flat else out
 
     def predict(
@@ -251,16 +251,24 @@ class ResidualFunction:
         if not isinstance(params, ParameterDict):
             raise TypeError(must_be("params", "a ParameterDict", params))
         xv = params.as_vector() if x is None else np.asarray(x, dtype=np.float64)
-        return self._evaluate(_checked_x(xv, params)[:, :1], params, details=True)[1]
+        return self._evaluate(xv, params, details=True)[1]
 
     def _evaluate(
-        self, X: np.ndarray, params: ParameterDict, details: bool
+        self, x: npt.ArrayLike, params: ParameterDict, details: bool
     ) -> tuple[np.ndarray, list[SequencePrediction]]:
-        """Residual columns of ``X (p, k)``, and with ``details`` the predictions of column 0:
-        plan the simulations, build the models, simulate, assemble the blocks."""
+        """Residual columns of ``x (p, k)`` (or ``(p,)``), and with ``details`` the predictions
+        of column 0 only: plan the simulations, build the models, simulate, assemble the
+        blocks."""
         t_start = _time.perf_counter()
-        k = X.shape[1]
+        if not isinstance(params, ParameterDict):
+            raise TypeError(
+                must_be("residual_fn: params", "a ParameterDict", type(params).__name__)
+            )
         work, layout = self._structure.update(params, self._sequences)
+        X = _checked_x(x, layout.owner.size)
+        if details:
+            X = X[:, :1]
+        k = X.shape[1]
         self.stats.calls += 1
         self.stats.candidates += k
         self.last_divergence = []
@@ -601,12 +609,9 @@ def _prepared_sequences(
     ]
 
 
-def _checked_x(x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
-    """``x`` as a finite ``(p, k)`` float array for the ``p`` free values of ``params``."""
-    if not isinstance(params, ParameterDict):
-        raise TypeError(must_be("residual_fn: params", "a ParameterDict", type(params).__name__))
+def _checked_x(x: npt.ArrayLike, p: int) -> np.ndarray:
+    """``x`` as a finite ``(p, k)`` float array for ``p`` free parameter values."""
     arr = np.asarray(x, dtype=np.float64)
-    p = params.size
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[0] != p:
@@ -619,7 +624,7 @@ def _checked_x(x: npt.ArrayLike, params: ParameterDict) -> np.ndarray:
             )
         )
     check_limit("max_candidates", arr.shape[1], "residual_fn: x: candidates (columns k)")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ValueError("residual_fn: x must be finite, got non-finite entries")
     return arr
 

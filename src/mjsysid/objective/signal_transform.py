@@ -482,9 +482,12 @@ def batch_gains_and_biases(
 
     Per candidate and column, 1 (gain) or 0 (bias) where the rule does not apply: one pass
     over whole rows costs less than one over a few columns of each row, and x·1 and x + 0
-    leave every value as it was.
+    leave every value as it was. Up to :data:`FULL_WIDTH` elements per candidate the values
+    are repeated over the rows first (as the plan's weights are): numpy broadcasts a
+    ``(k, 1, D)`` array over ``N`` rows one short row at a time.
     """
-    k, _, cols = out.shape
+    k, rows, cols = out.shape
+    full = rows * cols <= FULL_WIDTH
     for is_gain, pname, all_cols, signals, on_pred in plan.ops:
         v = values(pname)
         target = out if on_pred else mdata
@@ -492,6 +495,8 @@ def batch_gains_and_biases(
         for name, cols_, width in [(None, all_cols, 1)] if v.shape[1] == 1 else signals:
             check_width(is_gain, name, width, v[0])
             vb[:, 0, cols_] = v
+        if full:
+            vb = np.repeat(vb, rows, axis=1)
         if is_gain:
             target *= vb
         else:

@@ -15,6 +15,7 @@ finite, and reports the first rollout and step that did not.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -170,6 +171,9 @@ class BatchRollout:
         self._runner = mujoco.rollout.Rollout(nthread=self.nthread) if self.nthread > 1 else None
         self._datas: dict[ModelKey, list[mujoco.MjData]] = {}
         self._ends: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # per model object (not kept alive by this): its datas and state size
+        self._known: weakref.WeakKeyDictionary[mujoco.MjModel, tuple[list[mujoco.MjData], int]]
+        self._known = weakref.WeakKeyDictionary()
 
     def use_datas(self, model: mujoco.MjModel, datas: list[mujoco.MjData]) -> None:
         """Uses the caller's per-thread ``MjData`` for models shaped like ``model``."""
@@ -178,13 +182,22 @@ class BatchRollout:
                 must_be("datas", f"{self.nthread} MjData (one per thread)", len(datas))
             )
         self._datas[model_key(model)] = list(datas)
+        self._known.clear()
 
     def datas_for(self, model: mujoco.MjModel) -> list[mujoco.MjData]:
         """Per-thread ``MjData`` compatible with ``model`` (cached by model signature)."""
-        key = model_key(model)
-        if key not in self._datas:
-            self._datas[key] = [mujoco.MjData(model) for _ in range(self.nthread)]
-        return self._datas[key]
+        return self._shape_of(model)[0]
+
+    def _shape_of(self, model: mujoco.MjModel) -> tuple[list[mujoco.MjData], int]:
+        """``(datas, state size)`` of ``model``, remembered per model object: a fit rolls out
+        the same candidate models call after call, and the signature is hashed once each."""
+        known = self._known.get(model)
+        if known is None:
+            key = model_key(model)
+            if key not in self._datas:
+                self._datas[key] = [mujoco.MjData(model) for _ in range(self.nthread)]
+            known = self._known[model] = (self._datas[key], state_size(model))
+        return known
 
     def run(
         self,
@@ -210,9 +223,9 @@ class BatchRollout:
           :func:`divergence_error` for the reason).
         """
         nbatch, nstep = control.shape[0], control.shape[1]
-        datas = self.datas_for(models[0])
         m0 = models[0]
-        raw_state = np.empty((nbatch, nstep, state_size(m0)))
+        datas, nstate = self._shape_of(m0)
+        raw_state = np.empty((nbatch, nstep, nstate))
         sensordata = np.empty((nbatch, nstep, m0.nsensordata))
         x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
         ctrl = np.ascontiguousarray(control, dtype=np.float64)

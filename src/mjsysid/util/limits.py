@@ -27,6 +27,8 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 ENV_VAR = "MJSYSID_LIMITS"
@@ -79,8 +81,15 @@ def _validated(name: str, value: Any, where: str) -> int:
     return int(value)
 
 
-def _from_env() -> dict[str, int]:
-    raw = os.environ.get(ENV_VAR, "").strip()
+def _from_env() -> Mapping[str, int]:
+    return _parsed_env(os.environ.get(ENV_VAR, ""))
+
+
+@lru_cache(maxsize=8)
+def _parsed_env(raw: str) -> Mapping[str, int]:
+    """The limits an environment value sets (parsed once per value: limits are read on every
+    residual call; a value that does not parse raises each time it is read)."""
+    raw = raw.strip()
     out: dict[str, int] = {}
     for item in filter(None, (part.strip() for part in raw.split(","))):
         name, sep, text = item.partition("=")
@@ -89,7 +98,7 @@ def _from_env() -> dict[str, int]:
         except ValueError:
             number = float("nan")
         out[name.strip()] = _validated(name.strip(), number, f"${ENV_VAR}")
-    return out
+    return MappingProxyType(out)
 
 
 def get_limit(name: str) -> int:
