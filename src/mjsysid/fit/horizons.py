@@ -116,7 +116,8 @@ class StagePlan:
     end kept), its cost (``start_cost``: the yardstick of round-off at an exact fit, where
     this stage may start already at round-off) and the ``(p,)`` entries that had an effect
     at an earlier stage's start (``alive``: one without effect here is switched off by
-    another value, not a modelling mistake, and is held)."""
+    another value, not a modelling mistake, and is held); the stage's residual at its start
+    when the fit already has it (``start_r``: the whole data's, kept by the fit's counter)."""
 
     horizon: float
     last: bool
@@ -126,6 +127,7 @@ class StagePlan:
     earlier: History | None = None
     fallback: tuple[np.ndarray, np.ndarray] | None = None
     alive: np.ndarray | None = None
+    start_r: np.ndarray | None = None
 
     @property
     def start_cost(self) -> float | None:
@@ -201,8 +203,11 @@ class _Recorder:
             s.options.callback(n, x, cost)
 
 
-def _start_residual(fn: CountedResidual, residual_fn: Any, x0: np.ndarray) -> np.ndarray:
-    r0 = fn(x0)
+def _start_residual(
+    fn: CountedResidual, residual_fn: Any, x0: np.ndarray, known: np.ndarray | None = None
+) -> np.ndarray:
+    """The residual at ``x0`` (``known``: already evaluated there), checked finite."""
+    r0 = fn(x0) if known is None else known
     if not np.all(np.isfinite(r0)):
         raise ValueError(
             f"the residual must be finite at the start point, got a non-finite value at "
@@ -348,7 +353,7 @@ def fit_stage(
     holds what they could not see: a motor switched off, a fast chirp); only the whole data
     tells; such a staged fit never ends above the one-stage fit from the same start."""
     fn = CountedResidual(residual_fn, params)
-    r0 = _start_residual(fn, residual_fn, x0)
+    r0 = _start_residual(fn, residual_fn, x0, plan.start_r)
     cost0 = 0.5 * float(r0 @ r0)
     if plan.skip_below is not None and cost0 < plan.skip_below:
         return Stage(
@@ -671,6 +676,7 @@ def run_stages(
         plan = StagePlan(
             h, last, it0, ("warn" if allow else "error") if last else None, earlier=seed,
             fallback=start, alive=alive,
+            start_r=fit.full(x) if last and fit.full is not None else None,
         )  # fmt: skip
         if not last:
             assert fit.full is not None
