@@ -203,11 +203,8 @@ class _Recorder:
             s.options.callback(n, x, cost)
 
 
-def _start_residual(
-    fn: CountedResidual, residual_fn: Any, x0: np.ndarray, known: np.ndarray | None = None
-) -> np.ndarray:
-    """The residual at ``x0`` (``known``: already evaluated there), checked finite."""
-    r0 = fn(x0) if known is None else known
+def _start_residual(fn: CountedResidual, residual_fn: Any, x0: np.ndarray) -> np.ndarray:
+    r0 = fn(x0)
     if not np.all(np.isfinite(r0)):
         raise ValueError(
             f"the residual must be finite at the start point, got a non-finite value at "
@@ -353,7 +350,9 @@ def fit_stage(
     holds what they could not see: a motor switched off, a fast chirp); only the whole data
     tells; such a staged fit never ends above the one-stage fit from the same start."""
     fn = CountedResidual(residual_fn, params)
-    r0 = _start_residual(fn, residual_fn, x0, plan.start_r)
+    if plan.start_r is not None:
+        fn.remember(x0, plan.start_r)
+    r0 = _start_residual(fn, residual_fn, x0)
     cost0 = 0.5 * float(r0 @ r0)
     if plan.skip_below is not None and cost0 < plan.skip_below:
         return Stage(

@@ -80,6 +80,12 @@ class CountedResidual:
             self._kept[min(k, 2)] = (columns, r.copy())
         return r[:, 0] if flat else r
 
+    def remember(self, x: np.ndarray, r: np.ndarray) -> None:
+        """Keeps ``r``, the residual at ``x`` evaluated elsewhere (another counter of the same
+        function), as the last single evaluation: asked for again, it is not evaluated."""
+        x2 = np.asarray(x, dtype=np.float64).reshape(-1, 1)
+        self._kept[1] = ({x2.tobytes(): 0}, np.asarray(r, dtype=np.float64).reshape(-1, 1).copy())
+
     def _check(self, r: np.ndarray, k: int) -> None:
         """The residual of ``k`` candidates must be ``(n, k)``, ``n >= 1`` the same each call."""
         if r.ndim != 2 or r.shape[1] != k or r.shape[0] == 0:

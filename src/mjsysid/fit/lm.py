@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import NamedTuple, Protocol, cast
 
 import mujoco
 import numpy as np
@@ -162,6 +162,11 @@ class LMResult:
     mu: float
 
 
+def _norm(v: np.ndarray) -> float:
+    """``‖v‖₂`` of a 1-D array: ``np.linalg.norm``'s value (``√(v·v)``), without its overhead."""
+    return math.sqrt(float(v @ v))
+
+
 def _box_step(
     H: np.ndarray, g: np.ndarray, mu: float, lower: np.ndarray, upper: np.ndarray
 ) -> np.ndarray | None:
@@ -186,7 +191,8 @@ def _box_step(
     p = g.size
     d = np.zeros((p, 1))
     scratch = np.zeros((p, p + 7))
-    Hmu = H + mu * np.eye(p)
+    Hmu = H.copy()
+    Hmu.flat[:: p + 1] += mu  # H + μI
     nfree = mujoco.mju_boxQP(
         d, scratch, None, Hmu, g.reshape(p, 1), lower.reshape(p, 1), upper.reshape(p, 1)
     )
@@ -226,7 +232,8 @@ def _broyden(J: np.ndarray, JtJ: np.ndarray | None, s: np.ndarray, dr: np.ndarra
         a[...] = out
     if JtJ is None or Jtu is None:
         return cast(np.ndarray, J.T @ J)
-    return JtJ + np.outer(Jtu, v) + np.outer(v, Jtu) + float(u @ u) * np.outer(v, v)
+    # (outer products by broadcasting: np.outer's values, without its per-call overhead)
+    return JtJ + Jtu[:, None] * v + v[:, None] * Jtu + float(u @ u) * (v[:, None] * v)
 
 
 @dataclass
@@ -309,7 +316,7 @@ def _scaled_model(st: _LMState, opt: LMOptions) -> tuple[np.ndarray, np.ndarray]
         st.Jtr = st.J.T @ st.r
     if st.fresh and opt.x_scale is None:  # column norms of J
         st.D = 1.0 / np.maximum(np.sqrt(np.maximum(np.diag(st.JtJ), 0.0)), 1e-12)
-    return st.JtJ * np.outer(st.D, st.D), st.D * st.Jtr
+    return st.JtJ * (st.D[:, None] * st.D), st.D * st.Jtr
 
 
 def _ladder(
@@ -343,8 +350,8 @@ def _evaluate(
 ) -> _Trials:
     """The trial points in one batched call, and which of them pass the Armijo test."""
     lo, hi = bounds
-    Z = np.stack(steps, axis=1)
-    X = np.clip(st.x[:, None] + st.D[:, None] * Z, lo[:, None], hi[:, None])
+    Z = steps[0][:, None] if len(steps) == 1 else np.stack(steps, axis=1)
+    X = np.minimum(np.maximum(st.x[:, None] + st.D[:, None] * Z, lo[:, None]), hi[:, None])
     R = np.asarray(residual(X), dtype=np.float64).reshape(st.r.size, -1)
     st.spent += Z.shape[1]
     st.trials += Z.shape[1]
@@ -381,8 +388,7 @@ def _raise_damping(
     return mu <= opt.mu_max
 
 
-@dataclass(frozen=True)
-class _Accepted:
+class _Accepted(NamedTuple):
     """An accepted step: ``s = x₊ − x``, ``dr = r₊ − r``, the costs before and after, the
     reduction ratio ``rho``, ``eff`` (ln-cost gain per evaluation), its damping and whether
     it was taken with a finite-difference Jacobian."""
@@ -399,7 +405,7 @@ class _Accepted:
 
 def _accept(st: _LMState, trials: _Trials, opt: LMOptions) -> _Accepted:
     """Moves to the first (smallest ``μ``) acceptable trial point."""
-    k = int(np.flatnonzero(trials.ok)[0])
+    k = int(np.argmax(trials.ok))  # (some trial is acceptable)
     new_cost = float(trials.costs[k])
     cost, predicted = st.cost, trials.predicted[k]
     rho = (cost - new_cost) / predicted if predicted > 0 else 0.0
@@ -419,7 +425,7 @@ def _accept(st: _LMState, trials: _Trials, opt: LMOptions) -> _Accepted:
 def _stop_test(st: _LMState, step: _Accepted, opt: LMOptions) -> str | None:
     """``"xtol"`` or ``"stalled"`` when that test is met after ``step`` (it ends the fit only
     on a finite-difference Jacobian), else ``None``; updates the stall count."""
-    if float(np.linalg.norm(step.s)) < opt.xtol * (opt.xtol + float(np.linalg.norm(st.x))):
+    if _norm(step.s) < opt.xtol * (opt.xtol + _norm(st.x)):
         return "xtol"
     gain = step.old_cost - step.new_cost
     stuck = step.mu >= _STALL_MU and gain < _STALL_GAIN * step.old_cost
@@ -463,7 +469,7 @@ def _iterate(
     lo, hi = bounds
     H, g = _scaled_model(st, opt)
     held = ((st.x <= lo) & (g > 0)) | ((st.x >= hi) & (g < 0))
-    if float(np.linalg.norm(g[~held])) <= opt.gtol:
+    if _norm(g[~held]) <= opt.gtol:
         if st.fresh:
             return "gtol"
         st.refresh(jacobian)
