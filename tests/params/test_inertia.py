@@ -483,3 +483,24 @@ def test_yaml_round_trip_rebinds_modifiers(arm, tmp_path):
         _assert_same_inertial(a, b, body, tol=0.0)
     fast = [p for p in loaded.values() if p.model_modifier is not None]
     _assert_same_inertial(a, _via_model(model, *fast), "box")
+
+
+def test_pseudo_model_writes_remembered_by_value_equal_fresh_ones(arm):
+    """A Pseudo parameter remembers the inertial of the values it wrote (a Jacobian writes
+    a body's base value into every other column): a value written again, after others, gives
+    the model exactly what a fresh parameter writes, and never a stale value."""
+    spec, model = arm
+    rng = np.random.default_rng(3)
+    p = body_inertia_param(spec, model, "diag", InertiaType.Pseudo)
+    values = [rng.uniform(p.min_value, p.max_value) for _ in range(3)]
+    fields = ("body_mass", "body_inertia", "body_ipos", "body_iquat", "geom_sameframe")
+    for v in [*values, values[0], values[2], values[1]]:
+        p.value = v
+        cached = copy.copy(model)
+        p.model_modifier(cached, p)
+        fresh_p = body_inertia_param(spec, model, "diag", InertiaType.Pseudo)
+        fresh_p.value = v
+        fresh = copy.copy(model)
+        fresh_p.model_modifier(fresh, fresh_p)
+        for f in fields:
+            np.testing.assert_array_equal(getattr(cached, f), getattr(fresh, f), err_msg=f)

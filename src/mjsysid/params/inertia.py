@@ -94,6 +94,7 @@ from mjsysid.params.inertia_math import (
 )
 from mjsysid.params.parameter import KindBinding, ModifierFn, Parameter, register_kind
 from mjsysid.params.targets import FieldWrite, MappedModelWrite, element_id, spec_element
+from mjsysid.util.cache import BoundedCache
 from mjsysid.util.errors import element_ids_key, must_be, require_model
 
 __all__ = [
@@ -190,17 +191,30 @@ def _meta_float(meta: dict[str, Any], key: str, default: float | None = None) ->
     return float(value)
 
 
+_PSEUDO_CACHE = 32  # pseudo-inertia values whose inertial a parameter remembers
+
+
 def _make_compute(kind: InertiaType, meta: dict[str, Any]) -> Callable[[np.ndarray], Inertial]:
     """``value -> (mass, ipos, principal inertia, iquat)`` for one kind, from ``meta`` only."""
     if kind is InertiaType.Pseudo:
+        # by value: a finite-difference Jacobian writes each body's base value into every
+        # column but the body's own (the eigen-decomposition costs more than the write)
+        known: BoundedCache[bytes, Inertial] = BoundedCache(_PSEUDO_CACHE)
 
         def compute_pseudo(value: np.ndarray) -> Inertial:
+            key = np.asarray(value, dtype=np.float64).tobytes()
+            hit = known.get(key)
+            if hit is not None:
+                m, ipos, eigval, quat = hit
+                return m, ipos.copy(), eigval.copy(), quat.copy()
             th = value.tolist()
             if len(th) != 10 or not all(map(math.isfinite, th)):
                 raise ValueError(must_be("theta", "10 finite values", value))
             m, i_c = mass_and_inertia(th)
             eigval, quat = principal_axes(np.array(i_c))
-            return m, value[7:10].copy(), eigval, quat
+            out = m, value[7:10].copy(), eigval, quat
+            known.put(key, (m, out[1].copy(), eigval.copy(), quat.copy()))
+            return out
 
         return compute_pseudo
 
