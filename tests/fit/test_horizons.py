@@ -555,3 +555,24 @@ def test_the_final_stage_reuses_its_start_jacobian_when_it_ends_next_to_it(arm2,
     own_err = np.abs(half - fresh).max(axis=0) / scale
     assert np.all(reused_err <= 2.0 * own_err) and reused_err.max() < 1e-6
     np.testing.assert_array_equal(res0.jac, fresh)  # with the reuse off: the fresh one
+
+
+def test_an_early_stage_stops_without_a_confirming_jacobian(arm2, monkeypatch):
+    """An early stage's stop is taken on the Broyden update: no finite-difference Jacobian of
+    the head at the point it ends (the whole data's stage computes its own there)."""
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    calls: list[tuple[bool, int]] = []
+    original = type(rf).__call__
+
+    def recording(self, x, p):
+        calls.append((self is rf, 1 if np.ndim(x) == 1 else np.shape(x)[1]))
+        return original(self, x, p)
+
+    monkeypatch.setattr(type(rf), "__call__", recording)
+    _, res = ms.optimize(params, rf, horizons=(0.3, 1.0))
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-7)
+    assert res.stages[0].status in ("gtol", "xtol") and res.stages[0].nit > 1
+    head = [k for whole, k in calls if not whole]
+    assert head[-1] == 1  # the trial step that ended the stage, not a Jacobian (k = 2)
+    assert 2 in head  # (the stage did use finite-difference Jacobians before)

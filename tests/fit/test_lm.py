@@ -82,6 +82,27 @@ def test_secant_phase_saves_evaluations_and_converges_on_a_fresh_jacobian():
     np.testing.assert_array_equal(with_secant.jac_at[-1], a.x)
 
 
+def test_a_stop_taken_unconfirmed_saves_the_last_finite_difference_jacobian():
+    """``confirm_stop=False`` (an early horizon stage): a stop found on a Broyden update ends
+    the fit there, and a step the update does not stop on still gets its finite-difference
+    Jacobian; the point reached is the confirmed run's."""
+    y = model(TRUTH[:, None])[:, 0]
+    confirmed, unconfirmed = Problem(y, WIDE), Problem(y, WIDE)
+    a, b = confirmed.run(), unconfirmed.run(confirm_stop=False)
+    assert a.status == b.status == "gtol"
+    assert b.njev < a.njev and unconfirmed.nfev < confirmed.nfev
+    assert not any(np.array_equal(x, b.x) for x in unconfirmed.jac_at)  # no Jacobian at the end
+    np.testing.assert_allclose(b.x, TRUTH, rtol=1e-7)
+    np.testing.assert_allclose(b.x, a.x, rtol=1e-7)
+    # the same iterations up to the stop: every step taken was a step of the confirmed run
+    assert b.nit <= a.nit
+
+
+def test_confirm_stop_must_be_a_bool():
+    with pytest.raises(ValueError, match=r"LMOptions.confirm_stop.*True or False"):
+        LMOptions(confirm_stop="no")  # type: ignore[arg-type]
+
+
 def test_noisy_data_same_minimum_as_scipy():
     rng = np.random.default_rng(0)
     y = model(TRUTH[:, None])[:, 0] + 0.05 * rng.normal(size=T.size)

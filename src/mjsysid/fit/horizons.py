@@ -7,7 +7,9 @@ trajectory drifts less), so an early stage brings the fit near the solution chea
 One stage of a fit: a backend run on one horizon of the data, from one start point.
 
 An early stage (``last=False``) also ends after an iteration that cut its cost by less than
-``1 − STAGE_SLOW`` (status ``"slowed"``), and is skipped (status ``"skipped"``, nothing but
+``1 − STAGE_SLOW`` (status ``"slowed"``); its ``"lm"`` stop is taken on a Broyden-updated
+Jacobian without a finite-difference one to confirm it (``LMOptions.confirm_stop``: the next
+stage computes its own at that point); it is skipped (status ``"skipped"``, nothing but
 its residual at the start evaluated) when its cost there is below its ``skip_below``; only
 the last stage computes the residual and Jacobian at its solution.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -434,7 +436,9 @@ def _run_from(
     jacobian = JacobianCache(fn, bounds, eps, REUSE_STEPS)
     jacobian.seed(x0, J0)
     remaining = max(s.options.max_iters - plan.start_iter, 0)
-    call = BackendCall(fn, jacobian, x0, r0, J0, bounds, s.options, s.lm_options, remaining, rec)
+    # an early stage's stop needs no confirmation: the next stage's Jacobian judges its end
+    lm_options = s.lm_options if plan.last else replace(s.lm_options, confirm_stop=False)
+    call = BackendCall(fn, jacobian, x0, r0, J0, bounds, s.options, lm_options, remaining, rec)
     res = _run_backend(call, rec)
     stage = Stage(
         plan.horizon, res.x, cost0, rec.best_cost, res.status, res.nit, 0, 0, res.nsecant,

@@ -30,7 +30,11 @@ from the current cost ``c`` is ``ln(c₀/c₁) + ln(c₀/c)``. Otherwise, and be
 convergence test is allowed to end the fit, the Jacobian is recomputed by finite differences.
 So the gradient and step tests always use a finite-difference Jacobian, and far from the
 solution (where the Jacobian changes quickly and a secant step could lead into another basin)
-every iteration uses one.
+every iteration uses one. With ``confirm_stop=False`` (an early horizon stage, whose end the
+next stage's own finite-difference Jacobian judges) a stop found on a Broyden update is taken
+as it is: where the secant would not be kept the update is still made, the gradient test is
+made on it, and the finite-difference Jacobian is computed only when that test does not stop
+the fit.
 
 **Batched trials.** ``trial_steps = m > 1`` evaluates the steps for ``μ, μ·16, …, μ·16^(m−1)``
 in one batched call and keeps the first (smallest ``μ``) acceptable one: on a machine with
@@ -104,6 +108,9 @@ class LMOptions:
       trial_steps: Trial steps evaluated per batched call (>= 1).
       x_scale: Fixed scaling ``D`` (scalar or ``(p,)``, positive) instead of the Jacobian
         column norms.
+      confirm_stop: A stop found on a Broyden-updated Jacobian (gtol, xtol) is confirmed on
+        a finite-difference one first; ``False`` takes it as it is (an early horizon stage,
+        whose end the next stage's own Jacobian judges).
     """
 
     max_iters: int = 200
@@ -115,6 +122,7 @@ class LMOptions:
     secant: bool = True
     trial_steps: int = 1
     x_scale: float | np.ndarray | None = None
+    confirm_stop: bool = True
 
     def __post_init__(self) -> None:
         for name in ("xtol", "gtol"):
@@ -131,8 +139,9 @@ class LMOptions:
             )
         if not (math.isfinite(self.mu_factor) and self.mu_factor > 1):
             raise ValueError(must_be("LMOptions.mu_factor", "a finite number > 1", self.mu_factor))
-        if not isinstance(self.secant, bool | np.bool_):
-            raise ValueError(must_be("LMOptions.secant", "True or False", self.secant))
+        for name in ("secant", "confirm_stop"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(must_be(f"LMOptions.{name}", "True or False", getattr(self, name)))
         for name in ("max_iters", "trial_steps"):
             v = getattr(self, name)
             low = 0 if name == "max_iters" else 1
@@ -233,7 +242,9 @@ def _broyden(J: np.ndarray, JtJ: np.ndarray | None, s: np.ndarray, dr: np.ndarra
     if JtJ is None or Jtu is None:
         return cast(np.ndarray, J.T @ J)
     # (outer products by broadcasting: np.outer's values, without its per-call overhead)
-    return JtJ + Jtu[:, None] * v + v[:, None] * Jtu + float(u @ u) * (v[:, None] * v)
+    return cast(
+        np.ndarray, JtJ + Jtu[:, None] * v + v[:, None] * Jtu + float(u @ u) * (v[:, None] * v)
+    )
 
 
 @dataclass
@@ -263,12 +274,14 @@ class _LMState:
     trials: int = 0  # trial candidates evaluated for the current step
     stalled: int = 0  # consecutive accepted steps that stalled (see _STALL_MU)
     status: str = "max_iters"
+    stale: bool = False  # J is a Broyden update kept only to test for a stop (confirm_stop)
 
     def refresh(self, jacobian: JacobianFn) -> None:
         """A finite-difference Jacobian at the current point."""
         self.J = np.asarray(jacobian(self.x, self.r), dtype=np.float64)
         self.fresh, self.njev, self.spent, self.owned = True, self.njev + 1, self.x.size, False
         self.JtJ = self.Jtr = None
+        self.stale = False
 
 
 @dataclass
@@ -448,11 +461,16 @@ def _keep_secant(st: _LMState, step: _Accepted, opt: LMOptions) -> bool:
 
 
 def _next_jacobian(st: _LMState, step: _Accepted, opt: LMOptions, jacobian: JacobianFn) -> None:
-    if _keep_secant(st, step, opt) and float(step.s @ step.s) > 0.0:
+    """The Jacobian of the next iteration: Broyden's update while it pays
+    (:func:`_keep_secant`), else a finite-difference one. Without ``confirm_stop`` the update
+    is made anyway and kept ``stale``: the next iteration tests it for a stop and only then
+    computes the finite-difference Jacobian."""
+    keep = _keep_secant(st, step, opt)
+    if (keep or not opt.confirm_stop) and float(step.s @ step.s) > 0.0:
         if not st.owned:
             st.J, st.owned = np.array(st.J, order="F"), True
         st.JtJ = _broyden(st.J, st.JtJ, step.s, step.dr)
-        st.fresh = False
+        st.fresh, st.stale = False, not keep
     else:
         st.refresh(jacobian)
 
@@ -470,8 +488,11 @@ def _iterate(
     H, g = _scaled_model(st, opt)
     held = ((st.x <= lo) & (g > 0)) | ((st.x >= hi) & (g < 0))
     if _norm(g[~held]) <= opt.gtol:
-        if st.fresh:
+        if st.fresh or not opt.confirm_stop:
             return "gtol"
+        st.refresh(jacobian)
+        return None
+    if st.stale:  # (no stop on the update: the step needs the finite-difference Jacobian)
         st.refresh(jacobian)
         return None
     dlo, dhi = (lo - st.x) / st.D, (hi - st.x) / st.D
@@ -489,7 +510,7 @@ def _iterate(
         callback(st.nit, st.x.copy(), st.cost)
     stop = _stop_test(st, step, opt)
     if stop is not None:
-        if step.was_fresh:
+        if step.was_fresh or not opt.confirm_stop:
             return stop
         st.refresh(jacobian)
         return None
