@@ -44,6 +44,15 @@ def residual_array(out: Any) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
+def column_costs(R: np.ndarray) -> np.ndarray:
+    """``(k,)`` costs ``½‖r_j‖²`` of the ``(n, k)`` residual columns; ``+inf`` where a column
+    is not finite (a diverged candidate; an overflow counts as one, without a warning)."""
+    R = np.asarray(R, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = 0.5 * np.sum(R * R, axis=0)
+    return cast(np.ndarray, np.where(np.isfinite(c), c, np.inf))
+
+
 class CountedResidual:
     """Wraps the residual: counts candidates and answers a single point from the last
     small batch (the trial steps) even after a larger call (a Jacobian) came in between."""
@@ -110,7 +119,7 @@ class CountedResidual:
             )
 
 
-def _fd_steps(x: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
+def fd_steps(x: np.ndarray, hi: np.ndarray, eps: float) -> np.ndarray:
     """``h_i = ±ε·max(1, |x_i|)``, negative where the forward step would leave ``hi``."""
     h = eps * np.maximum(1.0, np.abs(x))
     return cast(np.ndarray, np.where(x + h > hi, -h, h))
@@ -139,7 +148,7 @@ def fd_jacobian(
       ``(n, p)`` Jacobian (non-finite columns after the retry are set to 0 and logged).
     """
     lo, hi = bounds
-    h = _fd_steps(x, hi, eps)
+    h = fd_steps(x, hi, eps)
     X = x[:, None] + np.diag(h)
     J = np.subtract(residual(X), r[:, None], dtype=np.float64)
     J /= h[None, :]
@@ -216,11 +225,11 @@ def rough_columns(
     prev = out.copy()
     # a difference of residuals within round-off: ~100 ulp of ‖r‖ over the step
     floor = 1e2 * np.finfo(np.float64).eps * float(np.linalg.norm(r0))
-    h_prev = np.abs(_fd_steps(x, hi, eps))
+    h_prev = np.abs(fd_steps(x, hi, eps))
     for f in factors:
         if not todo.size:
             break
-        h = _fd_steps(x, hi, eps * f)[todo]
+        h = fd_steps(x, hi, eps * f)[todo]
         X = np.repeat(x[:, None], todo.size, axis=1)
         X[todo, np.arange(todo.size)] += h
         X = np.clip(X, lo[:, None], hi[:, None])
@@ -287,7 +296,7 @@ class JacobianCache:
         assert self._x is not None
         if np.array_equal(x, self._x):
             return True
-        h = np.abs(_fd_steps(self._x, self.bounds[1], self.eps))
+        h = np.abs(fd_steps(self._x, self.bounds[1], self.eps))
         return bool(np.all(np.abs(x - self._x) <= self.reuse_steps * h))
 
 

@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO, cast
 import numpy as np
 from scipy.stats import qmc
 
+from mjsysid.fit.jacobian import column_costs
 from mjsysid.fit.local import run_fit
 from mjsysid.fit.options import FitOptions, GlobalSearchOptions
 from mjsysid.fit.result import GlobalResult, MultistartSummary, OptimizeResult, StartRecord
@@ -274,14 +275,6 @@ def population_fn(residual_fn: ResidualFn, rollout: str) -> ResidualFn:
     return residual_fn.on_backend(rollout)
 
 
-def costs(R: np.ndarray) -> np.ndarray:
-    """``(k,)`` costs ``½‖r_j‖²`` of the ``(n, k)`` residual columns; ``+inf`` where a column
-    is not finite (a diverged candidate)."""
-    R = np.asarray(R, dtype=np.float64)
-    c = 0.5 * np.sum(R * R, axis=0)
-    return np.where(np.isfinite(c), c, np.inf)
-
-
 def batch_costs(residual_fn: ResidualFn, params: ParameterDict, X: np.ndarray) -> np.ndarray:
     """One batched call for the ``(p, k)`` candidates; their ``(k,)`` costs."""
     R = np.asarray(residual_fn(X, params), dtype=np.float64)
@@ -293,7 +286,7 @@ def batch_costs(residual_fn: ResidualFn, params: ParameterDict, X: np.ndarray) -
                 f"shape {R.shape}",
             )
         )
-    return costs(R)
+    return column_costs(R)
 
 
 def _cma_spread(cma: CMA) -> float:

@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mjsysid.fit.jacobian import CountedResidual
+from mjsysid.fit.jacobian import CountedResidual, column_costs, fd_steps
 from mjsysid.fit.local import run_fit
 from mjsysid.fit.options import FitOptions, ThresholdProfileOptions
 from mjsysid.fit.result import OptimizeResult, RangeTrial, ThresholdProfile, ThresholdSweep
@@ -97,14 +97,6 @@ def level_ranges(bracket: LevelBracket) -> tuple[np.ndarray, np.ndarray, np.ndar
     return 0.5 * (below + above), below, above
 
 
-def _costs(R: np.ndarray) -> np.ndarray:
-    """``(k,)`` ``½‖r‖²`` of every column of ``R (n, k)``; ``inf`` where not finite."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        c: np.ndarray = 0.5 * np.einsum("ij,ij->j", R, R)
-    c[~np.isfinite(c)] = np.inf
-    return c
-
-
 def refit_batch(
     residual: Callable[[np.ndarray], np.ndarray],
     X: np.ndarray,
@@ -140,7 +132,7 @@ def refit_batch(
     X = np.array(X, dtype=np.float64)
     k, m = X.shape[1], rows.size
     R = residual(X)
-    c = _costs(R)
+    c = column_costs(R)
     if m == 0:
         return c, X
     mu = np.full(k, 1e-2)
@@ -149,8 +141,7 @@ def refit_batch(
         if live.size == 0:
             break
         xr = X[rows][:, live]  # (m, j)
-        h = eps * np.maximum(1.0, np.abs(xr))
-        h = np.where(xr + h > hi[rows, None], -h, h)
+        h = fd_steps(xr, hi[rows, None], eps)
         XJ = np.repeat(X[:, live], m, axis=1)  # problem-major: column j*m + i
         XJ[rows, :] += (np.eye(m)[:, None, :] * h.T[None, :, :]).reshape(m, -1)
         RJ = residual(XJ)
@@ -167,7 +158,7 @@ def refit_batch(
                 step = np.zeros(m)
             T[rows, j] = np.clip(X[rows, col] + step, lo[rows], hi[rows])
         RT = residual(T)
-        ct = _costs(RT)
+        ct = column_costs(RT)
         ok = ct < c[live]
         taken = live[ok]
         X[:, taken], R[:, taken], c[taken] = T[:, ok], RT[:, ok], ct[ok]
@@ -261,7 +252,7 @@ def _profile_entry(
         return point, ThresholdSweep(bracket.name, (), float(point[i]), False)
     X = np.repeat(point[:, None], values.size, axis=1)
     X[i] = values
-    scan = _costs(fn(X))
+    scan = column_costs(fn(X))
     own = int(np.clip(np.searchsorted(above, point[i], side="left"), 0, values.size - 1))
     order = [int(j) for j in np.argsort(scan, kind="stable")[: options.keep]]
     if own not in order:
