@@ -742,6 +742,7 @@ class DistributedResidual:
     simulates = _Local()
     supports_horizons = _Local()
     horizon_samples = _Local()
+    head_rows = _Local()
     threshold_brackets = _Local()
 
     def head(self, fraction: float) -> DistributedResidual:

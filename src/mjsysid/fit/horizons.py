@@ -32,6 +32,8 @@ from mjsysid.fit.jacobian import (
     JacobianCache,
     describe_nonfinite,
     fd_jacobian,
+    residual_and_jacobian,
+    serves,
 )
 from mjsysid.fit.lm import (
     LMOptions,
@@ -41,9 +43,15 @@ from mjsysid.fit.lm import (
 )
 from mjsysid.fit.options import FitOptions, check_horizons
 from mjsysid.fit.result import StageSummary, TwoStarts
-from mjsysid.fit.status import TRIAL_FRACTIONS, Status, StepTrial, honest_status
+from mjsysid.fit.status import CONVERGED, TRIAL_FRACTIONS, Status, StepTrial, honest_status
+from mjsysid.fit.whiteness import ROUNDOFF
 from mjsysid.objective.initial_state import nuisance_mask
-from mjsysid.objective.protocols import HorizonResidualFn, ResidualFn, ThresholdResidualFn
+from mjsysid.objective.protocols import (
+    HeadRowsResidualFn,
+    HorizonResidualFn,
+    ResidualFn,
+    ThresholdResidualFn,
+)
 from mjsysid.params.parameter import ParameterDict
 from mjsysid.util.errors import must_be
 from mjsysid.util.progress import IterationClock
@@ -119,7 +127,10 @@ class StagePlan:
     this stage may start already at round-off) and the ``(p,)`` entries that had an effect
     at an earlier stage's start (``alive``: one without effect here is switched off by
     another value, not a modelling mistake, and is held); the stage's residual at its start
-    when the fit already has it (``start_r``: the whole data's, kept by the fit's counter)."""
+    when the fit already has it (``start_r``: the whole data's, kept by the fit's counter, or
+    rows of it) and a Jacobian of this stage's data computed near its start (``start_J``:
+    ``(x, J)``, used when the start is within :data:`~mjsysid.fit.jacobian.REUSE_STEPS`
+    finite-difference steps of ``x``)."""
 
     horizon: float
     last: bool
@@ -130,6 +141,7 @@ class StagePlan:
     fallback: tuple[np.ndarray, np.ndarray] | None = None
     alive: np.ndarray | None = None
     start_r: np.ndarray | None = None
+    start_J: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def start_cost(self) -> float | None:
@@ -207,12 +219,16 @@ class _Recorder:
 
 def _start_residual(fn: CountedResidual, residual_fn: Any, x0: np.ndarray) -> np.ndarray:
     r0 = fn(x0)
+    _check_start_residual(r0, residual_fn)
+    return r0
+
+
+def _check_start_residual(r0: np.ndarray, residual_fn: Any) -> None:
     if not np.all(np.isfinite(r0)):
         raise ValueError(
             f"the residual must be finite at the start point, got a non-finite value at "
             f"{describe_nonfinite(residual_fn, r0)}; check the data and the initial parameters"
         )
-    return r0
 
 
 def _pin_unmovable(
@@ -352,15 +368,25 @@ def fit_stage(
     holds what they could not see: a motor switched off, a fast chirp); only the whole data
     tells; such a staged fit never ends above the one-stage fit from the same start."""
     fn = CountedResidual(residual_fn, params)
+    eps = float(s.options.eps)
+    J0 = plan.start_J
+    if J0 is not None and not serves(J0[0], x0, s.bounds[1], eps):
+        J0 = None
     if plan.start_r is not None:
         fn.remember(x0, plan.start_r)
-    r0 = _start_residual(fn, residual_fn, x0)
+    if plan.start_r is None and J0 is None and plan.skip_below is None:
+        r0, J = residual_and_jacobian(fn, x0, s.bounds, eps)  # both wanted: one call
+        _check_start_residual(r0, residual_fn)
+        fn.remember(x0, r0)  # (a stage that ends where it began asks again)
+        J0 = (x0, J)
+    else:
+        r0 = _start_residual(fn, residual_fn, x0)
     cost0 = 0.5 * float(r0 @ r0)
     if plan.skip_below is not None and cost0 < plan.skip_below:
         return Stage(
             plan.horizon, x0, cost0, cost0, Status.SKIPPED, 0, fn.nfev, 0, 0, [cost0], [x0]
         )
-    run = _run_from(fn, residual_fn, params, x0, r0, s, plan)
+    run = _run_from(fn, residual_fn, params, x0, r0, s, plan, J0)
     start_cost = plan.start_cost
     if plan.fallback is None or start_cost is None or not start_cost < cost0:
         return run.finish()  # (one run: the shorter stages ended no worse than the start)
@@ -416,11 +442,13 @@ def _run_from(
     r0: np.ndarray,
     s: StageSettings,
     plan: StagePlan,
+    start_J: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> _Run:
-    """One backend run from ``x0`` (residual ``r0``), with its start's checks."""
+    """One backend run from ``x0`` (residual ``r0``), with its start's checks; its Jacobian
+    there is ``start_J`` (``(x, J)``: computed at ``x``, which serves ``x0``) or computed."""
     eps = float(s.options.eps)
     cost0 = 0.5 * float(r0 @ r0)
-    J0 = fd_jacobian(fn, x0, r0, s.bounds, eps)
+    x_J, J0 = start_J if start_J is not None else (x0, fd_jacobian(fn, x0, r0, s.bounds, eps))
     alive = np.any(J0 != 0.0, axis=0)
     bounds, still = s.bounds, np.zeros(x0.size, dtype=bool)
     if plan.last:
@@ -434,7 +462,7 @@ def _run_from(
     seed = _seeded(plan.earlier, x0, cost0)
     rec = _Recorder(s, plan, x0.copy(), cost0, seed.objective, seed.candidates)
     jacobian = JacobianCache(fn, bounds, eps, REUSE_STEPS)
-    jacobian.seed(x0, J0)
+    jacobian.seed(x_J, J0)  # (the distance to a reused Jacobian is to its own point)
     remaining = max(s.options.max_iters - plan.start_iter, 0)
     # an early stage's stop needs no confirmation: the next stage's Jacobian judges its end
     lm_options = s.lm_options if plan.last else replace(s.lm_options, confirm_stop=False)
@@ -671,21 +699,27 @@ def run_stages(
     x, it0 = x0, start_iter
     alive = np.zeros(x0.size, dtype=bool)  # entries with an effect at an earlier stage's start
     allow = s.options.allow_no_effect
+    whole_J: tuple[np.ndarray, np.ndarray] | None = None  # see _whole_at
     for k, h in enumerate(horizons):
         last = k == len(horizons) - 1
         # parameters without effect are looked for on the whole data: on a head a
         # parameter may have none yet (the part of the data that excites it comes later)
         seed = earlier if k == 0 else None
-        plan = StagePlan(
-            h, last, it0, ("warn" if allow else "error") if last else None, earlier=seed,
-            fallback=start, alive=alive,
-            start_r=fit.full(x) if last and fit.full is not None else None,
-        )  # fmt: skip
-        if not last:
+        if last:
+            plan = StagePlan(
+                h, last, it0, "warn" if allow else "error", earlier=seed, fallback=start,
+                alive=alive, start_r=fit.full.kept(x) if fit.full is not None else None,
+                start_J=whole_J,
+            )  # fmt: skip
+        else:
             assert fit.full is not None
-            r_here = fit.full(x)  # (remembered by CountedResidual when a stage ends where it began)
+            exact = k > 0 and _exact(fit.stages[-1])
+            r_here, J, rows = _whole_at(fit.full, residual_fn, h, x, s, exact)
             skip = UNINFORMATIVE * 0.5 * float(r_here @ r_here)
             plan = StagePlan(h, last, it0, None, skip, earlier=seed)
+            if J is not None and rows is not None:  # the head's start: rows of the whole's
+                whole_J = (x.copy(), J)
+                plan = replace(plan, start_r=r_here[rows], start_J=(whole_J[0], J[rows]))
         if s.options.verbose and len(horizons) > 1:
             part = (
                 "the whole data" if last else f"the first {100 * h:g} % of every sequence or window"
@@ -701,6 +735,48 @@ def run_stages(
             fit.stages.append(_evaluate_whole(residual_fn, params, x, s))
             break
     return fit
+
+
+def _exact(stage: Stage) -> bool:
+    """An early stage that fitted its data exactly: converged at :data:`ROUNDOFF` of its start
+    cost (noise-free data, a right model) with every parameter free (none held for lack of
+    effect, which a later stage could move far)."""
+    return stage.status in CONVERGED and stage.cost <= ROUNDOFF * stage.cost0 and not stage.held
+
+
+def _whole_at(
+    full: CountedResidual,
+    residual_fn: ResidualFn,
+    h: float,
+    x: np.ndarray,
+    s: StageSettings,
+    exact: bool,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The whole data's residual at ``x``, where the early stage of horizon ``h`` starts:
+    its skip test (and the result's start cost, the last stage's fallback).
+
+    After an ``exact`` stage, when the head's residual is rows of the whole's
+    (:class:`~mjsysid.objective.protocols.HeadRowsResidualFn`), the whole data's Jacobian is
+    computed too, in the same call: the head takes its residual and Jacobian at ``x`` from
+    their rows (no simulation of its own), and the later stages of an exact fit start within
+    a few finite-difference steps of ``x``, where that Jacobian serves the last stage's
+    start. Where a later stage moves far after all, it cost the whole data's Jacobian in
+    place of the head's.
+
+    Returns:
+      ``r (n,)``; the whole data's ``(n, p)`` Jacobian at ``x`` and the head's rows, when
+      computed (else ``None``, ``None``).
+    """
+    rows = (
+        residual_fn.head_rows(h) if exact and isinstance(residual_fn, HeadRowsResidualFn) else None
+    )
+    if rows is None:
+        return full(x), None, None  # (remembered when a stage ends where it began)
+    r, J = residual_and_jacobian(full, x, s.bounds, float(s.options.eps))
+    full.remember(x, r)
+    if not np.all(np.isfinite(r)):
+        return r, None, None
+    return r, J, rows
 
 
 def _evaluate_whole(

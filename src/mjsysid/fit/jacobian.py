@@ -72,12 +72,10 @@ class CountedResidual:
         flat = X.ndim == 1
         X2 = X[:, None] if flat else X
         if X2.shape[1] == 1:
-            point = X2.tobytes()
-            for columns, Rk in self._kept.values():
-                j = columns.get(point)
-                if j is not None:
-                    r = Rk[:, j : j + 1].copy()
-                    return cast(np.ndarray, r[:, 0] if flat else r)
+            known = self.kept(X2)
+            if known is not None:
+                r = known[:, None]
+                return cast(np.ndarray, r[:, 0] if flat else r)
         r = residual_array(self.residual_fn(X2, self.params))
         if r.ndim == 1:
             r = r[:, None]
@@ -88,6 +86,16 @@ class CountedResidual:
             columns = {X2[:, j].tobytes(): j for j in range(k)}
             self._kept[min(k, 2)] = (columns, r.copy())
         return r[:, 0] if flat else r
+
+    def kept(self, x: np.ndarray) -> np.ndarray | None:
+        """A copy of the ``(n,)`` residual at the point ``x`` when it is kept (from the last
+        single evaluation or batch), else ``None``; nothing is evaluated or counted."""
+        point = np.asarray(x, dtype=np.float64).reshape(-1, 1).tobytes()
+        for columns, Rk in self._kept.values():
+            j = columns.get(point)
+            if j is not None:
+                return cast(np.ndarray, Rk[:, j].copy())
+        return None
 
     def remember(self, x: np.ndarray, r: np.ndarray) -> None:
         """Keeps ``r``, the residual at ``x`` evaluated elsewhere (another counter of the same
@@ -147,10 +155,51 @@ def fd_jacobian(
     Returns:
       ``(n, p)`` Jacobian (non-finite columns after the retry are set to 0 and logged).
     """
+    h = fd_steps(x, bounds[1], eps)
+    return _differences(residual, x, r, residual(x[:, None] + np.diag(h)), h, bounds)
+
+
+def residual_and_jacobian(
+    residual: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    eps: float = 1.5e-8,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The residual at ``x`` and its :func:`fd_jacobian`, all ``p + 1`` candidates in **one**
+    batched call (the point is column 0): where both are wanted at a point whose residual is
+    not known yet, the point's simulation runs beside the perturbed ones instead of alone
+    before them. The same values as ``residual(x)`` then :func:`fd_jacobian` (every
+    candidate is simulated on its own).
+
+    Args: as :func:`fd_jacobian`, without ``r``.
+
+    Returns:
+      ``r (n,)`` and ``J (n, p)``; ``J`` is all NaN where ``r`` is not finite (no retry: the
+      caller reports the point).
+    """
+    h = fd_steps(x, bounds[1], eps)
+    X = np.empty((x.size, x.size + 1))
+    X[:, 0] = x
+    X[:, 1:] = x[:, None] + np.diag(h)
+    R = residual(X)
+    r = np.ascontiguousarray(R[:, 0])
+    if not np.all(np.isfinite(r)):
+        return r, np.full((r.size, x.size), np.nan)
+    return r, _differences(residual, x, r, R[:, 1:], h, bounds)
+
+
+def _differences(
+    residual: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    r: np.ndarray,
+    R: np.ndarray,
+    h: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
+    """``(R − r)/h`` column by column (``R (n, p)``: the residuals at ``x + h_i e_i``), with
+    :func:`fd_jacobian`'s retry of the columns that are not finite."""
     lo, hi = bounds
-    h = fd_steps(x, hi, eps)
-    X = x[:, None] + np.diag(h)
-    J = np.subtract(residual(X), r[:, None], dtype=np.float64)
+    J = np.subtract(R, r[:, None], dtype=np.float64)
     J /= h[None, :]
     with np.errstate(over="ignore", invalid="ignore"):  # a column with inf or NaN sums to one
         bad = np.flatnonzero(~np.isfinite(J.sum(axis=0)))
@@ -292,12 +341,20 @@ class JacobianCache:
         return self._J
 
     def _serves(self, x: np.ndarray) -> bool:
-        """The kept Jacobian's point is ``x`` or within ``reuse_steps`` steps of it."""
         assert self._x is not None
-        if np.array_equal(x, self._x):
-            return True
-        h = np.abs(fd_steps(self._x, self.bounds[1], self.eps))
-        return bool(np.all(np.abs(x - self._x) <= self.reuse_steps * h))
+        return serves(self._x, x, self.bounds[1], self.eps, self.reuse_steps)
+
+
+def serves(
+    x_kept: np.ndarray, x: np.ndarray, hi: np.ndarray, eps: float, reuse_steps: float = REUSE_STEPS
+) -> bool:
+    """A Jacobian computed at ``x_kept`` serves at ``x`` (:class:`JacobianCache`'s rule): the
+    same point, or within ``reuse_steps`` finite-difference steps of it in every entry,
+    ``|x_i − x_kept,i| <= reuse_steps·|h_i(x_kept)|`` (``hi``: the upper bounds)."""
+    if np.array_equal(x, x_kept):
+        return True
+    h = np.abs(fd_steps(x_kept, hi, eps))
+    return bool(np.all(np.abs(x - x_kept) <= reuse_steps * h))
 
 
 def describe_nonfinite(residual_fn: Any, r: np.ndarray) -> str:

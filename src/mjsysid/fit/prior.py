@@ -27,6 +27,7 @@ from mjsysid.fit.jacobian import residual_array
 from mjsysid.objective.levels import LevelBracket
 from mjsysid.objective.protocols import (
     DescribedResidualFn,
+    HeadRowsResidualFn,
     HorizonResidualFn,
     ResidualFn,
     ThresholdResidualFn,
@@ -214,6 +215,15 @@ class PriorHorizonResidual(PriorResidual):
         """The head of the wrapped residual, with the same prior rows."""
         head = self.horizon_fn.head(fraction)
         return self if head is self.horizon_fn else PriorHorizonResidual(head, self.rows)
+
+    def head_rows(self, fraction: float) -> np.ndarray | None:
+        """The wrapped residual's rows of its head (when it tells:
+        :class:`~mjsysid.objective.protocols.HeadRowsResidualFn`), then the prior rows."""
+        inner = self.horizon_fn
+        rows = inner.head_rows(fraction) if isinstance(inner, HeadRowsResidualFn) else None
+        if rows is None or self.data_size is None:
+            return None
+        return np.concatenate([rows, self.data_size + np.arange(self.rows.size)])
 
 
 def append_prior_group(groups: Any, n: int | None, m: int) -> np.ndarray | None:

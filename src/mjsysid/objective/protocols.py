@@ -27,6 +27,7 @@ __all__ = [
     "CustomRolloutFn",
     "DescribedResidualFn",
     "DeviceResidualFn",
+    "HeadRowsResidualFn",
     "HorizonResidualFn",
     "ModelModifierFn",
     "ModifierFn",
@@ -242,6 +243,22 @@ class HorizonResidualFn(Protocol):
 
     def head(self, fraction: float) -> HorizonResidualFn:
         """The residual of the first ``fraction`` of every sequence."""
+        ...
+
+
+@runtime_checkable
+class HeadRowsResidualFn(Protocol):
+    """A residual function whose heads' residuals are rows of its own.
+
+    A staged fit that has the whole data's residual and Jacobian at the point where a head's
+    stage starts takes the head's from their rows instead of simulating the head again.
+    :class:`~mjsysid.ResidualFunction` implements it.
+    """
+
+    def head_rows(self, fraction: float) -> np.ndarray | None:
+        """The indices of this function's residual entries that are, in order and bit for
+        bit, the residual of ``head(fraction)`` at any point; ``None`` when its head's
+        residual is not a part of this one's."""
         ...
 
 

@@ -536,6 +536,29 @@ class ResidualFunction:
         view.last_divergence = []
         return view
 
+    def head_rows(self, fraction: float) -> np.ndarray | None:
+        """The entries of this residual that are the residual of :meth:`head` ``(fraction)``,
+        in order (:class:`~mjsysid.objective.protocols.HeadRowsResidualFn`): each sequence's
+        first measured samples, when the residual is the built-in one (no
+        ``modify_residual``: a :class:`SignalTransform` normalises a head by its own RMS; no
+        custom rollout or model builder) and every kept sample is read from the simulation
+        as in the whole sequence (a last kept sample between two grid instants is read from
+        the earlier one in a head). ``None`` otherwise.
+        """
+        if self.modify_residual is not None or self.custom_rollout is not None:
+            return None
+        if self.build_model is not None:
+            return None
+        view = self.head(fraction)
+        rows = []
+        for start, seq, part in zip(self._offsets[:-1], self._sequences, view._sequences, strict=True):
+            n = part.interp_i.size
+            same_w = seq.on_grid or np.array_equal(part.interp_w, seq.interp_w[:n])
+            if not (same_w and np.array_equal(part.interp_i, seq.interp_i[:n])):
+                return None
+            rows.append(int(start) + np.arange(part.meas.data.size))
+        return np.concatenate(rows) if rows else np.zeros(0, dtype=np.intp)
+
     def on_backend(self, backend: str) -> ResidualFunction:
         """This residual with its rollouts on ``backend``: ``"cpu"`` returns this function
         itself; ``"warp"`` a view whose candidates are simulated as MuJoCo Warp worlds on
