@@ -113,6 +113,35 @@ def test_head_keeps_at_least_two_samples(arm2):
         rf.head(0.001)
 
 
+def test_head_rows_are_the_heads_residual(arm2, make_problem):
+    """``head_rows`` names the entries of the whole residual that are the head's residual, bit
+    for bit, at any point: on the simulation grid and between its instants; none where a
+    modify_residual (a SignalTransform normalises a head by its own RMS) makes the head's."""
+    params = arm_masses(arm2.spec, arm2.model)
+    rf = ms.build_residual_fn([arm2.sequences])
+    X = params.as_vector()[:, None] * np.array([[1.0, 1.1, 0.9]])
+    rows = rf.head_rows(0.3)
+    np.testing.assert_array_equal(rf.head(0.3)(X, params), rf(X, params)[rows])
+    np.testing.assert_array_equal(rf.head_rows(1.0), np.arange(rf(X[:, 0], params).size))
+    # measured times between the simulation's instants (interpolated), a sensor subset
+    p = make_problem(ARM2, _truth(TRUTH), n=300, qpos=[0.3, -0.2])
+    meas = p.sequences.sensordata[0]
+    t = meas.times[:-1] + 0.37 * (meas.times[1] - meas.times[0])
+    data = np.stack([np.interp(t, meas.times, c) for c in meas.data.T], axis=1)
+    seq = ms.ModelSequences(
+        "arm2", p.spec, "s", p.sequences.initial_state[0], p.sequences.control[0],
+        ms.TimeSeries(t, data, meas.signal_mapping),
+    )  # fmt: skip
+    off = ms.build_residual_fn([seq], enabled_observations=["j1_pos", "tip_pos"])
+    for fraction in (0.2, 0.45, 0.7):
+        np.testing.assert_array_equal(
+            off.head(fraction)(X, params), off(X, params)[off.head_rows(fraction)]
+        )
+    t_ = ms.SignalTransform().gain("*_vel", "gain")
+    params.add(ms.Parameter("gain", 1.0, 0.5, 2.0))
+    assert ms.build_residual_fn([arm2.sequences], modify_residual=t_.apply).head_rows(0.3) is None
+
+
 def test_head_with_a_signal_transform(make_problem):
     p = make_problem(ARM2, _truth(TRUTH), n=300, qpos=[0.3, -0.2])
     params = arm_masses(p.spec, p.model)
@@ -135,9 +164,9 @@ def test_horizons_recover_the_truth_and_report_every_stage(arm2):
     stages = res.stages
     assert [s.horizon for s in stages] == [0.3, 1.0]
     assert res.nit == sum(s.nit for s in stages) and stages[0].nit > 0
-    # + the whole data at the fit's start and at the last stage's start (which that stage
-    # takes from the fit's counter: no evaluation is counted twice)
-    assert res.nfev == sum(s.nfev for s in stages) + 2
+    # + the whole data at the fit's start; the last stage evaluates its start's residual
+    # with its Jacobian (one call, counted in its own stage: no evaluation counted twice)
+    assert res.nfev == sum(s.nfev for s in stages) + 1
     # the result describes the whole data: cost, residual and Jacobian
     _, plain = ms.optimize(params, rf, max_iters=0)
     assert res.initial_cost == pytest.approx(plain.initial_cost, rel=1e-12)
@@ -576,3 +605,44 @@ def test_an_early_stage_stops_without_a_confirming_jacobian(arm2, monkeypatch):
     head = [k for whole, k in calls if not whole]
     assert head[-1] == 1  # the trial step that ended the stage, not a Jacobian (k = 2)
     assert 2 in head  # (the stage did use finite-difference Jacobians before)
+
+
+def test_after_an_exact_stage_the_whole_datas_jacobian_serves_the_next_stages(arm2, monkeypatch):
+    """Noise-free data: the first stage fits its part exactly. The whole data's residual at its
+    end is evaluated with the whole data's Jacobian (one call): the next head takes its start
+    residual and Jacobian from their rows (no simulation: p x sequences x 150 head steps
+    fewer), and the last stage, which starts next to that point, only evaluates its start
+    residual. The same solution as without the rows; the result's Jacobian equals a fresh
+    one at the solution to finite-difference accuracy."""
+    from mjsysid.objective.residual import ResidualFunction
+
+    params = arm_masses(arm2.spec, arm2.model)
+    runs = {}
+    for rows in (True, False):
+        if not rows:
+            monkeypatch.setattr(ResidualFunction, "head_rows", lambda self, fraction: None)
+        rf = ms.build_residual_fn([arm2.sequences])
+        opt, res = ms.optimize(params, rf, horizons=(0.2, 0.5, 1.0))
+        runs[rows] = (opt, res, rf.stats.steps, rf)
+    (opt, res, steps, rf), (_, plain, plain_steps, _) = runs[True], runs[False]
+    first, middle, last = res.stages
+    assert first.status == "gtol" and first.cost <= 1e-12 * first.initial_cost  # exact
+    np.testing.assert_array_equal(res.x, plain.x)
+    np.testing.assert_allclose(res.x, TRUTH, rtol=1e-12)
+    assert plain_steps - steps == 2 * 2 * 150  # the head's Jacobian at its start
+    assert middle.nit == 1 and middle.nfev == 1  # its trial step only
+    assert last.nfev == 1 and plain.stages[2].nfev == 3  # (without: its start's r and J)
+    r_hat, bounds = rf(res.x, opt), opt.get_bounds()
+    fresh = ms.fd_jacobian(lambda X: rf(X, opt), res.x, r_hat, bounds)
+    np.testing.assert_allclose(res.jac, fresh, rtol=1e-5, atol=1e-6 * np.abs(fresh).max())
+    # data with noise are never fitted exactly: no whole-data Jacobian at a stage's end
+    from mjsysid.fit.horizons import Stage, _exact
+    from mjsysid.fit.status import Status
+
+    def stage(status, cost, held=()):
+        return Stage(0.1, np.zeros(2), 1.0, cost, status, 3, 0, 0, 0, [], [], held=list(held))
+
+    assert _exact(stage(Status.GTOL, 1e-13)) and _exact(stage(Status.XTOL, 0.0))
+    assert not _exact(stage(Status.GTOL, 1e-6))  # a noise floor
+    assert not _exact(stage(Status.SLOWED, 1e-13)) and not _exact(stage(Status.SKIPPED, 1e-13))
+    assert not _exact(stage(Status.GTOL, 1e-13, held=["link2_mass"]))  # may move far later

@@ -558,6 +558,59 @@ def test_fd_jacobian_retries_a_non_finite_column_with_the_opposite_step():
     np.testing.assert_allclose(J, [[1.0, 2.0], [1.0, -1.0]], rtol=1e-6)
 
 
+def test_residual_and_jacobian_is_the_residual_then_fd_jacobian_in_one_call(make_problem):
+    """The start's residual with its Jacobian: one batched call of p + 1 candidates, the same
+    bits as the residual alone then fd_jacobian (every candidate is simulated on its own);
+    the retry of a diverged column as fd_jacobian's; at a non-finite point a NaN Jacobian
+    and no retry."""
+    from mjsysid.fit.jacobian import residual_and_jacobian
+
+    p = make_problem(ARM2, _with(arm_masses, [1.3, 0.5]), n=200, qpos=[0.3, -0.2])
+    params = arm_masses(p.spec, p.model)
+    rf = ms.build_residual_fn([p.sequences])
+    x, bounds = params.as_vector() * 1.1, params.get_bounds()
+    calls: list[int] = []
+
+    def residual(X):
+        calls.append(X.shape[1])
+        return rf(X, params)
+
+    r, J = residual_and_jacobian(residual, x, bounds)
+    assert calls == [3]
+    r_alone = rf(x, params)
+    np.testing.assert_array_equal(r, r_alone)
+    np.testing.assert_array_equal(J, ms.fd_jacobian(residual, x, r_alone, bounds))
+
+    def diverging(X):
+        calls.append(X.shape[1])
+        R = np.vstack([X[0] + 2 * X[1], X[0] - X[1]])
+        R[:, X[1] > 0.5 + 1e-12] = np.nan  # the forward step of x_1 diverges
+        return R
+
+    calls.clear()
+    r, J = residual_and_jacobian(diverging, np.array([0.2, 0.5]), (np.zeros(2), np.ones(2)))
+    assert calls == [3, 1]  # the retry of column 1
+    np.testing.assert_allclose(r, [1.2, -0.3])
+    np.testing.assert_allclose(J, [[1.0, 2.0], [1.0, -1.0]], rtol=1e-6)
+    calls.clear()
+    r, J = residual_and_jacobian(diverging, np.array([0.2, 0.7]), (np.zeros(2), np.ones(2)))
+    assert calls == [3] and np.all(np.isnan(r)) and np.all(np.isnan(J))
+
+
+def test_the_counter_tells_a_kept_point_without_evaluating_it():
+    from mjsysid.fit.jacobian import CountedResidual
+
+    fn = CountedResidual(lambda X, p: np.vstack([X[0], 2 * X[1]]), None)
+    X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    fn(X)
+    assert fn.nfev == 3
+    kept = fn.kept(X[:, 1])
+    np.testing.assert_array_equal(kept, [2.0, 10.0])
+    kept[0] = -1.0  # a copy
+    np.testing.assert_array_equal(fn(X[:, 1]), [2.0, 10.0])
+    assert fn.kept(np.array([9.0, 9.0])) is None and fn.nfev == 3
+
+
 def test_ftol_stops_on_a_plateau(make_problem):
     p = make_problem(ARM2, _with(arm_masses, [1.3, 0.5]), n=200, qpos=[0.3, -0.2], noise=0.01)
     params = arm_masses(p.spec, p.model)
@@ -669,11 +722,12 @@ def test_plain_residual_of_bad_shape_is_named(optimizer):
 
     def varying(x, p):
         X = np.atleast_2d(np.asarray(x).T).T
-        n = 3 if np.all(X[0] == 1.0) else 4
+        n = 3 if X[0, 0] == 1.0 else 4  # (the first call's first column is the start)
         out = np.outer(np.arange(1, n + 1), X[0] + X[1]) - 1.0
         return out[:, 0] if np.ndim(x) == 1 else out
 
-    with pytest.raises(ValueError, match=r"residual_fn output must be shape \(n, 1\) with n >= 1"):
+    # (the start's residual is evaluated with its Jacobian's p = 2 columns: one call)
+    with pytest.raises(ValueError, match=r"residual_fn output must be shape \(n, 3\) with n >= 1"):
         ms.optimize(params, empty, optimizer=optimizer, horizons=None)
     with pytest.raises(
         ValueError, match=r"residual_fn output must be 3 residuals, as at the first"

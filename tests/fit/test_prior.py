@@ -105,6 +105,11 @@ def test_the_wrapper_keeps_horizons_groups_and_names(map_fit):
     head = fn.head(0.3)
     assert isinstance(head, PriorHorizonResidual) and head.rows is fn.rows
     assert head(params.as_vector(), params).size < r.size
+    # the head's residual is rows of the whole one's: the data's first samples, the prior rows
+    X = params.as_vector()[:, None] * np.array([[1.0, 1.05]])
+    rows = fn.head_rows(0.3)
+    np.testing.assert_array_equal(head(X, params), fn(X, params)[rows])
+    np.testing.assert_array_equal(rows[-2:], [n, n + 1])
     # the rest is the wrapped function's
     np.testing.assert_array_equal(fn.block_offsets, rf.block_offsets)
     assert fn.last_divergence == rf.last_divergence

@@ -12,6 +12,12 @@ Jacobian without a finite-difference one to confirm it (``LMOptions.confirm_stop
 stage computes its own at that point); it is skipped (status ``"skipped"``, nothing but
 its residual at the start evaluated) when its cost there is below its ``skip_below``; only
 the last stage computes the residual and Jacobian at its solution.
+
+A stage that needs both its start's residual and Jacobian evaluates them in one call
+(:func:`~mjsysid.fit.jacobian.residual_and_jacobian`). After an early stage that fitted its
+data exactly, the whole data's residual at its end comes with the whole data's Jacobian: the
+next head takes its start from their rows and the last stage's start reuses it
+(:func:`_whole_at`).
 """
 
 from __future__ import annotations
