@@ -549,9 +549,9 @@ class ResidualFunction:
             return None
         if self.build_model is not None:
             return None
-        view = self.head(fraction)
+        parts = self.head(fraction)._sequences
         rows = []
-        for start, seq, part in zip(self._offsets[:-1], self._sequences, view._sequences, strict=True):
+        for start, seq, part in zip(self._offsets[:-1], self._sequences, parts, strict=True):
             n = part.interp_i.size
             same_w = seq.on_grid or np.array_equal(part.interp_w, seq.interp_w[:n])
             if not (same_w and np.array_equal(part.interp_i, seq.interp_i[:n])):
