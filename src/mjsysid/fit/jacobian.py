@@ -182,7 +182,7 @@ def residual_and_jacobian(
     X[:, 0] = x
     X[:, 1:] = x[:, None] + np.diag(h)
     R = residual(X)
-    r = np.ascontiguousarray(R[:, 0])
+    r = R[:, 0].copy()  # (a view would keep all of R alive: the residual is often (k, n).T)
     if not np.all(np.isfinite(r)):
         return r, np.full((r.size, x.size), np.nan)
     return r, _differences(residual, x, r, R[:, 1:], h, bounds)
