@@ -577,6 +577,7 @@ def test_residual_and_jacobian_is_the_residual_then_fd_jacobian_in_one_call(make
 
     r, J = residual_and_jacobian(residual, x, bounds)
     assert calls == [3]
+    assert r.flags.owndata  # (not a view keeping the whole batch alive)
     r_alone = rf(x, params)
     np.testing.assert_array_equal(r, r_alone)
     np.testing.assert_array_equal(J, ms.fd_jacobian(residual, x, r_alone, bounds))
