@@ -545,9 +545,8 @@ class ResidualFunction:
         as in the whole sequence (a last kept sample between two grid instants is read from
         the earlier one in a head). ``None`` otherwise.
         """
-        if self.modify_residual is not None or self.custom_rollout is not None:
-            return None
-        if self.build_model is not None:
+        custom = (self.modify_residual, self.custom_rollout, self.build_model)
+        if any(hook is not None for hook in custom):
             return None
         parts = self.head(fraction)._sequences
         rows = []
