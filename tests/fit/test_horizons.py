@@ -453,6 +453,8 @@ def test_horizons_with_two_models_of_different_lengths_and_custom_callbacks(make
         return ms.sysid_rollout(models, datas, control, initial_states)
 
     custom = ms.build_residual_fn([a.sequences], modify_residual=residual, custom_rollout=rollout)
+    rollout_only = ms.build_residual_fn([a.sequences], custom_rollout=rollout)
+    assert custom.head_rows(0.5) is None and rollout_only.head_rows(0.5) is None  # custom code
     _, res = ms.optimize(params, custom, horizons=(0.5, 1.0))
     np.testing.assert_allclose(res.x, TRUTH, rtol=1e-6)
     assert min(lengths) == 150 and max(lengths) == 300  # the custom residual saw both stages
