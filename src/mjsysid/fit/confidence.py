@@ -71,7 +71,12 @@ import scipy.stats
 
 from mjsysid.fit.audit import Combination, name_direction
 from mjsysid.fit.intervals import calculate_intervals
-from mjsysid.fit.jacobian import ROUGH_FACTORS, CountedResidual, fd_jacobian, rough_columns
+from mjsysid.fit.jacobian import (
+    ROUGH_FACTORS,
+    CountedResidual,
+    residual_and_jacobian,
+    rough_columns,
+)
 from mjsysid.fit.prior import PriorRows
 from mjsysid.fit.result import OptimizeResult
 from mjsysid.fit.whiteness import (
@@ -345,8 +350,7 @@ def _refit(problem: _Problem, sw: np.ndarray, steps: int) -> np.ndarray:
     for k in range(steps):
         if k:
             assert problem.residual is not None
-            r = np.asarray(problem.residual(theta[:, None]), dtype=np.float64)[:, 0]
-            J = fd_jacobian(problem.residual, theta, r, problem.bounds)
+            r, J = residual_and_jacobian(problem.residual, theta, problem.bounds)
         theta = np.clip(theta + _step(J, r, sw, problem.free), lo, hi)
     return cast(np.ndarray, theta)
 

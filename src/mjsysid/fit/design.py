@@ -6,8 +6,9 @@ and phases of a multisine; or amplitude and hold time of a PRBS) is chosen to ma
     Φ(z) = log det( (J(z) D)ᵀ (J(z) D) ) / σ²     (D-optimality)
 
 with ``J(z)`` the finite-difference Jacobian of the sensor outputs with respect to the
-parameters at their nominal values (one batched :func:`~mjsysid.fit.jacobian.fd_jacobian`
-call for a whole generation of candidates), ``D`` the parameter ranges
+parameters at their nominal values (one batched
+:func:`~mjsysid.fit.jacobian.residual_and_jacobian` call for a whole generation of
+candidates), ``D`` the parameter ranges
 (:func:`~mjsysid.fit.audit.parameter_scales`) and ``σ`` the sensor noise. Maximising
 ``det(JᵀJ)`` minimises the volume of the confidence ellipsoid (Pukelsheim, *Optimal Design of
 Experiments*, 1993, ch. 6). Controls stay inside ``ctrlrange`` by construction; joint-range
@@ -32,7 +33,7 @@ from mjsysid.data.sequences import ModelSequences
 from mjsysid.data.timeseries import TimeSeries
 from mjsysid.fit.audit import parameter_scales
 from mjsysid.fit.intervals import calculate_intervals
-from mjsysid.fit.jacobian import fd_jacobian
+from mjsysid.fit.jacobian import residual_and_jacobian
 from mjsysid.objective.control_transform import ControlTransform
 from mjsysid.objective.residual import ResidualFunction, build_residual_fn
 from mjsysid.params.parameter import ParameterDict
@@ -251,8 +252,7 @@ def evaluate(
     def residual(X: np.ndarray) -> np.ndarray:
         return np.asarray(rf(X, params), dtype=np.float64)
 
-    r0 = residual(x[:, None])[:, 0]
-    J = fd_jacobian(residual, x, r0, (lo, hi), eps=1e-6)
+    _, J = residual_and_jacobian(residual, x, (lo, hi), eps=1e-6)
     scales = parameter_scales(x, lo, hi) / problem.noise
     blocks = np.split(J, K, axis=0)
     phi = np.array([_logdet(b * scales) for b in blocks])

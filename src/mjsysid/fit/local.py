@@ -36,7 +36,7 @@ from mjsysid.fit.checkpoints import (
     write_checkpoint,
 )
 from mjsysid.fit.horizons import StagedFit, StageSettings, resolve_horizons, run_stages
-from mjsysid.fit.jacobian import CountedResidual, fd_jacobian
+from mjsysid.fit.jacobian import CountedResidual, residual_and_jacobian
 from mjsysid.fit.lm import LMOptions
 from mjsysid.fit.options import FitOptions, check_x_scale
 from mjsysid.fit.result import FitHistory, OptimizeResult
@@ -180,10 +180,9 @@ def start_condition(
       x0: ``(p,)`` start. bounds: ``(lo, hi)``, each ``(p,)``. eps: Relative step.
     """
     fn = CountedResidual(residual_fn, params.copy())
-    r0 = fn(x0)
+    r0, J = residual_and_jacobian(fn, x0, bounds, eps)
     if not np.all(np.isfinite(r0)):
         return float("nan")  # the fit itself reports where
-    J = fd_jacobian(fn, x0, r0, bounds, eps)
     sv = np.linalg.svd(J, compute_uv=False)  # descending, min(n, p) of them
     singular = J.shape[0] < J.shape[1] or sv[-1] == 0
     cond = float("inf") if singular else float((sv[0] / sv[-1]) ** 2)
