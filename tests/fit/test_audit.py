@@ -189,6 +189,31 @@ def test_audit_jacobian_rejects_bad_input():
         audit_jacobian(np.ones((5, 2)), ["a", "b"], [1, 1], [0, 0], [1, 1], noise=-1.0)
 
 
+def test_audit_of_a_point_where_the_residual_is_not_finite_names_the_entry():
+    """Was a silent audit of zeroed Jacobian columns and a NaN noise estimate."""
+    rf, params, _ = _residual(
+        TWO_DAMPERS,
+        lambda s, m: ms.ParameterDict(
+            [
+                ms.make_parameter("joint_damping", m, "slide"),
+                ms.make_parameter("actuator_kv", m, "brake"),
+            ]
+        ),
+    )
+    calls = []
+
+    def diverging(X, p):
+        calls.append(np.shape(X))
+        R = np.asarray(rf(X, p))
+        R[3] = np.nan
+        return R
+
+    with pytest.raises(ValueError, match=r"audit_residual: the residual must be finite at the "):
+        audit_residual(diverging, params)
+    assert calls == [(2, 3)]  # the point with its Jacobian's columns, one call
+    assert len(audit_residual(rf, params, noise=0.01).parameters) == 2
+
+
 def test_audit_command_prints_the_audit():
     out, err = io.StringIO(), io.StringIO()
     assert main(["audit", "example:cartpole", "--noise", "0.01"], stdout=out, stderr=err) == 0

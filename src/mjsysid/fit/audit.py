@@ -467,7 +467,8 @@ def audit_residual(
     rtol: float = 1e-3,
     eps: float = 1e-6,
 ) -> Audit:
-    """Audits a residual function at ``params``' current values (one batched FD Jacobian).
+    """Audits a residual function at ``params``' current values (one batched call: the residual
+    and its FD Jacobian).
 
     Args:
       residual_fn: ``residual_fn(x, params)``, batched (:func:`mjsysid.build_residual_fn`).
@@ -477,8 +478,11 @@ def audit_residual(
         the point (:func:`noise_from_residual` with ``n_columns``).
       n_columns: Channels per time row of the residual (for the noise estimate).
       alpha, rtol: As in :func:`audit_jacobian`. eps: Relative FD step.
+
+    Raises:
+      ValueError: The residual is not finite at the point (the entry is named).
     """
-    from mjsysid.fit.jacobian import fd_jacobian, residual_array
+    from mjsysid.fit.jacobian import describe_nonfinite, residual_and_jacobian, residual_array
 
     x = params.as_vector()  # type: ignore[attr-defined]
     lo, hi = params.get_bounds()  # type: ignore[attr-defined]
@@ -486,8 +490,13 @@ def audit_residual(
     def residual(X: np.ndarray) -> np.ndarray:
         return residual_array(residual_fn(X, params))  # type: ignore[operator]
 
-    r0 = residual(x[:, None])[:, 0]
-    J = fd_jacobian(residual, x, r0, (lo, hi), eps=eps)
+    r0, J = residual_and_jacobian(residual, x, (lo, hi), eps=eps)
+    if not np.all(np.isfinite(r0)):
+        raise ValueError(
+            f"audit_residual: the residual must be finite at the parameters' values, got a "
+            f"non-finite value at {describe_nonfinite(residual_fn, r0)}; check the data and "
+            f"the parameter values"
+        )
     if noise is None:
         cols = n_columns if r0.size % max(n_columns, 1) == 0 else 1
         noise = noise_from_residual(r0, cols)
