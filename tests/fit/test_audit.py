@@ -55,15 +55,19 @@ def _residual(xml: str, params_of, noise: float = 0.0, brake_off: bool = False):
     return ms.build_residual_fn([seqs]), params, model
 
 
+def _two_dampers(spec, model):
+    return ms.ParameterDict(
+        [
+            ms.make_parameter("joint_damping", model, "slide"),
+            ms.make_parameter("actuator_kv", model, "brake"),
+        ]
+    )
+
+
 def test_two_dampers_only_their_sum_is_determined():
     rf, params, model = _residual(
         TWO_DAMPERS,
-        lambda s, m: ms.ParameterDict(
-            [
-                ms.make_parameter("joint_damping", m, "slide"),
-                ms.make_parameter("actuator_kv", m, "brake"),
-            ]
-        ),
+        _two_dampers,
         noise=1e-3,
         brake_off=True,
     )
@@ -191,15 +195,7 @@ def test_audit_jacobian_rejects_bad_input():
 
 def test_audit_of_a_point_where_the_residual_is_not_finite_names_the_entry():
     """Was a silent audit of zeroed Jacobian columns and a NaN noise estimate."""
-    rf, params, _ = _residual(
-        TWO_DAMPERS,
-        lambda s, m: ms.ParameterDict(
-            [
-                ms.make_parameter("joint_damping", m, "slide"),
-                ms.make_parameter("actuator_kv", m, "brake"),
-            ]
-        ),
-    )
+    rf, params, _ = _residual(TWO_DAMPERS, _two_dampers)
     calls = []
 
     def diverging(X, p):
