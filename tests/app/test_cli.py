@@ -62,6 +62,27 @@ def test_every_command_module_follows_the_convention():
     assert list(subparsers.choices) == names
 
 
+
+def test_every_command_that_writes_names_its_output_with_o_or_out():
+    """One name for one meaning: ``-o`` / ``--out`` wherever a command writes a file or a
+    folder (``design`` keeps its older ``--output`` as an alias)."""
+    from mjsysid.app.cli import build_parser
+
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    writers = {}
+    for name, parser in subparsers.choices.items():
+        outs = [a for a in parser._actions if "--out" in a.option_strings]
+        if outs:
+            writers[name] = outs[0]
+            assert outs[0].dest == "out" and "-o" in outs[0].option_strings, name
+        assert not any("--output" in a.option_strings for a in parser._actions) or (
+            name == "design"
+        ), name
+    assert set(writers) == {"fit", "design", "compare", "evaluate", "simulate", "schema", "demo"}
+    design = subparsers.choices["design"]
+    for flag in ("-o", "--out", "--output"):
+        assert design.parse_args(["example:dcmotor", flag, "d.csv"]).out == "d.csv"
+
 def test_examples_listed():
     code, out, _ = run("examples")
     assert code == 0

@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--horizons",
         help="window lengths in seconds, comma-separated (default 0.1,0.5,2)",
     )
-    parser.add_argument("--out", help="write the comparison to this .json or .yaml file")
+    parser.add_argument("-o", "--out", help="write the comparison to this .json or .yaml file")
     parser.add_argument(
         "--html",
         help="write a standalone page with the table, the verdicts and the curves (needs plotly)",

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument("--quick", action="store_true", help="fewer starts and shorter episodes")
-    parser.add_argument("--out", default="results/demo", help="results folder")
+    parser.add_argument("-o", "--out", default="results/demo", help="results folder")
     add_no_report(parser)
     add_quiet(parser, "progress lines on stderr (models, episodes)")
 

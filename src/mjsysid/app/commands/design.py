@@ -43,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--generations", type=int, default=10, help="search generations")
     parser.add_argument("--popsize", type=int, default=8, help="candidates per generation")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("-o", "--output", default="design.npz", help="command file (.npz or .csv)")
+    parser.add_argument(
+        "-o", "--out", "--output", dest="out", default="design.npz", help="command file (.npz or .csv)"
+    )
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -60,8 +62,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise ValueError(must_be("--max-velocity", "a finite |qvel| limit > 0", args.max_velocity))
     if args.seed < 0:
         raise ValueError(must_be("--seed", "an integer >= 0", args.seed))
-    if Path(args.output).suffix.lower() not in (".npz", ".csv"):
-        raise ValueError(must_be("--output", "a .npz or .csv file name", args.output))
+    if Path(args.out).suffix.lower() not in (".npz", ".csv"):
+        raise ValueError(must_be("--out", "a .npz or .csv file name", args.out))
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     _, sensors, _ = nominal_run(problem, [design.control], x0)  # (with the experiment's laws)
     path = write_recording(
-        Path(args.output),
+        Path(args.out),
         problem.model,
         design.times,
         design.control,

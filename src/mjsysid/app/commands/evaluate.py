@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         experiment="experiment file (or example:<name>)",
     )
     parser.add_argument("models", nargs="+", metavar="MODEL", help="nominal, file.xml or folder")
-    parser.add_argument("--out", help="write the evaluation as JSON to this file")
+    parser.add_argument("-o", "--out", help="write the evaluation as JSON to this file")
     parser.add_argument("--html", help="write a standalone page with the curves (needs plotly)")
     parser.add_argument(
         "--starts", type=int, default=20, help="open-loop starts per recording (default 20)"

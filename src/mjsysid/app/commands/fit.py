@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
         experiment="experiment YAML file, or example:NAME for a bundled one",
     )
-    parser.add_argument("--out", help="results folder (default: results/<experiment name>)")
+    parser.add_argument("-o", "--out", help="results folder (default: results/<experiment name>)")
     parser.add_argument(
         "--optimizer",
         choices=list(OPTIMIZERS),

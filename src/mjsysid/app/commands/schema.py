@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "completion and checks as you type, e.g. '# yaml-language-server: $schema=FILE' on "
         "the first line of the file (VS Code's YAML extension)."
     )
-    parser.add_argument("--out", metavar="FILE", help="write it to FILE (default: print it)")
+    parser.add_argument("-o", "--out", metavar="FILE", help="write it to FILE (default: print it)")
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument("model", help="MJCF or URDF file")
-    parser.add_argument("--out", required=True, help="output recording (.npz or .csv)")
+    parser.add_argument("-o", "--out", required=True, help="output recording (.npz or .csv)")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds (default 5)")
     parser.add_argument(
         "--signal",
