@@ -62,7 +62,6 @@ def test_every_command_module_follows_the_convention():
     assert list(subparsers.choices) == names
 
 
-
 def test_every_command_that_writes_names_its_output_with_o_or_out():
     """One name for one meaning: ``-o`` / ``--out`` wherever a command writes a file or a
     folder (``design`` keeps its older ``--output`` as an alias)."""
@@ -82,6 +81,7 @@ def test_every_command_that_writes_names_its_output_with_o_or_out():
     design = subparsers.choices["design"]
     for flag in ("-o", "--out", "--output"):
         assert design.parse_args(["example:dcmotor", flag, "d.csv"]).out == "d.csv"
+
 
 def test_examples_listed():
     code, out, _ = run("examples")

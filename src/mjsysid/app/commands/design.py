@@ -44,7 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--popsize", type=int, default=8, help="candidates per generation")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "-o", "--out", "--output", dest="out", default="design.npz", help="command file (.npz or .csv)"
+        "-o",
+        "--out",
+        "--output",
+        dest="out",
+        default="design.npz",
+        help="command file (.npz or .csv)",
     )
 
 
