@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Device call 2 (carry [".gpu/2"], right after stash.sh): installs MuJoCo, MuJoCo Warp and
+# Warp into /tmp/site and runs the populations bench on the GPU against the CPU batch on
+# the machine's own cores, then the Furuta far start's global stage; output in $OUT.
+#   bash bench/gpu/run.sh [extra warp_populations.py arguments]
+set -euo pipefail
+site=/tmp/site
+mkdir -p "$site"
+cp .gpu/2/warp.tar.xz.part* /tmp/mjsysid-gpu/
+cat /tmp/mjsysid-gpu/warp.tar.xz.part* > /tmp/mjsysid-gpu/warp.tar.xz
+echo "$(cat .gpu/2/warp.tar.xz.sha256)  /tmp/mjsysid-gpu/warp.tar.xz" | sha256sum -c -
+xz -d -c /tmp/mjsysid-gpu/warp.tar.xz | tar -x -C "$site"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target "$site" .gpu/2/whl/*.whl
+export PYTHONPATH="$site:$PWD/src" PYTHONUNBUFFERED=1 MUJOCO_GL=disable
+out=${OUT:-/tmp/mjsysid-gpu/out}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
+nproc | tee -a "$out/gpu.txt"
+cd bench
+python3 warp_populations.py --device cuda:0 --threads "$(nproc)" --furuta \
+  --json "$out/warp_populations.jsonl" "$@" 2>&1 | tee "$out/warp_populations.log"
