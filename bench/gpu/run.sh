@@ -6,6 +6,12 @@
 set -euo pipefail
 site=/tmp/site
 mkdir -p "$site"
+if ! ls /tmp/mjsysid-gpu/warp.tar.xz.part0 >/dev/null 2>&1; then
+  echo "run.sh: part 1 of Warp's archive is not on this machine (/tmp/mjsysid-gpu):" \
+    "the machine was given back after stash.sh, or stash.sh did not run; run it, then" \
+    "this at once" >&2
+  exit 2
+fi
 cp .gpu/2/warp.tar.xz.part* /tmp/mjsysid-gpu/
 cat /tmp/mjsysid-gpu/warp.tar.xz.part* > /tmp/mjsysid-gpu/warp.tar.xz
 echo "$(cat .gpu/2/warp.tar.xz.sha256)  /tmp/mjsysid-gpu/warp.tar.xz" | sha256sum -c -
