@@ -215,12 +215,18 @@ def far_start(params: ms.ParameterDict, gear: float) -> ms.ParameterDict:
 
 
 def _fit(
-    exp: object, start: ms.ParameterDict, far: bool, budget: int | None, profile: bool = True
+    exp: object,
+    start: ms.ParameterDict,
+    far: bool,
+    budget: int | None,
+    profile: bool = True,
+    rollout: str = "cpu",
 ) -> tuple:
     """The fit of ``exp`` from ``start`` (``far``: with the global stage, default budget
-    unless ``budget``; ``profile``: the deadzones' profile after it); the identified
-    parameters, the result and the wall time."""
-    options = exp.fit_options  # type: ignore[attr-defined]
+    unless ``budget``; ``profile``: the deadzones' profile after it; ``rollout``: where the
+    populations run, ``FitOptions.rollout``); the identified parameters, the result and the
+    wall time."""
+    options = exp.fit_options.replace(rollout=rollout)  # type: ignore[attr-defined]
     if not profile:
         options = options.replace(threshold_profile=None)
     if far:
@@ -300,6 +306,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument("--budget", type=int, help="the global stage's budget (with --far)")
     ap.add_argument(
+        "--rollout",
+        choices=("cpu", "warp"),
+        default="cpu",
+        help="where the populations (the global stage) run: MuJoCo's CPU batch or MuJoCo "
+        "Warp (pip install -e '.[warp]'; a GPU for speed); the local fit stays on the CPU",
+    )
+    ap.add_argument(
         "--no-profile",
         action="store_true",
         help="skip the deadzones' profile over the recorded levels after the fit",
@@ -323,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         exp = load_experiment(path)
         start = far_start(exp.params, FAR_GEAR[args.far]) if args.far else exp.params
         identified, result, seconds = _fit(
-            exp, start, bool(args.far), args.budget, not args.no_profile
+            exp, start, bool(args.far), args.budget, not args.no_profile, args.rollout
         )
         truth = true_values(exp.params)
         truth_cost = float(0.5 * np.sum(exp.build_residual_fn()(truth.as_vector(), truth) ** 2))

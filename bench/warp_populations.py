@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,22 @@ def device_line(device: str | None) -> tuple[str, bool]:
     )
 
 
+Emit = Callable[[dict[str, Any]], None]
+
+
+def json_sink(path: Path | None, device: str) -> Emit:
+    """Prints each row as a JSON line and appends it to ``path`` at once (with the device
+    named): a run cut short, or failing in a later stage, keeps the rows it finished."""
+
+    def emit(row: dict[str, Any]) -> None:
+        print(json.dumps(row), flush=True)
+        if path is not None:
+            with path.open("a") as f:
+                f.write(json.dumps({**row, "device": device}) + "\n")
+
+    return emit
+
+
 def _costs(rf: Any, X: np.ndarray, params: ms.ParameterDict) -> tuple[np.ndarray, float]:
     t0 = time.perf_counter()
     R = rf(X, params)
@@ -65,7 +82,7 @@ def _costs(rf: Any, X: np.ndarray, params: ms.ParameterDict) -> tuple[np.ndarray
     return np.where(np.isfinite(c), c, np.inf), wall
 
 
-def populations(args: argparse.Namespace) -> list[dict[str, Any]]:
+def populations(args: argparse.Namespace, emit: Emit) -> list[dict[str, Any]]:
     rf, params = motor_problem(args.steps, args.threads)
     dev = rf.on_backend("warp")
     lo, hi = params.get_bounds()
@@ -96,13 +113,19 @@ def populations(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "diverged_device": int((~np.isfinite(out["warp"])).sum()),
             }
         )
-        print(json.dumps(rows[-1]), flush=True)
+        emit(rows[-1])
     rf.close()
     return rows
 
 
 def global_stage(
-    rf: Any, start: ms.ParameterDict, budget: int, population: int | None, seed: int, **kw: Any
+    rf: Any,
+    start: ms.ParameterDict,
+    budget: int,
+    population: int | None,
+    seed: int,
+    emit: Emit,
+    **kw: Any,
 ) -> list[dict[str, Any]]:
     rows = []
     for rollout in ("cpu", "warp"):
@@ -128,8 +151,12 @@ def global_stage(
                 "x": res.x.tolist(),
             }
         )
-        print(json.dumps(rows[-1]), flush=True)
+        emit(rows[-1])
     return rows
+
+
+FURUTA_POPULATION = 256
+"""Candidates per generation of the Furuta far start's global stage."""
 
 
 def furuta_problem() -> tuple[Any, ms.ParameterDict]:
@@ -162,22 +189,32 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
+    if args.furuta and args.global_budget < FURUTA_POPULATION + 1:
+        ap.error(
+            f"--furuta needs --global-budget >= {FURUTA_POPULATION + 1} (one generation of "
+            f"{FURUTA_POPULATION} and the start), got {args.global_budget}"
+        )
     if args.device is not None:
         wp, _ = import_warp()
         wp.set_device(args.device)
     line, gpu = device_line(args.device)
     print(f"# device: {line}; CPU batch: {args.threads} threads; load {os.getloadavg()[0]:.1f}")
-    rows = populations(args)
+    emit = json_sink(args.json, line)
+    rows = populations(args, emit)
     if args.global_budget:
         rf, start = motor_problem(args.steps, args.threads)
         print(f"# motor global stage from {START} (truth {TRUTH})")
-        rows += global_stage(rf, start, args.global_budget, None, args.seed, allow_no_effect=True)
+        rows += global_stage(
+            rf, start, args.global_budget, None, args.seed, emit, allow_no_effect=True
+        )
         rf.close()
     if args.furuta:
         if gpu or args.allow_cpu_device:
             rf, start = furuta_problem()
             print("# Furuta far start: law parameters 3x off, deadzones 0")
-            rows += global_stage(rf, start, args.global_budget, 256, args.seed, max_iters=100)
+            rows += global_stage(
+                rf, start, args.global_budget, FURUTA_POPULATION, args.seed, emit, max_iters=100
+            )
             rf.close()
         else:
             print("# Furuta far start skipped: no GPU (--allow-cpu-device runs it on Warp's CPU)")
@@ -190,10 +227,6 @@ def main() -> None:
                 f"{r['size']:>6} {r['cpu_s']:>9.3f} {r['device_s']:>9.3f} "
                 f"{r['cpu_over_device']:>10.2f} {diff if diff is None else f'{diff:.2e}':>18}"
             )
-    if args.json is not None:
-        with args.json.open("a") as f:
-            for r in rows:
-                f.write(json.dumps({**r, "device": line}) + "\n")
 
 
 if __name__ == "__main__":

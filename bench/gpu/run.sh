@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Device call 2 (carry [".gpu/2"], right after stash.sh): installs MuJoCo, MuJoCo Warp and
 # Warp into /tmp/site and runs the populations bench on the GPU against the CPU batch on
-# the machine's own cores, then the Furuta far start's global stage; output in $OUT.
-#   bash bench/gpu/run.sh [extra warp_populations.py arguments]
+# the machine's own cores, then the Furuta far start of issue #31 end to end with its
+# populations on the CPU and on the GPU; output in $OUT.
+#   bash bench/gpu/run.sh [warp_populations.py arguments; default:
+#                          --device cuda:0 --threads $(nproc)]
 set -euo pipefail
 site=/tmp/site
 mkdir -p "$site"
@@ -23,6 +25,14 @@ out=${OUT:-/tmp/mjsysid-gpu/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
 nproc | tee -a "$out/gpu.txt"
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(--device cuda:0 --threads "$(nproc)")
 cd bench
-python3 warp_populations.py --device cuda:0 --threads "$(nproc)" --furuta \
-  --json "$out/warp_populations.jsonl" "$@" 2>&1 | tee "$out/warp_populations.log"
+python3 warp_populations.py "${args[@]}" --json "$out/warp_populations.jsonl" 2>&1 \
+  | tee "$out/warp_populations.log"
+# the Furuta far start of issue #31 end to end (its CPU figures are in bench/README.md),
+# populations on the machine's CPU cores, then on the GPU
+for rollout in cpu warp; do
+  python3 furuta_doc_fit.py --far 0.1 --window 0.5 --rollout "$rollout" 2>&1 \
+    | tee "$out/furuta_far_$rollout.log"
+done
