@@ -354,7 +354,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.far:
         g = result.global_search
         print(f"far start (gear {FAR_GEAR[args.far]:.4g}, the rest at the lower bounds)")
-        print(f"global stage: {g.wall_time:.1f} s, {g.evaluations} evaluations, {g.message}")
+        print(
+            f"global stage ({args.rollout}): {g.wall_time:.1f} s, {g.evaluations} evaluations, "
+            f"{g.message}"
+        )
     print(f"fit: {seconds:.1f} s, {result.nit} iterations, status {result.status.name}")
     tp = result.threshold_profile
     if tp is not None:
