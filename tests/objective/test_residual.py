@@ -326,6 +326,26 @@ def test_predictions_written_by_callers_never_reach_the_simulation_cache(arm):
     np.testing.assert_array_equal(rf.predict(x, params)[0].residual, want[: want.size // 2])
 
 
+def test_a_kept_simulation_without_states_never_serves_a_prediction(arm):
+    """A call of the built-in residual records no states (nobody reads them) and keeps its
+    simulations; predict, which returns the states, simulates again rather than take them,
+    and then its simulation (with states) serves the next residual call."""
+    params = arm_params(arm.spec, arm.model)
+    x = np.array([1.2, 0.6, 0.1])
+    want = ms.build_residual_fn([arm.sequences]).predict(x, params)
+    rf = ms.build_residual_fn([arm.sequences])
+    r = rf(x, params)
+    runs = rf.stats.rollouts
+    got = rf.predict(x, params)
+    assert rf.stats.rollouts > runs
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a.state, b.state)
+        np.testing.assert_array_equal(a.residual, b.residual)
+    runs = rf.stats.rollouts
+    np.testing.assert_array_equal(rf(x, params), r)
+    assert rf.stats.rollouts == runs  # predict's simulation, kept
+
+
 def test_control_zoh_versus_linear(arm_spec):
     model = arm_spec.compile()
     x0 = ms.create_initial_state(model)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mjsysid as ms
-from conftest import ARM2, SERVO, excitation
+from conftest import ARM2, BOX, SERVO, excitation
 
 
 def test_sysid_rollout_matches_step_loop():
@@ -98,3 +98,101 @@ def test_clock_ok_flags_resets_and_non_finite_rollouts():
     assert check_clock(s, t0, np.full(nb, dt)).tolist() == [1, 2, 3, 4]
     # without the scan (MuJoCo's automatic reset on) only the clock is read
     assert check_clock(s, t0, np.full(nb, dt), scan=False).tolist() == [2, 3, 4]
+
+
+# a model whose reset depends on the model: an equality (eq_active0) and a mocap body
+LINKED = """
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="2 2 .1"/>
+    <body name="target" mocap="true" pos="0.3 0 0.5"/>
+    <body name="box" pos="0 0 0.3">
+      <freejoint/>
+      <geom type="box" size=".05 .05 .05" mass="0.5"/>
+    </body>
+    <body name="arm" pos="0 0.5 0.5">
+      <joint name="a" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+      <body pos="0.3 0 0">
+        <joint name="b" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+      </body>
+    </body>
+  </worldbody>
+  <equality><joint joint1="a" joint2="b" polycoef="0 0.5 0 0 0" active="false"/></equality>
+  <actuator><motor joint="a"/></actuator>
+  <sensor>
+    <framepos objtype="body" objname="box"/>
+    <framepos objtype="xbody" objname="target"/>
+    <jointpos joint="b"/>
+    <jointvel joint="b"/>
+  </sensor>
+</mujoco>
+"""
+
+
+def _candidates(xml: str, n: int) -> list[mujoco.MjModel]:
+    """``n`` models of ``xml`` with other masses (and, with an equality, one active)."""
+    base = mujoco.MjModel.from_xml_string(xml)
+    models = []
+    for i in range(n):
+        m = base.__copy__()
+        m.body_mass[1:] *= 1.0 + 0.1 * i
+        if m.neq and i % 2:
+            m.eq_active0[:] = 1
+        if m.nmocap and i % 2:
+            m.body_pos[m.body_mocapid >= 0] += 0.1
+        mujoco.mj_setConst(m, mujoco.MjData(m))
+        models.append(m)
+    return models
+
+
+@pytest.mark.parametrize("xml", [ARM2, BOX, LINKED], ids=["arm", "contacts", "reset"])
+@pytest.mark.parametrize("nthread", [1, 2])
+def test_sensor_only_rollouts_equal_the_recorded_ones(xml, nthread):
+    """``states=False`` (mujoco.batch.Batch, sensors only) gives the bits of the recorded
+    rollout (mujoco.rollout), call after call on the kept batch, and flags the same
+    divergences: a reset by MuJoCo, and one without the automatic reset."""
+    from mjsysid.sim.rollout import BatchRollout
+
+    models = _candidates(xml, 5)
+    m0 = models[0]
+    x0 = np.repeat(ms.create_initial_state(m0)[None], 5, axis=0)
+    x0[:, 0] = 0.25  # start time
+    rng = np.random.default_rng(1)
+    ctrl = rng.normal(size=(5, 120, m0.nu))
+    with BatchRollout(nthread) as runner, BatchRollout(nthread) as fresh:
+        for call in range(3):
+            if call == 1:  # a diverging candidate: MuJoCo resets it (huge accelerations)
+                models[2].opt.gravity[:] = [1e12, 1e12, -1e12]
+            if call == 2:  # the same, without the automatic reset: the batch stops it
+                for m in models:
+                    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
+            state, sens, ok = runner.run(models, x0, ctrl, align=False)
+            none, sens_only, ok_only = runner.run(models, x0, ctrl, align=False, states=False)
+            _, sens_fresh, _ = fresh.run(models, x0, ctrl, align=False, states=False)
+            assert none is None and state.shape[:2] == sens.shape[:2]
+            expected = [0, 1, 3, 4] if call else [0, 1, 2, 3, 4]
+            assert np.flatnonzero(ok).tolist() == expected
+            assert np.flatnonzero(ok_only).tolist() == expected
+            np.testing.assert_array_equal(sens_only[ok], sens[ok])
+            np.testing.assert_array_equal(sens_fresh[ok], sens[ok])
+
+
+def test_sensor_only_rollouts_record_states_for_a_negative_start_time():
+    """The clock check of a start at a negative time needs every step: the states are
+    recorded all the same."""
+    from mjsysid.sim.rollout import BatchRollout
+
+    models = _candidates(ARM2, 2)
+    x0 = np.repeat(ms.create_initial_state(models[0])[None], 2, axis=0)
+    x0[1, 0] = -0.1
+    ctrl = np.zeros((2, 100, models[0].nu))
+    with BatchRollout(2) as runner:
+        state, sens, ok = runner.run(models, x0, ctrl, align=False, states=False)
+        assert state is not None and ok.all()
+        x0[1, 0] = 0.0
+        state, sens2, ok = runner.run(models, x0, ctrl, align=False, states=False)
+        assert state is None and ok.all()
+        np.testing.assert_array_equal(sens2, sens)

@@ -40,6 +40,18 @@ def state_slices(model: mujoco.MjModel) -> dict[str, slice]:
     return out
 
 
+def full_physics_columns(model: mujoco.MjModel) -> np.ndarray:
+    """``(nstate,)`` columns of ``mjSTATE_FULLPHYSICS`` in a ``Batch``'s state row
+    (``mjSTATE_INTEGRATION``: every component in bit order)."""
+    cols, offset = [], 0
+    for bit in (1 << i for i in range(15)):
+        size = mujoco.mj_stateSize(model, bit)
+        if int(STATE_SPEC) & bit:
+            cols.append(np.arange(offset, offset + size))
+        offset += size
+    return np.concatenate(cols).astype(np.intp)
+
+
 _KIND = {
     "qpos": SignalType.MjStateQPos,
     "qvel": SignalType.MjStateQVel,

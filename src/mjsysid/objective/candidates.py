@@ -88,6 +88,10 @@ class DistinctColumns(NamedTuple):
     keys: list[bytes]
 
 
+Index = int | slice
+"""Which simulations of a :class:`SimBatch` (:meth:`SimBatch.row`)."""
+
+
 class SimBatch(NamedTuple):
     """Simulations of one sequence (leading axis: simulations; one simulation without it).
 
@@ -101,6 +105,14 @@ class SimBatch(NamedTuple):
     sensordata: np.ndarray
     ok: np.ndarray
     x0: np.ndarray
+
+    def row(self, u: Index) -> SimBatch:
+        """Simulation(s) ``u`` of the batch (views for an integer or a slice)."""
+        return SimBatch(_rows(self.state, u), self.sensordata[u], self.ok[u], self.x0[u])
+
+
+def _rows(a: np.ndarray | None, u: Index) -> np.ndarray | None:
+    return None if a is None else a[u]
 
 
 def distinct_columns(A: np.ndarray) -> DistinctColumns:
@@ -138,7 +150,7 @@ def sim_rows(
     views into ``pred``) and the cached ones."""
     at = {u: j for j, u in enumerate(run)}
     return [
-        SimBatch._make(a[at[u]] for a in pred) if u in at and pred is not None else cache[key]
+        pred.row(at[u]) if u in at and pred is not None else cache[key]
         for u, key in enumerate(keys)
     ]
 
@@ -213,10 +225,10 @@ class SimulationCache:
         self.entries = {}
         for i, d in enumerate(per_seq):
             sims: Iterable[SimBatch] = mixed.get(i) or [
-                SimBatch._make(a[u] for a in preds[i]) for u in range(len(d.keys))
+                preds[i].row(u) for u in range(len(d.keys))
             ]
             self.entries[i] = {
-                k: SimBatch._make(a.copy() for a in sim) if copy else sim
+                k: SimBatch._make(None if a is None else a.copy() for a in sim) if copy else sim
                 for k, sim in zip(d.keys, sims, strict=True)
             }
         self.key = key
@@ -299,11 +311,13 @@ class CandidateRollouts:
         col_models: list[list[mujoco.MjModel]],
         sim_cols: list[np.ndarray],
         cand_params: dict[int, ParameterDict],
+        states: Sequence[bool],
     ) -> dict[int, SimBatch]:
         """Simulates the columns ``sim_cols[i]`` of ``X`` for every sequence ``i`` that has
         some, grouped by (ModelSequences, nstep); returns the batches by sequence.
         ``base_models``: the compiled model of each ModelSequences (for the control
-        transform)."""
+        transform). ``states[i]``: sequence ``i``'s states are read (else the built-in
+        rollout may leave them out: ``None``)."""
         preds: dict[int, SimBatch] = {}
         for mi, base in enumerate(base_models):
             seqs = [i for i, s in enumerate(sequences) if s.ms_index == mi and sim_cols[i].size]
@@ -320,6 +334,7 @@ class CandidateRollouts:
                     [[cand_params[j] for j in sim_cols[i]] if cand_params else [] for i in group],
                     preds,
                     self.transformed_controls(sequences, work, layout, X, sim_cols, group, base),
+                    states=any(states[i] for i in group),
                     law_values=self.candidate_law_values(
                         work,
                         layout,
@@ -441,13 +456,15 @@ class CandidateRollouts:
         preds: dict[int, SimBatch],
         controls: np.ndarray | None = None,
         *,
+        states: bool = True,
         law_values: list[dict[str, np.ndarray]] | None = None,
     ) -> None:
         """Simulates, in one call, sequence ``group[g]`` from ``x0s[g]`` with ``models[g]``
         (one per candidate) and stores its :class:`SimBatch` in ``preds``. ``controls``: the
         batch's controls when a control transform made them per candidate (default: each
         sequence's recorded controls). ``law_values``: per force law, its parameters' values
-        per candidate (with force laws)."""
+        per candidate (with force laws). ``states``: record the states (else the built-in
+        rollout leaves them out, ``None``; the other rollouts return them all the same)."""
         counts = [len(m) for m in models]
         batch_models = [m for ms_ in models for m in ms_]
         x0 = np.concatenate(x0s)
@@ -469,12 +486,14 @@ class CandidateRollouts:
                 batch_models, x0, ctrl, law_values, data=data, align=False
             )
         else:
-            state, sensordata, ok = self.runner.run(batch_models, x0, ctrl, align=False)
+            state, sensordata, ok = self.runner.run(
+                batch_models, x0, ctrl, align=False, states=states
+            )
         start = 0
         for i, n in key:
             sl = slice(start, start + n)
             start += n
-            preds[i] = SimBatch(state[sl], sensordata[sl], ok[sl], x0[sl])
+            preds[i] = SimBatch(_rows(state, sl), sensordata[sl], ok[sl], x0[sl])
 
     def _custom(
         self,

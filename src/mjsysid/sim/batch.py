@@ -38,7 +38,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from mjsysid.data.states import state_size, state_slices
+from mjsysid.data.states import full_physics_columns, state_size, state_slices
 from mjsysid.sim.laws.core import ForceLaw, State, StepContext, run_laws, start_laws
 from mjsysid.sim.laws.dynamics import damping_inertia
 from mjsysid.sim.laws.table import has_kernel
@@ -49,7 +49,6 @@ from mjsysid.util.errors import must_be
 
 PROBE_STEPS = 6  # steps timed on each batch (one thread, the pool) before choosing
 TRIALS = 4  # calls of one batch shape timed, alternately on each lock step, before choosing
-_FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 _VEL = int(mujoco.mjtStage.mjSTAGE_VEL)
 _NONE = int(mujoco.mjtStage.mjSTAGE_NONE)
 
@@ -61,18 +60,6 @@ __all__ = [
     "law_engine_note",
     "unconstrained",
 ]
-
-
-def full_physics_columns(model: mujoco.MjModel) -> np.ndarray:
-    """``(nstate,)`` columns of ``mjSTATE_FULLPHYSICS`` in a ``Batch``'s state row
-    (``mjSTATE_INTEGRATION``: every component in bit order)."""
-    cols, offset = [], 0
-    for bit in (1 << i for i in range(15)):
-        size = mujoco.mj_stateSize(model, bit)
-        if int(_FULL) & bit:
-            cols.append(np.arange(offset, offset + size))
-        offset += size
-    return np.concatenate(cols).astype(np.intp)
 
 
 class _Sims:

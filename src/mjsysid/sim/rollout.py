@@ -10,6 +10,14 @@ Divergence. When MuJoCo meets an unstable state it resets the data (and its cloc
 inside a batched rollout that is only visible in the outputs. :func:`batched_rollout` checks
 that every trajectory's clock advanced by exactly ``dt`` per step and that everything is
 finite, and reports the first rollout and step that did not.
+
+Sensors only. Recording the state of every step costs about 2 % of a cheap model's rollout
+(``mj_getState`` per step). Where nobody reads the states (a residual without measured states),
+:meth:`BatchRollout.run` with ``states=False`` runs the batch on
+:class:`mujoco.batch.Batch` instead, recording the sensors only: its state rows keep each
+simulation's last state, whose time is the clock check (a simulation MuJoCo reset, or one the
+batch stopped because its warnings rose, ends at another time). The sensor values are the
+same bits as ``mujoco.rollout``'s.
 """
 
 from __future__ import annotations
@@ -20,11 +28,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import mujoco
+import mujoco.batch
 import mujoco.rollout
 import numpy as np
 import numpy.typing as npt
 
-from mjsysid.data.states import state_size
+from mjsysid.data.states import full_physics_columns, state_size
 from mjsysid.data.states import state_slices as state_slices  # re-export (tests use it)
 from mjsysid.data.timeseries import SignalMapping, TimeSeries
 from mjsysid.sim.model_key import ModelKey, model_key
@@ -46,6 +55,10 @@ class RolloutDivergedError(RuntimeError):
             "near zero, huge gains) or reduce the model timestep"
         )
         self.index, self.step, self.time = index, step, time
+
+
+_SENSOR_BATCHES = 8
+"""Sensor-only batches a :class:`BatchRollout` keeps (by model shape and size)."""
 
 
 def default_nthread() -> int:
@@ -157,6 +170,35 @@ def checked_output(
     return align_states(raw_state, initial_states), sensordata, ok
 
 
+class _SensorBatch:
+    """A :class:`mujoco.batch.Batch` of ``nsim`` simulations for sensor-only rollouts, and
+    what its state rows start from.
+
+    A row is ``mjSTATE_INTEGRATION``: the full-physics columns come from the initial states;
+    the others (warm start, inputs, equality activations, mocap poses, user data) are what
+    ``mj_resetData`` gives, as in ``mujoco.rollout``. Only the activations and mocap poses
+    depend on the model (``eq_active0``, the mocap bodies' poses), so a model without
+    equalities and mocap bodies copies one reset row; another is reset on every run.
+    """
+
+    def __init__(self, model: mujoco.MjModel, nsim: int, nthread: int) -> None:
+        self.batch = mujoco.batch.Batch(model, nsim=nsim, nthread=nthread)
+        self.rows = self.batch.state
+        self.cols = full_physics_columns(model)
+        self.batch.reset(stage=int(mujoco.mjtStage.mjSTAGE_NONE))
+        self.reset_row = None if model.neq or model.nmocap else self.rows[0].copy()
+
+    def start(self, models: Sequence[mujoco.MjModel], initial_states: np.ndarray) -> None:
+        """Simulation ``i`` on ``models[i]`` (set on every run: the candidate models are
+        edited in place between calls), reset and at ``initial_states[i]``."""
+        self.batch.set_models(models)
+        if self.reset_row is None:
+            self.batch.reset(stage=int(mujoco.mjtStage.mjSTAGE_NONE))
+        else:
+            self.rows[:] = self.reset_row
+        self.rows[:, self.cols] = initial_states
+
+
 class BatchRollout:
     """A persistent thread pool plus per-thread ``MjData`` scratch, reused across calls.
 
@@ -172,8 +214,11 @@ class BatchRollout:
         self._datas: dict[ModelKey, list[mujoco.MjData]] = {}
         self._ends: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         # per model object (not kept alive by this): its datas and state size
-        self._known: weakref.WeakKeyDictionary[mujoco.MjModel, tuple[list[mujoco.MjData], int]]
+        self._known: weakref.WeakKeyDictionary[
+            mujoco.MjModel, tuple[list[mujoco.MjData], int, ModelKey]
+        ]
         self._known = weakref.WeakKeyDictionary()
+        self._sensor_batches: dict[tuple[ModelKey, int], _SensorBatch] = {}
 
     def use_datas(self, model: mujoco.MjModel, datas: list[mujoco.MjData]) -> None:
         """Uses the caller's per-thread ``MjData`` for models shaped like ``model``."""
@@ -196,8 +241,19 @@ class BatchRollout:
             key = model_key(model)
             if key not in self._datas:
                 self._datas[key] = [mujoco.MjData(model) for _ in range(self.nthread)]
-            known = self._known[model] = (self._datas[key], state_size(model))
-        return known
+            known = self._known[model] = (self._datas[key], state_size(model), key)
+        return known[0], known[1]
+
+    def _sensor_batch(self, model: mujoco.MjModel, nsim: int) -> _SensorBatch:
+        """The kept batch of ``nsim`` simulations of models shaped like ``model``."""
+        self._shape_of(model)
+        key = (self._known[model][2], nsim)
+        sims = self._sensor_batches.get(key)
+        if sims is None:
+            if len(self._sensor_batches) >= _SENSOR_BATCHES:
+                self._sensor_batches.clear()
+            sims = self._sensor_batches[key] = _SensorBatch(model, nsim, self.nthread)
+        return sims
 
     def run(
         self,
@@ -206,7 +262,8 @@ class BatchRollout:
         control: np.ndarray,
         *,
         align: bool = True,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        states: bool = True,
+    ) -> tuple[Any, np.ndarray, np.ndarray]:
         """Rolls out ``nbatch`` models in one multithreaded call.
 
         Args:
@@ -215,29 +272,35 @@ class BatchRollout:
           control: ``(nbatch, nstep, nu)`` controls.
           align: Return states aligned with the sensors (row ``k`` at ``t_k``); ``False``
             returns MuJoCo's states after each step (row ``k`` at ``t_{k+1}``), saving a copy.
+          states: Record the states. ``False`` returns ``None`` for them and runs the batch
+            on :class:`mujoco.batch.Batch`, which records the sensors only (module
+            docstring); a start at a negative time records them all the same (its clock
+            check needs every step).
 
         Returns:
-          ``(state, sensordata, ok)``: ``(nbatch, nstep, nstate)`` and
+          ``(state, sensordata, ok)``: ``(nbatch, nstep, nstate)`` (or ``None``) and
           ``(nbatch, nstep, nsensordata)`` arrays aligned so row ``k`` is time ``t_k``, and a
           ``(nbatch,)`` mask that is ``False`` for rollouts that diverged (see
           :func:`divergence_error` for the reason).
         """
         nbatch, nstep = control.shape[0], control.shape[1]
-        m0 = models[0]
-        datas, nstate = self._shape_of(m0)
-        raw_state = np.empty((nbatch, nstep, nstate))
-        sensordata = np.empty((nbatch, nstep, m0.nsensordata))
         x0 = np.ascontiguousarray(initial_states, dtype=np.float64)
         ctrl = np.ascontiguousarray(control, dtype=np.float64)
         # Read what the checks need now: after the rollout the caches are cold, and every
         # Python step costs several times more.
         opts = {id(m): m.opt for m in models}  # models repeat across sequences
         dt = np.array([opts[id(m)].timestep for m in models])
+        t0 = np.array(initial_states[:, 0], dtype=np.float64)
+        end = self._clock_end(t0, dt, nstep)
+        if not states and not end[2].size:
+            return self._run_sensors(models, x0, ctrl, end)
         autoreset = all(
             not o.disableflags & mujoco.mjtDisableBit.mjDSBL_AUTORESET for o in opts.values()
         )
-        t0 = np.array(initial_states[:, 0], dtype=np.float64)
-        end = self._clock_end(t0, dt, nstep)
+        m0 = models[0]
+        datas, nstate = self._shape_of(m0)
+        raw_state = np.empty((nbatch, nstep, nstate))
+        sensordata = np.empty((nbatch, nstep, m0.nsensordata))
         runner = mujoco.rollout.rollout if self._runner is None else self._runner.rollout
         runner(
             list(models),
@@ -252,6 +315,30 @@ class BatchRollout:
         return checked_output(
             raw_state, sensordata, initial_states, t0, dt, scan=not autoreset, align=align, end=end
         )
+
+    def _run_sensors(
+        self,
+        models: Sequence[mujoco.MjModel],
+        x0: np.ndarray,
+        ctrl: np.ndarray,
+        end: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> tuple[None, np.ndarray, np.ndarray]:
+        """:meth:`run` with ``states=False`` (no start at a negative time): the sensors of
+        every step, and each simulation's last time checked against ``end``."""
+        nbatch, nstep = ctrl.shape[0], ctrl.shape[1]
+        sims = self._sensor_batch(models[0], nbatch)
+        sims.start(models, x0)
+        sensordata = np.empty((nbatch, nstep, models[0].nsensordata))
+        try:
+            sims.batch.rollout(nstep, ctrl, record=("sensordata",), out={"sensordata": sensordata})
+        except mujoco.batch.SimulationError:
+            pass  # those simulations kept their initial state: the clock check reports them
+        t_end, tol, _ = end
+        # NaN and inf times compare False without a warning
+        ok = np.abs(sims.rows[:, 0] - t_end) <= tol
+        with np.errstate(over="ignore", invalid="ignore"):
+            ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
+        return None, sensordata, ok
 
     def _clock_end(
         self, t0: np.ndarray, dt: np.ndarray, nstep: int
@@ -270,6 +357,7 @@ class BatchRollout:
         if self._runner is not None:
             self._runner.close()
             self._runner = None
+        self._sensor_batches.clear()
 
     def __enter__(self) -> BatchRollout:
         return self
