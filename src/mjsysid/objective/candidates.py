@@ -224,9 +224,7 @@ class SimulationCache:
             return
         self.entries = {}
         for i, d in enumerate(per_seq):
-            sims: Iterable[SimBatch] = mixed.get(i) or [
-                preds[i].row(u) for u in range(len(d.keys))
-            ]
+            sims: Iterable[SimBatch] = mixed.get(i) or [preds[i].row(u) for u in range(len(d.keys))]
             self.entries[i] = {
                 k: SimBatch._make(None if a is None else a.copy() for a in sim) if copy else sim
                 for k, sim in zip(d.keys, sims, strict=True)
