@@ -6,12 +6,14 @@ Usage::
 
 For each benchmark problem (``bench/problems.py``) and batch size ``n``: ``n`` candidate
 models (copies of the problem's model) rolled out over the problem's first recording, (a)
-by one ``mujoco.rollout.Rollout(nthread).rollout`` call with reused ``MjData`` (what
-:class:`mjsysid.sim.rollout.BatchRollout` does), (b) by a persistent
-``mujoco.batch.Batch(model, n, nthread)``: ``set_models``, ``reset``, the initial states
-written into its rows, one ``Batch.rollout(nstep, control, record=(mjSTATE_FULLPHYSICS,
-"sensordata"), out=...)``. Best of ``--repeats``, interleaved; the two outputs are checked
-to be bit-identical.
+by one ``mujoco.rollout.Rollout(nthread).rollout`` call with reused ``MjData`` recording
+states and sensors (what :class:`mjsysid.sim.rollout.BatchRollout` does where the states are
+read), (b) by a persistent ``mujoco.batch.Batch(model, n, nthread)``: ``set_models``,
+``reset``, the initial states written into its rows, one ``Batch.rollout(nstep, control,
+record=(mjSTATE_FULLPHYSICS, "sensordata"), out=...)``, (c) by ``BatchRollout.run(...,
+states=False)``, the sensors only on a kept ``Batch`` (what a residual that reads no states
+runs), with its clock check. Best of ``--repeats``, interleaved; the outputs are checked to
+be bit-identical.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import mujoco.rollout
 import numpy as np
 import problems as P
 
-from mjsysid.sim.batch import full_physics_columns
+from mjsysid.data.states import full_physics_columns
+from mjsysid.sim.rollout import BatchRollout
 
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -45,10 +48,21 @@ def _batch_rollout(
     batch.rollout(ctrl.shape[1], ctrl, record=(FULL, "sensordata"), out=out)
 
 
+def _sensors_only(
+    ours: BatchRollout,
+    models: list[mujoco.MjModel],
+    x0: np.ndarray,
+    ctrl: np.ndarray,
+    got: dict[str, np.ndarray],
+) -> None:
+    got["sensordata"] = ours.run(models, x0, ctrl, align=False, states=False)[1]
+
+
 def compare(key: str, sizes: list[int], nthread: int, repeats: int) -> None:
     prob = getattr(P, f"problem{key}")()
     m, seq = prob.model, prob.sequences[0]
     runner = mujoco.rollout.Rollout(nthread=nthread)
+    ours = BatchRollout(nthread)
     datas = [mujoco.MjData(m) for _ in range(nthread)]
     cols = full_physics_columns(m)
     for n in sizes:
@@ -66,19 +80,24 @@ def compare(key: str, sizes: list[int], nthread: int, repeats: int) -> None:
             skip_checks=True, nstep=nstep, state=state, sensordata=sens,
         )  # fmt: skip
         batched = partial(_batch_rollout, batch, models, cols, x0, ctrl, out)
-
-        best = {"rollout": np.inf, "batch": np.inf}
+        got: dict[str, np.ndarray] = {}
+        sensors_only = partial(_sensors_only, ours, models, x0, ctrl, got)
+        best = {"rollout": np.inf, "batch": np.inf, "sensors": np.inf}
         for _ in range(repeats):
-            for name, fn in (("rollout", rollout), ("batch", batched)):
+            for name, fn in (("rollout", rollout), ("batch", batched), ("sensors", sensors_only)):
                 t0 = time.perf_counter()
                 fn()
                 best[name] = min(best[name], time.perf_counter() - t0)
         same = np.array_equal(out[FULL], state) and np.array_equal(out["sensordata"], sens)
+        same &= np.array_equal(got["sensordata"], sens)
         print(
             f"problem {key:>2} n={n:>3} steps={nstep}: rollout {1e3 * best['rollout']:7.2f} ms  "
-            f"batch {1e3 * best['batch']:7.2f} ms  batch/rollout "
-            f"{best['batch'] / best['rollout']:.2f}  bit-identical {same}"
+            f"batch {1e3 * best['batch']:7.2f} ms  sensors only {1e3 * best['sensors']:7.2f} ms  "
+            f"batch/rollout {best['batch'] / best['rollout']:.3f}  sensors only/rollout "
+            f"{best['sensors'] / best['rollout']:.3f}  bit-identical {same}"
         )
+    runner.close()
+    ours.close()
 
 
 def main() -> None:

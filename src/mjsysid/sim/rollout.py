@@ -59,6 +59,8 @@ class RolloutDivergedError(RuntimeError):
 
 _SENSOR_BATCHES = 8
 """Sensor-only batches a :class:`BatchRollout` keeps (by model shape and size)."""
+_SENSOR_SIMS = 16
+"""The fewest simulations of a sensor-only batch."""
 
 
 def default_nthread() -> int:
@@ -171,32 +173,48 @@ def checked_output(
 
 
 class _SensorBatch:
-    """A :class:`mujoco.batch.Batch` of ``nsim`` simulations for sensor-only rollouts, and
-    what its state rows start from.
+    """A :class:`mujoco.batch.Batch` of ``nsim`` simulations for sensor-only rollouts; a run
+    of fewer uses the first ones.
 
-    A row is ``mjSTATE_INTEGRATION``: the full-physics columns come from the initial states;
-    the others (warm start, inputs, equality activations, mocap poses, user data) are what
-    ``mj_resetData`` gives, as in ``mujoco.rollout``. Only the activations and mocap poses
-    depend on the model (``eq_active0``, the mocap bodies' poses), so a model without
-    equalities and mocap bodies copies one reset row; another is reset on every run.
+    A simulation's row is ``mjSTATE_INTEGRATION``: the full-physics columns come from the
+    initial states; the others (warm start, inputs, equality activations, mocap poses, user
+    data) are what ``mj_resetData`` gives, as in ``mujoco.rollout``. Only the activations and
+    mocap poses depend on the model (``eq_active0``, the mocap bodies' poses), so a model
+    without equalities and mocap bodies copies one reset row; another is reset on every run.
     """
 
     def __init__(self, model: mujoco.MjModel, nsim: int, nthread: int) -> None:
+        self.nsim = nsim
         self.batch = mujoco.batch.Batch(model, nsim=nsim, nthread=nthread)
         self.rows = self.batch.state
         self.cols = full_physics_columns(model)
+        self.ids = np.arange(nsim, dtype=np.int32)
         self.batch.reset(stage=int(mujoco.mjtStage.mjSTAGE_NONE))
         self.reset_row = None if model.neq or model.nmocap else self.rows[0].copy()
 
-    def start(self, models: Sequence[mujoco.MjModel], initial_states: np.ndarray) -> None:
-        """Simulation ``i`` on ``models[i]`` (set on every run: the candidate models are
-        edited in place between calls), reset and at ``initial_states[i]``."""
-        self.batch.set_models(models)
+    def run(
+        self, models: Sequence[mujoco.MjModel], initial_states: np.ndarray, control: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(sensordata, last_time)``: ``(n, nstep, nsensordata)`` sensors of simulation
+        ``i`` on ``models[i]`` (set on every run: the candidate models are edited in place
+        between calls) from ``initial_states[i]`` under ``control[i]``, and ``(n,)`` the time
+        each simulation ended at (its initial time where MuJoCo raised an error)."""
+        n, nstep = control.shape[0], control.shape[1]
+        ids = None if n == self.nsim else self.ids[:n]
+        self.batch.set_models(models if ids is None else [*models, *[models[0]] * (self.nsim - n)])
         if self.reset_row is None:
-            self.batch.reset(stage=int(mujoco.mjtStage.mjSTAGE_NONE))
+            self.batch.reset(ids=ids, stage=int(mujoco.mjtStage.mjSTAGE_NONE))
         else:
-            self.rows[:] = self.reset_row
-        self.rows[:, self.cols] = initial_states
+            self.rows[:n] = self.reset_row
+        self.rows[:n, self.cols] = initial_states
+        sensordata = np.empty((n, nstep, models[0].nsensordata))
+        try:
+            self.batch.rollout(
+                nstep, control, record=("sensordata",), ids=ids, out={"sensordata": sensordata}
+            )
+        except mujoco.batch.SimulationError:
+            pass  # those simulations kept their initial state
+        return sensordata, self.rows[:n, 0]
 
 
 class BatchRollout:
@@ -244,9 +262,12 @@ class BatchRollout:
             known = self._known[model] = (self._datas[key], state_size(model), key)
         return known[0], known[1]
 
-    def _sensor_batch(self, model: mujoco.MjModel, nsim: int) -> _SensorBatch:
-        """The kept batch of ``nsim`` simulations of models shaped like ``model``."""
+    def _sensor_batch(self, model: mujoco.MjModel, n: int) -> _SensorBatch:
+        """The kept batch for ``n`` simulations of models shaped like ``model``: one per
+        power of two from :data:`_SENSOR_SIMS` (a batch's first run pays for an ``MjData``;
+        a run of fewer simulations costs a few µs more)."""
         self._shape_of(model)
+        nsim = max(_SENSOR_SIMS, 1 << (n - 1).bit_length())
         key = (self._known[model][2], nsim)
         sims = self._sensor_batches.get(key)
         if sims is None:
@@ -325,17 +346,10 @@ class BatchRollout:
     ) -> tuple[None, np.ndarray, np.ndarray]:
         """:meth:`run` with ``states=False`` (no start at a negative time): the sensors of
         every step, and each simulation's last time checked against ``end``."""
-        nbatch, nstep = ctrl.shape[0], ctrl.shape[1]
-        sims = self._sensor_batch(models[0], nbatch)
-        sims.start(models, x0)
-        sensordata = np.empty((nbatch, nstep, models[0].nsensordata))
-        try:
-            sims.batch.rollout(nstep, ctrl, record=("sensordata",), out={"sensordata": sensordata})
-        except mujoco.batch.SimulationError:
-            pass  # those simulations kept their initial state: the clock check reports them
+        sensordata, last_time = self._sensor_batch(models[0], len(models)).run(models, x0, ctrl)
         t_end, tol, _ = end
         # NaN and inf times compare False without a warning
-        ok = np.abs(sims.rows[:, 0] - t_end) <= tol
+        ok = np.abs(last_time - t_end) <= tol
         with np.errstate(over="ignore", invalid="ignore"):
             ok &= np.isfinite(sensordata.sum(axis=(1, 2)))
         return None, sensordata, ok
