@@ -11,7 +11,7 @@ states and sensors (what :class:`mjsysid.sim.rollout.BatchRollout` does where th
 read), (b) by a persistent ``mujoco.batch.Batch(model, n, nthread)``: ``set_models``,
 ``reset``, the initial states written into its rows, one ``Batch.rollout(nstep, control,
 record=(mjSTATE_FULLPHYSICS, "sensordata"), out=...)``, (c) by ``BatchRollout.run(...,
-states=False)``, the sensors only on a kept ``Batch`` (what a residual that reads no states
+record_states=False)``, the sensors only on a kept ``Batch`` (what a residual that reads no states
 runs), with its clock check. Best of ``--repeats``, interleaved; the outputs are checked to
 be bit-identical.
 """
@@ -55,7 +55,7 @@ def _sensors_only(
     ctrl: np.ndarray,
     got: dict[str, np.ndarray],
 ) -> None:
-    got["sensordata"] = ours.run(models, x0, ctrl, align=False, states=False)[1]
+    got["sensordata"] = ours.run(models, x0, ctrl, align=False, record_states=False)[1]
 
 
 def compare(key: str, sizes: list[int], nthread: int, repeats: int) -> None:

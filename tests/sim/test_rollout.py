@@ -151,7 +151,7 @@ def _candidates(xml: str, n: int) -> list[mujoco.MjModel]:
 @pytest.mark.parametrize("xml", [ARM2, BOX, LINKED], ids=["arm", "contacts", "reset"])
 @pytest.mark.parametrize(("nthread", "n"), [(1, 5), (2, 5), (2, 16)])
 def test_sensor_only_rollouts_equal_the_recorded_ones(xml, nthread, n):
-    """``states=False`` (mujoco.batch.Batch, sensors only; ``n`` of its 16 simulations)
+    """``record_states=False`` (mujoco.batch.Batch, sensors only; ``n`` of its 16 simulations)
     gives the bits of the recorded rollout (mujoco.rollout), call after call on the kept
     batch, and flags the same divergences: a reset by MuJoCo, and one without the automatic
     reset."""
@@ -171,8 +171,10 @@ def test_sensor_only_rollouts_equal_the_recorded_ones(xml, nthread, n):
                 for m in models:
                     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
             state, sens, ok = runner.run(models, x0, ctrl, align=False)
-            none, sens_only, ok_only = runner.run(models, x0, ctrl, align=False, states=False)
-            _, sens_fresh, _ = fresh.run(models, x0, ctrl, align=False, states=False)
+            none, sens_only, ok_only = runner.run(
+                models, x0, ctrl, align=False, record_states=False
+            )
+            _, sens_fresh, _ = fresh.run(models, x0, ctrl, align=False, record_states=False)
             assert none is None and state.shape[:2] == sens.shape[:2]
             expected = [i for i in range(n) if not (call and i == 2)]
             assert np.flatnonzero(ok).tolist() == expected
@@ -191,9 +193,9 @@ def test_sensor_only_rollouts_record_states_for_a_negative_start_time():
     x0[1, 0] = -0.1
     ctrl = np.zeros((2, 100, models[0].nu))
     with BatchRollout(2) as runner:
-        state, sens, ok = runner.run(models, x0, ctrl, align=False, states=False)
+        state, sens, ok = runner.run(models, x0, ctrl, align=False, record_states=False)
         assert state is not None and ok.all()
         x0[1, 0] = 0.0
-        state, sens2, ok = runner.run(models, x0, ctrl, align=False, states=False)
+        state, sens2, ok = runner.run(models, x0, ctrl, align=False, record_states=False)
         assert state is None and ok.all()
         np.testing.assert_array_equal(sens2, sens)

@@ -309,12 +309,12 @@ class CandidateRollouts:
         col_models: list[list[mujoco.MjModel]],
         sim_cols: list[np.ndarray],
         cand_params: dict[int, ParameterDict],
-        states: Sequence[bool],
+        read_states: Sequence[bool],
     ) -> dict[int, SimBatch]:
         """Simulates the columns ``sim_cols[i]`` of ``X`` for every sequence ``i`` that has
         some, grouped by (ModelSequences, nstep); returns the batches by sequence.
         ``base_models``: the compiled model of each ModelSequences (for the control
-        transform). ``states[i]``: sequence ``i``'s states are read (else the built-in
+        transform). ``read_states[i]``: sequence ``i``'s states are read (else the built-in
         rollout may leave them out: ``None``)."""
         preds: dict[int, SimBatch] = {}
         for mi, base in enumerate(base_models):
@@ -332,7 +332,7 @@ class CandidateRollouts:
                     [[cand_params[j] for j in sim_cols[i]] if cand_params else [] for i in group],
                     preds,
                     self.transformed_controls(sequences, work, layout, X, sim_cols, group, base),
-                    states=any(states[i] for i in group),
+                    record_states=any(read_states[i] for i in group),
                     law_values=self.candidate_law_values(
                         work,
                         layout,
@@ -454,14 +454,14 @@ class CandidateRollouts:
         preds: dict[int, SimBatch],
         controls: np.ndarray | None = None,
         *,
-        states: bool = True,
+        record_states: bool = True,
         law_values: list[dict[str, np.ndarray]] | None = None,
     ) -> None:
         """Simulates, in one call, sequence ``group[g]`` from ``x0s[g]`` with ``models[g]``
         (one per candidate) and stores its :class:`SimBatch` in ``preds``. ``controls``: the
         batch's controls when a control transform made them per candidate (default: each
         sequence's recorded controls). ``law_values``: per force law, its parameters' values
-        per candidate (with force laws). ``states``: record the states (else the built-in
+        per candidate (with force laws). ``record_states``: record the states (else the built-in
         rollout leaves them out, ``None``; the other rollouts return them all the same)."""
         counts = [len(m) for m in models]
         batch_models = [m for ms_ in models for m in ms_]
@@ -470,6 +470,7 @@ class CandidateRollouts:
         ctrl = self._recorded_controls(sequences, key) if controls is None else controls
         self.stats.rollouts += len(batch_models)
         self.stats.steps += len(batch_models) * ctrl.shape[1]
+        state: np.ndarray | None
         if self.custom_rollout is not None:
             state, sensordata, ok = self._custom(batch_models, ctrl, x0, cand_params)
         elif self.device is not None:
@@ -485,7 +486,7 @@ class CandidateRollouts:
             )
         else:
             state, sensordata, ok = self.runner.run(
-                batch_models, x0, ctrl, align=False, states=states
+                batch_models, x0, ctrl, align=False, record_states=record_states
             )
         start = 0
         for i, n in key:

@@ -275,8 +275,8 @@ class ResidualFunction:
         transform = self._batched
         exposed = details or (self.modify_residual is not None and transform is None)
         # the states are recorded where they are read: measured states, or exposed
-        states = [exposed or bool(seq.state_cols.size) for seq in self._sequences]
-        plan = self._plan_call(X, layout, states)
+        read_states = [exposed or bool(seq.state_cols.size) for seq in self._sequences]
+        plan = self._plan_call(X, layout, read_states)
         t0 = _time.perf_counter()
         col_models = self._models.for_columns(
             work, X, layout, self._structure.key, self._structure.specs
@@ -284,7 +284,7 @@ class ResidualFunction:
         cand_params = self._candidate_params(work, X, layout, plan)
         self.stats.time_build += _time.perf_counter() - t0
         t0 = _time.perf_counter()
-        preds = self._simulate(work, X, layout, plan, col_models, cand_params, exposed, states)
+        preds = self._simulate(work, X, layout, plan, col_models, cand_params, exposed, read_states)
         self.stats.time_rollout += _time.perf_counter() - t0
         result, details_out = self._blocks(
             work, X, layout, plan, preds, col_models, details, transform
@@ -292,14 +292,14 @@ class ResidualFunction:
         self.stats.time_total += _time.perf_counter() - t_start
         return result, details_out
 
-    def _plan_call(self, X: np.ndarray, layout: Layout, states: list[bool]) -> _CallPlan:
+    def _plan_call(self, X: np.ndarray, layout: Layout, read_states: list[bool]) -> _CallPlan:
         """The distinct simulations per sequence, and those the cache does not hold.
 
         A sequence depends on the model entries of x and on its own initial-state entries
         only (so the start of one multiple-shooting window does not re-simulate the others).
         Sequences with the same rows share the work. Simulations of the last small call
         (trial steps) are reused: the signal-only columns of the next finite-difference
-        Jacobian simulate that very point. ``states[i]``: sequence ``i``'s states are read,
+        Jacobian simulate that very point. ``read_states[i]``: sequence ``i``'s states are read,
         so a kept simulation without them does not serve it.
         """
         distinct: dict[bytes, DistinctColumns] = {}
@@ -318,9 +318,11 @@ class ResidualFunction:
             nsteps = [seq.nstep for seq in self._sequences]
             lead = self._whole_cache.leading(self._structure.key, wanted, nsteps)
             cache = {i: {**lead.get(i, {}), **cache.get(i, {})} for i in {*lead, *cache}}
-        if any(states) and cache:
+        if any(read_states) and cache:
             cache = {
-                i: {k: s for k, s in sims.items() if s.state is not None} if states[i] else sims
+                i: {k: s for k, s in sims.items() if s.state is not None}
+                if read_states[i]
+                else sims
                 for i, sims in cache.items()
             }
         run = [
@@ -355,12 +357,12 @@ class ResidualFunction:
         col_models: list[list[mujoco.MjModel]],
         cand_params: dict[int, ParameterDict],
         exposed: bool,
-        states: list[bool],
+        read_states: list[bool],
     ) -> dict[int, SimBatch]:
         """Every sequence's distinct simulations: run now or taken from the cache; keeps
         this call's for the next when it is small. ``exposed``: code that may write into the
         predictions receives them (a custom modify_residual, predict's caller).
-        ``states[i]``: sequence ``i``'s states are read (else they may be left out)."""
+        ``read_states[i]``: sequence ``i``'s states are read (else they may be left out)."""
         preds = self._rollouts.run_all(
             self._sequences,
             [ms.model for ms in self.models_sequences],
@@ -370,13 +372,13 @@ class ResidualFunction:
             col_models,
             plan.sim_cols(),
             cand_params,
-            states,
+            read_states,
         )
         mixed: dict[int, list[SimBatch]] = {}  # sims of sequences partly cached
         for i, d in enumerate(plan.per_seq):
             if len(plan.run[i]) < len(d.first):
                 mixed[i] = sim_rows(preds.get(i), plan.run[i], d.keys, plan.cache[i])
-                preds[i] = stacked(mixed[i], states[i])
+                preds[i] = stacked(mixed[i], read_states[i])
             if not preds[i].ok.all():  # simulated now or kept from the last call
                 self.last_divergence += [
                     f"{self._sequences[i].label}: simulation diverged for candidate {u}"

@@ -13,7 +13,7 @@ finite, and reports the first rollout and step that did not.
 
 Sensors only. Recording the state of every step costs about 2 % of a cheap model's rollout
 (``mj_getState`` per step). Where nobody reads the states (a residual without measured states),
-:meth:`BatchRollout.run` with ``states=False`` runs the batch on
+:meth:`BatchRollout.run` with ``record_states=False`` runs the batch on
 :class:`mujoco.batch.Batch` instead, recording the sensors only: its state rows keep each
 simulation's last state, whose time is the clock check (a simulation MuJoCo reset, or one the
 batch stopped because its warnings rose, ends at another time). The sensor values are the
@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import mujoco
 import mujoco.batch
@@ -231,7 +231,7 @@ class BatchRollout:
         self._runner = mujoco.rollout.Rollout(nthread=self.nthread) if self.nthread > 1 else None
         self._datas: dict[ModelKey, list[mujoco.MjData]] = {}
         self._ends: dict[tuple[bytes, bytes, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        # per model object (not kept alive by this): its datas and state size
+        # per model object (not kept alive by this): its datas, state size and signature
         self._known: weakref.WeakKeyDictionary[
             mujoco.MjModel, tuple[list[mujoco.MjData], int, ModelKey]
         ]
@@ -276,6 +276,28 @@ class BatchRollout:
             sims = self._sensor_batches[key] = _SensorBatch(model, nsim, self.nthread)
         return sims
 
+    @overload
+    def run(
+        self,
+        models: Sequence[mujoco.MjModel],
+        initial_states: np.ndarray,
+        control: np.ndarray,
+        *,
+        align: bool = ...,
+        record_states: Literal[True] = ...,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    @overload
+    def run(
+        self,
+        models: Sequence[mujoco.MjModel],
+        initial_states: np.ndarray,
+        control: np.ndarray,
+        *,
+        align: bool = ...,
+        record_states: bool,
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]: ...
+
     def run(
         self,
         models: Sequence[mujoco.MjModel],
@@ -283,8 +305,8 @@ class BatchRollout:
         control: np.ndarray,
         *,
         align: bool = True,
-        states: bool = True,
-    ) -> tuple[Any, np.ndarray, np.ndarray]:
+        record_states: bool = True,
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """Rolls out ``nbatch`` models in one multithreaded call.
 
         Args:
@@ -293,7 +315,7 @@ class BatchRollout:
           control: ``(nbatch, nstep, nu)`` controls.
           align: Return states aligned with the sensors (row ``k`` at ``t_k``); ``False``
             returns MuJoCo's states after each step (row ``k`` at ``t_{k+1}``), saving a copy.
-          states: Record the states. ``False`` returns ``None`` for them and runs the batch
+          record_states: Record the states. ``False`` returns ``None`` for them and runs the batch
             on :class:`mujoco.batch.Batch`, which records the sensors only (module
             docstring); a start at a negative time records them all the same (its clock
             check needs every step).
@@ -313,7 +335,7 @@ class BatchRollout:
         dt = np.array([opts[id(m)].timestep for m in models])
         t0 = np.array(initial_states[:, 0], dtype=np.float64)
         end = self._clock_end(t0, dt, nstep)
-        if not states and not end[2].size:
+        if not record_states and not end[2].size:
             return self._run_sensors(models, x0, ctrl, end)
         autoreset = all(
             not o.disableflags & mujoco.mjtDisableBit.mjDSBL_AUTORESET for o in opts.values()
@@ -344,7 +366,7 @@ class BatchRollout:
         ctrl: np.ndarray,
         end: tuple[np.ndarray, np.ndarray, np.ndarray],
     ) -> tuple[None, np.ndarray, np.ndarray]:
-        """:meth:`run` with ``states=False`` (no start at a negative time): the sensors of
+        """:meth:`run` with ``record_states=False`` (no start at a negative time): the sensors of
         every step, and each simulation's last time checked against ``end``."""
         sensordata, last_time = self._sensor_batch(models[0], len(models)).run(models, x0, ctrl)
         t_end, tol, _ = end
