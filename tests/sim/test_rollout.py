@@ -132,6 +132,22 @@ LINKED = """
 """
 
 
+# delayed actuator and sensor: MuJoCo's history buffers are part of the full-physics state
+DELAYED = """
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="arm">
+      <joint name="a" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.2"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="a" delay="0.01" nsample="6"/></actuator>
+  <sensor><jointpos joint="a" delay="0.004" nsample="3"/><jointvel joint="a"/></sensor>
+</mujoco>
+"""
+
+
 def _candidates(xml: str, n: int) -> list[mujoco.MjModel]:
     """``n`` models of ``xml`` with other masses (and, with an equality, one active)."""
     base = mujoco.MjModel.from_xml_string(xml)
@@ -148,7 +164,9 @@ def _candidates(xml: str, n: int) -> list[mujoco.MjModel]:
     return models
 
 
-@pytest.mark.parametrize("xml", [ARM2, BOX, LINKED], ids=["arm", "contacts", "reset"])
+@pytest.mark.parametrize(
+    "xml", [ARM2, BOX, LINKED, DELAYED], ids=["arm", "contacts", "reset", "history"]
+)
 @pytest.mark.parametrize(("nthread", "n"), [(1, 5), (2, 5), (2, 16)])
 def test_sensor_only_rollouts_equal_the_recorded_ones(xml, nthread, n):
     """``record_states=False`` (mujoco.batch.Batch, sensors only; ``n`` of its 16 simulations)
