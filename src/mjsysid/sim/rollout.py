@@ -251,24 +251,24 @@ class BatchRollout:
         """Per-thread ``MjData`` compatible with ``model`` (cached by model signature)."""
         return self._shape_of(model)[0]
 
-    def _shape_of(self, model: mujoco.MjModel) -> tuple[list[mujoco.MjData], int]:
-        """``(datas, state size)`` of ``model``, remembered per model object: a fit rolls out
-        the same candidate models call after call, and the signature is hashed once each."""
+    def _shape_of(self, model: mujoco.MjModel) -> tuple[list[mujoco.MjData], int, ModelKey]:
+        """``(datas, state size, signature)`` of ``model``, remembered per model object: a fit
+        rolls out the same candidate models call after call, and the signature is hashed once
+        each."""
         known = self._known.get(model)
         if known is None:
             key = model_key(model)
             if key not in self._datas:
                 self._datas[key] = [mujoco.MjData(model) for _ in range(self.nthread)]
             known = self._known[model] = (self._datas[key], state_size(model), key)
-        return known[0], known[1]
+        return known
 
     def _sensor_batch(self, model: mujoco.MjModel, n: int) -> _SensorBatch:
         """The kept batch for ``n`` simulations of models shaped like ``model``: one per
         power of two from :data:`_SENSOR_SIMS` (a batch's first run pays for an ``MjData``;
         a run of fewer simulations costs a few µs more)."""
-        self._shape_of(model)
         nsim = max(_SENSOR_SIMS, 1 << (n - 1).bit_length())
-        key = (self._known[model][2], nsim)
+        key = (self._shape_of(model)[2], nsim)
         sims = self._sensor_batches.get(key)
         if sims is None:
             if len(self._sensor_batches) >= _SENSOR_BATCHES:
@@ -341,7 +341,7 @@ class BatchRollout:
             not o.disableflags & mujoco.mjtDisableBit.mjDSBL_AUTORESET for o in opts.values()
         )
         m0 = models[0]
-        datas, nstate = self._shape_of(m0)
+        datas, nstate, _ = self._shape_of(m0)
         raw_state = np.empty((nbatch, nstep, nstate))
         sensordata = np.empty((nbatch, nstep, m0.nsensordata))
         runner = mujoco.rollout.rollout if self._runner is None else self._runner.rollout
